@@ -1,0 +1,1 @@
+//! Host package for workspace-level benches, tests and examples.
