@@ -1,0 +1,576 @@
+//! [`FlowKey`]: a 64-byte exact-match key extracted from a raw Ethernet frame.
+//!
+//! The key is a typed view over a fixed `[u8; 64]` (see `mod field` for the
+//! byte ranges), so equality is one 64-byte compare and the hash reads eight
+//! aligned words. Extraction ([`FlowKey::extract`]) reads the frame through
+//! checked slice access only: it never panics, whatever the length or content
+//! of the frame; a header that is announced but cut short or invalid sets
+//! [`FlowKey::is_malformed`] and leaves the fields behind it zero.
+//!
+//! # Exactness contract
+//!
+//! A cached decision is only as exact as the key. Two frames with equal keys
+//! get the same cached decision, so the slow path must decide from the key
+//! (and the configuration) alone, never from other frame bytes. What the key
+//! leaves out: IP TOS/DSCP and TTL, TCP flags, ARP fields, anything past a
+//! third VLAN tag or past eight IPv6 extension headers, and the bytes of a
+//! malformed frame after the point where parsing stopped.
+
+use core::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Length of a [`FlowKey`] in bytes.
+pub const KEY_LEN: usize = 64;
+
+/// EtherType of IPv4 (IEEE 802.3).
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of IPv6.
+pub const ETHERTYPE_IPV6: u16 = 0x86dd;
+/// EtherType (TPID) of an IEEE 802.1Q C-tag.
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+/// EtherType (TPID) of an IEEE 802.1ad S-tag (QinQ outer tag).
+pub const ETHERTYPE_QINQ: u16 = 0x88a8;
+
+/// IP protocol number of ICMP.
+pub const IPPROTO_ICMP: u8 = 1;
+/// IP protocol number of TCP.
+pub const IPPROTO_TCP: u8 = 6;
+/// IP protocol number of UDP.
+pub const IPPROTO_UDP: u8 = 17;
+/// IP protocol number of ICMPv6.
+pub const IPPROTO_ICMPV6: u8 = 58;
+/// IP protocol number of SCTP.
+pub const IPPROTO_SCTP: u8 = 132;
+/// IP protocol number of UDP-Lite.
+pub const IPPROTO_UDPLITE: u8 = 136;
+
+/// How many IPv6 extension headers extraction walks before it stops.
+pub const MAX_IPV6_EXT_HEADERS: usize = 8;
+
+/// Byte ranges of the key layout (all multi-byte fields big-endian).
+mod field {
+    pub type Field = core::ops::Range<usize>;
+    pub const IN_PORT: Field = 0..4;
+    pub const FLAGS: usize = 4;
+    pub const VNI: Field = 5..8;
+    pub const VLAN: Field = 8..10;
+    pub const INNER_VLAN: Field = 10..12;
+    pub const ETH_DST: Field = 12..18;
+    pub const ETH_SRC: Field = 18..24;
+    pub const ETH_TYPE: Field = 24..26;
+    pub const IP_PROTO: usize = 26;
+    pub const IP_FRAG: usize = 27;
+    pub const IP_SRC: Field = 28..44;
+    pub const IP_DST: Field = 44..60;
+    pub const L4_SRC: Field = 60..62;
+    pub const L4_DST: Field = 62..64;
+}
+
+/// Bits of the flags byte.
+mod flag {
+    pub const VNI: u8 = 0x01;
+    pub const VLAN: u8 = 0x02;
+    pub const SVLAN: u8 = 0x04;
+    pub const INNER_VLAN: u8 = 0x08;
+    pub const IPV4: u8 = 0x10;
+    pub const IPV6: u8 = 0x20;
+    pub const L4: u8 = 0x40;
+    pub const MALFORMED: u8 = 0x80;
+}
+
+/// IP fragmentation state of a frame (RFC 791 §3.1, RFC 8200 §4.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fragment {
+    /// Not a fragment (or not IP).
+    No,
+    /// First fragment: offset 0 with more-fragments set. L4 ports are parsed.
+    First,
+    /// A later fragment: offset > 0. It carries no L4 header; ports are absent.
+    Later,
+}
+
+/// A compact, fixed-size (64 bytes, 8-byte aligned) exact-match flow key.
+///
+/// Fields: ingress port, tunnel VNI (24 bits) when present, outer and inner
+/// VLAN TCI, Ethernet destination/source/type, IPv4 or IPv6 source and
+/// destination, IP protocol, fragment state, and L4 source/destination ports
+/// (for ICMP/ICMPv6: type and code). Absent fields are zero and their
+/// presence bit is clear, so keys compare exactly.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C, align(8))]
+pub struct FlowKey {
+    bytes: [u8; KEY_LEN],
+}
+
+impl Default for FlowKey {
+    fn default() -> Self {
+        FlowKey {
+            bytes: [0; KEY_LEN],
+        }
+    }
+}
+
+#[inline(always)]
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    match (b.get(at), b.get(at + 1)) {
+        (Some(&hi), Some(&lo)) => Some(u16::from_be_bytes([hi, lo])),
+        _ => None,
+    }
+}
+
+/// wyhash-style 64x64->128 multiply, folded to 64 bits.
+#[inline(always)]
+fn mum(a: u64, b: u64) -> u64 {
+    let r = u128::from(a) * u128::from(b);
+    (r as u64) ^ ((r >> 64) as u64)
+}
+
+const HASH_K: [u64; 9] = [
+    0xa076_1d64_78bd_642f,
+    0xe703_7ed1_a0b4_28db,
+    0x8ebc_6af0_9c88_c6e3,
+    0x5899_65cc_7537_4cc3,
+    0x1d8e_4e27_c47d_124f,
+    0x9e37_79b9_7f4a_7c15,
+    0xbf58_476d_1ce4_e5b9,
+    0x94d0_49bb_1331_11eb,
+    0x2545_f491_4f6c_dd1d,
+];
+
+impl FlowKey {
+    /// Extracts the key of a raw Ethernet frame (starting at the destination
+    /// MAC, without FCS) received on `in_port`, with `vni` the tunnel VNI the
+    /// frame was decapsulated from (only its low 24 bits are kept, RFC 8926
+    /// §3.4).
+    ///
+    /// Parses: up to two VLAN tags (outer TPID 0x8100 or 0x88a8, inner
+    /// 0x8100; a third tag ends parsing with `eth_type` = its TPID), IPv4 with
+    /// or without options, IPv6 with up to [`MAX_IPV6_EXT_HEADERS`] extension
+    /// headers (hop-by-hop, routing, destination options, fragment, AH),
+    /// TCP/UDP/SCTP/UDP-Lite ports and ICMP/ICMPv6 type and code. The L4
+    /// header is searched within the IP total/payload length (a length of 0,
+    /// as in a GSO "big" packet, means "the rest of the frame").
+    ///
+    /// Reads at most the headers it parses (typically the first 34..78 bytes).
+    /// Never panics and never allocates. A frame shorter than 14 bytes, a
+    /// truncated VLAN/IP/L4 header, a wrong IP version or an IHL < 5 sets
+    /// [`is_malformed`](Self::is_malformed); fields after that point stay zero.
+    pub fn extract(frame: &[u8], in_port: u32, vni: Option<u32>) -> FlowKey {
+        let mut k = FlowKey::default();
+        k.bytes[field::IN_PORT].copy_from_slice(&in_port.to_be_bytes());
+        if let Some(vni) = vni {
+            k.bytes[field::FLAGS] |= flag::VNI;
+            k.bytes[field::VNI].copy_from_slice(&vni.to_be_bytes()[1..4]);
+        }
+        if k.parse_l2(frame).is_none() {
+            k.bytes[field::FLAGS] |= flag::MALFORMED;
+        }
+        k
+    }
+
+    /// Parses from the Ethernet header on; `None` means "malformed here".
+    #[inline(always)]
+    fn parse_l2(&mut self, frame: &[u8]) -> Option<()> {
+        let eth = frame.get(..14)?;
+        self.bytes[field::ETH_DST].copy_from_slice(&eth[0..6]);
+        self.bytes[field::ETH_SRC].copy_from_slice(&eth[6..12]);
+        let mut et = u16::from_be_bytes([eth[12], eth[13]]);
+        let mut off = 14;
+        if et == ETHERTYPE_VLAN || et == ETHERTYPE_QINQ {
+            self.set_eth_type(et);
+            let tci = be16(frame, off)?;
+            let next = be16(frame, off + 2)?;
+            let mut f = flag::VLAN;
+            if et == ETHERTYPE_QINQ {
+                f |= flag::SVLAN;
+            }
+            self.bytes[field::FLAGS] |= f;
+            self.bytes[field::VLAN].copy_from_slice(&tci.to_be_bytes());
+            et = next;
+            off += 4;
+            if et == ETHERTYPE_VLAN {
+                self.set_eth_type(et);
+                let tci = be16(frame, off)?;
+                let next = be16(frame, off + 2)?;
+                self.bytes[field::FLAGS] |= flag::INNER_VLAN;
+                self.bytes[field::INNER_VLAN].copy_from_slice(&tci.to_be_bytes());
+                et = next;
+                off += 4;
+            }
+        }
+        self.set_eth_type(et);
+        let l3 = frame.get(off..).unwrap_or(&[]);
+        match et {
+            ETHERTYPE_IPV4 => self.parse_ipv4(l3),
+            ETHERTYPE_IPV6 => self.parse_ipv6(l3),
+            _ => Some(()),
+        }
+    }
+
+    #[inline(always)]
+    fn set_eth_type(&mut self, et: u16) {
+        self.bytes[field::ETH_TYPE].copy_from_slice(&et.to_be_bytes());
+    }
+
+    #[inline(always)]
+    fn parse_ipv4(&mut self, l3: &[u8]) -> Option<()> {
+        let h = l3.get(..20)?;
+        if h[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let frag = u16::from_be_bytes([h[6], h[7]]);
+        let proto = h[9];
+        self.bytes[field::FLAGS] |= flag::IPV4;
+        self.bytes[field::IP_PROTO] = proto;
+        self.bytes[field::IP_SRC][..4].copy_from_slice(&h[12..16]);
+        self.bytes[field::IP_DST][..4].copy_from_slice(&h[16..20]);
+        let fragment = if frag & 0x1fff != 0 {
+            Fragment::Later
+        } else if frag & 0x2000 != 0 {
+            Fragment::First
+        } else {
+            Fragment::No
+        };
+        self.set_fragment(fragment);
+        if ihl < 20 || (total != 0 && total < ihl) || l3.len() < ihl {
+            return None;
+        }
+        if fragment == Fragment::Later {
+            return Some(());
+        }
+        let end = if total == 0 {
+            l3.len()
+        } else {
+            total.min(l3.len())
+        };
+        let l4 = l3.get(ihl..end).unwrap_or(&[]);
+        self.parse_l4(proto, l4, IPPROTO_ICMP)
+    }
+
+    #[inline(always)]
+    fn parse_ipv6(&mut self, l3: &[u8]) -> Option<()> {
+        let h = l3.get(..40)?;
+        if h[0] >> 4 != 6 {
+            return None;
+        }
+        let payload = usize::from(u16::from_be_bytes([h[4], h[5]]));
+        let mut nh = h[6];
+        self.bytes[field::FLAGS] |= flag::IPV6;
+        self.bytes[field::IP_SRC].copy_from_slice(&h[8..24]);
+        self.bytes[field::IP_DST].copy_from_slice(&h[24..40]);
+        self.bytes[field::IP_PROTO] = nh;
+        let end = if payload == 0 {
+            l3.len()
+        } else {
+            (40 + payload).min(l3.len())
+        };
+        let pkt = l3.get(..end).unwrap_or(&[]);
+        let mut off = 40;
+        for _ in 0..MAX_IPV6_EXT_HEADERS {
+            match nh {
+                // Hop-by-hop, routing, destination options: 8-octet units.
+                0 | 43 | 60 => {
+                    let next = *pkt.get(off)?;
+                    let len = (usize::from(*pkt.get(off + 1)?) + 1) * 8;
+                    pkt.get(off..off + len)?;
+                    off += len;
+                    nh = next;
+                }
+                // Authentication header: 4-octet units, minus 2.
+                51 => {
+                    let next = *pkt.get(off)?;
+                    let len = (usize::from(*pkt.get(off + 1)?) + 2) * 4;
+                    pkt.get(off..off + len)?;
+                    off += len;
+                    nh = next;
+                }
+                // Fragment header (RFC 8200 §4.5), fixed 8 bytes.
+                44 => {
+                    let fh = pkt.get(off..off + 8)?;
+                    let fo = u16::from_be_bytes([fh[2], fh[3]]);
+                    nh = fh[0];
+                    off += 8;
+                    self.bytes[field::IP_PROTO] = nh;
+                    if fo & 0xfff8 != 0 {
+                        self.set_fragment(Fragment::Later);
+                        return Some(());
+                    }
+                    if fo & 1 != 0 {
+                        self.set_fragment(Fragment::First);
+                    }
+                }
+                _ => break,
+            }
+            self.bytes[field::IP_PROTO] = nh;
+        }
+        let l4 = pkt.get(off..).unwrap_or(&[]);
+        self.parse_l4(nh, l4, IPPROTO_ICMPV6)
+    }
+
+    #[inline(always)]
+    fn parse_l4(&mut self, proto: u8, l4: &[u8], icmp: u8) -> Option<()> {
+        match proto {
+            IPPROTO_TCP | IPPROTO_UDP | IPPROTO_SCTP | IPPROTO_UDPLITE => {
+                let p = l4.get(..4)?;
+                self.bytes[field::L4_SRC].copy_from_slice(&p[0..2]);
+                self.bytes[field::L4_DST].copy_from_slice(&p[2..4]);
+            }
+            p if p == icmp => {
+                let t = l4.get(..2)?;
+                self.bytes[field::L4_SRC][1] = t[0];
+                self.bytes[field::L4_DST][1] = t[1];
+            }
+            _ => return Some(()),
+        }
+        self.bytes[field::FLAGS] |= flag::L4;
+        Some(())
+    }
+
+    #[inline(always)]
+    fn set_fragment(&mut self, f: Fragment) {
+        self.bytes[field::IP_FRAG] = match f {
+            Fragment::No => 0,
+            Fragment::First => 1,
+            Fragment::Later => 2,
+        };
+    }
+
+    /// The raw 64-byte key (layout: in_port 0..4, flags 4, VNI 5..8, VLAN
+    /// 8..10, inner VLAN 10..12, eth dst 12..18, eth src 18..24, eth type
+    /// 24..26, IP proto 26, fragment 27, IP src 28..44, IP dst 44..60, L4 src
+    /// 60..62, L4 dst 62..64; big-endian; IPv4 addresses in the first 4 bytes
+    /// of their 16).
+    pub fn as_bytes(&self) -> &[u8; KEY_LEN] {
+        &self.bytes
+    }
+
+    /// Builds a key from its raw bytes (the layout of [`as_bytes`](Self::as_bytes)).
+    /// Any 64 bytes are accepted; accessors then report what the bytes say.
+    /// Meant for tests, benches and slow paths that synthesize keys.
+    pub fn from_bytes(bytes: [u8; KEY_LEN]) -> FlowKey {
+        FlowKey { bytes }
+    }
+
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        let b = &self.bytes;
+        let o = i * 8;
+        u64::from_le_bytes([
+            b[o],
+            b[o + 1],
+            b[o + 2],
+            b[o + 3],
+            b[o + 4],
+            b[o + 5],
+            b[o + 6],
+            b[o + 7],
+        ])
+    }
+
+    /// A fast 32-bit hash of all 64 key bytes (four independent 64x64->128
+    /// multiplies and one final mix, in the style of wyhash).
+    ///
+    /// Used to index the EMC and, by the switch, as flow entropy (e.g. the
+    /// Geneve UDP source port). Not keyed and not DoS-resistant: a sender
+    /// that crafts colliding keys only makes its flows share EMC buckets
+    /// (costing speed, never correctness, since lookups compare whole keys),
+    /// which it could also do by sending more flows than the EMC holds.
+    #[inline]
+    pub fn flow_hash(&self) -> u32 {
+        let k = &HASH_K;
+        let a = mum(self.word(0) ^ k[0], self.word(1) ^ k[1]);
+        let b = mum(self.word(2) ^ k[2], self.word(3) ^ k[3]);
+        let c = mum(self.word(4) ^ k[4], self.word(5) ^ k[5]);
+        let d = mum(self.word(6) ^ k[6], self.word(7) ^ k[7]);
+        let h = mum(a ^ c ^ k[8], b ^ d);
+        (h ^ (h >> 32)) as u32
+    }
+
+    fn flags(&self) -> u8 {
+        self.bytes[field::FLAGS]
+    }
+
+    fn u16_at(&self, r: field::Field) -> u16 {
+        u16::from_be_bytes([self.bytes[r.start], self.bytes[r.start + 1]])
+    }
+
+    /// The ingress port number given to [`extract`](Self::extract).
+    pub fn in_port(&self) -> u32 {
+        let b = &self.bytes;
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    /// The tunnel VNI (24 bits), if the frame came out of a tunnel.
+    pub fn vni(&self) -> Option<u32> {
+        (self.flags() & flag::VNI != 0).then(|| {
+            let b = &self.bytes;
+            u32::from_be_bytes([0, b[5], b[6], b[7]])
+        })
+    }
+
+    /// The outer VLAN tag's TCI (PCP 3 bits, DEI 1 bit, VID 12 bits), if tagged.
+    pub fn vlan_tci(&self) -> Option<u16> {
+        (self.flags() & flag::VLAN != 0).then(|| self.u16_at(field::VLAN))
+    }
+
+    /// The outer VLAN ID (low 12 bits of the TCI), if tagged.
+    pub fn vlan_id(&self) -> Option<u16> {
+        self.vlan_tci().map(|t| t & 0x0fff)
+    }
+
+    /// Whether the outer tag was an 802.1ad S-tag (TPID 0x88a8).
+    pub fn is_svlan(&self) -> bool {
+        self.flags() & flag::SVLAN != 0
+    }
+
+    /// The inner (second) VLAN tag's TCI, if double-tagged.
+    pub fn inner_vlan_tci(&self) -> Option<u16> {
+        (self.flags() & flag::INNER_VLAN != 0).then(|| self.u16_at(field::INNER_VLAN))
+    }
+
+    /// Ethernet destination address (zero if the frame had < 14 bytes).
+    pub fn eth_dst(&self) -> [u8; 6] {
+        let b = &self.bytes;
+        [b[12], b[13], b[14], b[15], b[16], b[17]]
+    }
+
+    /// Ethernet source address (zero if the frame had < 14 bytes).
+    pub fn eth_src(&self) -> [u8; 6] {
+        let b = &self.bytes;
+        [b[18], b[19], b[20], b[21], b[22], b[23]]
+    }
+
+    /// The EtherType after the VLAN tags that were parsed (the payload type).
+    pub fn eth_type(&self) -> u16 {
+        self.u16_at(field::ETH_TYPE)
+    }
+
+    /// Whether the IPv4 fixed header was present and of version 4.
+    pub fn is_ipv4(&self) -> bool {
+        self.flags() & flag::IPV4 != 0
+    }
+
+    /// Whether the IPv6 fixed header was present and of version 6.
+    pub fn is_ipv6(&self) -> bool {
+        self.flags() & flag::IPV6 != 0
+    }
+
+    /// The IP protocol (IPv6: the last next-header reached), if IP.
+    pub fn ip_proto(&self) -> Option<u8> {
+        (self.flags() & (flag::IPV4 | flag::IPV6) != 0).then_some(self.bytes[field::IP_PROTO])
+    }
+
+    /// IPv4 source and destination, if IPv4.
+    pub fn ipv4(&self) -> Option<(Ipv4Addr, Ipv4Addr)> {
+        self.is_ipv4().then(|| {
+            let b = &self.bytes;
+            (
+                Ipv4Addr::new(b[28], b[29], b[30], b[31]),
+                Ipv4Addr::new(b[44], b[45], b[46], b[47]),
+            )
+        })
+    }
+
+    /// IPv6 source and destination, if IPv6.
+    pub fn ipv6(&self) -> Option<(Ipv6Addr, Ipv6Addr)> {
+        self.is_ipv6().then(|| {
+            let mut s = [0u8; 16];
+            let mut d = [0u8; 16];
+            s.copy_from_slice(&self.bytes[field::IP_SRC]);
+            d.copy_from_slice(&self.bytes[field::IP_DST]);
+            (Ipv6Addr::from(s), Ipv6Addr::from(d))
+        })
+    }
+
+    /// The fragment state ([`Fragment::No`] for non-IP frames).
+    pub fn fragment(&self) -> Fragment {
+        match self.bytes[field::IP_FRAG] {
+            0 => Fragment::No,
+            1 => Fragment::First,
+            _ => Fragment::Later,
+        }
+    }
+
+    /// L4 source and destination port (ICMP/ICMPv6: type and code), if the
+    /// L4 header was present.
+    pub fn l4_ports(&self) -> Option<(u16, u16)> {
+        (self.flags() & flag::L4 != 0)
+            .then(|| (self.u16_at(field::L4_SRC), self.u16_at(field::L4_DST)))
+    }
+
+    /// Whether parsing stopped at a truncated or invalid header.
+    pub fn is_malformed(&self) -> bool {
+        self.flags() & flag::MALFORMED != 0
+    }
+}
+
+struct Mac([u8; 6]);
+
+impl fmt::Display for Mac {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = &self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    }
+}
+
+/// Open vSwitch datapath-flow style, e.g.
+/// `in_port(1),vlan(vid=10,pcp=0),eth(src=..,dst=..),eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,frag=no),tcp(src=1234,dst=80)`.
+impl fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "in_port({})", self.in_port())?;
+        if let Some(vni) = self.vni() {
+            write!(f, ",tunnel(vni={vni})")?;
+        }
+        if let Some(tci) = self.vlan_tci() {
+            let kind = if self.is_svlan() { "svlan" } else { "vlan" };
+            write!(f, ",{kind}(vid={},pcp={})", tci & 0xfff, tci >> 13)?;
+        }
+        if let Some(tci) = self.inner_vlan_tci() {
+            write!(f, ",cvlan(vid={},pcp={})", tci & 0xfff, tci >> 13)?;
+        }
+        write!(
+            f,
+            ",eth(src={},dst={}),eth_type(0x{:04x})",
+            Mac(self.eth_src()),
+            Mac(self.eth_dst()),
+            self.eth_type()
+        )?;
+        let frag = match self.fragment() {
+            Fragment::No => "no",
+            Fragment::First => "first",
+            Fragment::Later => "later",
+        };
+        let proto = self.bytes[field::IP_PROTO];
+        if let Some((s, d)) = self.ipv4() {
+            write!(f, ",ipv4(src={s},dst={d},proto={proto},frag={frag})")?;
+        } else if let Some((s, d)) = self.ipv6() {
+            write!(f, ",ipv6(src={s},dst={d},proto={proto},frag={frag})")?;
+        }
+        if let Some((s, d)) = self.l4_ports() {
+            match proto {
+                IPPROTO_TCP => write!(f, ",tcp(src={s},dst={d})")?,
+                IPPROTO_UDP => write!(f, ",udp(src={s},dst={d})")?,
+                IPPROTO_SCTP => write!(f, ",sctp(src={s},dst={d})")?,
+                IPPROTO_UDPLITE => write!(f, ",udplite(src={s},dst={d})")?,
+                IPPROTO_ICMP if self.is_ipv4() => write!(f, ",icmp(type={s},code={d})")?,
+                _ => write!(f, ",icmpv6(type={s},code={d})")?,
+            }
+        }
+        if self.is_malformed() {
+            f.write_str(",malformed")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for FlowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FlowKey({self})")
+    }
+}
