@@ -1,1 +1,135 @@
-fn main() {}
+//! vswitchctl: inspect a running vswitchd. See `vswitchctl --help`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use vswitch::config::DEFAULT_CONTROL_SOCKET;
+use vswitch::control::{request, FdbRowNamed, PmdStatsRow, StatsRow};
+use vswitch::switch::ShowReply;
+
+/// vswitchctl: query a running vswitchd over its control socket.
+#[derive(Parser)]
+#[command(name = "vswitchctl", version)]
+struct Cli {
+    /// vswitchd's control socket (vswitchd --control).
+    #[arg(long, global = true, default_value = DEFAULT_CONTROL_SOCKET)]
+    socket: PathBuf,
+    /// Print the daemon's JSON reply instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Ports: kind, socket, link state, queues, negotiated features, PMD of each queue.
+    Show,
+    /// Per-port counters: rx (from the guest), tx (to the guest), drops by reason.
+    Stats,
+    /// The MAC table: VLAN, MAC, port, age.
+    Fdb,
+    /// Per-PMD packets, bursts, mean burst size, busy and idle cycles.
+    PmdStats,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cmd = match cli.cmd {
+        Cmd::Show => "show",
+        Cmd::Stats => "stats",
+        Cmd::Fdb => "fdb",
+        Cmd::PmdStats => "pmd-stats",
+    };
+    let v = match request(&cli.socket, cmd) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("vswitchctl: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let r = match cmd {
+        "show" => serde_json::from_value::<ShowReply>(v).map(print_show),
+        "stats" => serde_json::from_value::<Vec<StatsRow>>(v).map(print_stats),
+        "fdb" => serde_json::from_value::<Vec<FdbRowNamed>>(v).map(print_fdb),
+        _ => serde_json::from_value::<Vec<PmdStatsRow>>(v).map(print_pmd),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vswitchctl: unexpected reply: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print_show(s: ShowReply) {
+    println!("poll mode: {}   fdb entries: {}", s.poll, s.fdb_entries);
+    for p in s.ports {
+        println!(
+            "port {} ({}) {} {}  link {}  vlan {}  queues {} (ready {:?})  connections {}",
+            p.id,
+            p.name,
+            p.kind,
+            p.path,
+            p.link,
+            if p.vlan == 0 { "untagged".to_string() } else { p.vlan.to_string() },
+            p.queue_pairs,
+            p.ready_queue_pairs,
+            p.connections
+        );
+        println!("    features: {}", p.negotiated_features.join(" "));
+        let pmds: Vec<String> = p
+            .pmd_of_queue
+            .iter()
+            .enumerate()
+            .map(|(q, m)| format!("q{q}->pmd{m}"))
+            .collect();
+        println!("    pmd: {}", pmds.join(" "));
+    }
+}
+
+fn print_stats(rows: Vec<StatsRow>) {
+    println!(
+        "{:<12} {:>5} {:>14} {:>16} {:>14} {:>16} {:>10}",
+        "port", "link", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "drops"
+    );
+    for r in rows {
+        let s = r.stats;
+        println!(
+            "{:<12} {:>5} {:>14} {:>16} {:>14} {:>16} {:>10}",
+            r.port, r.link, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.drops_total
+        );
+        for (k, v) in s.drops.iter().filter(|(_, v)| **v > 0) {
+            println!("    drop {k}: {v}");
+        }
+    }
+}
+
+fn print_fdb(rows: Vec<FdbRowNamed>) {
+    println!("{:>4} {:<17} {:<12} {:>8}", "vlan", "mac", "port", "age");
+    for r in rows {
+        let age = if r.is_static { "static".to_string() } else { format!("{}s", r.age_secs) };
+        println!("{:>4} {:<17} {:<12} {:>8}", r.vlan, r.mac, r.port, age);
+    }
+}
+
+fn print_pmd(rows: Vec<PmdStatsRow>) {
+    for r in rows {
+        println!(
+            "pmd{} cpu {}: queues [{}]",
+            r.pmd,
+            r.cpu.map_or("-".to_string(), |c| c.to_string()),
+            r.queues.join(", ")
+        );
+        println!(
+            "    packets {}  batches {}  mean batch {:.1}  busy {:.1}%  cycles/packet {:.0}  busy_cycles {}  idle_cycles {}  sleeps {}",
+            r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps
+        );
+    }
+}

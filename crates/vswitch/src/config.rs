@@ -1,0 +1,684 @@
+//! Daemon configuration: command-line flags, the TOML file, and their validation.
+//!
+//! Every flag can also come from the file given with `--config`; flags are added to
+//! (ports, static FDB entries) or override (scalars) what the file says. Validation
+//! happens in [`Config::try_from`] so tests build configurations without a process
+//! (the pattern of vhost-device-vsock's `src/main.rs`).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use clap::{Parser, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+/// Default control socket path, shared by `vswitchd --control` and `vswitchctl --socket`.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vswitch/vswitchd.sock";
+/// Default MAC aging time in seconds (IEEE 802.1D's default).
+pub const DEFAULT_FDB_AGING_SECS: u64 = 300;
+/// Largest number of queue pairs a vhost-user port may ask for.
+pub const MAX_QUEUE_PAIRS: u16 = 16;
+
+/// Errors in the configuration. Each names the flag or field and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration file is not valid TOML or has unknown or mistyped keys.
+    #[error("config file {path}: {message}")]
+    ParseFile {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A flag or field has a bad value.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The flag (`--vhost-user`) or file field (`port[1].path`).
+        field: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// How PMD threads wait for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PollMode {
+    /// Spin on the virtqueues forever: lowest latency, one core at 100 % always.
+    Busy,
+    /// Spin while traffic flows; after a short idle spell, sleep until a guest kicks.
+    #[default]
+    Adaptive,
+    /// Sleep on kick eventfds whenever a poll round finds nothing: least CPU, highest latency.
+    Interrupt,
+}
+
+impl fmt::Display for PollMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PollMode::Busy => "busy",
+            PollMode::Adaptive => "adaptive",
+            PollMode::Interrupt => "interrupt",
+        })
+    }
+}
+
+/// A 48-bit Ethernet MAC address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl MacAddr {
+    /// The broadcast address ff:ff:ff:ff:ff:ff.
+    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
+
+    /// True for group (multicast and broadcast) addresses: the I/G bit, IEEE 802 §8.2.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] & 1 != 0
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        )
+    }
+}
+
+impl FromStr for MacAddr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let expected = || format!("{s:?} is not a MAC address; expected six hex octets like 02:00:00:00:00:01");
+        let mut out = [0u8; 6];
+        let mut parts = s.split([':', '-']);
+        for byte in out.iter_mut() {
+            let p = parts.next().ok_or_else(expected)?;
+            if p.len() != 2 {
+                return Err(expected());
+            }
+            *byte = u8::from_str_radix(p, 16).map_err(|_| expected())?;
+        }
+        if parts.next().is_some() {
+            return Err(expected());
+        }
+        Ok(MacAddr(out))
+    }
+}
+
+impl Serialize for MacAddr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MacAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which side of a vhost-user socket vswitchd is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortType {
+    /// vswitchd creates and listens on the socket; QEMU or virtio-user connects.
+    VhostUser,
+    /// vswitchd connects to a socket the VM side listens on, and reconnects every second.
+    VhostUserClient,
+}
+
+impl fmt::Display for PortType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PortType::VhostUser => "vhost-user",
+            PortType::VhostUserClient => "vhost-user-client",
+        })
+    }
+}
+
+/// One port as the file writes it (`[[port]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// Port name, unique in the switch.
+    pub name: String,
+    /// `vhost-user` (server) or `vhost-user-client`.
+    #[serde(rename = "type")]
+    pub kind: PortType,
+    /// The vhost-user unix socket.
+    pub path: PathBuf,
+    /// Queue pairs (VIRTIO_NET_F_MQ), 1..=16.
+    #[serde(default = "one")]
+    pub queues: u16,
+    /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
+    #[serde(default)]
+    pub vlan: Option<u16>,
+}
+
+fn one() -> u16 {
+    1
+}
+
+/// A static FDB entry as the file writes it (`[[fdb_static]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticFdbEntry {
+    /// The MAC address.
+    pub mac: MacAddr,
+    /// The port it lives behind.
+    pub port: String,
+    /// The VLAN domain (0 or absent: untagged ports).
+    #[serde(default)]
+    pub vlan: u16,
+}
+
+/// The TOML file: the same settings as the flags, by the same names with `_` for `-`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// CPUs for PMD threads.
+    pub pmd_cpus: Option<Vec<usize>>,
+    /// Poll mode.
+    pub poll: Option<PollMode>,
+    /// Control socket path.
+    pub control: Option<PathBuf>,
+    /// MAC aging time, seconds.
+    pub fdb_aging_secs: Option<u64>,
+    /// Ports.
+    #[serde(default)]
+    pub port: Vec<PortConfig>,
+    /// Static FDB entries.
+    #[serde(default)]
+    pub fdb_static: Vec<StaticFdbEntry>,
+}
+
+/// vswitchd: a vhost-user virtual switch.
+///
+/// Serves VMs (QEMU `-netdev vhost-user`, DPDK virtio-user) over vhost-user sockets and
+/// switches their Ethernet frames with a MAC-learning FDB, on PMD threads pinned to CPUs.
+/// Every flag can also be set in a TOML file given with --config (flags win; ports and
+/// static MACs from both are used). `vswitchctl` talks to the running daemon.
+///
+/// Example:
+///   vswitchd --vhost-user vm1=/tmp/vm1.sock --vhost-user vm2=/tmp/vm2.sock,queues=2 --pmd-cpus 1
+#[derive(Debug, Clone, Parser, Default)]
+#[command(name = "vswitchd", version, verbatim_doc_comment)]
+pub struct Args {
+    /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
+    /// [[port]] {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
+    /// [[fdb_static]] {mac, port, vlan}.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
+    /// NAME=PATH[,queues=N][,vlan=V]. Repeatable.
+    #[arg(long = "vhost-user", value_name = "NAME=PATH[,queues=N][,vlan=V]")]
+    pub vhost_user: Vec<String>,
+
+    /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
+    /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
+    /// or gone. NAME=PATH[,queues=N][,vlan=V]. Repeatable.
+    #[arg(long = "vhost-user-client", value_name = "NAME=PATH[,queues=N][,vlan=V]")]
+    pub vhost_user_client: Vec<String>,
+
+    /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
+    /// unpinned PMD thread.
+    #[arg(long, value_name = "LIST")]
+    pub pmd_cpus: Option<String>,
+
+    /// How PMD threads wait for work: busy (spin, lowest latency), adaptive (spin while
+    /// busy, sleep on kicks when idle; the default), interrupt (sleep whenever idle).
+    #[arg(long, value_enum)]
+    pub poll: Option<PollMode>,
+
+    /// Control socket for vswitchctl.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+
+    /// MAC aging time in seconds (0 disables aging).
+    #[arg(long, value_name = "SECS")]
+    pub fdb_aging: Option<u64>,
+
+    /// Static FDB entry: PORT=MAC[,vlan=V]. Repeatable.
+    #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
+    pub static_mac: Vec<String>,
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Ports, in the order given (file first, then flags).
+    pub ports: Vec<PortConfig>,
+    /// PMD CPUs; `None` for one unpinned PMD thread.
+    pub pmd_cpus: Option<Vec<usize>>,
+    /// Poll mode.
+    pub poll: PollMode,
+    /// Control socket.
+    pub control: PathBuf,
+    /// MAC aging time, seconds; 0 disables aging.
+    pub fdb_aging_secs: u64,
+    /// Static FDB entries.
+    pub fdb_static: Vec<StaticFdbEntry>,
+}
+
+impl Config {
+    /// Number of PMD threads this configuration starts.
+    pub fn pmd_count(&self) -> usize {
+        self.pmd_cpus.as_ref().map_or(1, |c| c.len())
+    }
+}
+
+/// Parses `NAME=PATH[,queues=N][,vlan=V]`.
+fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig, ConfigError> {
+    let field = format!("{flag} {spec:?}");
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, "expected NAME=PATH[,queues=N][,vlan=V]"))?;
+    let mut parts = rest.split(',');
+    let path = parts.next().unwrap_or_default();
+    let mut port = PortConfig {
+        name: name.to_string(),
+        kind,
+        path: PathBuf::from(path),
+        queues: 1,
+        vlan: None,
+    };
+    for opt in parts {
+        let (k, v) = opt
+            .split_once('=')
+            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+        match k {
+            "queues" => {
+                port.queues = v.parse().map_err(|_| {
+                    invalid(&field, format!("queues={v}: expected a number 1..={MAX_QUEUE_PAIRS}"))
+                })?
+            }
+            "vlan" => {
+                port.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {k:?}; expected queues=N or vlan=V"),
+                ))
+            }
+        }
+    }
+    Ok(port)
+}
+
+/// Parses `PORT=MAC[,vlan=V]`.
+fn parse_static_mac(spec: &str) -> Result<StaticFdbEntry, ConfigError> {
+    let field = format!("--static-mac {spec:?}");
+    let (port, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, "expected PORT=MAC[,vlan=V]"))?;
+    let mut parts = rest.split(',');
+    let mac = parts
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e: String| invalid(&field, e))?;
+    let mut vlan = 0;
+    for opt in parts {
+        match opt.split_once('=') {
+            Some(("vlan", v)) => {
+                vlan = v
+                    .parse()
+                    .map_err(|_| invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094")))?
+            }
+            _ => return Err(invalid(&field, format!("unknown option {opt:?}; expected vlan=V"))),
+        }
+    }
+    Ok(StaticFdbEntry {
+        mac,
+        port: port.to_string(),
+        vlan,
+    })
+}
+
+/// Parses a CPU list such as `1,2` or `0-3,6`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("{part:?} is not a CPU number or range; expected a list like 1,2 or 2-3");
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().map_err(|_| bad())?;
+            let b: usize = b.trim().parse().map_err(|_| bad())?;
+            if a > b {
+                return Err(bad());
+            }
+            cpus.extend(a..=b);
+        } else {
+            cpus.push(part.parse().map_err(|_| bad())?);
+        }
+    }
+    if cpus.is_empty() {
+        return Err("empty CPU list; expected a list like 1,2 or 2-3".into());
+    }
+    Ok(cpus)
+}
+
+/// Reads and parses a TOML configuration file.
+pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::ParseFile {
+        path: path.to_owned(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}
+
+fn check_socket_dir(field: &str, path: &Path) -> Result<(), ConfigError> {
+    if path.as_os_str().is_empty() {
+        return Err(invalid(field, "empty socket path; expected a file path"));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(invalid(
+            field,
+            format!("socket directory {} does not exist", dir.display()),
+        ));
+    }
+    // sockaddr_un.sun_path is 108 bytes including the terminating NUL.
+    if path.as_os_str().len() > 107 {
+        return Err(invalid(
+            field,
+            format!("socket path {} is longer than 107 bytes", path.display()),
+        ));
+    }
+    Ok(())
+}
+
+impl TryFrom<Args> for Config {
+    type Error = ConfigError;
+
+    fn try_from(args: Args) -> Result<Self, Self::Error> {
+        let file = match &args.config {
+            Some(p) => read_file(p)?,
+            None => FileConfig::default(),
+        };
+        let mut ports: Vec<(String, PortConfig)> = file
+            .port
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (format!("port[{i}]"), p.clone()))
+            .collect();
+        for s in &args.vhost_user {
+            let p = parse_port_spec("--vhost-user", s, PortType::VhostUser)?;
+            ports.push((format!("--vhost-user {s:?}"), p));
+        }
+        for s in &args.vhost_user_client {
+            let p = parse_port_spec("--vhost-user-client", s, PortType::VhostUserClient)?;
+            ports.push((format!("--vhost-user-client {s:?}"), p));
+        }
+        let mut names = HashSet::new();
+        let mut paths = HashSet::new();
+        for (field, p) in &ports {
+            if p.name.is_empty()
+                || p.name.len() > 32
+                || !p
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "port name {:?}: expected 1..=32 characters of A-Z a-z 0-9 - _ .",
+                        p.name
+                    ),
+                ));
+            }
+            if !names.insert(p.name.clone()) {
+                return Err(invalid(field, format!("duplicate port name {:?}", p.name)));
+            }
+            if !paths.insert(p.path.clone()) {
+                return Err(invalid(
+                    field,
+                    format!("socket {} is already used by another port", p.path.display()),
+                ));
+            }
+            if p.queues == 0 || p.queues > MAX_QUEUE_PAIRS {
+                return Err(invalid(
+                    field,
+                    format!("queues={}: expected 1..={MAX_QUEUE_PAIRS}", p.queues),
+                ));
+            }
+            if let Some(v) = p.vlan {
+                if !(1..=4094).contains(&v) {
+                    return Err(invalid(field, format!("vlan={v}: expected 1..=4094")));
+                }
+            }
+            check_socket_dir(field, &p.path)?;
+        }
+        let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
+
+        let pmd_cpus = match &args.pmd_cpus {
+            Some(s) => Some(parse_cpu_list(s).map_err(|e| invalid("--pmd-cpus", e))?),
+            None => file.pmd_cpus.clone(),
+        };
+        if let Some(cpus) = &pmd_cpus {
+            let field = if args.pmd_cpus.is_some() { "--pmd-cpus" } else { "pmd_cpus" };
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let online = core_affinity::get_core_ids()
+                .map(|ids| ids.iter().map(|c| c.id).collect::<Vec<_>>())
+                .unwrap_or_else(|| (0..n).collect());
+            let mut seen = HashSet::new();
+            for &c in cpus {
+                if !online.contains(&c) {
+                    return Err(invalid(
+                        field,
+                        format!("CPU {c} is not available to this process; available: {online:?}"),
+                    ));
+                }
+                if !seen.insert(c) {
+                    return Err(invalid(field, format!("CPU {c} is listed twice")));
+                }
+            }
+            if cpus.is_empty() {
+                return Err(invalid(field, "empty CPU list"));
+            }
+        }
+
+        let mut fdb_static = file.fdb_static.clone();
+        for s in &args.static_mac {
+            fdb_static.push(parse_static_mac(s)?);
+        }
+        for (i, e) in fdb_static.iter().enumerate() {
+            let field = format!("fdb_static[{i}] ({} on {})", e.mac, e.port);
+            let Some(port) = ports.iter().find(|p| p.name == e.port) else {
+                return Err(invalid(field, format!("no port named {:?}", e.port)));
+            };
+            if e.mac.is_multicast() {
+                return Err(invalid(field, "a static entry needs a unicast MAC"));
+            }
+            if e.vlan != port.vlan.unwrap_or(0) {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "vlan {} does not match port {:?}'s VLAN {}",
+                        e.vlan,
+                        port.name,
+                        port.vlan.unwrap_or(0)
+                    ),
+                ));
+            }
+        }
+
+        let control = args
+            .control
+            .clone()
+            .or(file.control.clone())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
+        let field = if args.control.is_some() { "--control" } else { "control" };
+        if control.as_os_str().is_empty() {
+            return Err(invalid(field, "empty path"));
+        }
+
+        Ok(Config {
+            ports,
+            pmd_cpus,
+            poll: args.poll.or(file.poll).unwrap_or_default(),
+            control,
+            fdb_aging_secs: args
+                .fdb_aging
+                .or(file.fdb_aging_secs)
+                .unwrap_or(DEFAULT_FDB_AGING_SECS),
+            fdb_static,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Args {
+        let mut all = vec!["vswitchd"];
+        all.extend_from_slice(v);
+        Args::parse_from(all)
+    }
+
+    #[test]
+    fn ports_from_flags() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!("a={}/a.sock,queues=2,vlan=10", d.path().display());
+        let b = format!("b={}/b.sock", d.path().display());
+        let c = Config::try_from(args(&["--vhost-user", &a, "--vhost-user-client", &b])).unwrap();
+        assert_eq!(c.ports.len(), 2);
+        assert_eq!(c.ports[0].queues, 2);
+        assert_eq!(c.ports[0].vlan, Some(10));
+        assert_eq!(c.ports[1].kind, PortType::VhostUserClient);
+        assert_eq!(c.poll, PollMode::Adaptive);
+        assert_eq!(c.fdb_aging_secs, 300);
+        assert_eq!(c.control, PathBuf::from(DEFAULT_CONTROL_SOCKET));
+    }
+
+    #[test]
+    fn missing_socket_dir_names_the_flag() {
+        let e = Config::try_from(args(&["--vhost-user", "a=/nonexistent-dir/a.sock"])).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("--vhost-user"), "{s}");
+        assert!(s.contains("/nonexistent-dir does not exist"), "{s}");
+    }
+
+    #[test]
+    fn duplicate_names_and_paths_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!("a={}/a.sock", d.path().display());
+        let a2 = format!("a={}/b.sock", d.path().display());
+        let b = format!("b={}/a.sock", d.path().display());
+        let e = Config::try_from(args(&["--vhost-user", &a, "--vhost-user", &a2])).unwrap_err();
+        assert!(e.to_string().contains("duplicate port name \"a\""), "{e}");
+        let e = Config::try_from(args(&["--vhost-user", &a, "--vhost-user", &b])).unwrap_err();
+        assert!(e.to_string().contains("already used"), "{e}");
+    }
+
+    #[test]
+    fn bad_mac_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!("a={}/a.sock", d.path().display());
+        let e = Config::try_from(args(&["--vhost-user", &a, "--static-mac", "a=02:00:00:00:00"]))
+            .unwrap_err();
+        assert!(e.to_string().contains("is not a MAC address"), "{e}");
+        let e = Config::try_from(args(&["--vhost-user", &a, "--static-mac", "zz=02:00:00:00:00:01"]))
+            .unwrap_err();
+        assert!(e.to_string().contains("no port named \"zz\""), "{e}");
+    }
+
+    #[test]
+    fn file_unknown_key_and_malformed_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.toml");
+        std::fs::write(&f, "pmd_cpus = [0]\nbogus = 1\n").unwrap();
+        let e = Config::try_from(args(&["--config", f.to_str().unwrap()])).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("c.toml") && s.contains("bogus"), "{s}");
+        std::fs::write(&f, "[[port]\nname=").unwrap();
+        let e = Config::try_from(args(&["--config", f.to_str().unwrap()])).unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn file_and_flags_merge() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.toml");
+        std::fs::write(
+            &f,
+            format!(
+                "poll = \"busy\"\nfdb_aging_secs = 10\n[[port]]\nname = \"f\"\ntype = \"vhost-user\"\npath = \"{}/f.sock\"\n\n[[fdb_static]]\nmac = \"02:00:00:00:00:09\"\nport = \"f\"\n",
+                d.path().display()
+            ),
+        )
+        .unwrap();
+        let b = format!("b={}/b.sock", d.path().display());
+        let c = Config::try_from(args(&[
+            "--config",
+            f.to_str().unwrap(),
+            "--vhost-user",
+            &b,
+            "--poll",
+            "interrupt",
+        ]))
+        .unwrap();
+        assert_eq!(c.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["f", "b"]);
+        assert_eq!(c.poll, PollMode::Interrupt);
+        assert_eq!(c.fdb_aging_secs, 10);
+        assert_eq!(c.fdb_static.len(), 1);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("1,2").unwrap(), vec![1, 2]);
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("3-1").is_err());
+        let e = Config::try_from(args(&["--pmd-cpus", "4096"])).unwrap_err();
+        assert!(e.to_string().contains("--pmd-cpus"), "{e}");
+    }
+
+    #[test]
+    fn port_spec_errors() {
+        let d = tempfile::tempdir().unwrap();
+        for (spec, want) in [
+            ("noequals", "expected NAME=PATH"),
+            ("a=/tmp/x.sock,queues=0", "queues=0"),
+            ("a=/tmp/x.sock,queues=99", "queues=99"),
+            ("a=/tmp/x.sock,vlan=5000", "vlan=5000"),
+            ("a=/tmp/x.sock,color=red", "unknown option"),
+            ("bad name=/tmp/x.sock", "port name"),
+        ] {
+            let _ = &d;
+            let e = Config::try_from(args(&["--vhost-user", spec])).unwrap_err();
+            assert!(e.to_string().contains(want), "{spec}: {e}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The control socket: one JSON request line in, one JSON reply line out.
+//!
+//! Request: `{"cmd":"show"}` (also `stats`, `fdb`, `pmd-stats`).
+//! Reply: `{"ok": <value>}` or `{"error": "<message>"}`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tracing::warn;
+
+use crate::fdb::FdbRow;
+use crate::stats::PortStats;
+use crate::switch::Switch;
+
+/// A control request.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Request {
+    /// `show`, `stats`, `fdb` or `pmd-stats`.
+    pub cmd: String,
+}
+
+/// One port's counters in `stats`.
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct StatsRow {
+    /// Port name.
+    pub port: String,
+    /// Link state.
+    pub link: String,
+    /// Counters.
+    #[serde(flatten)]
+    pub stats: PortStatsOwned,
+}
+
+/// [`PortStats`] with owned keys, for deserializing in vswitchctl.
+#[derive(Debug, Serialize, Deserialize, Clone, Default)]
+pub struct PortStatsOwned {
+    /// Frames received from the guest.
+    pub rx_packets: u64,
+    /// Bytes received from the guest.
+    pub rx_bytes: u64,
+    /// Frames delivered to the guest.
+    pub tx_packets: u64,
+    /// Bytes delivered to the guest.
+    pub tx_bytes: u64,
+    /// Drops by reason.
+    pub drops: std::collections::BTreeMap<String, u64>,
+    /// All drops.
+    pub drops_total: u64,
+}
+
+impl From<PortStats> for PortStatsOwned {
+    fn from(s: PortStats) -> Self {
+        PortStatsOwned {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            drops: s.drops.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            drops_total: s.drops_total,
+        }
+    }
+}
+
+/// One FDB row in `fdb`, with the port's name.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FdbRowNamed {
+    /// VLAN domain.
+    pub vlan: u16,
+    /// MAC.
+    pub mac: String,
+    /// Port name.
+    pub port: String,
+    /// Seconds since last seen.
+    pub age_secs: u64,
+    /// Static entry.
+    pub is_static: bool,
+}
+
+/// One PMD in `pmd-stats`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PmdStatsRow {
+    /// PMD index.
+    pub pmd: usize,
+    /// Pinned CPU.
+    pub cpu: Option<usize>,
+    /// Transmit queues polled, as `port/queue`.
+    pub queues: Vec<String>,
+    /// Frames processed.
+    pub packets: u64,
+    /// Non-empty bursts.
+    pub batches: u64,
+    /// packets / batches.
+    pub mean_batch: f64,
+    /// Cycles in rounds that found work.
+    pub busy_cycles: u64,
+    /// Cycles in empty rounds and sleeping.
+    pub idle_cycles: u64,
+    /// busy / (busy + idle), percent.
+    pub busy_percent: f64,
+    /// busy cycles per packet.
+    pub cycles_per_packet: f64,
+    /// Times it slept waiting for a kick.
+    pub sleeps: u64,
+}
+
+/// Answers one request.
+pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, String> {
+    let v = match req.cmd.as_str() {
+        "show" => serde_json::to_value(switch.show()),
+        "stats" => serde_json::to_value(
+            switch
+                .ports
+                .iter()
+                .map(|p| StatsRow {
+                    port: p.name.clone(),
+                    link: if p.link_up() { "up" } else { "down" }.into(),
+                    stats: switch.port_stats(p.id).into(),
+                })
+                .collect::<Vec<_>>(),
+        ),
+        "fdb" => serde_json::to_value(
+            switch
+                .fdb
+                .rows()
+                .into_iter()
+                .map(|r: FdbRow| FdbRowNamed {
+                    vlan: r.vlan,
+                    mac: r.mac.to_string(),
+                    port: switch
+                        .ports
+                        .get(r.port as usize)
+                        .map_or_else(|| r.port.to_string(), |p| p.name.clone()),
+                    age_secs: r.age_secs,
+                    is_static: r.is_static,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        "pmd-stats" => serde_json::to_value(
+            switch
+                .pmds
+                .iter()
+                .map(|m| {
+                    let c = &m.counters;
+                    let (p, b, busy, idle) = (
+                        c.packets.get(),
+                        c.batches.get(),
+                        c.busy_cycles.get(),
+                        c.idle_cycles.get(),
+                    );
+                    PmdStatsRow {
+                        pmd: m.index,
+                        cpu: m.cpu,
+                        queues: m
+                            .queues
+                            .iter()
+                            .map(|&(port, q)| format!("{}/{}", switch.ports[port as usize].name, q))
+                            .collect(),
+                        packets: p,
+                        batches: b,
+                        mean_batch: if b == 0 { 0.0 } else { p as f64 / b as f64 },
+                        busy_cycles: busy,
+                        idle_cycles: idle,
+                        busy_percent: if busy + idle == 0 {
+                            0.0
+                        } else {
+                            100.0 * busy as f64 / (busy + idle) as f64
+                        },
+                        cycles_per_packet: if p == 0 { 0.0 } else { busy as f64 / p as f64 },
+                        sleeps: c.sleeps.get(),
+                    }
+                })
+                .collect::<Vec<_>>(),
+        ),
+        other => {
+            return Err(format!(
+                "unknown command {other:?}; expected show, stats, fdb or pmd-stats"
+            ))
+        }
+    };
+    v.map_err(|e| e.to_string())
+}
+
+/// Binds the control socket, creating its directory if needed and replacing a stale
+/// socket file.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    if path.exists() {
+        // A live daemon answers; a stale file from a crashed run does not.
+        if UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("another vswitchd is serving {}", path.display()),
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    UnixListener::bind(path)
+}
+
+/// Serves the control socket until the switch stops.
+pub fn serve(listener: UnixListener, switch: Arc<Switch>) {
+    for stream in listener.incoming() {
+        if switch.stopping() {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let sw = switch.clone();
+        // One short-lived thread per client keeps a slow client from blocking others.
+        let _ = std::thread::Builder::new()
+            .name("ctl-client".into())
+            .spawn(move || {
+                if let Err(e) = serve_one(stream, &sw) {
+                    warn!(error = %e, "control client");
+                }
+            });
+    }
+}
+
+fn serve_one(stream: UnixStream, switch: &Switch) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Ok(req) => match handle(switch, &req) {
+            Ok(v) => serde_json::json!({ "ok": v }),
+            Err(e) => serde_json::json!({ "error": e }),
+        },
+        Err(e) => serde_json::json!({ "error": format!("bad request: {e}") }),
+    };
+    let mut w = stream;
+    writeln!(w, "{reply}")?;
+    Ok(())
+}
+
+/// Sends one request and returns the `ok` value (client side, used by vswitchctl).
+///
+/// # Errors
+/// The socket cannot be reached, or the daemon answered with an error.
+pub fn request(path: &Path, cmd: &str) -> Result<serde_json::Value, String> {
+    let mut s = UnixStream::connect(path).map_err(|e| {
+        format!(
+            "cannot reach vswitchd at {}: {e} (is it running? use --socket PATH)",
+            path.display()
+        )
+    })?;
+    let req = serde_json::to_string(&Request { cmd: cmd.into() }).map_err(|e| e.to_string())?;
+    writeln!(s, "{req}").map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    let mut v: serde_json::Value =
+        serde_json::from_str(&line).map_err(|e| format!("bad reply from vswitchd: {e}"))?;
+    if let Some(e) = v.get("error") {
+        return Err(e.as_str().unwrap_or("error").to_string());
+    }
+    Ok(v.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())
+}

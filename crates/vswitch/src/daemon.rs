@@ -1,0 +1,228 @@
+//! Starting, running and stopping vswitchd.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tracing::{info, warn};
+use vhost::vhost_user::Listener;
+use vhost_user_backend::ShutdownHandle;
+
+use crate::config::{Config, PortType};
+use crate::pmd::Pmd;
+use crate::switch::{Port, Switch};
+use crate::vhost::{Connection, Endpoint};
+
+/// Errors that stop vswitchd from starting. Nothing is left running when one occurs.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A server-mode socket could not be created.
+    #[error("port {port}: cannot listen on {path}: {source}")]
+    Listen {
+        /// Port name.
+        port: String,
+        /// Socket path.
+        path: String,
+        /// Why.
+        source: vhost::vhost_user::Error,
+    },
+    /// The control socket could not be created.
+    #[error("--control {path}: {source}")]
+    Control {
+        /// Socket path.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A thread could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Thread {
+        /// Thread name.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A running daemon.
+pub struct Daemon {
+    /// The switch.
+    pub switch: Arc<Switch>,
+    shutdowns: Vec<Arc<Mutex<Option<ShutdownHandle>>>>,
+    pmd_threads: Vec<std::thread::JoinHandle<()>>,
+    control_path: std::path::PathBuf,
+    socket_paths: Vec<std::path::PathBuf>,
+}
+
+fn spawn<F: FnOnce() + Send + 'static>(
+    name: String,
+    f: F,
+) -> Result<std::thread::JoinHandle<()>, StartError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(f)
+        .map_err(|source| StartError::Thread { name, source })
+}
+
+impl Daemon {
+    /// Binds every socket first (so a bad path fails before anything runs), then starts
+    /// PMD threads, port threads, housekeeping and the control socket.
+    pub fn start(config: Config) -> Result<Daemon, StartError> {
+        let switch = Switch::new(config.clone()).map_err(|source| StartError::Thread {
+            name: "eventfd".into(),
+            source,
+        })?;
+        let mut listeners = Vec::new();
+        for p in &switch.ports {
+            if p.kind == PortType::VhostUser {
+                let l = Listener::new(&p.path, true).map_err(|source| StartError::Listen {
+                    port: p.name.clone(),
+                    path: p.path.display().to_string(),
+                    source,
+                })?;
+                listeners.push(Some(l));
+            } else {
+                listeners.push(None);
+            }
+        }
+        let control = crate::control::bind(&config.control).map_err(|source| StartError::Control {
+            path: config.control.display().to_string(),
+            source,
+        })?;
+
+        let mut pmd_threads = Vec::new();
+        for i in 0..switch.pmds.len() {
+            let sw = switch.clone();
+            let cpu = switch.pmds[i].cpu;
+            let mode = config.poll;
+            pmd_threads.push(spawn(format!("pmd{i}"), move || {
+                if let Some(cpu) = cpu {
+                    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                        warn!(pmd = i, cpu, "could not pin PMD thread");
+                    }
+                }
+                Pmd::new(sw, i).run(mode);
+            })?);
+        }
+
+        let mut shutdowns = Vec::new();
+        for (p, listener) in switch.ports.iter().zip(listeners) {
+            let slot = Arc::new(Mutex::new(None));
+            shutdowns.push(slot.clone());
+            let sw = switch.clone();
+            let port = p.clone();
+            spawn(format!("port-{}", p.name), move || port_loop(sw, port, listener, slot))?;
+        }
+
+        let sw = switch.clone();
+        spawn("housekeeping".into(), move || housekeeping(sw))?;
+        let sw = switch.clone();
+        spawn("control".into(), move || crate::control::serve(control, sw))?;
+
+        info!(
+            ports = switch.ports.len(),
+            pmds = switch.pmds.len(),
+            poll = %config.poll,
+            control = %config.control.display(),
+            "vswitchd started"
+        );
+        Ok(Daemon {
+            socket_paths: switch
+                .ports
+                .iter()
+                .filter(|p| p.kind == PortType::VhostUser)
+                .map(|p| p.path.clone())
+                .collect(),
+            switch,
+            shutdowns,
+            pmd_threads,
+            control_path: config.control,
+        })
+    }
+
+    /// Stops: PMDs finish their burst and exit, every vhost-user connection is closed
+    /// (guests see the link go down), and the sockets are removed.
+    pub fn stop(self) {
+        self.switch.shutdown.store(true, Ordering::SeqCst);
+        self.switch.wakers.wake_all();
+        for t in self.pmd_threads {
+            let _ = t.join();
+        }
+        for s in &self.shutdowns {
+            if let Some(h) = s.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                h.shutdown();
+            }
+        }
+        for p in &self.socket_paths {
+            let _ = std::fs::remove_file(p);
+        }
+        let _ = std::fs::remove_file(&self.control_path);
+        info!("vswitchd stopped");
+    }
+}
+
+fn port_loop(
+    switch: Arc<Switch>,
+    port: Arc<Port>,
+    mut listener: Option<Listener>,
+    slot: Arc<Mutex<Option<ShutdownHandle>>>,
+) {
+    let publish = |c: Option<Arc<Connection>>| {
+        let up = c.is_some();
+        if up {
+            port.connections.fetch_add(1, Ordering::Relaxed);
+        }
+        port.conn.store(c);
+        if !up {
+            let n = switch.fdb.flush_port(port.id);
+            info!(port = %port.name, flushed_macs = n, "port disconnected");
+        }
+        switch.wakers.wake_all();
+    };
+    let path = port.path.display().to_string();
+    let mut logged_absent = false;
+    while !switch.stopping() {
+        let endpoint = match listener.as_mut() {
+            Some(l) => Endpoint::Listen(l),
+            None => Endpoint::Connect(&path),
+        };
+        match Connection::establish(
+            &port.name,
+            port.queue_pairs,
+            &switch.wakers,
+            endpoint,
+            &publish,
+            &slot,
+        ) {
+            Ok(()) => logged_absent = false,
+            Err(e) => {
+                if listener.is_some() {
+                    warn!(port = %port.name, error = %e, "vhost-user accept failed");
+                } else if !logged_absent {
+                    info!(port = %port.name, path, error = %e, "peer socket not available; retrying every second");
+                    logged_absent = true;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+fn housekeeping(switch: Arc<Switch>) {
+    while !switch.stopping() {
+        std::thread::sleep(Duration::from_secs(1));
+        let aged = switch.fdb.age();
+        if aged > 0 {
+            tracing::debug!(aged, "FDB entries aged out");
+        }
+        for p in &switch.ports {
+            let up = p.link_up();
+            if up != p.was_up.swap(up, Ordering::Relaxed) {
+                info!(port = %p.name, link = if up { "up" } else { "down" }, "link state");
+                if !up {
+                    switch.fdb.flush_port(p.id);
+                }
+            }
+        }
+    }
+}

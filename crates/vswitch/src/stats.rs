@@ -1,0 +1,205 @@
+//! Per-port and per-PMD counters.
+//!
+//! Every counter has exactly one writer, the PMD thread that owns it, so it is a plain
+//! `AtomicU64` updated with `Relaxed` load and store (no read-modify-write, no lock);
+//! readers (`vswitchctl`) sum the per-PMD copies. Relaxed is enough: a counter is a
+//! statistic, no other memory is published through it.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use serde::Serialize;
+
+/// Why the switch dropped a frame. Every drop is counted under exactly one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(usize)]
+pub enum DropReason {
+    /// The destination guest had no rx buffer available (its rx virtqueue was empty).
+    NoRxBuffer = 0,
+    /// A descriptor chain was malformed: a loop, an index or address out of range,
+    /// a nested indirect table, too many descriptors, or a write-only buffer on tx.
+    BadDescriptor,
+    /// The frame was larger than the destination's rx buffers can hold, or than 64 KiB.
+    FrameTooBig,
+    /// The frame was shorter than an Ethernet header.
+    Runt,
+    /// The destination port's link was down (no driver attached, or its rings not ready).
+    PortDown,
+    /// A VLAN-tagged frame arrived on an access (VLAN-tagged) port.
+    VlanTagged,
+    /// The destination is the port the frame came from (a MAC learned behind the source).
+    SamePort,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 7] = [
+        DropReason::NoRxBuffer,
+        DropReason::BadDescriptor,
+        DropReason::FrameTooBig,
+        DropReason::Runt,
+        DropReason::PortDown,
+        DropReason::VlanTagged,
+        DropReason::SamePort,
+    ];
+
+    /// The snake_case name used in `vswitchctl stats` and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::NoRxBuffer => "no_rx_buffer",
+            DropReason::BadDescriptor => "bad_descriptor",
+            DropReason::FrameTooBig => "frame_too_big",
+            DropReason::Runt => "runt",
+            DropReason::PortDown => "port_down",
+            DropReason::VlanTagged => "vlan_tagged",
+            DropReason::SamePort => "same_port",
+        }
+    }
+}
+
+const NREASONS: usize = DropReason::ALL.len();
+
+/// A single-writer counter.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning thread may call this (single writer).
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    /// Reads the value.
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// Counters one PMD thread keeps for one port.
+///
+/// `rx` is what the switch received from the port (the guest's transmit queue);
+/// `tx` is what the switch delivered into the port (the guest's receive queue), as Open
+/// vSwitch counts. Drops are charged to the port where the frame was lost: the source
+/// port for bad descriptors and runts, the destination port for the rest.
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    /// Frames received from the guest.
+    pub rx_packets: Counter,
+    /// Bytes received from the guest (Ethernet frame, without the virtio-net header).
+    pub rx_bytes: Counter,
+    /// Frames delivered to the guest.
+    pub tx_packets: Counter,
+    /// Bytes delivered to the guest.
+    pub tx_bytes: Counter,
+    drops: [Counter; NREASONS],
+}
+
+impl PortCounters {
+    /// Counts `n` drops for `reason`.
+    #[inline]
+    pub fn drop(&self, reason: DropReason, n: u64) {
+        self.drops[reason as usize].add(n);
+    }
+
+    /// Drops counted for `reason`.
+    pub fn drops(&self, reason: DropReason) -> u64 {
+        self.drops[reason as usize].get()
+    }
+}
+
+/// A port's counters summed over all PMD threads, as `vswitchctl stats` shows them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct PortStats {
+    /// Frames received from the guest.
+    pub rx_packets: u64,
+    /// Bytes received from the guest.
+    pub rx_bytes: u64,
+    /// Frames delivered to the guest.
+    pub tx_packets: u64,
+    /// Bytes delivered to the guest.
+    pub tx_bytes: u64,
+    /// Drops by reason; every reason is present, zero or not.
+    pub drops: std::collections::BTreeMap<&'static str, u64>,
+    /// Sum of all drops.
+    pub drops_total: u64,
+}
+
+impl PortStats {
+    /// Adds one PMD's counters for this port.
+    pub fn accumulate(&mut self, c: &PortCounters) {
+        self.rx_packets += c.rx_packets.get();
+        self.rx_bytes += c.rx_bytes.get();
+        self.tx_packets += c.tx_packets.get();
+        self.tx_bytes += c.tx_bytes.get();
+        for r in DropReason::ALL {
+            let n = c.drops(r);
+            *self.drops.entry(r.name()).or_default() += n;
+            self.drops_total += n;
+        }
+    }
+
+    /// An all-zero record with every drop reason present.
+    pub fn zero() -> Self {
+        let mut s = PortStats::default();
+        for r in DropReason::ALL {
+            s.drops.insert(r.name(), 0);
+        }
+        s
+    }
+}
+
+/// Counters of one PMD thread's own work.
+#[derive(Debug, Default)]
+pub struct PmdCounters {
+    /// Frames processed (popped from tx virtqueues).
+    pub packets: Counter,
+    /// Non-empty bursts processed.
+    pub batches: Counter,
+    /// TSC cycles (or ns where there is no TSC) spent in rounds that found work.
+    pub busy_cycles: Counter,
+    /// Cycles spent in rounds that found nothing, including sleeping.
+    pub idle_cycles: Counter,
+    /// Times the thread went to sleep waiting for a kick.
+    pub sleeps: Counter,
+}
+
+/// Reads a cycle counter: the TSC on x86_64, nanoseconds elsewhere.
+#[inline]
+pub fn cycles() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC has no preconditions and touches no memory.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        use std::time::Instant;
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_sum_over_pmds() {
+        let a = PortCounters::default();
+        let b = PortCounters::default();
+        a.rx_packets.add(3);
+        b.rx_packets.add(4);
+        a.drop(DropReason::NoRxBuffer, 2);
+        b.drop(DropReason::PortDown, 1);
+        let mut s = PortStats::zero();
+        s.accumulate(&a);
+        s.accumulate(&b);
+        assert_eq!(s.rx_packets, 7);
+        assert_eq!(s.drops["no_rx_buffer"], 2);
+        assert_eq!(s.drops["port_down"], 1);
+        assert_eq!(s.drops["bad_descriptor"], 0);
+        assert_eq!(s.drops_total, 3);
+    }
+}

@@ -1,0 +1,241 @@
+//! The switch: ports, the FDB, and the per-PMD state that `vswitchctl` reads.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use serde::Serialize;
+use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
+
+use crate::config::{Config, PortType};
+use crate::fdb::{Fdb, PortId, Vlan};
+use crate::stats::{PmdCounters, PortCounters, PortStats};
+use crate::vhost::{feature_names, Connection, Wakers};
+
+/// One switch port.
+pub struct Port {
+    /// Index in [`Switch::ports`].
+    pub id: PortId,
+    /// Name from the configuration.
+    pub name: String,
+    /// Server or client vhost-user.
+    pub kind: PortType,
+    /// The vhost-user socket.
+    pub path: PathBuf,
+    /// VLAN domain (access VLAN, or 0 for untagged).
+    pub vlan: Vlan,
+    /// Queue pairs offered.
+    pub queue_pairs: u16,
+    /// The attached driver, if any. PMDs load it once per burst.
+    pub conn: ArcSwapOption<Connection>,
+    /// Connections accepted or made so far.
+    pub connections: AtomicU64,
+    /// Link state last seen by housekeeping, for up/down logging and FDB flushes.
+    pub was_up: AtomicBool,
+}
+
+impl Port {
+    /// Whether the port can receive: a driver is attached and queue pair 0 runs.
+    pub fn link_up(&self) -> bool {
+        self.conn.load().as_ref().is_some_and(|c| c.link_up())
+    }
+}
+
+/// What one PMD thread shares with the control plane.
+pub struct PmdShared {
+    /// PMD index.
+    pub index: usize,
+    /// CPU it is pinned to, if any.
+    pub cpu: Option<usize>,
+    /// Its own counters.
+    pub counters: PmdCounters,
+    /// Its counters per port, indexed by port id.
+    pub port_counters: Vec<PortCounters>,
+    /// The transmit queues it polls: (port, queue pair).
+    pub queues: Vec<(PortId, u16)>,
+    /// Written to wake the thread from a sleep.
+    pub wake: Arc<EventFd>,
+}
+
+/// The whole switch, shared by PMDs, vhost-user threads and the control socket.
+pub struct Switch {
+    /// Ports, indexed by id.
+    pub ports: Vec<Arc<Port>>,
+    /// The MAC table.
+    pub fdb: Fdb,
+    /// PMD thread state.
+    pub pmds: Vec<Arc<PmdShared>>,
+    /// Wakes PMDs on ring changes.
+    pub wakers: Arc<Wakers>,
+    /// Set at shutdown.
+    pub shutdown: AtomicBool,
+    /// The configuration it was built from.
+    pub config: Config,
+}
+
+impl Switch {
+    /// Builds the switch for `config`: ports (not yet attached), FDB with the static
+    /// entries, and PMD state with transmit queues assigned round-robin.
+    pub fn new(config: Config) -> std::io::Result<Arc<Switch>> {
+        let ports: Vec<Arc<Port>> = config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                Arc::new(Port {
+                    id: i as PortId,
+                    name: p.name.clone(),
+                    kind: p.kind,
+                    path: p.path.clone(),
+                    vlan: p.vlan.unwrap_or(0),
+                    queue_pairs: p.queues,
+                    conn: ArcSwapOption::empty(),
+                    connections: AtomicU64::new(0),
+                    was_up: AtomicBool::new(false),
+                })
+            })
+            .collect();
+        let fdb = Fdb::new(std::time::Duration::from_secs(config.fdb_aging_secs));
+        for e in &config.fdb_static {
+            if let Some(p) = ports.iter().find(|p| p.name == e.port) {
+                fdb.add_static(e.vlan, e.mac, p.id);
+            }
+        }
+        let npmd = config.pmd_count();
+        let mut assignment: Vec<Vec<(PortId, u16)>> = vec![Vec::new(); npmd];
+        let mut k = 0;
+        for p in &ports {
+            for q in 0..p.queue_pairs {
+                assignment[k % npmd].push((p.id, q));
+                k += 1;
+            }
+        }
+        let wakers = Arc::new(Wakers::default());
+        let mut pmds = Vec::new();
+        for (i, queues) in assignment.into_iter().enumerate() {
+            let wake = Arc::new(EventFd::new(EFD_NONBLOCK)?);
+            wakers.register(wake.clone());
+            pmds.push(Arc::new(PmdShared {
+                index: i,
+                cpu: config.pmd_cpus.as_ref().map(|c| c[i]),
+                counters: PmdCounters::default(),
+                port_counters: (0..ports.len()).map(|_| PortCounters::default()).collect(),
+                queues,
+                wake,
+            }));
+        }
+        Ok(Arc::new(Switch {
+            ports,
+            fdb,
+            pmds,
+            wakers,
+            shutdown: AtomicBool::new(false),
+            config,
+        }))
+    }
+
+    /// A port's counters summed over all PMDs.
+    pub fn port_stats(&self, id: PortId) -> PortStats {
+        let mut s = PortStats::zero();
+        for pmd in &self.pmds {
+            if let Some(c) = pmd.port_counters.get(id as usize) {
+                s.accumulate(c);
+            }
+        }
+        s
+    }
+
+    /// Whether shutdown has begun.
+    pub fn stopping(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// The `show` view.
+    pub fn show(&self) -> ShowReply {
+        let ports = self
+            .ports
+            .iter()
+            .map(|p| {
+                let conn = p.conn.load();
+                let (features, ready) = match conn.as_ref() {
+                    Some(c) => (
+                        feature_names(c.acked_features.load(Ordering::Relaxed))
+                            .into_iter()
+                            .map(String::from)
+                            .collect(),
+                        c.ready_pairs(),
+                    ),
+                    None => (Vec::new(), Vec::new()),
+                };
+                let pmd_of_queue = (0..p.queue_pairs)
+                    .map(|q| {
+                        self.pmds
+                            .iter()
+                            .find(|m| m.queues.contains(&(p.id, q)))
+                            .map_or(usize::MAX, |m| m.index)
+                    })
+                    .collect();
+                ShowPort {
+                    id: p.id,
+                    name: p.name.clone(),
+                    kind: p.kind.to_string(),
+                    path: p.path.display().to_string(),
+                    vlan: p.vlan,
+                    link: if p.link_up() { "up" } else { "down" }.into(),
+                    connected: conn.is_some(),
+                    connections: p.connections.load(Ordering::Relaxed),
+                    queue_pairs: p.queue_pairs,
+                    ready_queue_pairs: ready,
+                    negotiated_features: features,
+                    pmd_of_queue,
+                }
+            })
+            .collect();
+        ShowReply {
+            poll: self.config.poll.to_string(),
+            fdb_entries: self.fdb.len(),
+            ports,
+        }
+    }
+}
+
+/// `vswitchctl show`.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct ShowReply {
+    /// Poll mode.
+    pub poll: String,
+    /// FDB size.
+    pub fdb_entries: usize,
+    /// Ports.
+    pub ports: Vec<ShowPort>,
+}
+
+/// One port in `vswitchctl show`.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct ShowPort {
+    /// Port id.
+    pub id: PortId,
+    /// Name.
+    pub name: String,
+    /// `vhost-user` or `vhost-user-client`.
+    pub kind: String,
+    /// Socket path.
+    pub path: String,
+    /// VLAN domain.
+    pub vlan: Vlan,
+    /// `up` or `down`.
+    pub link: String,
+    /// A driver is attached to the socket.
+    pub connected: bool,
+    /// Connections so far.
+    pub connections: u64,
+    /// Queue pairs offered.
+    pub queue_pairs: u16,
+    /// Queue pairs the driver enabled.
+    pub ready_queue_pairs: Vec<u16>,
+    /// Negotiated virtio features.
+    pub negotiated_features: Vec<String>,
+    /// PMD index polling each queue pair's transmit queue.
+    pub pmd_of_queue: Vec<usize>,
+}

@@ -1,0 +1,394 @@
+//! The vhost-user-net device: protocol handling by vhost-user-backend, rings by the PMDs.
+//!
+//! vhost-user-backend runs the vhost-user protocol on its own thread per connection and
+//! keeps each virtqueue in a [`VringRwLock`]. The switch does not use the library's
+//! per-queue epoll workers (they would race the PMDs for kicks): the backend asks for
+//! no queues on its worker (`queues_per_thread() == [0]`), and the PMD threads poll the
+//! rings themselves. To get at the rings, the backend's vring type [`PortVring`] wraps
+//! `VringRwLock` and hands each ring to the connection being built (see
+//! [`Connection::establish`]), and wakes the PMDs whenever a ring's state changes.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tracing::{debug, info, warn};
+use vhost::vhost_user::message::VhostUserProtocolFeatures;
+use vhost::vhost_user::Listener;
+use vhost_user_backend::{
+    VhostUserBackend, VhostUserDaemon, VringRwLock, VringState, VringStateGuard,
+    VringStateMutGuard, VringT,
+};
+use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
+use virtio_bindings::virtio_net::{VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF};
+use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
+use virtio_queue::{Error as QueueError, QueueT};
+use vm_memory::GuestMemoryAtomic;
+use vmm_sys_util::epoll::EventSet;
+use vmm_sys_util::eventfd::EventFd;
+
+use crate::virtq::{AtomicMem, Mem};
+
+/// VHOST_USER_F_PROTOCOL_FEATURES (vhost-user spec): protocol features are negotiated.
+const VHOST_USER_F_PROTOCOL_FEATURES: u32 = 30;
+
+/// Largest virtqueue size offered.
+pub const MAX_QUEUE_SIZE: usize = 1024;
+
+/// The virtio features this device offers (virtio 1.2 §5.1.3). Checksum and TSO
+/// offloads are deliberately absent: they are not implemented yet.
+pub fn device_features() -> u64 {
+    (1 << VIRTIO_F_VERSION_1)
+        | (1 << VIRTIO_NET_F_MRG_RXBUF)
+        | (1 << VIRTIO_RING_F_EVENT_IDX)
+        | (1 << VIRTIO_RING_F_INDIRECT_DESC)
+        | (1 << VIRTIO_NET_F_MQ)
+        | (1 << VIRTIO_F_NOTIFY_ON_EMPTY)
+        | (1 << VHOST_USER_F_PROTOCOL_FEATURES)
+}
+
+/// Names of the negotiated feature bits, for `vswitchctl show`.
+pub fn feature_names(bits: u64) -> Vec<&'static str> {
+    const NAMES: &[(u32, &str)] = &[
+        (VIRTIO_F_VERSION_1, "VERSION_1"),
+        (VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF"),
+        (VIRTIO_RING_F_EVENT_IDX, "EVENT_IDX"),
+        (VIRTIO_RING_F_INDIRECT_DESC, "INDIRECT_DESC"),
+        (VIRTIO_NET_F_MQ, "MQ"),
+        (VIRTIO_F_NOTIFY_ON_EMPTY, "NOTIFY_ON_EMPTY"),
+        (VHOST_USER_F_PROTOCOL_FEATURES, "PROTOCOL_FEATURES"),
+    ];
+    NAMES
+        .iter()
+        .filter(|(b, _)| bits & (1u64 << b) != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+/// Wakes sleeping PMD threads when a ring or a connection changes.
+#[derive(Debug, Default)]
+pub struct Wakers {
+    fds: Mutex<Vec<Arc<EventFd>>>,
+}
+
+impl Wakers {
+    /// Registers one PMD's wake eventfd.
+    pub fn register(&self, fd: Arc<EventFd>) {
+        self.fds.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+    }
+
+    /// Wakes every PMD.
+    pub fn wake_all(&self) {
+        for fd in self.fds.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = fd.write(1);
+        }
+    }
+}
+
+/// The rings of one connection, in virtqueue order: rx0, tx0, rx1, tx1, ...
+/// (virtio 1.2 §5.1.2).
+pub struct Connection {
+    /// The virtqueues.
+    pub vrings: Vec<PortVring>,
+    /// Guest memory; replaced by SET_MEM_TABLE, loaded once per burst.
+    pub mem: AtomicMem,
+    /// The features the driver acknowledged (SET_FEATURES); shared with the backend.
+    pub acked_features: Arc<AtomicU64>,
+    /// Set once SET_FEATURES arrived, cleared by RESET_DEVICE; shared with the backend.
+    pub features_set: Arc<AtomicBool>,
+    /// Unique id of this connection, for PMD bookkeeping.
+    pub id: u64,
+}
+
+impl Connection {
+    /// Length of the virtio-net header on this connection: 12 bytes with VERSION_1 or
+    /// MRG_RXBUF (`struct virtio_net_hdr_mrg_rxbuf`), else 10 (virtio 1.2 §5.1.6).
+    pub fn hdr_len(&self) -> u32 {
+        let f = self.acked_features.load(Ordering::Relaxed);
+        if f & ((1 << VIRTIO_F_VERSION_1) | (1 << VIRTIO_NET_F_MRG_RXBUF)) != 0 {
+            12
+        } else {
+            10
+        }
+    }
+
+    /// Whether the driver accepted mergeable rx buffers.
+    pub fn mergeable(&self) -> bool {
+        self.acked_features.load(Ordering::Relaxed) & (1 << VIRTIO_NET_F_MRG_RXBUF) != 0
+    }
+
+    /// Queue pairs whose rings are both ready and enabled.
+    pub fn ready_pairs(&self) -> Vec<u16> {
+        (0..self.vrings.len() / 2)
+            .filter(|&i| self.vring_ready(2 * i) && self.vring_ready(2 * i + 1))
+            .map(|i| i as u16)
+            .collect()
+    }
+
+    /// Whether virtqueue `i` is ready and enabled.
+    pub fn vring_ready(&self, i: usize) -> bool {
+        self.vrings.get(i).is_some_and(|v| {
+            let st = v.get_ref();
+            st.get_queue().ready() && st.is_enabled()
+        })
+    }
+
+    /// Link is up when the driver finished feature negotiation and queue pair 0 runs.
+    pub fn link_up(&self) -> bool {
+        self.features_set.load(Ordering::Relaxed) && self.vring_ready(0) && self.vring_ready(1)
+    }
+}
+
+thread_local! {
+    /// Rings created by `VhostUserDaemon::new` on this thread, for `Connection::establish`.
+    static CAPTURE: RefCell<Option<(Arc<Wakers>, Vec<PortVring>)>> = const { RefCell::new(None) };
+}
+
+/// A virtqueue as vhost-user-backend sees it: a [`VringRwLock`] that also wakes the
+/// PMDs when its state changes, so they re-read kick fds and readiness.
+#[derive(Clone)]
+pub struct PortVring {
+    inner: VringRwLock<AtomicMem>,
+    wakers: Option<Arc<Wakers>>,
+}
+
+impl PortVring {
+    /// A stand-alone ring (for tests and benches), not attached to any PMD.
+    pub fn standalone(mem: AtomicMem, max_size: u16) -> Result<Self, QueueError> {
+        Ok(PortVring {
+            inner: VringRwLock::new(mem, max_size)?,
+            wakers: None,
+        })
+    }
+
+    fn changed(&self) {
+        if let Some(w) = &self.wakers {
+            w.wake_all();
+        }
+    }
+}
+
+impl<'a> VringStateGuard<'a, AtomicMem> for PortVring {
+    type G = <VringRwLock<AtomicMem> as VringStateGuard<'a, AtomicMem>>::G;
+}
+
+impl<'a> VringStateMutGuard<'a, AtomicMem> for PortVring {
+    type G = <VringRwLock<AtomicMem> as VringStateMutGuard<'a, AtomicMem>>::G;
+}
+
+impl VringT<AtomicMem> for PortVring {
+    fn new(mem: AtomicMem, max_queue_size: u16) -> Result<Self, QueueError> {
+        let inner = VringRwLock::new(mem, max_queue_size)?;
+        let v = CAPTURE.with(|c| {
+            let mut c = c.borrow_mut();
+            let wakers = c.as_ref().map(|(w, _)| w.clone());
+            let v = PortVring { inner, wakers };
+            if let Some((_, list)) = c.as_mut() {
+                list.push(v.clone());
+            }
+            v
+        });
+        Ok(v)
+    }
+    fn get_ref(&self) -> <Self as VringStateGuard<'_, AtomicMem>>::G {
+        self.inner.get_ref()
+    }
+    fn get_mut(&self) -> <Self as VringStateMutGuard<'_, AtomicMem>>::G {
+        self.inner.get_mut()
+    }
+    fn add_used(&self, desc_index: u16, len: u32) -> Result<(), QueueError> {
+        self.inner.add_used(desc_index, len)
+    }
+    fn signal_used_queue(&self) -> io::Result<()> {
+        self.inner.signal_used_queue()
+    }
+    fn enable_notification(&self) -> Result<bool, QueueError> {
+        self.inner.enable_notification()
+    }
+    fn disable_notification(&self) -> Result<(), QueueError> {
+        self.inner.disable_notification()
+    }
+    fn needs_notification(&self) -> Result<bool, QueueError> {
+        self.inner.needs_notification()
+    }
+    fn set_enabled(&self, enabled: bool) {
+        self.inner.set_enabled(enabled);
+        self.changed();
+    }
+    fn set_queue_info(&self, desc: u64, avail: u64, used: u64) -> Result<(), QueueError> {
+        self.inner.set_queue_info(desc, avail, used)
+    }
+    fn queue_next_avail(&self) -> u16 {
+        self.inner.queue_next_avail()
+    }
+    fn set_queue_next_avail(&self, base: u16) {
+        self.inner.set_queue_next_avail(base)
+    }
+    fn set_queue_next_used(&self, idx: u16) {
+        self.inner.set_queue_next_used(idx)
+    }
+    fn queue_used_idx(&self) -> Result<u16, QueueError> {
+        self.inner.queue_used_idx()
+    }
+    fn set_queue_size(&self, num: u16) {
+        self.inner.set_queue_size(num)
+    }
+    fn set_queue_event_idx(&self, enabled: bool) {
+        self.inner.set_queue_event_idx(enabled)
+    }
+    fn set_queue_ready(&self, ready: bool) {
+        self.inner.set_queue_ready(ready);
+        self.changed();
+    }
+    fn set_kick(&self, file: Option<File>) {
+        self.inner.set_kick(file);
+        self.changed();
+    }
+    fn read_kick(&self) -> io::Result<bool> {
+        self.inner.read_kick()
+    }
+    fn set_call(&self, file: Option<File>) {
+        self.inner.set_call(file)
+    }
+    fn set_err(&self, file: Option<File>) {
+        self.inner.set_err(file)
+    }
+}
+
+/// The vhost-user-net backend of one connection.
+#[derive(Clone)]
+pub struct NetBackend {
+    queue_pairs: u16,
+    acked: Arc<AtomicU64>,
+    features_set: Arc<AtomicBool>,
+    wakers: Arc<Wakers>,
+}
+
+impl VhostUserBackend for NetBackend {
+    type Bitmap = ();
+    type Vring = PortVring;
+
+    fn num_queues(&self) -> usize {
+        2 * usize::from(self.queue_pairs)
+    }
+    fn max_queue_size(&self) -> usize {
+        MAX_QUEUE_SIZE
+    }
+    fn features(&self) -> u64 {
+        device_features()
+    }
+    fn acked_features(&self, features: u64) {
+        self.acked.store(features, Ordering::Relaxed);
+        self.features_set.store(true, Ordering::Relaxed);
+        self.wakers.wake_all();
+    }
+    fn protocol_features(&self) -> VhostUserProtocolFeatures {
+        VhostUserProtocolFeatures::MQ | VhostUserProtocolFeatures::REPLY_ACK
+    }
+    fn reset_device(&self) {
+        self.features_set.store(false, Ordering::Relaxed);
+        self.wakers.wake_all();
+    }
+    fn set_event_idx(&self, _enabled: bool) {}
+    fn update_memory(&self, _mem: GuestMemoryAtomic<Mem>) -> io::Result<()> {
+        // The AtomicMem we handed to VhostUserDaemon::new is the one the library
+        // updates; PMDs load it once per burst, so a new table applies from the next
+        // burst and a running burst keeps the old mapping alive until it ends.
+        self.wakers.wake_all();
+        Ok(())
+    }
+    fn queues_per_thread(&self) -> Vec<u64> {
+        // No queues on the library's worker: PMD threads own the rings.
+        vec![0]
+    }
+    fn handle_event(
+        &self,
+        _device_event: u16,
+        _evset: EventSet,
+        _vrings: &[PortVring],
+        _thread_id: usize,
+    ) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// How a connection attaches.
+pub enum Endpoint<'a> {
+    /// Accept on this listener (server mode).
+    Listen(&'a mut Listener),
+    /// Connect to this socket path (client mode).
+    Connect(&'a str),
+}
+
+static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Connection {
+    /// Builds a device for `queue_pairs` queue pairs, attaches it through `endpoint`,
+    /// publishes it with `publish` once attached, and serves it until the other side goes
+    /// away or `shutdown` is set. Returns after the connection ended and `publish(None)`
+    /// was called.
+    ///
+    /// # Errors
+    /// Attaching failed (the socket could not be accepted or connected).
+    pub fn establish(
+        name: &str,
+        queue_pairs: u16,
+        wakers: &Arc<Wakers>,
+        endpoint: Endpoint<'_>,
+        publish: &dyn Fn(Option<Arc<Connection>>),
+        daemon_slot: &Mutex<Option<vhost_user_backend::ShutdownHandle>>,
+    ) -> Result<(), vhost_user_backend::Error> {
+        let mem = GuestMemoryAtomic::new(Mem::new());
+        let acked = Arc::new(AtomicU64::new(0));
+        let features_set = Arc::new(AtomicBool::new(false));
+        let backend = NetBackend {
+            queue_pairs,
+            acked: acked.clone(),
+            features_set: features_set.clone(),
+            wakers: wakers.clone(),
+        };
+        CAPTURE.with(|c| *c.borrow_mut() = Some((wakers.clone(), Vec::new())));
+        let daemon = VhostUserDaemon::new(format!("vhu-{name}"), backend.clone(), mem.clone());
+        let vrings = CAPTURE.with(|c| c.borrow_mut().take().map(|(_, v)| v).unwrap_or_default());
+        let mut daemon = daemon?;
+        let conn = Arc::new(Connection {
+            vrings,
+            mem,
+            acked_features: acked,
+            features_set,
+            id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
+        });
+        let attach = match endpoint {
+            Endpoint::Listen(l) => daemon.start(l),
+            Endpoint::Connect(p) => daemon.start_client(p),
+        };
+        if let Err(e) = attach {
+            for h in daemon.get_epoll_handlers() {
+                h.send_exit_event();
+            }
+            return Err(e);
+        }
+        *daemon_slot.lock().unwrap_or_else(|e| e.into_inner()) = daemon.shutdown_handle();
+        info!(port = name, conn = conn.id, "vhost-user connection established");
+        publish(Some(conn.clone()));
+        let r = daemon.wait();
+        *daemon_slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        publish(None);
+        for h in daemon.get_epoll_handlers() {
+            h.send_exit_event();
+        }
+        match r {
+            Ok(()) => debug!(port = name, "vhost-user connection closed"),
+            Err(e) => warn!(port = name, error = %e, "vhost-user connection ended with an error"),
+        }
+        Ok(())
+    }
+}
+
+/// Reads the state of a ring for display without holding the lock long.
+pub fn ring_summary(v: &PortVring) -> (bool, bool, u16) {
+    let st: std::sync::RwLockReadGuard<'_, VringState<AtomicMem>> = v.get_ref();
+    (st.get_queue().ready(), st.is_enabled(), st.get_queue().size())
+}
