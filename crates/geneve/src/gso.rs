@@ -1,0 +1,553 @@
+//! Software TCP segmentation (TSO/GSO) with virtio-net metadata
+//! (virtio 1.2 §5.1.6.2 "Packet Transmission"), optionally Geneve
+//! encapsulating each segment, and checksum completion.
+//!
+//! ## Use from a virtio-net (vhost-user) transmit path
+//!
+//! ```
+//! use geneve::{segment, GsoMeta, SegmentPlan};
+//! # let frame = geneve::gso::example_tcp_frame(4000);
+//! // Fields of the guest's struct virtio_net_hdr (converted from le16):
+//! let meta = GsoMeta::from_virtio_net_hdr(
+//!     GsoMeta::VIRTIO_NET_HDR_F_NEEDS_CSUM, // flags
+//!     GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4,    // gso_type
+//!     54,                                    // hdr_len (a hint; recomputed)
+//!     1448,                                  // gso_size (MSS, payload bytes)
+//!     34,                                    // csum_start
+//!     16,                                    // csum_offset
+//! )?;
+//! let plan = SegmentPlan::new(&frame, &meta, 0)?;
+//! let mut bufs = vec![[0u8; 1514]; plan.count()];
+//! let plan = segment(&frame, &meta, None, &mut bufs)?;
+//! for (i, buf) in bufs.iter().enumerate() {
+//!     let wire_frame = &buf[..plan.segment_len(i)];
+//!     assert!(wire_frame.len() <= 1514);
+//! }
+//! # Ok::<(), geneve::Error>(())
+//! ```
+//!
+//! Every segment leaves with complete checksums (inner IPv4 header, inner
+//! TCP; outer IPv4 header and, if the tunnel has it on, outer UDP). The
+//! guest's checksum field is not trusted: it is recomputed, so both the
+//! Linux convention (pseudo-header sum pre-loaded) and a full checksum work.
+//!
+//! UDP segmentation (virtio `GSO_UDP`/`GSO_UDP_L4`) is out of scope: such a
+//! frame returns [`Error::UnsupportedGsoType`].
+
+use crate::checksum::{self, add, finish};
+use crate::encap::{flow_hash, TunnelTemplate};
+use crate::net::{
+    be16, be32, parse_tcp, put16, put32, tcp_flags, tcp_pseudo_sum, TcpFrame, TcpParseError,
+};
+use crate::Error;
+
+/// Kind of segmentation a frame asks for (virtio `gso_type` without the ECN
+/// bit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GsoType {
+    /// Not a large frame: at most a checksum to complete.
+    None,
+    /// TCP over IPv4 (`VIRTIO_NET_HDR_GSO_TCPV4`).
+    TcpV4,
+    /// TCP over IPv6 (`VIRTIO_NET_HDR_GSO_TCPV6`).
+    TcpV6,
+}
+
+/// Offload metadata of one frame, as in `struct virtio_net_hdr`
+/// (virtio 1.2 §5.1.6), in host byte order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GsoMeta {
+    /// What segmentation the frame needs.
+    pub gso_type: GsoType,
+    /// `VIRTIO_NET_HDR_GSO_ECN`: the sender does ECN; CWR on the first
+    /// segment only (which this segmenter always does).
+    pub ecn: bool,
+    /// Payload bytes per segment (the MSS). Ignored for [`GsoType::None`].
+    pub gso_size: u16,
+    /// Length of the headers (Ethernet + IP + TCP) in bytes. A hint: the
+    /// segmenter parses the headers itself.
+    pub hdr_len: u16,
+    /// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the L4 checksum is partial and
+    /// `csum_start`/`csum_offset` say where.
+    pub needs_csum: bool,
+    /// `VIRTIO_NET_HDR_F_DATA_VALID` (receive side): checksums were verified.
+    pub data_valid: bool,
+    /// Offset of the start of the checksummed range (the L4 header), bytes.
+    pub csum_start: u16,
+    /// Offset of the checksum field from `csum_start`, bytes (16 for TCP).
+    pub csum_offset: u16,
+}
+
+impl GsoMeta {
+    /// virtio `flags` bit: checksum partial.
+    pub const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+    /// virtio `flags` bit: checksum verified.
+    pub const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
+    /// virtio `gso_type`: no segmentation.
+    pub const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
+    /// virtio `gso_type`: TCP over IPv4.
+    pub const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+    /// virtio `gso_type`: UDP fragmentation (not supported).
+    pub const VIRTIO_NET_HDR_GSO_UDP: u8 = 3;
+    /// virtio `gso_type`: TCP over IPv6.
+    pub const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+    /// virtio `gso_type`: UDP segmentation (not supported).
+    pub const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
+    /// virtio `gso_type` bit: ECN.
+    pub const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
+
+    /// Metadata for a frame that needs nothing.
+    pub const NONE: GsoMeta = GsoMeta {
+        gso_type: GsoType::None,
+        ecn: false,
+        gso_size: 0,
+        hdr_len: 0,
+        needs_csum: false,
+        data_valid: false,
+        csum_start: 0,
+        csum_offset: 0,
+    };
+
+    /// Builds metadata from the fields of a `struct virtio_net_hdr`
+    /// (already converted to host order).
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedGsoType`] for UDP GSO or an unknown type;
+    /// [`Error::BadGsoSize`] for a TCP GSO type with `gso_size` 0.
+    pub fn from_virtio_net_hdr(
+        flags: u8,
+        gso_type: u8,
+        hdr_len: u16,
+        gso_size: u16,
+        csum_start: u16,
+        csum_offset: u16,
+    ) -> Result<Self, Error> {
+        let t = match gso_type & !Self::VIRTIO_NET_HDR_GSO_ECN {
+            Self::VIRTIO_NET_HDR_GSO_NONE => GsoType::None,
+            Self::VIRTIO_NET_HDR_GSO_TCPV4 => GsoType::TcpV4,
+            Self::VIRTIO_NET_HDR_GSO_TCPV6 => GsoType::TcpV6,
+            _ => return Err(Error::UnsupportedGsoType),
+        };
+        if t != GsoType::None && gso_size == 0 {
+            return Err(Error::BadGsoSize);
+        }
+        Ok(GsoMeta {
+            gso_type: t,
+            ecn: gso_type & Self::VIRTIO_NET_HDR_GSO_ECN != 0,
+            gso_size,
+            hdr_len,
+            needs_csum: flags & Self::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0,
+            data_valid: flags & Self::VIRTIO_NET_HDR_F_DATA_VALID != 0,
+            csum_start,
+            csum_offset,
+        })
+    }
+
+    /// The virtio `flags` byte for this metadata.
+    pub fn virtio_flags(&self) -> u8 {
+        (if self.needs_csum {
+            Self::VIRTIO_NET_HDR_F_NEEDS_CSUM
+        } else {
+            0
+        }) | (if self.data_valid {
+            Self::VIRTIO_NET_HDR_F_DATA_VALID
+        } else {
+            0
+        })
+    }
+
+    /// The virtio `gso_type` byte for this metadata.
+    pub fn virtio_gso_type(&self) -> u8 {
+        let t = match self.gso_type {
+            GsoType::None => Self::VIRTIO_NET_HDR_GSO_NONE,
+            GsoType::TcpV4 => Self::VIRTIO_NET_HDR_GSO_TCPV4,
+            GsoType::TcpV6 => Self::VIRTIO_NET_HDR_GSO_TCPV6,
+        };
+        t | if self.ecn {
+            Self::VIRTIO_NET_HDR_GSO_ECN
+        } else {
+            0
+        }
+    }
+}
+
+/// Completes the partial checksum of a frame with
+/// `VIRTIO_NET_HDR_F_NEEDS_CSUM` (virtio 1.2 §5.1.6.2): the Internet
+/// checksum over `frame[csum_start..]` stored at `csum_start + csum_offset`.
+/// Does nothing if `meta.needs_csum` is false. Works for any L4 protocol
+/// (TCP, UDP, SCTP-less); the field must hold the pseudo-header sum, as
+/// virtio requires.
+///
+/// # Errors
+/// [`Error::BadChecksumOffset`] if the field lies outside the frame.
+pub fn complete_checksum(frame: &mut [u8], meta: &GsoMeta) -> Result<(), Error> {
+    if !meta.needs_csum {
+        return Ok(());
+    }
+    checksum::complete_partial(
+        frame,
+        usize::from(meta.csum_start),
+        usize::from(meta.csum_offset),
+    )
+}
+
+/// How a frame will be segmented: number of segments and each one's length.
+/// Computing it does not write anything, so a caller can size its buffers
+/// first (e.g. count the guest rx descriptors or UMEM frames it needs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentPlan {
+    outer_len: usize,
+    tcp: Option<TcpFrame>,
+    frame_len: usize,
+    mss: usize,
+    count: usize,
+}
+
+impl SegmentPlan {
+    /// Plans the segmentation of `frame` with `meta`, each segment preceded
+    /// by `outer_len` bytes of outer header (0 for plain TSO,
+    /// [`TunnelTemplate::header_len`] for Geneve).
+    ///
+    /// # Errors
+    /// [`Error::NotTcp`] if the frame is not Ethernet + IPv4/IPv6 + TCP of
+    /// `meta.gso_type` (or is an IPv4 fragment); [`Error::BadLength`] or
+    /// [`Error::Truncated`] for inconsistent headers;
+    /// [`Error::BadChecksumOffset`] if `needs_csum` and `csum_start` /
+    /// `csum_offset` are not the TCP header / 16; [`Error::BadGsoSize`] for
+    /// `gso_size` 0; [`Error::TooLong`] if a segment's IP packet would
+    /// exceed 65535 bytes.
+    pub fn new(frame: &[u8], meta: &GsoMeta, outer_len: usize) -> Result<Self, Error> {
+        if meta.gso_type == GsoType::None {
+            return Ok(SegmentPlan {
+                outer_len,
+                tcp: None,
+                frame_len: frame.len(),
+                mss: 0,
+                count: 1,
+            });
+        }
+        let t = parse_tcp(frame).map_err(|e| match e {
+            TcpParseError::Truncated => Error::Truncated,
+            TcpParseError::BadLength => Error::BadLength,
+            TcpParseError::NotIp | TcpParseError::NotTcp | TcpParseError::Fragment => Error::NotTcp,
+        })?;
+        if t.ipv4 != (meta.gso_type == GsoType::TcpV4) {
+            return Err(Error::NotTcp);
+        }
+        if meta.needs_csum && (usize::from(meta.csum_start) != t.l4_off() || meta.csum_offset != 16)
+        {
+            return Err(Error::BadChecksumOffset);
+        }
+        if meta.gso_size == 0 {
+            return Err(Error::BadGsoSize);
+        }
+        let mss = usize::from(meta.gso_size);
+        if t.l3_len + t.l4_len + mss.min(t.payload_len) > 65535 {
+            return Err(Error::TooLong);
+        }
+        let count = t.payload_len.div_ceil(mss).max(1);
+        Ok(SegmentPlan {
+            outer_len,
+            tcp: Some(t),
+            frame_len: t.end(),
+            mss,
+            count,
+        })
+    }
+
+    /// Number of segments (≥ 1).
+    pub const fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Length in bytes of segment `i` (outer header included), `i < count()`.
+    pub fn segment_len(&self, i: usize) -> usize {
+        match self.tcp {
+            None => self.outer_len + self.frame_len,
+            Some(t) => {
+                let start = i * self.mss;
+                let chunk = self.mss.min(t.payload_len.saturating_sub(start));
+                self.outer_len + t.hdr_len() + chunk
+            }
+        }
+    }
+
+    /// Length in bytes of the largest segment (the first).
+    pub fn max_segment_len(&self) -> usize {
+        self.segment_len(0)
+    }
+
+    /// Length of the inner Ethernet + IP + TCP headers copied into every
+    /// segment, in bytes (the whole frame for [`GsoType::None`]).
+    pub fn inner_header_len(&self) -> usize {
+        self.tcp.map_or(self.frame_len, |t| t.hdr_len())
+    }
+}
+
+/// Segments one frame into `out[0..plan.count()]`, optionally Geneve
+/// encapsulating each segment with `encap`. Returns the plan; segment `i`
+/// is `out[i][..plan.segment_len(i)]`.
+///
+/// For [`GsoType::TcpV4`] / [`GsoType::TcpV6`] each segment carries
+/// `gso_size` payload bytes (the last the rest) and gets: IPv4 total length,
+/// ID (first segment's ID + i, wrapping), header checksum; or IPv6 payload
+/// length; TCP sequence number + i × `gso_size`; CWR only on the first
+/// segment, FIN and PSH only on the last; full TCP checksum. With `encap`,
+/// the outer header is written from the template (UDP source port from the
+/// inner flow hash, outer IPv4 ID from the template's counter, UDP checksum
+/// if the tunnel has it on, computed from the same payload sums).
+///
+/// For [`GsoType::None`] the frame is copied once, its partial checksum
+/// completed if `needs_csum`, and encapsulated if `encap` is given.
+///
+/// Nothing is allocated. Nothing is written unless every buffer needed is
+/// present and large enough.
+///
+/// # Errors
+/// As [`SegmentPlan::new`]; [`Error::BufferTooSmall`] if `out` has fewer
+/// than `count()` buffers or one is shorter than its segment;
+/// [`Error::BadChecksumOffset`] for a [`GsoType::None`] frame whose
+/// checksum field lies outside it; [`Error::TooLong`] if an outer UDP
+/// length would exceed 65535.
+pub fn segment<B: AsMut<[u8]>>(
+    frame: &[u8],
+    meta: &GsoMeta,
+    mut encap: Option<&mut TunnelTemplate>,
+    out: &mut [B],
+) -> Result<SegmentPlan, Error> {
+    let outer_len = encap.as_ref().map_or(0, |t| t.header_len());
+    let plan = SegmentPlan::new(frame, meta, outer_len)?;
+    if out.len() < plan.count {
+        return Err(Error::BufferTooSmall);
+    }
+    for (i, b) in out[..plan.count].iter_mut().enumerate() {
+        if b.as_mut().len() < plan.segment_len(i) {
+            return Err(Error::BufferTooSmall);
+        }
+    }
+    let hash = if encap.is_some() { flow_hash(frame) } else { 0 };
+    let Some(t) = plan.tcp else {
+        let dst = out[0].as_mut();
+        let inner = &mut dst[outer_len..outer_len + frame.len()];
+        inner.copy_from_slice(frame);
+        complete_checksum(inner, meta)?;
+        if let Some(tpl) = encap.as_deref_mut() {
+            let port = tpl.port_for_hash(hash);
+            let s = if tpl.udp_checksum() {
+                checksum::sum_fast(inner)
+            } else {
+                0
+            };
+            tpl.write_header(&mut dst[..outer_len], frame.len(), port, hash, s)?;
+        }
+        return Ok(plan);
+    };
+
+    let hdr_len = t.hdr_len();
+    let l3 = t.l2_len;
+    let l4 = t.l4_off();
+    let seq0 = be32(frame, l4 + 4);
+    let flags0 = frame[l4 + 13];
+    let id0 = if t.ipv4 { be16(frame, l3 + 4) } else { 0 };
+    let pseudo0 = tcp_pseudo_sum(frame, &t, 0);
+    // IPv4 header sum with total length, ID and checksum zeroed: each
+    // segment adds its own two fields (incremental, RFC 1624).
+    let ip_sum0 = if t.ipv4 {
+        let h = &frame[l3..l4];
+        add(
+            checksum::sum(h),
+            finish(add(add(be16(h, 2), be16(h, 4)), be16(h, 10))),
+        )
+    } else {
+        0
+    };
+    let port = encap.as_ref().map_or(0, |tpl| tpl.port_for_hash(hash));
+    let last = plan.count - 1;
+    for (i, b) in out[..plan.count].iter_mut().enumerate() {
+        let dst = b.as_mut();
+        let start = i * plan.mss;
+        let chunk = plan.mss.min(t.payload_len - start.min(t.payload_len));
+        let inner_len = hdr_len + chunk;
+        let (outer, rest) = dst.split_at_mut(outer_len);
+        let inner = &mut rest[..inner_len];
+        inner[..hdr_len].copy_from_slice(&frame[..hdr_len]);
+        inner[hdr_len..].copy_from_slice(&frame[hdr_len + start..hdr_len + start + chunk]);
+        let tcp_len = t.l4_len + chunk;
+        if t.ipv4 {
+            let tot = (t.l3_len + tcp_len) as u16;
+            let id = id0.wrapping_add(i as u16);
+            put16(inner, l3 + 2, tot);
+            put16(inner, l3 + 4, id);
+            put16(inner, l3 + 10, finish(add(ip_sum0, add(tot, id))));
+        } else {
+            put16(inner, l3 + 4, tcp_len as u16);
+        }
+        put32(inner, l4 + 4, seq0.wrapping_add(start as u32));
+        let mut flags = flags0;
+        if i > 0 {
+            flags &= !tcp_flags::CWR;
+        }
+        if i < last {
+            flags &= !(tcp_flags::FIN | tcp_flags::PSH);
+        }
+        inner[l4 + 13] = flags;
+        put16(inner, l4 + 16, 0);
+        let payload_sum = checksum::sum_fast(&inner[hdr_len..]);
+        let hdr_sum = checksum::sum(&inner[l4..hdr_len]);
+        let c = finish(add(add(pseudo0, tcp_len as u16), add(hdr_sum, payload_sum)));
+        put16(inner, l4 + 16, c);
+        if let Some(tpl) = encap.as_deref_mut() {
+            // hdr_len is even (L2 14/18/22, L3 and L4 multiples of 4), so the
+            // payload sum adds without a byte swap.
+            let s = if tpl.udp_checksum() {
+                add(checksum::sum(&inner[..hdr_len]), payload_sum)
+            } else {
+                0
+            };
+            tpl.write_header(outer, inner_len, port, hash, s)?;
+        }
+    }
+    Ok(plan)
+}
+
+/// An Ethernet + IPv4 + TCP frame with `payload_len` bytes of patterned
+/// payload, ACK|PSH, valid IPv4 checksum and a pseudo-header sum in the TCP
+/// checksum field (as a Linux guest sends with NEEDS_CSUM). For examples
+/// and tests.
+pub fn example_tcp_frame(payload_len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; 54 + payload_len];
+    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    put16(&mut f, 12, crate::net::ETHERTYPE_IPV4);
+    f[14] = 0x45;
+    put16(&mut f, 16, (40 + payload_len).min(65535) as u16);
+    put16(&mut f, 18, 0x1000);
+    put16(&mut f, 20, 0x4000);
+    f[22] = 64;
+    f[23] = 6;
+    f[26..30].copy_from_slice(&[192, 168, 1, 1]);
+    f[30..34].copy_from_slice(&[192, 168, 1, 2]);
+    let c = checksum::checksum(&f[14..34]);
+    put16(&mut f, 24, c);
+    put16(&mut f, 34, 40000);
+    put16(&mut f, 36, 5201);
+    put32(&mut f, 38, 0x1000_0000);
+    put32(&mut f, 42, 0x2000_0000);
+    f[46] = 0x50;
+    f[47] = tcp_flags::ACK | tcp_flags::PSH;
+    put16(&mut f, 48, 0xffff);
+    for (i, b) in f[54..].iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let ph = checksum::pseudo_header_v4(
+        [192, 168, 1, 1],
+        [192, 168, 1, 2],
+        6,
+        (20 + payload_len) as u16,
+    );
+    put16(&mut f, 50, ph);
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tso_meta(mss: u16) -> GsoMeta {
+        GsoMeta::from_virtio_net_hdr(1, GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4, 54, mss, 34, 16).unwrap()
+    }
+
+    #[test]
+    fn segments_fields() {
+        let mut f = example_tcp_frame(3000);
+        f[47] |= tcp_flags::CWR | tcp_flags::FIN;
+        let meta = tso_meta(1000);
+        let mut bufs = vec![vec![0xa5u8; 1100]; 3];
+        let plan = segment(&f, &meta, None, &mut bufs).unwrap();
+        assert_eq!(plan.count(), 3);
+        for (i, b) in bufs.iter().enumerate() {
+            let s = &b[..plan.segment_len(i)];
+            assert_eq!(s.len(), 1054);
+            assert_eq!(be16(s, 16), 1040);
+            assert_eq!(be16(s, 18), 0x1000 + i as u16);
+            assert_eq!(checksum::sum(&s[14..34]), 0xffff);
+            assert_eq!(be32(s, 38), 0x1000_0000 + 1000 * i as u32);
+            let fl = s[47];
+            assert_eq!(fl & tcp_flags::CWR != 0, i == 0);
+            assert_eq!(fl & (tcp_flags::FIN | tcp_flags::PSH) != 0, i == 2);
+            assert_eq!(fl & tcp_flags::ACK, tcp_flags::ACK);
+            let ph = checksum::pseudo_header_v4([192, 168, 1, 1], [192, 168, 1, 2], 6, 1020);
+            assert_eq!(add(ph, checksum::sum(&s[34..])), 0xffff);
+            assert_eq!(&s[54..], &f[54 + 1000 * i..54 + 1000 * (i + 1)]);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_meta_and_small_buffers() {
+        let f = example_tcp_frame(3000);
+        let mut bufs = vec![vec![0u8; 1100]; 2];
+        assert_eq!(
+            segment(&f, &tso_meta(1000), None, &mut bufs).unwrap_err(),
+            Error::BufferTooSmall
+        );
+        let mut bufs = vec![vec![0u8; 1000]; 3];
+        assert_eq!(
+            segment(&f, &tso_meta(1000), None, &mut bufs).unwrap_err(),
+            Error::BufferTooSmall
+        );
+        let mut m = tso_meta(1000);
+        m.csum_start = 30;
+        assert_eq!(
+            SegmentPlan::new(&f, &m, 0).unwrap_err(),
+            Error::BadChecksumOffset
+        );
+        m = tso_meta(1000);
+        m.gso_type = GsoType::TcpV6;
+        assert_eq!(SegmentPlan::new(&f, &m, 0).unwrap_err(), Error::NotTcp);
+        assert_eq!(
+            GsoMeta::from_virtio_net_hdr(0, 5, 0, 100, 0, 0).unwrap_err(),
+            Error::UnsupportedGsoType
+        );
+        assert_eq!(
+            GsoMeta::from_virtio_net_hdr(0, 1, 0, 0, 0, 0).unwrap_err(),
+            Error::BadGsoSize
+        );
+        assert_eq!(
+            SegmentPlan::new(&f[..30], &tso_meta(1000), 0).unwrap_err(),
+            Error::Truncated
+        );
+        assert_eq!(
+            SegmentPlan::new(&f[..100], &tso_meta(1000), 0).unwrap_err(),
+            Error::BadLength
+        );
+    }
+
+    #[test]
+    fn gso_none_completes_checksum() {
+        let f = example_tcp_frame(100);
+        let meta = GsoMeta {
+            gso_type: GsoType::None,
+            needs_csum: true,
+            csum_start: 34,
+            csum_offset: 16,
+            ..GsoMeta::NONE
+        };
+        let mut bufs = [[0u8; 200]];
+        let plan = segment(&f, &meta, None, &mut bufs).unwrap();
+        assert_eq!(plan.count(), 1);
+        let s = &bufs[0][..plan.segment_len(0)];
+        let ph = checksum::pseudo_header_v4([192, 168, 1, 1], [192, 168, 1, 2], 6, 120);
+        assert_eq!(add(ph, checksum::sum(&s[34..])), 0xffff);
+        let mut g = f.clone();
+        complete_checksum(&mut g, &meta).unwrap();
+        assert_eq!(&g[..], s);
+    }
+
+    #[test]
+    fn virtio_roundtrip_of_meta_bytes() {
+        let m = GsoMeta::from_virtio_net_hdr(3, 0x84, 74, 1440, 54, 16).unwrap();
+        assert_eq!(m.gso_type, GsoType::TcpV6);
+        assert!(m.ecn && m.needs_csum && m.data_valid);
+        assert_eq!((m.virtio_flags(), m.virtio_gso_type()), (3, 0x84));
+    }
+}
