@@ -632,6 +632,38 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_the_interface_and_request() {
+        let q = Querier {
+            ifname: "eth9",
+            ifindex: 9,
+        };
+        let e = q.classify("ethtool RSS_GET", io::Error::from_raw_os_error(libc::EPERM));
+        assert!(matches!(e, Error::PermissionDenied { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("eth9")
+                && text.contains("ethtool RSS_GET")
+                && text.contains("CAP_NET_ADMIN"),
+            "{text}"
+        );
+        let e = q.classify(
+            "ethtool CHANNELS_GET",
+            io::Error::from_raw_os_error(libc::ENODEV),
+        );
+        assert!(matches!(e, Error::NoSuchInterface { .. }), "{e:?}");
+        let e = q.classify(
+            "ethtool CHANNELS_GET",
+            io::Error::from_raw_os_error(libc::EIO),
+        );
+        assert!(
+            e.to_string()
+                .starts_with("ethtool CHANNELS_GET for \"eth9\" failed"),
+            "{e}"
+        );
+        assert!(is_unsupported(Some(libc::EOPNOTSUPP)) && is_unsupported(Some(ENOTSUPP)));
+    }
+
+    #[test]
     fn compact_bitset_words() {
         let mut nest = Vec::new();
         attr::put(&mut nest, ETHTOOL_A_BITSET_NOMASK, &[]);
