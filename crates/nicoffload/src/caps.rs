@@ -339,18 +339,19 @@ impl fmt::Display for NicCapabilities {
             opt(&self.num_tx_queues)
         )?;
         match &self.channels {
-            Some(c) => writeln!(
-                f,
-                "  channels:    rx {}/{} tx {}/{} other {}/{} combined {}/{} (current/max)",
-                opt(&c.rx),
-                opt(&c.rx_max),
-                opt(&c.tx),
-                opt(&c.tx_max),
-                opt(&c.other),
-                opt(&c.other_max),
-                opt(&c.combined),
-                opt(&c.combined_max)
-            )?,
+            Some(c) => {
+                let parts: Vec<String> = [
+                    ("rx", c.rx, c.rx_max),
+                    ("tx", c.tx, c.tx_max),
+                    ("other", c.other, c.other_max),
+                    ("combined", c.combined, c.combined_max),
+                ]
+                .into_iter()
+                .filter(|(_, cur, max)| cur.is_some() || max.is_some())
+                .map(|(name, cur, max)| format!("{name} {}/{}", opt(&cur), opt(&max)))
+                .collect();
+                writeln!(f, "  channels:    {} (current/max)", parts.join(" "))?;
+            }
             None => writeln!(f, "  channels:    not reported")?,
         }
         match &self.rings {

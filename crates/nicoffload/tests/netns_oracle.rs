@@ -278,3 +278,23 @@ fn missing_interface_is_a_clear_error() {
     let e = nicoffload::probe("bad/name").expect_err("invalid name");
     assert!(e.to_string().contains("invalid interface name"), "{e}");
 }
+
+#[test]
+fn own_namespace_devices_match_ethtool() {
+    // Interfaces with a bus device (physical or virtio NICs) and lo: these
+    // do not come and go while other tests run in this namespace.
+    let host = Netns::host();
+    let mut seen = 0;
+    for entry in std::fs::read_dir("/sys/class/net").expect("sysfs") {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let has_device = std::path::Path::new(&format!("/sys/class/net/{name}/device")).exists();
+        if !has_device && name != "lo" {
+            continue;
+        }
+        let caps = nicoffload::probe(&name).unwrap_or_else(|e| panic!("probe({name}): {e}"));
+        assert_matches_oracle(&caps, &host.oracle(&name));
+        eprintln!("{name}: driver {:?}, matches ethtool and ip", caps.driver);
+        seen += 1;
+    }
+    assert!(seen >= 1, "no interface checked");
+}

@@ -46,6 +46,8 @@ fn output_text(out: &Output) -> String {
 /// interface in it) on drop, even when the test panics.
 pub struct Netns {
     name: String,
+    /// False for [`Netns::host`]: the test's own namespace, not deleted.
+    owned: bool,
 }
 
 impl Netns {
@@ -63,7 +65,15 @@ impl Netns {
              (CAP_SYS_ADMIN) and iproute2:\n{}",
             output_text(&out)
         );
-        Self { name }
+        Self { name, owned: true }
+    }
+
+    /// The test process's own network namespace; commands run directly.
+    pub fn host() -> Self {
+        Self {
+            name: String::new(),
+            owned: false,
+        }
     }
 
     /// The namespace's name.
@@ -73,9 +83,14 @@ impl Netns {
 
     /// Runs `cmd args...` inside the namespace.
     pub fn exec(&self, cmd: &str, args: &[&str]) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, cmd])
-            .args(args)
+        let mut c = if self.owned {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &self.name, cmd]);
+            c
+        } else {
+            Command::new(cmd)
+        };
+        c.args(args)
             .output()
             .unwrap_or_else(|e| panic!("running {cmd} in {}: {e}", self.name))
     }
@@ -168,6 +183,9 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // Deleting the namespace unregisters the veth, tun and dummy
         // devices in it.
         match Command::new("ip")
@@ -213,8 +231,9 @@ pub struct Oracle {
     pub driver: Option<String>,
     /// `ethtool IFACE` `Speed:` in Mb/s; `None` if unknown or absent.
     pub speed: Option<u32>,
-    /// `ethtool -x`: `(indirection table entries, key bytes)`; `None` when it fails.
-    pub rss: Option<(usize, usize)>,
+    /// `ethtool -x`: `(indirection table entries, key bytes, hash function
+    /// bitmap)`; `None` when it fails.
+    pub rss: Option<(usize, usize, Option<u32>)>,
     /// `ip -d -j link show IFACE`, the object for the interface.
     pub link: serde_json::Value,
 }
@@ -326,13 +345,23 @@ pub fn parse_sections(text: &str, keys: &[&str]) -> BTreeMap<String, Option<u32>
     out
 }
 
-/// `(indirection table entries, key bytes)` from `ethtool -x`.
-pub fn parse_rss(text: &str) -> (usize, usize) {
+/// `(indirection table entries, key bytes, hash function bitmap)` from
+/// `ethtool -x` (`ETH_RSS_HASH_TOP` 1, `_XOR` 2, `_CRC32` 4).
+pub fn parse_rss(text: &str) -> (usize, usize, Option<u32>) {
     let mut entries = 0;
     let mut key = 0;
     let mut in_key = false;
+    let mut hfunc = None;
     for line in text.lines() {
         let l = line.trim();
+        for (name, bit) in [("toeplitz", 1), ("xor", 2), ("crc32", 4)] {
+            if let Some(state) = l.strip_prefix(name).and_then(|r| r.strip_prefix(": ")) {
+                let h = hfunc.get_or_insert(0);
+                if state == "on" {
+                    *h |= bit;
+                }
+            }
+        }
         if l.starts_with("RSS hash key:") {
             in_key = true;
             continue;
@@ -351,7 +380,7 @@ pub fn parse_rss(text: &str) -> (usize, usize) {
             }
         }
     }
-    (entries, key)
+    (entries, key, hfunc.filter(|&h| h != 0))
 }
 
 /// Asserts `caps` agrees with `oracle` on every field both report.
@@ -432,7 +461,7 @@ pub fn assert_matches_oracle(caps: &NicCapabilities, oracle: &Oracle) {
     assert_eq!(
         caps.rss
             .as_ref()
-            .map(|r| (r.indirection_table.len(), r.hash_key.len())),
+            .map(|r| (r.indirection_table.len(), r.hash_key.len(), r.hfunc)),
         oracle.rss,
         "{who}: RSS (ethtool -x)"
     );
