@@ -371,3 +371,41 @@ fn stale_entry_is_freed_on_lookup() {
     let s = c.stats();
     assert_eq!((s.emc_hits, s.misses, s.stale_misses), (1, 2, 1));
 }
+
+/// Two different keys with the same 32-bit hash, found by a birthday search.
+fn colliding_pair() -> (FlowKey, FlowKey) {
+    let mut seen: HashMap<u32, FlowKey> = HashMap::new();
+    for n in 0u32.. {
+        let mut b = [0u8; 64];
+        b[60..64].copy_from_slice(&n.to_be_bytes());
+        let k = FlowKey::from_bytes(b);
+        if let Some(other) = seen.insert(k.flow_hash(), k) {
+            return (other, k);
+        }
+    }
+    unreachable!("2^32 keys always collide")
+}
+
+#[test]
+fn equal_hashes_are_not_equal_keys() {
+    let (a, b) = colliding_pair();
+    assert_ne!(a, b);
+    assert_eq!(a.flow_hash(), b.flow_hash());
+    let mut cache: FlowCache<FlowKey> = FlowCache::default();
+    let mut burst = Burst::new();
+    for k in [a, b, b, a] {
+        burst.push(k).unwrap();
+    }
+    burst.classify(&mut cache, 1);
+    assert_eq!(burst.level(1), Some(Level::SlowPath));
+    assert_eq!(burst.level(2), Some(Level::LastFlow));
+    assert_eq!(burst.level(3), Some(Level::SlowPath));
+    burst.resolve(&mut cache, 1, |_, k| *k);
+    for i in 0..4 {
+        assert_eq!(burst.decision(i), Some(burst.key(i)));
+    }
+    // In the EMC too: both live in one bucket under one hash.
+    let h = a.flow_hash();
+    assert_eq!(cache.lookup(&a, h, 1), Some(&a));
+    assert_eq!(cache.lookup(&b, h, 1), Some(&b));
+}

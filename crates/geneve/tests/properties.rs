@@ -24,7 +24,10 @@ fn verify(frame: &[u8]) -> Result<Option<Vec<u8>>, String> {
             }
             (h.source().to_vec(), h.destination().to_vec())
         }
-        Some(NetSlice::Ipv6(ip)) => (ip.header().source().to_vec(), ip.header().destination().to_vec()),
+        Some(NetSlice::Ipv6(ip)) => (
+            ip.header().source().to_vec(),
+            ip.header().destination().to_vec(),
+        ),
         None => return Ok(None),
     };
     let v4 = src.len() == 4;
@@ -37,7 +40,10 @@ fn verify(frame: &[u8]) -> Result<Option<Vec<u8>>, String> {
             }
             .map_err(|e| e.to_string())?;
             if c != t.checksum() {
-                return Err(format!("TCP checksum {:04x} != computed {c:04x}", t.checksum()));
+                return Err(format!(
+                    "TCP checksum {:04x} != computed {c:04x}",
+                    t.checksum()
+                ));
             }
             Ok(Some(t.payload().to_vec()))
         }
@@ -45,9 +51,17 @@ fn verify(frame: &[u8]) -> Result<Option<Vec<u8>>, String> {
             if u.checksum() != 0 {
                 let h = u.to_header();
                 let c = if v4 {
-                    h.calc_checksum_ipv4_raw(src[..].try_into().unwrap(), dst[..].try_into().unwrap(), u.payload())
+                    h.calc_checksum_ipv4_raw(
+                        src[..].try_into().unwrap(),
+                        dst[..].try_into().unwrap(),
+                        u.payload(),
+                    )
                 } else {
-                    h.calc_checksum_ipv6_raw(src[..].try_into().unwrap(), dst[..].try_into().unwrap(), u.payload())
+                    h.calc_checksum_ipv6_raw(
+                        src[..].try_into().unwrap(),
+                        dst[..].try_into().unwrap(),
+                        u.payload(),
+                    )
                 }
                 .map_err(|e| e.to_string())?;
                 if c != u.checksum() {
@@ -80,12 +94,24 @@ fn tcp_frame(s: &TcpSpec) -> Vec<u8> {
     use etherparse::PacketBuilder;
     let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
     let b = if s.ipv6 {
-        b.ipv6([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], 64)
+        b.ipv6(
+            [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            64,
+        )
     } else {
-        let mut ip = etherparse::Ipv4Header::new(0, 64, etherparse::IpNumber::TCP, [10, 1, 0, 1], [10, 1, 0, 2]).unwrap();
+        let mut ip = etherparse::Ipv4Header::new(
+            0,
+            64,
+            etherparse::IpNumber::TCP,
+            [10, 1, 0, 1],
+            [10, 1, 0, 2],
+        )
+        .unwrap();
         ip.identification = s.id;
         ip.dont_fragment = true;
-        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ip(etherparse::IpHeaders::Ipv4(ip, Default::default()))
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ip(etherparse::IpHeaders::Ipv4(ip, Default::default()))
     };
     let mut b = b.tcp(40000, 5201, s.seq, 1000).ack(77);
     if s.flags & 0x08 != 0 {
@@ -120,23 +146,50 @@ fn tcp_spec() -> impl Strategy<Value = TcpSpec> {
         any::<u32>(),
         any::<u16>(),
     )
-        .prop_map(|(ipv6, payload, flags, timestamps, seq, id)| TcpSpec { ipv6, payload, flags, timestamps, seq, id })
+        .prop_map(|(ipv6, payload, flags, timestamps, seq, id)| TcpSpec {
+            ipv6,
+            payload,
+            flags,
+            timestamps,
+            seq,
+            id,
+        })
 }
 
 fn template(ipv6: bool, udp_checksum: bool, options: OptionList) -> TunnelTemplate {
     let (l, r) = if ipv6 {
-        (IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)), IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)))
+        (
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+        )
     } else {
-        (IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)), IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)))
+        (
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)),
+        )
     };
-    let mut c = TunnelConfig::new([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb], l, r, 0x00ab_cdef);
+    let mut c = TunnelConfig::new(
+        [2, 0, 0, 0, 0, 0xa],
+        [2, 0, 0, 0, 0, 0xb],
+        l,
+        r,
+        0x00ab_cdef,
+    );
     c.udp_checksum = udp_checksum || ipv6;
     c.options = options;
     TunnelTemplate::new(&c).unwrap()
 }
 
 fn option_list() -> impl Strategy<Value = OptionList> {
-    prop::collection::vec((any::<u16>(), 0u8..0x80, prop::collection::vec(any::<u8>(), 0..8usize)), 0..4).prop_map(|v| {
+    prop::collection::vec(
+        (
+            any::<u16>(),
+            0u8..0x80,
+            prop::collection::vec(any::<u8>(), 0..8usize),
+        ),
+        0..4,
+    )
+    .prop_map(|v| {
         let mut l = OptionList::new();
         for (class, t, words) in v {
             let data: Vec<u8> = words.iter().flat_map(|&w| [w; 4]).collect();
@@ -220,16 +273,32 @@ proptest! {
 
 #[test]
 fn merged_meta_is_virtio_ready() {
-    let spec = TcpSpec { ipv6: false, payload: vec![7; 44 * 1448], flags: 0, timestamps: true, seq: 1, id: 9 };
+    let spec = TcpSpec {
+        ipv6: false,
+        payload: vec![7; 44 * 1448],
+        flags: 0,
+        timestamps: true,
+        seq: 1,
+        id: 9,
+    };
     let f = tcp_frame(&spec);
     let meta = GsoMeta::from_virtio_net_hdr(0, 1, 0, 1448, 0, 0).unwrap();
     let plan = SegmentPlan::new(&f, &meta, 0).unwrap();
     let mut bufs = vec![vec![0u8; plan.max_segment_len()]; plan.count()];
     segment(&f, &meta, None, &mut bufs).unwrap();
-    let refs: Vec<&[u8]> = bufs.iter().enumerate().map(|(i, b)| &b[..plan.segment_len(i)]).collect();
+    let refs: Vec<&[u8]> = bufs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| &b[..plan.segment_len(i)])
+        .collect();
     let mut got = None;
     Coalescer::new().coalesce(&refs, |c| {
-        if let Coalesced::Merged { meta, segments, frame } = c {
+        if let Coalesced::Merged {
+            meta,
+            segments,
+            frame,
+        } = c
+        {
             got = Some((meta, segments, frame.len()));
         }
     });
@@ -237,6 +306,9 @@ fn merged_meta_is_virtio_ready() {
     assert_eq!(n, 44);
     assert_eq!(len, f.len());
     assert_eq!(m.gso_type, GsoType::TcpV4);
-    assert_eq!((m.gso_size, m.hdr_len, m.csum_start, m.csum_offset), (1448, 66, 34, 16));
+    assert_eq!(
+        (m.gso_size, m.hdr_len, m.csum_start, m.csum_offset),
+        (1448, 66, 34, 16)
+    );
     assert!(m.data_valid && !m.needs_csum);
 }

@@ -168,6 +168,49 @@ impl Rss {
     }
 }
 
+/// Which header fields a flow type's RSS hash covers (`RXH_*` bits of
+/// `<linux/ethtool.h>`).
+///
+/// Source: `SIOCETHTOOL` ioctl `ETHTOOL_GRXFH`, what `ethtool -n IFACE
+/// rx-flow-hash udp4` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RxHashFields {
+    /// The raw `RXH_*` bitmap; 0 means the flow type is not hashed.
+    pub bits: u64,
+}
+
+impl RxHashFields {
+    /// `RXH_L4_B_0_1`: the hash covers the L4 source port.
+    pub const L4_SRC_PORT: u64 = 1 << 6;
+    /// `RXH_L4_B_2_3`: the hash covers the L4 destination port.
+    pub const L4_DST_PORT: u64 = 1 << 7;
+
+    /// Whether the hash covers the L4 source port, which carries a Geneve
+    /// packet's inner flow entropy.
+    pub fn covers_l4_src_port(&self) -> bool {
+        self.bits & Self::L4_SRC_PORT != 0
+    }
+
+    /// The fields in `ethtool -N ... rx-flow-hash` letters (`m` L2 dst, `v`
+    /// VLAN, `t` L3 proto, `s` IP src, `d` IP dst, `f` L4 bytes 0-1, `n` L4
+    /// bytes 2-3, `r` discard); empty when none.
+    pub fn letters(&self) -> String {
+        [
+            (1 << 1, 'm'),
+            (1 << 2, 'v'),
+            (1 << 3, 't'),
+            (1 << 4, 's'),
+            (1 << 5, 'd'),
+            (1 << 6, 'f'),
+            (1 << 7, 'n'),
+            (1 << 31, 'r'),
+        ]
+        .into_iter()
+        .filter_map(|(bit, c)| (self.bits & bit != 0).then_some(c))
+        .collect()
+    }
+}
+
 /// XDP and AF_XDP capabilities.
 ///
 /// Source: generic netlink family `netdev`, `NETDEV_CMD_DEV_GET`
@@ -280,6 +323,11 @@ pub struct NicCapabilities {
     pub rings: Option<Rings>,
     /// RSS key and indirection table (ethtool netlink `ETHTOOL_MSG_RSS_GET`).
     pub rss: Option<Rss>,
+    /// Fields the RSS hash covers for UDP over IPv4 (`SIOCETHTOOL`
+    /// `ETHTOOL_GRXFH`, `UDP_V4_FLOW`); `None` if the driver does not say.
+    pub udp4_rx_flow_hash: Option<RxHashFields>,
+    /// The same for UDP over IPv6 (`UDP_V6_FLOW`).
+    pub udp6_rx_flow_hash: Option<RxHashFields>,
     /// Every offload feature, keyed by the name `ethtool -k` prints for it
     /// (the legacy name, e.g. `receive-hashing`, where `ethtool` uses one for
     /// a single kernel bit; otherwise the kernel name, e.g.
@@ -376,6 +424,17 @@ impl fmt::Display for NicCapabilities {
             )?,
             None => writeln!(f, "  rss:         not reported")?,
         }
+        let hash = |h: &Option<RxHashFields>| match h {
+            Some(h) if h.bits == 0 => "none".to_owned(),
+            Some(h) => h.letters(),
+            None => "n/a".to_owned(),
+        };
+        writeln!(
+            f,
+            "  rx-flow-hash: udp4 {} udp6 {} (ethtool -N letters)",
+            hash(&self.udp4_rx_flow_hash),
+            hash(&self.udp6_rx_flow_hash)
+        )?;
         match &self.xdp {
             Some(x) => {
                 let flags = x.flag_names();

@@ -18,6 +18,7 @@
 //! | `channels` | ethtool netlink `ETHTOOL_MSG_CHANNELS_GET`, via the `ethtool` crate's message |
 //! | `rings` | ethtool netlink `ETHTOOL_MSG_RINGS_GET`, via the `ethtool` crate's message |
 //! | `rss` | ethtool netlink `ETHTOOL_MSG_RSS_GET`, hand-encoded (not in the `ethtool` crate) |
+//! | `udp4_rx_flow_hash`, `udp6_rx_flow_hash` | `SIOCETHTOOL` ioctl, `ETHTOOL_GRXFH` (netlink carries it only from Linux 6.16) |
 //! | `features` | ethtool netlink `ETHTOOL_MSG_FEATURES_GET` (compact bitsets) named by `ETHTOOL_MSG_STRSET_GET` (`ETH_SS_FEATURES`), hand-encoded: the `ethtool` crate 0.3 drops feature bit 0 (`tx-scatter-gather`) and lists only bits that are set |
 //! | `xdp` | generic netlink family `netdev`, `NETDEV_CMD_DEV_GET`, hand-encoded (no rust-netlink crate for it) |
 //!

@@ -11,7 +11,9 @@ use ethtool::{
 use netlink_packet_route::link::{LinkAttribute, LinkInfo, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::caps::{Channels, FeatureState, NicCapabilities, Rings, Rss, XdpFeatures};
+use crate::caps::{
+    Channels, FeatureState, NicCapabilities, RxHashFields, Rings, Rss, XdpFeatures,
+};
 use crate::netlink::{attr, EthtoolFamily, NetdevFamily, NlError, NlSocket, RawGenl};
 use crate::{ioctl, Error};
 
@@ -130,6 +132,8 @@ pub fn probe(ifname: &str) -> Result<NicCapabilities, Error> {
         Err(e) => return Err(q.classify("SIOCETHTOOL ETHTOOL_GDRVINFO", e)),
     };
     let numa_node = numa_node(ifname)?;
+    let udp4_rx_flow_hash = q.rx_flow_hash(ioctl::UDP_V4_FLOW)?;
+    let udp6_rx_flow_hash = q.rx_flow_hash(ioctl::UDP_V6_FLOW)?;
 
     Ok(NicCapabilities {
         ifname: ifname.to_owned(),
@@ -145,6 +149,8 @@ pub fn probe(ifname: &str) -> Result<NicCapabilities, Error> {
         channels,
         rings,
         rss,
+        udp4_rx_flow_hash,
+        udp6_rx_flow_hash,
         features,
         xdp,
     })
@@ -271,6 +277,18 @@ impl Querier<'_> {
                 what,
                 source,
             },
+        }
+    }
+
+    /// `SIOCETHTOOL` `ETHTOOL_GRXFH` for `flow_type`; `None` when the driver
+    /// does not support it (`EOPNOTSUPP`) or not for this flow type (`EINVAL`).
+    fn rx_flow_hash(&self, flow_type: u32) -> Result<Option<RxHashFields>, Error> {
+        match ioctl::rx_flow_hash(self.ifname, flow_type) {
+            Ok(bits) => Ok(Some(RxHashFields { bits })),
+            Err(e) if is_unsupported(e.raw_os_error()) || e.raw_os_error() == Some(libc::EINVAL) => {
+                Ok(None)
+            }
+            Err(e) => Err(self.classify("SIOCETHTOOL ETHTOOL_GRXFH", e)),
         }
     }
 

@@ -217,14 +217,16 @@ impl<'m> SplitRing<'m> {
     }
 
     /// Writes used element `(id, len)` at free-running used position `pos`.
+    ///
+    /// The used ring is only 4-byte aligned (virtio 1.2 §2.7), so the element is
+    /// written as two 32-bit stores; the Release store of `used.idx` publishes both.
     #[inline]
     pub fn write_used(&self, pos: u16, id: u16, len: u32) {
         let off = 4 + 8 * usize::from(pos & (self.size - 1));
-        let elem = (u64::from(len) << 32) | u64::from(id);
-        // The used ring was validated to cover this offset; 8-byte alignment of the used
-        // ring is required by the spec (§2.7), and a misaligned ring makes the store fail
-        // harmlessly instead of tearing.
-        let _ = self.used.store(elem.to_le(), off, Ordering::Relaxed);
+        // The used ring was validated to cover this offset; a misaligned ring (a driver
+        // bug) makes the stores fail harmlessly instead of tearing.
+        let _ = self.used.store(u32::from(id).to_le(), off, Ordering::Relaxed);
+        let _ = self.used.store(len.to_le(), off + 4, Ordering::Relaxed);
     }
 
     /// Publishes `used.idx = idx` with Release, making the elements written before visible.
