@@ -472,16 +472,34 @@ fn inner_rss(caps: &NicCapabilities, dp: Datapath) -> Decision {
         }
         _ => "",
     };
+    let udp4 = caps.udp4_rx_flow_hash;
     match &caps.rss {
+        Some(_) if queues > 1 && udp4.is_some_and(|h| !h.covers_l4_src_port()) => decision(
+            job,
+            Placement::Software,
+            format!(
+                "NIC hashes UDP/IPv4 without the source port (rx-flow-hash udp4: {}), so all Geneve \
+                 traffic between two TEPs lands on one rx queue; `ethtool -N {} rx-flow-hash udp4 sdfn` \
+                 would let the outer source port (the inner flow hash) spread it; meanwhile the \
+                 switch spreads inner flows in software",
+                udp4.map(|h| if h.bits == 0 { "none".to_owned() } else { h.letters() })
+                    .unwrap_or_default(),
+                caps.ifname
+            ),
+        ),
         Some(rss) if queues > 1 && !rss.indirection_table.is_empty() => decision(
             job,
             Placement::Hardware,
             format!(
-                "NIC hashes outer headers into {queues} rx queues ({}-entry indirection table, {}-byte key); \
-                 the Geneve outer UDP source port carries the inner flow hash (RFC 8926 §3.3), \
-                 so inner flows spread{hash_md}",
+                "NIC hashes outer headers into {queues} rx queues ({}-entry indirection table, \
+                 {}-byte key{}); the Geneve outer UDP source port carries the inner flow hash \
+                 (RFC 8926 §3.3), so inner flows spread{hash_md}",
                 rss.indirection_table_size(),
-                rss.hash_key.len()
+                rss.hash_key.len(),
+                match udp4 {
+                    Some(h) => format!(", rx-flow-hash udp4: {}", h.letters()),
+                    None => ", udp4 hash fields not reported".to_owned(),
+                }
             ),
         ),
         _ if queues <= 1 => decision(
@@ -567,7 +585,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::caps::{Channels, FeatureState, Rss, XdpFeatures};
+    use crate::caps::{Channels, FeatureState, Rss, RxHashFields, XdpFeatures};
 
     fn caps(xdp_bits: Option<u64>, features: &[(&str, bool, bool)]) -> NicCapabilities {
         NicCapabilities {
@@ -592,6 +610,8 @@ mod tests {
                 indirection_table: vec![0; 128],
                 hash_key: vec![0x6d; 40],
             }),
+            udp4_rx_flow_hash: Some(RxHashFields { bits: 0xf0 }),
+            udp6_rx_flow_hash: None,
             features: features
                 .iter()
                 .map(|&(n, active, fixed)| {
@@ -665,6 +685,29 @@ mod tests {
         let d = plan.get(Job::TunnelTso).unwrap();
         assert_eq!(d.placement, Placement::Software);
         assert!(d.reason.contains("cannot"), "{}", d.reason);
+    }
+
+    #[test]
+    fn rss_without_udp_source_port_is_software_with_the_fix() {
+        let needs = OffloadNeeds::default();
+        let mut c = caps(Some(3), &[]);
+        assert_eq!(
+            OffloadPlan::new(&c, &needs)
+                .get(Job::InnerRss)
+                .unwrap()
+                .placement,
+            Placement::Hardware
+        );
+        // RXH_IP_SRC | RXH_IP_DST only, as ixgbe hashes UDP by default.
+        c.udp4_rx_flow_hash = Some(RxHashFields { bits: 0x30 });
+        let plan = OffloadPlan::new(&c, &needs);
+        let d = plan.get(Job::InnerRss).unwrap();
+        assert_eq!(d.placement, Placement::Software);
+        assert!(
+            d.reason.contains("rx-flow-hash udp4 sdfn") && d.reason.contains("udp4: sd)"),
+            "{}",
+            d.reason
+        );
     }
 
     #[test]

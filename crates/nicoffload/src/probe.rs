@@ -11,9 +11,7 @@ use ethtool::{
 use netlink_packet_route::link::{LinkAttribute, LinkInfo, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 
-use crate::caps::{
-    Channels, FeatureState, NicCapabilities, RxHashFields, Rings, Rss, XdpFeatures,
-};
+use crate::caps::{Channels, FeatureState, NicCapabilities, Rings, Rss, RxHashFields, XdpFeatures};
 use crate::netlink::{attr, EthtoolFamily, NetdevFamily, NlError, NlSocket, RawGenl};
 use crate::{ioctl, Error};
 
@@ -285,7 +283,9 @@ impl Querier<'_> {
     fn rx_flow_hash(&self, flow_type: u32) -> Result<Option<RxHashFields>, Error> {
         match ioctl::rx_flow_hash(self.ifname, flow_type) {
             Ok(bits) => Ok(Some(RxHashFields { bits })),
-            Err(e) if is_unsupported(e.raw_os_error()) || e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(e)
+                if is_unsupported(e.raw_os_error()) || e.raw_os_error() == Some(libc::EINVAL) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(self.classify("SIOCETHTOOL ETHTOOL_GRXFH", e)),

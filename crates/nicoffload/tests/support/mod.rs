@@ -234,6 +234,10 @@ pub struct Oracle {
     /// `ethtool -x`: `(indirection table entries, key bytes, hash function
     /// bitmap)`; `None` when it fails.
     pub rss: Option<(usize, usize, Option<u32>)>,
+    /// `ethtool -n IFACE rx-flow-hash udp4` as `RXH_*` bits; `None` when it fails.
+    pub udp4_hash: Option<u64>,
+    /// The same for `udp6`.
+    pub udp6_hash: Option<u64>,
     /// `ip -d -j link show IFACE`, the object for the interface.
     pub link: serde_json::Value,
 }
@@ -265,6 +269,8 @@ impl Oracle {
             })
         });
         let rss = ok(&["-x", iface]).map(|s| parse_rss(&s));
+        let udp4_hash = ok(&["-n", iface, "rx-flow-hash", "udp4"]).map(|s| parse_rx_flow_hash(&s));
+        let udp6_hash = ok(&["-n", iface, "rx-flow-hash", "udp6"]).map(|s| parse_rx_flow_hash(&s));
         let link_json = ns.must("ip", &["-d", "-j", "link", "show", "dev", iface]);
         let link: serde_json::Value = serde_json::from_str(&link_json).expect("ip -j output");
         let link = link[0].clone();
@@ -276,6 +282,8 @@ impl Oracle {
             driver,
             speed,
             rss,
+            udp4_hash,
+            udp6_hash,
             link,
         }
     }
@@ -343,6 +351,25 @@ pub fn parse_sections(text: &str, keys: &[&str]) -> BTreeMap<String, Option<u32>
         }
     }
     out
+}
+
+/// The `RXH_*` bits `ethtool -n IFACE rx-flow-hash FLOW` lists, one field a line.
+pub fn parse_rx_flow_hash(text: &str) -> u64 {
+    let mut bits = 0;
+    for line in text.lines().skip(1) {
+        bits |= match line.trim() {
+            "L2DA" => 1 << 1,
+            "VLAN tag" => 1 << 2,
+            "L3 proto" => 1 << 3,
+            "IP SA" => 1 << 4,
+            "IP DA" => 1 << 5,
+            "L4 bytes 0 & 1 [TCP/UDP src port]" => 1 << 6,
+            "L4 bytes 2 & 3 [TCP/UDP dst port]" => 1 << 7,
+            "None" | "" => 0,
+            other => panic!("unexpected rx-flow-hash line {other:?}"),
+        };
+    }
+    bits
 }
 
 /// `(indirection table entries, key bytes, hash function bitmap)` from
@@ -464,6 +491,18 @@ pub fn assert_matches_oracle(caps: &NicCapabilities, oracle: &Oracle) {
             .map(|r| (r.indirection_table.len(), r.hash_key.len(), r.hfunc)),
         oracle.rss,
         "{who}: RSS (ethtool -x)"
+    );
+
+    // ethtool -n IFACE rx-flow-hash udp4|udp6.
+    assert_eq!(
+        caps.udp4_rx_flow_hash.map(|h| h.bits),
+        oracle.udp4_hash,
+        "{who}: udp4 rx-flow-hash"
+    );
+    assert_eq!(
+        caps.udp6_rx_flow_hash.map(|h| h.bits),
+        oracle.udp6_hash,
+        "{who}: udp6 rx-flow-hash"
     );
 
     // ip -d -j link.
