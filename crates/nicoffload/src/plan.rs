@@ -431,7 +431,8 @@ fn receive_coalescing(caps: &NicCapabilities, dp: Datapath) -> Decision {
             job,
             Placement::Software,
             format!(
-                "XDP sees frames before the kernel's GRO, and LRO/HW-GRO are not used with XDP programs; \
+                "XDP sees frames before the kernel's GRO; attaching generic XDP turns LRO and rx-gro-hw \
+                 off (generic_xdp_install) and drivers refuse or disable them for native XDP; \
                  the switch coalesces within each rx batch. NIC: {hw}, {lro}"
             ),
         ),
