@@ -6,7 +6,8 @@ use std::io;
 use std::path::PathBuf;
 
 use ethtool::{
-    EthtoolAttr, EthtoolChannelAttr, EthtoolLinkModeAttr, EthtoolMessage, EthtoolRingAttr,
+    EthtoolAttr, EthtoolChannelAttr, EthtoolCmd, EthtoolHeader, EthtoolLinkModeAttr,
+    EthtoolMessage, EthtoolRingAttr,
 };
 use netlink_packet_route::link::{LinkAttribute, LinkInfo, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
@@ -313,6 +314,12 @@ impl Querier<'_> {
         out
     }
 
+    /// The same header for the `ethtool` crate's messages: by ifindex, so
+    /// every request of one probe names the same device.
+    fn crate_header(&self) -> Vec<EthtoolHeader> {
+        vec![EthtoolHeader::DevIndex(self.ifindex)]
+    }
+
     fn ethtool_raw(
         &self,
         genl: &mut NlSocket,
@@ -396,7 +403,15 @@ impl Querier<'_> {
 
     /// `ETHTOOL_MSG_CHANNELS_GET` through the `ethtool` crate's message.
     fn channels(&self, genl: &mut NlSocket, family: u16) -> Result<Option<Channels>, Error> {
-        let r = genl.genl_request(family, EthtoolMessage::new_channel_get(Some(self.ifname)));
+        let r = genl.genl_request(
+            family,
+            EthtoolMessage {
+                cmd: EthtoolCmd::ChannelGet,
+                nlas: vec![EthtoolAttr::Channel(EthtoolChannelAttr::Header(
+                    self.crate_header(),
+                ))],
+            },
+        );
         let Some(replies) = self.optional("ethtool CHANNELS_GET", r)? else {
             return Ok(None);
         };
@@ -421,7 +436,15 @@ impl Querier<'_> {
 
     /// `ETHTOOL_MSG_RINGS_GET` through the `ethtool` crate's message.
     fn rings(&self, genl: &mut NlSocket, family: u16) -> Result<Option<Rings>, Error> {
-        let r = genl.genl_request(family, EthtoolMessage::new_ring_get(Some(self.ifname)));
+        let r = genl.genl_request(
+            family,
+            EthtoolMessage {
+                cmd: EthtoolCmd::RingGet,
+                nlas: vec![EthtoolAttr::Ring(EthtoolRingAttr::Header(
+                    self.crate_header(),
+                ))],
+            },
+        );
         let Some(replies) = self.optional("ethtool RINGS_GET", r)? else {
             return Ok(None);
         };
@@ -446,7 +469,15 @@ impl Querier<'_> {
 
     /// `ETHTOOL_MSG_LINKMODES_GET` through the `ethtool` crate's message.
     fn speed(&self, genl: &mut NlSocket, family: u16) -> Result<Option<Option<u32>>, Error> {
-        let r = genl.genl_request(family, EthtoolMessage::new_link_mode_get(Some(self.ifname)));
+        let r = genl.genl_request(
+            family,
+            EthtoolMessage {
+                cmd: EthtoolCmd::LinkModeGet,
+                nlas: vec![EthtoolAttr::LinkMode(EthtoolLinkModeAttr::Header(
+                    self.crate_header(),
+                ))],
+            },
+        );
         let Some(replies) = self.optional("ethtool LINKMODES_GET", r)? else {
             return Ok(None);
         };
