@@ -297,7 +297,6 @@ fn main() -> Result<()> {
             }
         }
     }
-    drop(put);
     w.into_writer()
         .into_inner()
         .map_err(|e| e.into_error())
