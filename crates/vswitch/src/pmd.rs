@@ -349,6 +349,15 @@ impl Pmd {
                 }
             }
         }
+        // A flooded frame that reaches no port is dropped here, and counted.
+        let flood_targets = self.dests.iter().any(|&d| {
+            let p = &self.switch.ports[d as usize];
+            p.vlan == src.vlan && p.id != src.id
+        });
+        if flood && !flood_targets {
+            let n = self.pkts.iter().filter(|p| p.action == Action::Flood).count();
+            self.shared.port_counters[src.id as usize].drop(DropReason::NoDestination, n as u64);
+        }
         for di in 0..self.dests.len() {
             let d = self.dests[di];
             self.sel.clear();

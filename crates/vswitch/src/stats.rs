@@ -29,11 +29,14 @@ pub enum DropReason {
     VlanTagged,
     /// The destination is the port the frame came from (a MAC learned behind the source).
     SamePort,
+    /// A flooded frame (broadcast, multicast, unknown unicast) found no other port up in
+    /// its VLAN.
+    NoDestination,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 7] = [
+    pub const ALL: [DropReason; 8] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -41,6 +44,7 @@ impl DropReason {
         DropReason::PortDown,
         DropReason::VlanTagged,
         DropReason::SamePort,
+        DropReason::NoDestination,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -53,6 +57,7 @@ impl DropReason {
             DropReason::PortDown => "port_down",
             DropReason::VlanTagged => "vlan_tagged",
             DropReason::SamePort => "same_port",
+            DropReason::NoDestination => "no_destination",
         }
     }
 }

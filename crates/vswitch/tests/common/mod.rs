@@ -1,0 +1,447 @@
+//! Test harness: real DPDK testpmd guests (virtio-user) around a real vswitchd.
+//!
+//! Tests here need root, hugepages and DPDK; [`setup_host`] provides them (installing
+//! Debian's dpdk-dev when missing) and every process and file is cleaned up by `Drop`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use vswitch::control::{request, StatsRow};
+
+/// Serializes the tests that run guests: two cores cannot host two sets of spinning
+/// testpmd forwarding cores at once.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes sure testpmd, hugepages and hugetlbfs are there.
+pub fn setup_host() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        assert!(
+            unsafe_geteuid_is_root(),
+            "these tests drive DPDK guests and need root (run scripts/test.sh as root)"
+        );
+        if !Path::new("/usr/bin/dpdk-testpmd").exists() {
+            let ok = Command::new("sh")
+                .args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpdk-dev dpdk"])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "dpdk-testpmd missing and installing Debian's dpdk-dev failed");
+        }
+        let nr: u64 = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        if nr < 1024 {
+            std::fs::write("/proc/sys/vm/nr_hugepages", "1024").expect("set nr_hugepages");
+        }
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        if !mounts.lines().any(|l| l.contains("hugetlbfs")) {
+            std::fs::create_dir_all("/dev/hugepages").expect("mkdir /dev/hugepages");
+            let ok = Command::new("mount")
+                .args(["-t", "hugetlbfs", "nodev", "/dev/hugepages"])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "mounting hugetlbfs on /dev/hugepages failed");
+        }
+    });
+}
+
+fn unsafe_geteuid_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Waits until `f` returns Some, polling every 20 ms, up to `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A scratch directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("vswitch-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running vswitchd.
+pub struct Vswitchd {
+    child: Option<Child>,
+    pub control: PathBuf,
+    log: PathBuf,
+}
+
+impl Vswitchd {
+    /// Starts vswitchd with `args` plus `--control` in `dir`, and waits for its control
+    /// socket to answer.
+    pub fn start(dir: &TempDir, args: &[String]) -> Self {
+        let control = dir.path("ctl.sock");
+        let log = dir.path("vswitchd.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
+            .args(args)
+            .arg("--control")
+            .arg(&control)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn vswitchd");
+        let v = Vswitchd { child: Some(child), control, log };
+        wait_for(Duration::from_secs(10), "vswitchd control socket", || {
+            request(&v.control, "show").ok()
+        });
+        v
+    }
+
+    pub fn stats(&self) -> Vec<StatsRow> {
+        serde_json::from_value(request(&self.control, "stats").expect("stats")).expect("stats json")
+    }
+
+    pub fn port(&self, name: &str) -> StatsRow {
+        self.stats()
+            .into_iter()
+            .find(|r| r.port == name)
+            .unwrap_or_else(|| panic!("no port {name}"))
+    }
+
+    pub fn show(&self) -> serde_json::Value {
+        request(&self.control, "show").expect("show")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM and wait; returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st.code();
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                let _ = c.kill();
+                let _ = c.wait();
+                panic!("vswitchd did not exit within 10 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Vswitchd {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Output of a child collected by a reader thread, with a condvar for waiters.
+struct Output {
+    text: Mutex<String>,
+    cv: Condvar,
+}
+
+/// A DPDK testpmd guest in interactive mode.
+pub struct Testpmd {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    out: Arc<Output>,
+    pub prefix: String,
+}
+
+/// Ports of a testpmd guest: a virtio-user vdev, plus extra vdevs (e.g. net_pcap).
+pub struct GuestSpec<'a> {
+    pub prefix: &'a str,
+    pub socket: &'a Path,
+    pub mac: &'a str,
+    pub queues: u16,
+    /// virtio-user is the server (vswitchd in client mode).
+    pub server: bool,
+    pub extra_vdevs: &'a [String],
+    pub args: &'a [&'a str],
+}
+
+impl Testpmd {
+    pub fn start(spec: GuestSpec<'_>) -> Self {
+        setup_host();
+        cleanup_prefix(spec.prefix);
+        let mut vdev = format!(
+            "net_virtio_user0,path={},queues={},mac={}",
+            spec.socket.display(),
+            spec.queues,
+            spec.mac
+        );
+        if spec.server {
+            vdev.push_str(",server=1");
+        }
+        let mut cmd = Command::new("dpdk-testpmd");
+        cmd.args(["-l", "0,1", "--main-lcore", "0", "-m", "256", "--no-pci"])
+            .arg(format!("--file-prefix={}", spec.prefix))
+            .args(["--single-file-segments", "--log-level=7", "--vdev"])
+            .arg(&vdev);
+        for v in spec.extra_vdevs {
+            cmd.args(["--vdev", v]);
+        }
+        cmd.args(["--", "-i", "--nb-cores=1", "--total-num-mbufs=16384"])
+            .args(spec.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn dpdk-testpmd");
+        let out = Arc::new(Output {
+            text: Mutex::new(String::new()),
+            cv: Condvar::new(),
+        });
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stream);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    // Split on the prompt's trailing space as well as newlines so that a
+                    // prompt without a newline is seen.
+                    match r.read_until(b' ', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let mut t = out.text.lock().unwrap();
+                            t.push_str(&String::from_utf8_lossy(&buf));
+                            out.cv.notify_all();
+                        }
+                    }
+                }
+            });
+        }
+        let stdin = child.stdin.take();
+        let t = Testpmd {
+            child: Some(child),
+            stdin,
+            out,
+            prefix: spec.prefix.to_string(),
+        };
+        t.wait_output(Duration::from_secs(60), "testpmd> ", 0);
+        t
+    }
+
+    fn wait_output(&self, timeout: Duration, needle: &str, from: usize) -> usize {
+        let deadline = Instant::now() + timeout;
+        let mut t = self.out.text.lock().unwrap();
+        loop {
+            if let Some(i) = t.get(from..).and_then(|s| s.find(needle)) {
+                return from + i + needle.len();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                panic!(
+                    "testpmd {}: timed out waiting for {needle:?}; output:\n{}",
+                    self.prefix,
+                    &t[t.len().saturating_sub(3000)..]
+                );
+            }
+            t = self.out.cv.wait_timeout(t, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Runs one interactive command and returns its output (up to the next prompt).
+    pub fn cmd(&mut self, line: &str) -> String {
+        let from = self.out.text.lock().unwrap().len();
+        let stdin = self.stdin.as_mut().expect("testpmd stdin");
+        writeln!(stdin, "{line}").expect("write to testpmd");
+        stdin.flush().unwrap();
+        let end = self.wait_output(Duration::from_secs(60), "testpmd> ", from);
+        self.out.text.lock().unwrap()[from..end].to_string()
+    }
+
+    /// (RX-packets, TX-packets) of port `port` from `show port stats`.
+    pub fn port_stats(&mut self, port: u16) -> (u64, u64) {
+        let s = self.cmd(&format!("show port stats {port}"));
+        (field(&s, "RX-packets:"), field(&s, "TX-packets:"))
+    }
+
+    /// An extended statistic of port `port` (`show port xstats`), 0 if absent.
+    pub fn xstat(&mut self, port: u16, name: &str) -> u64 {
+        let s = self.cmd(&format!("show port xstats {port}"));
+        field(&s, &format!("{name}:"))
+    }
+
+    /// kill -9, as a crashing guest.
+    pub fn kill9(mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        cleanup_prefix(&self.prefix);
+    }
+}
+
+/// The number after `key` in testpmd output.
+pub fn field(s: &str, key: &str) -> u64 {
+    s.find(key)
+        .and_then(|i| {
+            s[i + key.len()..]
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no {key:?} in testpmd output:\n{s}"))
+}
+
+/// Removes a testpmd instance's hugepage files and runtime directory.
+pub fn cleanup_prefix(prefix: &str) {
+    if let Ok(rd) = std::fs::read_dir("/dev/hugepages") {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&format!("{prefix}map_")) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+}
+
+impl Drop for Testpmd {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if let Some(mut s) = self.stdin.take() {
+                let _ = writeln!(s, "quit");
+            }
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        cleanup_prefix(&self.prefix);
+    }
+}
+
+/// Builds an Ethernet/IPv4/UDP frame of exactly `len` bytes (no FCS) with a payload
+/// pattern that depends on `seed`, and a valid IPv4 header checksum.
+pub fn udp_frame(src: [u8; 6], dst: [u8; 6], len: usize, seed: u8) -> Vec<u8> {
+    assert!(len >= 42);
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let ip_len = (len - 14) as u16;
+    let mut ip = [
+        0x45, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+    let mut sum = 0u32;
+    for c in ip.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend_from_slice(&ip);
+    let udp_len = ip_len - 20;
+    f.extend_from_slice(&1000u16.to_be_bytes());
+    f.extend_from_slice(&2000u16.to_be_bytes());
+    f.extend_from_slice(&udp_len.to_be_bytes());
+    f.extend_from_slice(&0u16.to_be_bytes());
+    let mut i = 0usize;
+    while f.len() < len {
+        f.push((i as u8).wrapping_mul(31).wrapping_add(seed));
+        i += 1;
+    }
+    f
+}
+
+/// Writes a classic pcap file (LINKTYPE_ETHERNET).
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    for (i, f) in frames.iter().enumerate() {
+        out.extend_from_slice(&(i as u32).to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// Reads a classic pcap file (either byte order, µs or ns timestamps).
+pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(b.len() >= 24, "{}: not a pcap file", path.display());
+    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
+    let le = matches!(magic, 0xa1b2c3d4 | 0xa1b23c4d);
+    assert!(
+        le || matches!(magic, 0xd4c3b2a1 | 0x4d3cb2a1),
+        "{}: bad pcap magic {magic:#x}",
+        path.display()
+    );
+    let rd = |o: usize| {
+        let a: [u8; 4] = b[o..o + 4].try_into().unwrap();
+        if le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) }
+    };
+    let mut off = 24;
+    let mut frames = Vec::new();
+    while off + 16 <= b.len() {
+        let incl = rd(off + 8) as usize;
+        off += 16;
+        frames.push(b[off..off + incl].to_vec());
+        off += incl;
+    }
+    frames
+}
