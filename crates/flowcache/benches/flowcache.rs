@@ -8,6 +8,10 @@
 //!   cache has 2·N entries (at least 8192) so that every flow fits; the keys
 //!   that still collided out are left out of the visit list.
 //! - `emc_miss/N`: lookups of N other keys that are not cached, same cache.
+//! - `emc_default_100k/inv_prob_N`: the default 8192-entry EMC under a
+//!   uniform stream over 100,000 flows: lookup, and insert on a miss (with
+//!   insertion probability 1/N), per packet. Mostly misses: what a PMD pays
+//!   at level 2 when flows far outnumber entries.
 //! - `burst32/1280`: one 32-frame burst (push_frame ×32 + classify), all EMC
 //!   hits over 1280 flows; throughput per packet.
 //!
@@ -157,6 +161,33 @@ fn bench_emc(c: &mut Criterion) {
     }
 }
 
+fn bench_thrash(c: &mut Criterion) {
+    let mut flows = keys(0..100_000);
+    shuffle(&mut flows, 99);
+    let mut g = c.benchmark_group("emc_default_100k");
+    g.throughput(Throughput::Elements(1));
+    for inv in [1u32, 100] {
+        let mut cache: FlowCache<u32> = FlowCache::new(EmcConfig {
+            insert_inv_prob: inv,
+            ..EmcConfig::default()
+        });
+        g.bench_function(format!("inv_prob_{inv}"), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                let (k, h) = &flows[i];
+                i += 1;
+                if i == flows.len() {
+                    i = 0;
+                }
+                if cache.lookup(black_box(k), *h, GEN).is_none() {
+                    cache.insert(k, *h, i as u32, GEN);
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
 fn bench_burst(c: &mut Criterion) {
     const FLOWS: u32 = 1280;
     let frames: Vec<Vec<u8>> = (0..FLOWS).map(ipv4_udp).collect();
@@ -186,5 +217,5 @@ fn bench_burst(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_extract, bench_emc, bench_burst);
+criterion_group!(benches, bench_extract, bench_emc, bench_thrash, bench_burst);
 criterion_main!(benches);
