@@ -211,7 +211,11 @@ impl Decapsulator {
                 if tot < ihl || tot > ip.len() {
                     return Err(DropReason::LengthMismatch);
                 }
-                if self.verify_checksums && checksum::sum(&ip[..ihl]) != 0xffff {
+                let hsum = match <&[u8; 20]>::try_from(&ip[..ihl]) {
+                    Ok(h) => checksum::sum20(h),
+                    Err(_) => checksum::sum(&ip[..ihl]),
+                };
+                if self.verify_checksums && hsum != 0xffff {
                     return Err(DropReason::BadIpv4Checksum);
                 }
                 if be16(ip, 6) & 0x3fff != 0 {

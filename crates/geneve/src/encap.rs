@@ -269,14 +269,14 @@ impl TunnelTemplate {
         }
         let (hdr, rest) = buf.split_at_mut(self.len);
         let inner = &rest[..inner_len];
-        let port = self.source_port(inner);
+        let hash = flow_hash(inner);
+        let port = self.port_for_hash(hash);
         let inner_sum = if self.udp_checksum {
             checksum::sum_fast(inner)
         } else {
             0
         };
-        let fl = flow_hash(inner);
-        self.write_header(hdr, inner_len, port, fl, inner_sum)?;
+        self.write_header(hdr, inner_len, port, hash, inner_sum)?;
         Ok(total)
     }
 

@@ -81,7 +81,9 @@ pub struct Coalescer {
     pub verify_checksums: bool,
     /// Largest IP packet of a merged frame, bytes (≤ 65535, default 65535).
     pub max_ip_len: usize,
+    /// Merge buffer, allocated and zeroed once; `len` bytes are in use.
     buf: Vec<u8>,
+    len: usize,
 }
 
 impl Default for Coalescer {
@@ -96,7 +98,6 @@ struct Seg<'f> {
     flags: u8,
     seq: u32,
     id: u16,
-    payload_sum: u16,
 }
 
 struct Open<'f> {
@@ -116,7 +117,8 @@ impl Coalescer {
         Coalescer {
             verify_checksums: true,
             max_ip_len: MAX_MERGED_IP_LEN,
-            buf: Vec::with_capacity(MAX_MERGED_IP_LEN + 22),
+            buf: vec![0; MAX_MERGED_IP_LEN + 22],
+            len: 0,
         }
     }
 
@@ -138,19 +140,27 @@ impl Coalescer {
             };
             if let Some(o) = open.as_mut() {
                 if self.can_merge(o, &seg) {
-                    self.append(o, &seg);
-                    let ends = seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
-                        || seg.t.payload_len < o.first.t.payload_len;
-                    if ends {
+                    if self.append(o, &seg) {
+                        let ends = seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
+                            || seg.t.payload_len < o.first.t.payload_len;
+                        if ends {
+                            let o = open.take().expect("open checked above");
+                            self.flush(o, &mut deliver);
+                        }
+                    } else {
+                        // Bad checksum: ends the open frame, passes through.
                         let o = open.take().expect("open checked above");
                         self.flush(o, &mut deliver);
+                        deliver(Coalesced::Unchanged(f));
                     }
                     continue;
                 }
                 let o = open.take().expect("open checked above");
                 self.flush(o, &mut deliver);
             }
-            if seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0 {
+            let payload_sum = checksum::sum_fast(&f[seg.t.hdr_len()..seg.t.end()]);
+            if !self.tcp_ok(&seg, payload_sum) || seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
+            {
                 deliver(Coalesced::Unchanged(f));
             } else {
                 open = Some(Open {
@@ -158,7 +168,7 @@ impl Coalescer {
                     last_id: seg.id,
                     id_step: None,
                     payload_total: seg.t.payload_len,
-                    payload_sum: seg.payload_sum,
+                    payload_sum,
                     last_flags: seg.flags,
                     count: 1,
                     first: seg,
@@ -181,22 +191,8 @@ impl Coalescer {
         if flags & (tcp_flags::SYN | tcp_flags::RST | tcp_flags::URG) != 0 {
             return None;
         }
-        let payload_sum = checksum::sum_fast(&f[t.hdr_len()..t.end()]);
-        if self.verify_checksums {
-            if t.ipv4 && checksum::sum(&f[t.l2_len..l4]) != 0xffff {
-                return None;
-            }
-            let tcp_len = t.l4_len + t.payload_len;
-            let s = add(
-                add(
-                    tcp_pseudo_sum(f, &t, tcp_len),
-                    checksum::sum(&f[l4..t.hdr_len()]),
-                ),
-                payload_sum,
-            );
-            if s != 0xffff {
-                return None;
-            }
+        if self.verify_checksums && t.ipv4 && checksum::sum(&f[t.l2_len..l4]) != 0xffff {
+            return None;
         }
         Some(Seg {
             frame: f,
@@ -204,8 +200,19 @@ impl Coalescer {
             flags,
             seq: be32(f, l4 + 4),
             id: if t.ipv4 { be16(f, t.l2_len + 4) } else { 0 },
-            payload_sum,
         })
+    }
+
+    /// Whether the TCP checksum verifies, given the payload's partial sum
+    /// (always true with `verify_checksums` off).
+    fn tcp_ok(&self, s: &Seg<'_>, payload_sum: u16) -> bool {
+        if !self.verify_checksums {
+            return true;
+        }
+        let (f, t) = (s.frame, &s.t);
+        let tcp_len = t.l4_len + t.payload_len;
+        let hdr = checksum::sum(&f[t.l4_off()..t.hdr_len()]);
+        add(add(tcp_pseudo_sum(f, t, tcp_len), hdr), payload_sum) == 0xffff
     }
 
     fn can_merge(&self, o: &mut Open<'_>, s: &Seg<'_>) -> bool {
@@ -270,25 +277,36 @@ impl Coalescer {
         options_match(&a[l4 + 20..ta.hdr_len()], &b[l4 + 20..tb.hdr_len()])
     }
 
-    fn append(&mut self, o: &mut Open<'_>, s: &Seg<'_>) {
+    /// Copies a segment's payload after the merged frame while summing it
+    /// (one pass), then checks its TCP checksum. Returns false, leaving the
+    /// merged frame as it was, if the checksum is bad.
+    fn append(&mut self, o: &mut Open<'_>, s: &Seg<'_>) -> bool {
         if o.count == 1 {
-            self.buf.clear();
-            self.buf
-                .extend_from_slice(&o.first.frame[..o.first.t.end()]);
+            let end = o.first.t.end();
+            self.buf[..end].copy_from_slice(&o.first.frame[..end]);
+            self.len = end;
         }
-        self.buf
-            .extend_from_slice(&s.frame[s.t.hdr_len()..s.t.end()]);
+        let n = s.t.payload_len;
+        let ps = checksum::copy_and_sum(
+            &mut self.buf[self.len..self.len + n],
+            &s.frame[s.t.hdr_len()..s.t.end()],
+        );
+        if !self.tcp_ok(s, ps) {
+            return false;
+        }
+        self.len += n;
         let ps = if o.payload_total % 2 == 1 {
-            s.payload_sum.swap_bytes()
+            ps.swap_bytes()
         } else {
-            s.payload_sum
+            ps
         };
         o.payload_sum = add(o.payload_sum, ps);
-        o.payload_total += s.t.payload_len;
-        o.next_seq = o.next_seq.wrapping_add(s.t.payload_len as u32);
+        o.payload_total += n;
+        o.next_seq = o.next_seq.wrapping_add(n as u32);
         o.last_id = s.id;
         o.last_flags = s.flags;
         o.count += 1;
+        true
     }
 
     fn flush<F: FnMut(Coalesced<'_>)>(&mut self, o: Open<'_>, deliver: &mut F) {
@@ -300,7 +318,7 @@ impl Coalescer {
         let l3 = t.l2_len;
         let l4 = t.l4_off();
         let tcp_len = t.l4_len + o.payload_total;
-        let f = &mut self.buf[..];
+        let f = &mut self.buf[..self.len];
         if t.ipv4 {
             put16(f, l3 + 2, (t.l3_len + tcp_len) as u16);
             put16(f, l3 + 10, 0);
@@ -332,7 +350,7 @@ impl Coalescer {
             csum_offset: 16,
         };
         deliver(Coalesced::Merged {
-            frame: &self.buf,
+            frame: &self.buf[..self.len],
             meta,
             segments: o.count,
         });

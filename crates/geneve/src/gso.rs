@@ -371,7 +371,11 @@ pub fn segment<B: AsMut<[u8]>>(
         let (outer, rest) = dst.split_at_mut(outer_len);
         let inner = &mut rest[..inner_len];
         inner[..hdr_len].copy_from_slice(&frame[..hdr_len]);
-        inner[hdr_len..].copy_from_slice(&frame[hdr_len + start..hdr_len + start + chunk]);
+        // One pass: copy the payload chunk and sum it for the checksums.
+        let payload_sum = checksum::copy_and_sum(
+            &mut inner[hdr_len..],
+            &frame[hdr_len + start..hdr_len + start + chunk],
+        );
         let tcp_len = t.l4_len + chunk;
         if t.ipv4 {
             let tot = (t.l3_len + tcp_len) as u16;
@@ -392,7 +396,6 @@ pub fn segment<B: AsMut<[u8]>>(
         }
         inner[l4 + 13] = flags;
         put16(inner, l4 + 16, 0);
-        let payload_sum = checksum::sum_fast(&inner[hdr_len..]);
         let hdr_sum = checksum::sum(&inner[l4..hdr_len]);
         let c = finish(add(add(pseudo0, tcp_len as u16), add(hdr_sum, payload_sum)));
         put16(inner, l4 + 16, c);
