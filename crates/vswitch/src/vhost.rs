@@ -14,7 +14,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost::vhost_user::Listener;
 use vhost_user_backend::{
@@ -227,7 +227,17 @@ impl VringT<AtomicMem> for PortVring {
         self.inner.set_queue_next_avail(base)
     }
     fn set_queue_next_used(&self, idx: u16) {
-        self.inner.set_queue_next_used(idx)
+        // vhost-user-backend calls this from SET_VRING_ADDR with the ring's own used.idx.
+        // This device completes every chain within the burst that took it, so nothing is
+        // ever in flight and the next available position is the used index. A front-end
+        // that reconnects may send a stale SET_VRING_BASE (DPDK virtio-user in server
+        // mode sends 0); like DPDK's vhost library, trust the ring.
+        self.inner.set_queue_next_used(idx);
+        let base = self.inner.queue_next_avail();
+        if base != idx {
+            info!(base, used_idx = idx, "ring base differs from used index; resuming at used index");
+            self.inner.set_queue_next_avail(idx);
+        }
     }
     fn queue_used_idx(&self) -> Result<u16, QueueError> {
         self.inner.queue_used_idx()
@@ -298,6 +308,15 @@ impl VhostUserBackend for NetBackend {
         // burst and a running burst keeps the old mapping alive until it ends.
         self.wakers.wake_all();
         Ok(())
+    }
+    fn exit_event(
+        &self,
+        _thread_index: usize,
+    ) -> Option<(vmm_sys_util::event::EventConsumer, vmm_sys_util::event::EventNotifier)> {
+        // Without an exit event the library's worker thread never ends, and dropping the
+        // daemon after a disconnect would wait for it forever.
+        vmm_sys_util::event::new_event_consumer_and_notifier(vmm_sys_util::event::EventFlag::NONBLOCK)
+            .ok()
     }
     fn queues_per_thread(&self) -> Vec<u64> {
         // No queues on the library's worker: PMD threads own the rings.
@@ -379,8 +398,19 @@ impl Connection {
         for h in daemon.get_epoll_handlers() {
             h.send_exit_event();
         }
+        use vhost::vhost_user::Error as VuError;
+        use vhost_user_backend::Error as BeError;
         match r {
-            Ok(()) => debug!(port = name, "vhost-user connection closed"),
+            Ok(())
+            | Err(BeError::HandleRequest(VuError::Disconnected | VuError::PartialMessage)) => {
+                info!(port = name, conn = conn.id, "vhost-user peer disconnected")
+            }
+            Err(BeError::HandleRequest(VuError::InvalidParam)) => warn!(
+                port = name,
+                queue_pairs,
+                "vhost-user connection refused a request with invalid parameters \
+                 (a driver asking for more queue pairs than the port's queues=N does this)"
+            ),
             Err(e) => warn!(port = name, error = %e, "vhost-user connection ended with an error"),
         }
         Ok(())

@@ -218,10 +218,10 @@ fn multiqueue_uses_both_queue_pairs() {
     for p in show["ports"].as_array().unwrap() {
         assert_eq!(p["ready_queue_pairs"], serde_json::json!([0, 1]), "{p}");
     }
-    let a_q0 = a.xstat(0, "tx_q0_packets");
-    let a_q1 = a.xstat(0, "tx_q1_packets");
-    let b_q0 = b.xstat(0, "rx_q0_packets");
-    let b_q1 = b.xstat(0, "rx_q1_packets");
+    let a_q0 = a.xstat(0, "tx_q0_good_packets");
+    let a_q1 = a.xstat(0, "tx_q1_good_packets");
+    let b_q0 = b.xstat(0, "rx_q0_good_packets");
+    let b_q1 = b.xstat(0, "rx_q1_good_packets");
     eprintln!("a tx q0 {a_q0} q1 {a_q1}; b rx q0 {b_q0} q1 {b_q1}");
     assert!(a_q0 > 0 && a_q1 > 0, "a sent on both queues");
     assert!(b_q0 > 0 && b_q1 > 0, "b received on both queues");

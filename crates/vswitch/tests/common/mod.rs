@@ -218,8 +218,11 @@ impl Testpmd {
         if spec.server {
             vdev.push_str(",server=1");
         }
-        let mut cmd = Command::new("dpdk-testpmd");
-        cmd.args(["-l", "0,1", "--main-lcore", "0", "-m", "256", "--no-pci"])
+        // testpmd prints through stdio, block-buffered into a pipe: unbuffer it so each
+        // command's output arrives before the next prompt.
+        let mut cmd = Command::new("stdbuf");
+        cmd.args(["-o0", "-e0", "dpdk-testpmd", "-l", "0,1", "--main-lcore", "0"])
+            .args(["-m", "256", "--no-pci"])
             .arg(format!("--file-prefix={}", spec.prefix))
             .args(["--single-file-segments", "--log-level=7", "--vdev"])
             .arg(&vdev);
