@@ -107,7 +107,9 @@ impl fmt::Display for MacAddr {
 impl FromStr for MacAddr {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let expected = || format!("{s:?} is not a MAC address; expected six hex octets like 02:00:00:00:00:01");
+        let expected = || {
+            format!("{s:?} is not a MAC address; expected six hex octets like 02:00:00:00:00:01")
+        };
         let mut out = [0u8; 6];
         let mut parts = s.split([':', '-']);
         for byte in out.iter_mut() {
@@ -238,7 +240,10 @@ pub struct Args {
     /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
     /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
     /// or gone. NAME=PATH[,queues=N][,vlan=V]. Repeatable.
-    #[arg(long = "vhost-user-client", value_name = "NAME=PATH[,queues=N][,vlan=V]")]
+    #[arg(
+        long = "vhost-user-client",
+        value_name = "NAME=PATH[,queues=N][,vlan=V]"
+    )]
     pub vhost_user_client: Vec<String>,
 
     /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
@@ -310,7 +315,10 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         match k {
             "queues" => {
                 port.queues = v.parse().map_err(|_| {
-                    invalid(&field, format!("queues={v}: expected a number 1..={MAX_QUEUE_PAIRS}"))
+                    invalid(
+                        &field,
+                        format!("queues={v}: expected a number 1..={MAX_QUEUE_PAIRS}"),
+                    )
                 })?
             }
             "vlan" => {
@@ -345,11 +353,16 @@ fn parse_static_mac(spec: &str) -> Result<StaticFdbEntry, ConfigError> {
     for opt in parts {
         match opt.split_once('=') {
             Some(("vlan", v)) => {
-                vlan = v
-                    .parse()
-                    .map_err(|_| invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094")))?
+                vlan = v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?
             }
-            _ => return Err(invalid(&field, format!("unknown option {opt:?}; expected vlan=V"))),
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {opt:?}; expected vlan=V"),
+                ))
+            }
         }
     }
     Ok(StaticFdbEntry {
@@ -363,7 +376,8 @@ fn parse_static_mac(spec: &str) -> Result<StaticFdbEntry, ConfigError> {
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("{part:?} is not a CPU number or range; expected a list like 1,2 or 2-3");
+        let bad =
+            || format!("{part:?} is not a CPU number or range; expected a list like 1,2 or 2-3");
         if let Some((a, b)) = part.split_once('-') {
             let a: usize = a.trim().parse().map_err(|_| bad())?;
             let b: usize = b.trim().parse().map_err(|_| bad())?;
@@ -463,7 +477,10 @@ impl TryFrom<Args> for Config {
             if !paths.insert(p.path.clone()) {
                 return Err(invalid(
                     field,
-                    format!("socket {} is already used by another port", p.path.display()),
+                    format!(
+                        "socket {} is already used by another port",
+                        p.path.display()
+                    ),
                 ));
             }
             if p.queues == 0 || p.queues > MAX_QUEUE_PAIRS {
@@ -486,7 +503,11 @@ impl TryFrom<Args> for Config {
             None => file.pmd_cpus.clone(),
         };
         if let Some(cpus) = &pmd_cpus {
-            let field = if args.pmd_cpus.is_some() { "--pmd-cpus" } else { "pmd_cpus" };
+            let field = if args.pmd_cpus.is_some() {
+                "--pmd-cpus"
+            } else {
+                "pmd_cpus"
+            };
             let n = std::thread::available_parallelism().map_or(1, |n| n.get());
             let online = core_affinity::get_core_ids()
                 .map(|ids| ids.iter().map(|c| c.id).collect::<Vec<_>>())
@@ -538,7 +559,11 @@ impl TryFrom<Args> for Config {
             .clone()
             .or(file.control.clone())
             .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL_SOCKET));
-        let field = if args.control.is_some() { "--control" } else { "control" };
+        let field = if args.control.is_some() {
+            "--control"
+        } else {
+            "control"
+        };
         if control.as_os_str().is_empty() {
             return Err(invalid(field, "empty path"));
         }
@@ -606,11 +631,21 @@ mod tests {
     fn bad_mac_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let a = format!("a={}/a.sock", d.path().display());
-        let e = Config::try_from(args(&["--vhost-user", &a, "--static-mac", "a=02:00:00:00:00"]))
-            .unwrap_err();
+        let e = Config::try_from(args(&[
+            "--vhost-user",
+            &a,
+            "--static-mac",
+            "a=02:00:00:00:00",
+        ]))
+        .unwrap_err();
         assert!(e.to_string().contains("is not a MAC address"), "{e}");
-        let e = Config::try_from(args(&["--vhost-user", &a, "--static-mac", "zz=02:00:00:00:00:01"]))
-            .unwrap_err();
+        let e = Config::try_from(args(&[
+            "--vhost-user",
+            &a,
+            "--static-mac",
+            "zz=02:00:00:00:00:01",
+        ]))
+        .unwrap_err();
         assert!(e.to_string().contains("no port named \"zz\""), "{e}");
     }
 
@@ -649,7 +684,10 @@ mod tests {
             "interrupt",
         ]))
         .unwrap();
-        assert_eq!(c.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["f", "b"]);
+        assert_eq!(
+            c.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["f", "b"]
+        );
         assert_eq!(c.poll, PollMode::Interrupt);
         assert_eq!(c.fdb_aging_secs, 10);
         assert_eq!(c.fdb_static.len(), 1);

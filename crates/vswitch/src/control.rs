@@ -58,7 +58,11 @@ impl From<PortStats> for PortStatsOwned {
             rx_bytes: s.rx_bytes,
             tx_packets: s.tx_packets,
             tx_bytes: s.tx_bytes,
-            drops: s.drops.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            drops: s
+                .drops
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
             drops_total: s.drops_total,
         }
     }
@@ -261,5 +265,7 @@ pub fn request(path: &Path, cmd: &str) -> Result<serde_json::Value, String> {
     if let Some(e) = v.get("error") {
         return Err(e.as_str().unwrap_or("error").to_string());
     }
-    Ok(v.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())
+    Ok(v.get_mut("ok")
+        .map(serde_json::Value::take)
+        .unwrap_or_default())
 }

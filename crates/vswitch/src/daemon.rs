@@ -85,10 +85,11 @@ impl Daemon {
                 listeners.push(None);
             }
         }
-        let control = crate::control::bind(&config.control).map_err(|source| StartError::Control {
-            path: config.control.display().to_string(),
-            source,
-        })?;
+        let control =
+            crate::control::bind(&config.control).map_err(|source| StartError::Control {
+                path: config.control.display().to_string(),
+                source,
+            })?;
 
         let mut pmd_threads = Vec::new();
         for i in 0..switch.pmds.len() {
@@ -111,7 +112,9 @@ impl Daemon {
             shutdowns.push(slot.clone());
             let sw = switch.clone();
             let port = p.clone();
-            spawn(format!("port-{}", p.name), move || port_loop(sw, port, listener, slot))?;
+            spawn(format!("port-{}", p.name), move || {
+                port_loop(sw, port, listener, slot)
+            })?;
         }
 
         let sw = switch.clone();

@@ -267,7 +267,11 @@ mod tests {
         let l = fdb.reader().observe(k, 2).unwrap();
         fdb.learn(&[l]);
         assert_eq!(fdb.reader().lookup(k), Some(2));
-        assert_ne!(fdb.reader().lookup(fdb_key(5, &A)), Some(2), "VLANs are separate");
+        assert_ne!(
+            fdb.reader().lookup(fdb_key(5, &A)),
+            Some(2),
+            "VLANs are separate"
+        );
     }
 
     #[test]
@@ -289,7 +293,10 @@ mod tests {
     fn flush_port_removes_dynamic() {
         let fdb = Fdb::new(Duration::from_secs(300));
         let g = fdb.generation();
-        fdb.learn(&[Learn { key: fdb_key(0, &A), port: 1 }]);
+        fdb.learn(&[Learn {
+            key: fdb_key(0, &A),
+            port: 1,
+        }]);
         assert!(fdb.generation() > g);
         assert_eq!(fdb.flush_port(1), 1);
         assert!(fdb.is_empty());

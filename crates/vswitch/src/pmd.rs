@@ -162,7 +162,9 @@ impl Pmd {
             self.qstate[i].kicks_off_for = 0;
             let guard = self.switch.ports[port as usize].conn.load_full();
             let Some(conn) = guard else { continue };
-            let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else { continue };
+            let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
+                continue;
+            };
             let st = vring.get_ref();
             if !st.get_queue().ready() || !st.is_enabled() {
                 continue;
@@ -206,14 +208,18 @@ impl Pmd {
     fn process_txq(&mut self, src: &Port, q: u16, qi: usize) -> usize {
         let guard = src.conn.load();
         let Some(conn) = guard.as_ref() else { return 0 };
-        let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else { return 0 };
+        let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
+            return 0;
+        };
         let mut st = vring.get_mut();
         if !st.is_enabled() || !st.get_queue().ready() {
             return 0;
         }
         let mem = conn.mem.memory();
         let queue = st.get_queue_mut();
-        let Some(ring) = SplitRing::new(&mem, queue) else { return 0 };
+        let Some(ring) = SplitRing::new(&mem, queue) else {
+            return 0;
+        };
         let next = queue.next_avail();
         if self.qstate[qi].kicks_off_for != conn.id {
             ring.set_kicks(false, next);
@@ -355,7 +361,11 @@ impl Pmd {
             p.vlan == src.vlan && p.id != src.id
         });
         if flood && !flood_targets {
-            let n = self.pkts.iter().filter(|p| p.action == Action::Flood).count();
+            let n = self
+                .pkts
+                .iter()
+                .filter(|p| p.action == Action::Flood)
+                .count();
             self.shared.port_counters[src.id as usize].drop(DropReason::NoDestination, n as u64);
         }
         for di in 0..self.dests.len() {
@@ -389,9 +399,7 @@ impl Pmd {
         };
         let pairs = (conn.vrings.len() / 2).max(1);
         let want = usize::from(src_q) % pairs;
-        let pick = [want, 0]
-            .into_iter()
-            .find(|&i| conn.vring_ready(2 * i));
+        let pick = [want, 0].into_iter().find(|&i| conn.vring_ready(2 * i));
         let Some(rxq) = pick else {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;
@@ -442,7 +450,9 @@ impl Pmd {
                         break;
                     }
                 }
-                if self.rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !self.rx_chains.is_empty()) {
+                if self.rx_chains.len() == MAX_RX_CHAINS
+                    || (!mergeable && !self.rx_chains.is_empty())
+                {
                     fail = Some(DropReason::FrameTooBig);
                     break;
                 }
@@ -498,7 +508,6 @@ impl Pmd {
         queue.set_next_avail(next_avail);
         queue.set_next_used(used);
         let notify = ring.needs_interrupt(old_used, used);
-        drop(ring);
         if notify {
             let _ = st.signal_used_queue();
         }

@@ -235,7 +235,11 @@ impl VringT<AtomicMem> for PortVring {
         self.inner.set_queue_next_used(idx);
         let base = self.inner.queue_next_avail();
         if base != idx {
-            info!(base, used_idx = idx, "ring base differs from used index; resuming at used index");
+            info!(
+                base,
+                used_idx = idx,
+                "ring base differs from used index; resuming at used index"
+            );
             self.inner.set_queue_next_avail(idx);
         }
     }
@@ -312,11 +316,16 @@ impl VhostUserBackend for NetBackend {
     fn exit_event(
         &self,
         _thread_index: usize,
-    ) -> Option<(vmm_sys_util::event::EventConsumer, vmm_sys_util::event::EventNotifier)> {
+    ) -> Option<(
+        vmm_sys_util::event::EventConsumer,
+        vmm_sys_util::event::EventNotifier,
+    )> {
         // Without an exit event the library's worker thread never ends, and dropping the
         // daemon after a disconnect would wait for it forever.
-        vmm_sys_util::event::new_event_consumer_and_notifier(vmm_sys_util::event::EventFlag::NONBLOCK)
-            .ok()
+        vmm_sys_util::event::new_event_consumer_and_notifier(
+            vmm_sys_util::event::EventFlag::NONBLOCK,
+        )
+        .ok()
     }
     fn queues_per_thread(&self) -> Vec<u64> {
         // No queues on the library's worker: PMD threads own the rings.
@@ -390,7 +399,11 @@ impl Connection {
             return Err(e);
         }
         *daemon_slot.lock().unwrap_or_else(|e| e.into_inner()) = daemon.shutdown_handle();
-        info!(port = name, conn = conn.id, "vhost-user connection established");
+        info!(
+            port = name,
+            conn = conn.id,
+            "vhost-user connection established"
+        );
         publish(Some(conn.clone()));
         let r = daemon.wait();
         *daemon_slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -420,5 +433,9 @@ impl Connection {
 /// Reads the state of a ring for display without holding the lock long.
 pub fn ring_summary(v: &PortVring) -> (bool, bool, u16) {
     let st: std::sync::RwLockReadGuard<'_, VringState<AtomicMem>> = v.get_ref();
-    (st.get_queue().ready(), st.is_enabled(), st.get_queue().size())
+    (
+        st.get_queue().ready(),
+        st.is_enabled(),
+        st.get_queue().size(),
+    )
 }

@@ -164,7 +164,7 @@ impl<'m> SplitRing<'m> {
         if head >= self.size {
             return Err(BadDescriptor);
         }
-        let mut table = self.desc.clone();
+        let mut table = self.desc;
         let mut table_len = usize::from(self.size);
         let mut idx = usize::from(head);
         let mut indirect = false;
@@ -176,8 +176,7 @@ impl<'m> SplitRing<'m> {
             if count > MAX_CHAIN_DESCS {
                 return Err(BadDescriptor);
             }
-            let (addr, len, flags, next) =
-                Self::read_desc(&table, idx).ok_or(BadDescriptor)?;
+            let (addr, len, flags, next) = Self::read_desc(&table, idx).ok_or(BadDescriptor)?;
             if flags & VRING_DESC_F_INDIRECT != 0 {
                 // virtio 1.2 §2.7.5.3.1: no nested tables, no INDIRECT with NEXT.
                 if indirect || flags & VRING_DESC_F_NEXT != 0 || len % 16 != 0 || len == 0 {
@@ -225,7 +224,9 @@ impl<'m> SplitRing<'m> {
         let off = 4 + 8 * usize::from(pos & (self.size - 1));
         // The used ring was validated to cover this offset; a misaligned ring (a driver
         // bug) makes the stores fail harmlessly instead of tearing.
-        let _ = self.used.store(u32::from(id).to_le(), off, Ordering::Relaxed);
+        let _ = self
+            .used
+            .store(u32::from(id).to_le(), off, Ordering::Relaxed);
         let _ = self.used.store(len.to_le(), off + 4, Ordering::Relaxed);
     }
 
@@ -358,7 +359,10 @@ pub fn read_sg(mem: &Mem, segs: &[Seg], mut skip: u32, buf: &mut [u8]) -> usize 
         }
         let n = ((s.len - skip) as usize).min(buf.len() - done);
         if mem
-            .read_slice(&mut buf[done..done + n], GuestAddress(s.addr + u64::from(skip)))
+            .read_slice(
+                &mut buf[done..done + n],
+                GuestAddress(s.addr + u64::from(skip)),
+            )
             .is_err()
         {
             break;

@@ -14,10 +14,18 @@ const MAC_B: &str = "02:00:00:00:00:02";
 const MAC_C: &str = "02:00:00:00:00:03";
 
 fn port_arg(name: &str, dir: &TempDir, extra: &str) -> String {
-    format!("{name}={}{extra}", dir.path(&format!("{name}.sock")).display())
+    format!(
+        "{name}={}{extra}",
+        dir.path(&format!("{name}.sock")).display()
+    )
 }
 
-fn guest<'a>(prefix: &'a str, socket: &'a std::path::Path, mac: &'a str, args: &'a [&'a str]) -> GuestSpec<'a> {
+fn guest<'a>(
+    prefix: &'a str,
+    socket: &'a std::path::Path,
+    mac: &'a str,
+    args: &'a [&'a str],
+) -> GuestSpec<'a> {
     GuestSpec {
         prefix,
         socket,
@@ -38,7 +46,14 @@ fn txonly_to_rxonly_every_frame_accounted() {
     let dir = TempDir::new("txrx");
     let sw = Vswitchd::start(
         &dir,
-        &["--vhost-user".into(), port_arg("a", &dir, ""), "--vhost-user".into(), port_arg("b", &dir, ""), "--poll".into(), "adaptive".into()],
+        &[
+            "--vhost-user".into(),
+            port_arg("a", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ""),
+            "--poll".into(),
+            "adaptive".into(),
+        ],
     );
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
@@ -54,15 +69,21 @@ fn txonly_to_rxonly_every_frame_accounted() {
     a.cmd("stop");
     let (_, a_tx) = a.port_stats(0);
     // The switch drains A's ring after A stops.
-    wait_for(Duration::from_secs(10), "switch to drain a's tx ring", || {
-        (sw.port("a").stats.rx_packets == a_tx).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(10),
+        "switch to drain a's tx ring",
+        || (sw.port("a").stats.rx_packets == a_tx).then_some(()),
+    );
     let sw_b = sw.port("b").stats;
     // B's PMD keeps polling until every delivered frame is counted.
-    let b_rx = wait_for(Duration::from_secs(10), "b to receive all delivered frames", || {
-        let (rx, _) = b.port_stats(0);
-        (rx == sw_b.tx_packets).then_some(rx)
-    });
+    let b_rx = wait_for(
+        Duration::from_secs(10),
+        "b to receive all delivered frames",
+        || {
+            let (rx, _) = b.port_stats(0);
+            (rx == sw_b.tx_packets).then_some(rx)
+        },
+    );
     b.cmd("stop");
     let sw_a = sw.port("a").stats;
     assert!(a_tx > 10_000, "a sent only {a_tx}");
@@ -78,7 +99,10 @@ fn txonly_to_rxonly_every_frame_accounted() {
     assert_eq!(sw_b.tx_bytes, 64 * sw_b.tx_packets);
     eprintln!(
         "a sent {a_tx}, b received {b_rx}, drops at b: {:?}",
-        sw_b.drops.iter().filter(|(_, v)| **v > 0).collect::<Vec<_>>()
+        sw_b.drops
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .collect::<Vec<_>>()
     );
 }
 
@@ -92,14 +116,26 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     let dir = TempDir::new("intact");
     let sw = Vswitchd::start(
         &dir,
-        &["--vhost-user".into(), port_arg("a", &dir, ""), "--vhost-user".into(), port_arg("b", &dir, ""), "--poll".into(), "interrupt".into()],
+        &[
+            "--vhost-user".into(),
+            port_arg("a", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ""),
+            "--poll".into(),
+            "interrupt".into(),
+        ],
     );
     let mac_a = [2, 0, 0, 0, 0, 1];
     let mac_b = [2, 0, 0, 0, 0, 2];
     let mut frames = Vec::new();
     for (k, len) in [60usize, 512, 1514, 9000].into_iter().enumerate() {
         for i in 0..8u8 {
-            frames.push(udp_frame(mac_a, mac_b, len, i.wrapping_mul(17).wrapping_add(k as u8)));
+            frames.push(udp_frame(
+                mac_a,
+                mac_b,
+                len,
+                i.wrapping_mul(17).wrapping_add(k as u8),
+            ));
         }
     }
     let inp = dir.path("in.pcap");
@@ -110,8 +146,14 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     let b_vdev = [format!("net_pcap0,tx_pcap={}", outp.display())];
     let a_vdev = [format!("net_pcap0,rx_pcap={}", inp.display())];
     let args = ["--forward-mode=io", "--no-flush-rx"];
-    let mut b = Testpmd::start(GuestSpec { extra_vdevs: &b_vdev, ..guest("vsb2", &sb, MAC_B, &args) });
-    let mut a = Testpmd::start(GuestSpec { extra_vdevs: &a_vdev, ..guest("vsa2", &sa, MAC_A, &args) });
+    let mut b = Testpmd::start(GuestSpec {
+        extra_vdevs: &b_vdev,
+        ..guest("vsb2", &sb, MAC_B, &args)
+    });
+    let mut a = Testpmd::start(GuestSpec {
+        extra_vdevs: &a_vdev,
+        ..guest("vsa2", &sa, MAC_A, &args)
+    });
     for t in [&mut a, &mut b] {
         for c in [
             "port stop 0",
@@ -145,7 +187,10 @@ fn frames_arrive_intact_64_to_9000_bytes() {
         assert_eq!(g.len(), f.len(), "frame {i}: length");
         assert!(g == f, "frame {i} ({} bytes) differs", f.len());
     }
-    assert_eq!(st.tx_bytes, frames.iter().map(|f| f.len() as u64).sum::<u64>());
+    assert_eq!(
+        st.tx_bytes,
+        frames.iter().map(|f| f.len() as u64).sum::<u64>()
+    );
 }
 
 /// Two guests forward each other's frames (io mode, 64 bursts injected): frames keep
@@ -157,7 +202,14 @@ fn io_forwarding_loop_keeps_circulating() {
     let dir = TempDir::new("loop");
     let sw = Vswitchd::start(
         &dir,
-        &["--vhost-user".into(), port_arg("a", &dir, ""), "--vhost-user".into(), port_arg("b", &dir, ""), "--poll".into(), "busy".into()],
+        &[
+            "--vhost-user".into(),
+            port_arg("a", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ""),
+            "--poll".into(),
+            "busy".into(),
+        ],
     );
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
@@ -178,9 +230,16 @@ fn io_forwarding_loop_keeps_circulating() {
         b.cmd("stop");
         let moved_a = second.0.rx_packets - first.0.rx_packets;
         let moved_b = second.1.rx_packets - first.1.rx_packets;
-        assert!(moved_a > 1000 && moved_b > 1000, "{size} B: frames stopped circulating: a +{moved_a}, b +{moved_b}");
+        assert!(
+            moved_a > 1000 && moved_b > 1000,
+            "{size} B: frames stopped circulating: a +{moved_a}, b +{moved_b}"
+        );
         let bytes = second.1.rx_bytes - first.1.rx_bytes;
-        assert_eq!(bytes, moved_b * (size - 4), "{size} B frames keep their size");
+        assert_eq!(
+            bytes,
+            moved_b * (size - 4),
+            "{size} B frames keep their size"
+        );
         eprintln!("{size} B: {:.2} Mpps through b", moved_b as f64 / 2e6);
     }
 }
@@ -194,9 +253,12 @@ fn multiqueue_uses_both_queue_pairs() {
     let sw = Vswitchd::start(
         &dir,
         &[
-            "--vhost-user".into(), port_arg("a", &dir, ",queues=2"),
-            "--vhost-user".into(), port_arg("b", &dir, ",queues=2"),
-            "--poll".into(), "adaptive".into(),
+            "--vhost-user".into(),
+            port_arg("a", &dir, ",queues=2"),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ",queues=2"),
+            "--poll".into(),
+            "adaptive".into(),
         ],
     );
     let sa = dir.path("a.sock");
@@ -204,8 +266,14 @@ fn multiqueue_uses_both_queue_pairs() {
     let peer = format!("--eth-peer=0,{MAC_B}");
     let qargs_b = ["--forward-mode=rxonly", "--rxq=2", "--txq=2"];
     let qargs_a = ["--forward-mode=txonly", "--rxq=2", "--txq=2", &peer];
-    let mut b = Testpmd::start(GuestSpec { queues: 2, ..guest("vsb4", &sb, MAC_B, &qargs_b) });
-    let mut a = Testpmd::start(GuestSpec { queues: 2, ..guest("vsa4", &sa, MAC_A, &qargs_a) });
+    let mut b = Testpmd::start(GuestSpec {
+        queues: 2,
+        ..guest("vsb4", &sb, MAC_B, &qargs_b)
+    });
+    let mut a = Testpmd::start(GuestSpec {
+        queues: 2,
+        ..guest("vsa4", &sa, MAC_A, &qargs_a)
+    });
     b.cmd("start");
     a.cmd("start");
     wait_for(Duration::from_secs(20), "traffic to b", || {
@@ -237,11 +305,16 @@ fn guest_killed_and_restarted() {
     let sw = Vswitchd::start(
         &dir,
         &[
-            "--vhost-user".into(), port_arg("a", &dir, ""),
-            "--vhost-user".into(), port_arg("b", &dir, ""),
-            "--vhost-user".into(), port_arg("c", &dir, ""),
-            "--static-mac".into(), format!("b={MAC_B}"),
-            "--poll".into(), "adaptive".into(),
+            "--vhost-user".into(),
+            port_arg("a", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("c", &dir, ""),
+            "--static-mac".into(),
+            format!("b={MAC_B}"),
+            "--poll".into(),
+            "adaptive".into(),
         ],
     );
     let (sa, sb, sc) = (dir.path("a.sock"), dir.path("b.sock"), dir.path("c.sock"));
@@ -262,7 +335,10 @@ fn guest_killed_and_restarted() {
     let before = sw.port("b").stats.tx_packets;
     std::thread::sleep(Duration::from_secs(1));
     let after = sw.port("b").stats.tx_packets;
-    assert!(after > before + 1000, "a→b kept flowing while c was gone ({before} → {after})");
+    assert!(
+        after > before + 1000,
+        "a→b kept flowing while c was gone ({before} → {after})"
+    );
     let c_rx_before = sw.port("c").stats.rx_packets;
     let restarted = Instant::now();
     let mut c = Testpmd::start(guest("vsc5", &sc, MAC_C, &["--forward-mode=txonly", &peer]));
@@ -272,7 +348,13 @@ fn guest_killed_and_restarted() {
     });
     eprintln!("restarted guest served after {:?}", restarted.elapsed());
     let show = sw.show();
-    let pc = show["ports"].as_array().unwrap().iter().find(|p| p["name"] == "c").unwrap().clone();
+    let pc = show["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "c")
+        .unwrap()
+        .clone();
     assert_eq!(pc["connections"], 2, "{pc}");
     assert_eq!(pc["link"], "up");
     c.cmd("stop");
@@ -289,14 +371,23 @@ fn client_mode_vswitchd_restart_resumes_within_2s() {
     let dir = TempDir::new("client");
     let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
     let args = vec![
-        "--vhost-user-client".into(), port_arg("a", &dir, ""),
-        "--vhost-user-client".into(), port_arg("b", &dir, ""),
-        "--poll".into(), "adaptive".into(),
+        "--vhost-user-client".into(),
+        port_arg("a", &dir, ""),
+        "--vhost-user-client".into(),
+        port_arg("b", &dir, ""),
+        "--poll".into(),
+        "adaptive".into(),
     ];
     let mut sw = Vswitchd::start(&dir, &args);
     let peer = format!("--eth-peer=0,{MAC_B}");
-    let mut b = Testpmd::start(GuestSpec { server: true, ..guest("vsb6", &sb, MAC_B, &["--forward-mode=rxonly"]) });
-    let mut a = Testpmd::start(GuestSpec { server: true, ..guest("vsa6", &sa, MAC_A, &["--forward-mode=txonly", &peer]) });
+    let mut b = Testpmd::start(GuestSpec {
+        server: true,
+        ..guest("vsb6", &sb, MAC_B, &["--forward-mode=rxonly"])
+    });
+    let mut a = Testpmd::start(GuestSpec {
+        server: true,
+        ..guest("vsa6", &sa, MAC_A, &["--forward-mode=txonly", &peer])
+    });
     b.cmd("start");
     a.cmd("start");
     wait_for(Duration::from_secs(20), "traffic a→b", || {
@@ -313,7 +404,10 @@ fn client_mode_vswitchd_restart_resumes_within_2s() {
     let (b_rx_after, _) = b.port_stats(0);
     assert!(b_rx_after > b_rx_before, "guest b received again");
     eprintln!("traffic resumed {resumed:?} after restart");
-    assert!(resumed < Duration::from_secs(2), "resumed after {resumed:?}");
+    assert!(
+        resumed < Duration::from_secs(2),
+        "resumed after {resumed:?}"
+    );
     a.cmd("stop");
     b.cmd("stop");
 }

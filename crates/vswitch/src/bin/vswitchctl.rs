@@ -32,11 +32,25 @@ enum Cmd {
     Fdb,
     /// Per-PMD packets, bursts, mean burst size, busy and idle cycles.
     PmdStats,
+    /// Live per-port rates: one line per port every INTERVAL seconds, COUNT times, then
+    /// a summary (Mpps and Gbit/s of Ethernet frames, excluding preamble and FCS).
+    Top {
+        /// Seconds between samples.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+        /// Number of samples (0 = until interrupted).
+        #[arg(long, default_value_t = 10)]
+        count: u64,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Cmd::Top { interval, count } = cli.cmd {
+        return top(&cli.socket, interval, count);
+    }
     let cmd = match cli.cmd {
+        Cmd::Top { .. } => unreachable!(),
         Cmd::Show => "show",
         Cmd::Stats => "stats",
         Cmd::Fdb => "fdb",
@@ -78,7 +92,11 @@ fn print_show(s: ShowReply) {
             p.kind,
             p.path,
             p.link,
-            if p.vlan == 0 { "untagged".to_string() } else { p.vlan.to_string() },
+            if p.vlan == 0 {
+                "untagged".to_string()
+            } else {
+                p.vlan.to_string()
+            },
             p.queue_pairs,
             p.ready_queue_pairs,
             p.connections
@@ -114,7 +132,11 @@ fn print_stats(rows: Vec<StatsRow>) {
 fn print_fdb(rows: Vec<FdbRowNamed>) {
     println!("{:>4} {:<17} {:<12} {:>8}", "vlan", "mac", "port", "age");
     for r in rows {
-        let age = if r.is_static { "static".to_string() } else { format!("{}s", r.age_secs) };
+        let age = if r.is_static {
+            "static".to_string()
+        } else {
+            format!("{}s", r.age_secs)
+        };
         println!("{:>4} {:<17} {:<12} {:>8}", r.vlan, r.mac, r.port, age);
     }
 }
@@ -132,4 +154,76 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
             r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps
         );
     }
+}
+
+fn fetch_stats(socket: &std::path::Path) -> Result<Vec<StatsRow>, String> {
+    let v = request(socket, "stats")?;
+    serde_json::from_value(v).map_err(|e| format!("unexpected reply: {e}"))
+}
+
+/// Prints per-port rates every `interval` seconds.
+fn top(socket: &std::path::Path, interval: f64, count: u64) -> ExitCode {
+    if !(interval > 0.0 && interval.is_finite()) {
+        eprintln!("vswitchctl: --interval must be a positive number of seconds");
+        return ExitCode::from(2);
+    }
+    let mut prev = match fetch_stats(socket) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vswitchctl: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let first = prev.clone();
+    let start = std::time::Instant::now();
+    let mut last = start;
+    let mut n = 0u64;
+    while count == 0 || n < count {
+        std::thread::sleep(std::time::Duration::from_secs_f64(interval));
+        let now = std::time::Instant::now();
+        let cur = match fetch_stats(socket) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("vswitchctl: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let dt = now.duration_since(last).as_secs_f64();
+        n += 1;
+        let mut line = format!("{:>5.1}s", now.duration_since(start).as_secs_f64());
+        for (c, p) in cur.iter().zip(&prev) {
+            let rx = (c.stats.rx_packets - p.stats.rx_packets) as f64 / dt;
+            let tx = (c.stats.tx_packets - p.stats.tx_packets) as f64 / dt;
+            let txb = (c.stats.tx_bytes - p.stats.tx_bytes) as f64 * 8.0 / dt;
+            let drops = c.stats.drops_total - p.stats.drops_total;
+            line.push_str(&format!(
+                "  {}: rx {:.3} Mpps, tx {:.3} Mpps {:.2} Gbit/s, drops {}",
+                c.port,
+                rx / 1e6,
+                tx / 1e6,
+                txb / 1e9,
+                drops
+            ));
+        }
+        println!("{line}");
+        prev = cur;
+        last = now;
+    }
+    let total = last.duration_since(start).as_secs_f64();
+    println!("summary over {total:.1} s:");
+    for (c, p) in prev.iter().zip(&first) {
+        let tx = c.stats.tx_packets - p.stats.tx_packets;
+        let rx = c.stats.rx_packets - p.stats.rx_packets;
+        let txb = c.stats.tx_bytes - p.stats.tx_bytes;
+        println!(
+            "  {}: received {} frames from the guest, delivered {} frames ({:.3} Mpps, {:.2} Gbit/s), dropped {}",
+            c.port,
+            rx,
+            tx,
+            tx as f64 / total / 1e6,
+            txb as f64 * 8.0 / total / 1e9,
+            c.stats.drops_total - p.stats.drops_total
+        );
+    }
+    ExitCode::SUCCESS
 }

@@ -67,7 +67,10 @@ pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<
         if let Some(v) = f() {
             return v;
         }
-        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -115,7 +118,11 @@ impl Vswitchd {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("spawn vswitchd");
-        let v = Vswitchd { child: Some(child), control, log };
+        let v = Vswitchd {
+            child: Some(child),
+            control,
+            log,
+        };
         wait_for(Duration::from_secs(10), "vswitchd control socket", || {
             request(&v.control, "show").ok()
         });
@@ -221,11 +228,19 @@ impl Testpmd {
         // testpmd prints through stdio, block-buffered into a pipe: unbuffer it so each
         // command's output arrives before the next prompt.
         let mut cmd = Command::new("stdbuf");
-        cmd.args(["-o0", "-e0", "dpdk-testpmd", "-l", "0,1", "--main-lcore", "0"])
-            .args(["-m", "256", "--no-pci"])
-            .arg(format!("--file-prefix={}", spec.prefix))
-            .args(["--single-file-segments", "--log-level=7", "--vdev"])
-            .arg(&vdev);
+        cmd.args([
+            "-o0",
+            "-e0",
+            "dpdk-testpmd",
+            "-l",
+            "0,1",
+            "--main-lcore",
+            "0",
+        ])
+        .args(["-m", "256", "--no-pci"])
+        .arg(format!("--file-prefix={}", spec.prefix))
+        .args(["--single-file-segments", "--log-level=7", "--vdev"])
+        .arg(&vdev);
         for v in spec.extra_vdevs {
             cmd.args(["--vdev", v]);
         }
@@ -340,7 +355,10 @@ pub fn field(s: &str, key: &str) -> u64 {
 pub fn cleanup_prefix(prefix: &str) {
     if let Ok(rd) = std::fs::read_dir("/dev/hugepages") {
         for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&format!("{prefix}map_")) {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{prefix}map_"))
+            {
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -436,7 +454,11 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     );
     let rd = |o: usize| {
         let a: [u8; 4] = b[o..o + 4].try_into().unwrap();
-        if le { u32::from_le_bytes(a) } else { u32::from_be_bytes(a) }
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
     };
     let mut off = 24;
     let mut frames = Vec::new();

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what vswitch's demo, tests and benchmarks need on Debian 12, as root:
+# Debian packages, hugepages and hugetlbfs. Idempotent; safe to run again.
+#   scripts/setup.sh          packages for the demo and the tests
+#   scripts/setup.sh --bench  also Open vSwitch with DPDK and perf, for bench-pvp.sh
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: run as root (it installs packages and reserves hugepages)" >&2
+    exit 2
+fi
+
+pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps)
+if [ "${1:-}" = "--bench" ]; then
+    pkgs+=(openvswitch-switch-dpdk linux-perf)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup.sh: installing ${missing[*]}"
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Rust: the machine's rustup toolchain, with rustfmt and clippy.
+if ! command -v cargo >/dev/null; then
+    [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null || { echo "setup.sh: cargo not found; install Rust (rustup) first" >&2; exit 2; }
+for c in rustfmt clippy; do
+    if ! cargo "${c/rustfmt/fmt}" --version >/dev/null 2>&1; then
+        rustup component add "$c" >/dev/null 2>&1 || { echo "setup.sh: cargo $c missing and rustup could not add it" >&2; exit 2; }
+    fi
+done
+
+# 2 MiB hugepages for DPDK guests (testpmd needs ~256 MiB each).
+want=1024
+have=$(cat /proc/sys/vm/nr_hugepages)
+if [ "$have" -lt "$want" ]; then
+    echo "$want" > /proc/sys/vm/nr_hugepages
+fi
+if ! grep -q hugetlbfs /proc/mounts; then
+    mkdir -p /dev/hugepages
+    mount -t hugetlbfs nodev /dev/hugepages
+fi
+got=$(cat /proc/sys/vm/nr_hugepages)
+if [ "$got" -lt 512 ]; then
+    echo "setup.sh: only $got hugepages could be reserved (wanted $want); memory too fragmented?" >&2
+    exit 1
+fi

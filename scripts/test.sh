@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Everything CI checks: installs what is missing, then formatting, lints and all tests
+# (unit, property, and integration tests against real DPDK testpmd guests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test"
+cargo test --workspace
