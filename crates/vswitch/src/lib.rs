@@ -14,7 +14,11 @@ pub mod control;
 pub mod daemon;
 pub mod fdb;
 pub mod pmd;
+#[cfg(test)]
+mod pmd_tests;
 pub mod stats;
 pub mod switch;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testing;
 pub mod vhost;
 pub mod virtq;

@@ -1,0 +1,317 @@
+//! Test doubles: a simulated virtio-net driver over in-memory split rings.
+//!
+//! Real guests (DPDK testpmd, QEMU) are what the integration tests use. This driver
+//! exists for what no real guest does on purpose — malformed descriptor chains — and
+//! for benchmarks that must not include a second process. It lays out split rings in a
+//! [`GuestMemoryMmap`] exactly as virtio 1.2 §2.7 describes and attaches them to a port
+//! as a [`Connection`], bypassing the vhost-user socket.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use vhost_user_backend::VringT;
+use vm_memory::{Bytes, GuestAddress, GuestMemoryAtomic};
+
+use crate::vhost::{Connection, PortVring};
+use crate::virtq::{Mem, VRING_DESC_F_WRITE};
+
+/// Descriptors per simulated queue.
+pub const QUEUE_SIZE: u16 = 256;
+/// Bytes of buffer per descriptor slot.
+pub const SLOT: u64 = 2048;
+const RING_AREA: u64 = 3 * 4096;
+const QUEUE_AREA: u64 = RING_AREA + QUEUE_SIZE as u64 * SLOT * 8;
+
+/// One descriptor as the simulated driver writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct RawDesc {
+    /// Guest-physical address.
+    pub addr: u64,
+    /// Length.
+    pub len: u32,
+    /// VRING_DESC_F_* flags.
+    pub flags: u16,
+    /// Next index.
+    pub next: u16,
+}
+
+/// A simulated guest: memory, rings, and the driver side of each queue.
+pub struct SimGuest {
+    /// The connection to attach to a port.
+    pub conn: Arc<Connection>,
+    mem: Arc<Mem>,
+    avail_idx: Vec<u16>,
+    used_seen: Vec<u16>,
+    /// Length of the virtio-net header on this guest's frames.
+    pub hdr_len: usize,
+}
+
+impl SimGuest {
+    /// A guest with `queue_pairs` queue pairs and the given acked virtio `features`.
+    pub fn new(queue_pairs: u16, features: u64) -> Self {
+        let nq = 2 * usize::from(queue_pairs);
+        let size = nq as u64 * QUEUE_AREA;
+        let mem = Mem::from_ranges(&[(GuestAddress(0), size as usize)]).expect("guest memory");
+        let atomic = GuestMemoryAtomic::new(mem.clone());
+        let event_idx =
+            features & (1 << virtio_bindings::virtio_ring::VIRTIO_RING_F_EVENT_IDX) != 0;
+        let mut vrings = Vec::new();
+        for q in 0..nq {
+            let v = PortVring::standalone(atomic.clone(), QUEUE_SIZE).expect("vring");
+            let base = q as u64 * QUEUE_AREA;
+            v.set_queue_size(QUEUE_SIZE);
+            v.set_queue_info(base, base + 4096, base + 8192)
+                .expect("queue info");
+            v.set_queue_event_idx(event_idx);
+            v.set_queue_ready(true);
+            v.set_enabled(true);
+            vrings.push(v);
+        }
+        let conn = Arc::new(Connection {
+            vrings,
+            mem: atomic,
+            acked_features: Arc::new(AtomicU64::new(features)),
+            features_set: Arc::new(AtomicBool::new(true)),
+            id: 1_000_000 + u64::from(rand_id()),
+        });
+        let hdr_len = conn.hdr_len() as usize;
+        SimGuest {
+            conn,
+            mem: Arc::new(mem),
+            avail_idx: vec![0; nq],
+            used_seen: vec![0; nq],
+            hdr_len,
+        }
+    }
+
+    /// The features a modern Linux guest acks without offloads: VERSION_1, MRG_RXBUF,
+    /// EVENT_IDX, INDIRECT_DESC.
+    pub fn default_features() -> u64 {
+        use virtio_bindings::virtio_config::VIRTIO_F_VERSION_1;
+        use virtio_bindings::virtio_net::VIRTIO_NET_F_MRG_RXBUF;
+        use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
+        (1 << VIRTIO_F_VERSION_1)
+            | (1 << VIRTIO_NET_F_MRG_RXBUF)
+            | (1 << VIRTIO_RING_F_EVENT_IDX)
+            | (1 << VIRTIO_RING_F_INDIRECT_DESC)
+    }
+
+    fn base(q: usize) -> u64 {
+        q as u64 * QUEUE_AREA
+    }
+
+    /// Address of buffer slot `slot` (of 8 × QUEUE_SIZE) of queue `q`.
+    pub fn slot_addr(q: usize, slot: u16) -> u64 {
+        Self::base(q) + RING_AREA + u64::from(slot) * SLOT
+    }
+
+    /// Writes descriptor `i` of queue `q`.
+    pub fn write_desc(&self, q: usize, i: u16, d: RawDesc) {
+        let a = GuestAddress(Self::base(q) + 16 * u64::from(i));
+        let mut b = [0u8; 16];
+        b[0..8].copy_from_slice(&d.addr.to_le_bytes());
+        b[8..12].copy_from_slice(&d.len.to_le_bytes());
+        b[12..14].copy_from_slice(&d.flags.to_le_bytes());
+        b[14..16].copy_from_slice(&d.next.to_le_bytes());
+        self.mem.write_slice(&b, a).expect("desc");
+    }
+
+    /// Writes `data` at guest address `addr`.
+    pub fn write(&self, addr: u64, data: &[u8]) {
+        self.mem
+            .write_slice(data, GuestAddress(addr))
+            .expect("write");
+    }
+
+    /// Reads `len` bytes at guest address `addr`.
+    pub fn read(&self, addr: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.mem
+            .read_slice(&mut v, GuestAddress(addr))
+            .expect("read");
+        v
+    }
+
+    /// Publishes head `head` in queue `q`'s available ring (and bumps avail.idx).
+    pub fn publish(&mut self, q: usize, head: u16) {
+        let idx = self.avail_idx[q];
+        let base = Self::base(q) + 4096;
+        let off = 4 + 2 * u64::from(idx % QUEUE_SIZE);
+        self.mem
+            .write_obj(head.to_le(), GuestAddress(base + off))
+            .unwrap();
+        self.avail_idx[q] = idx.wrapping_add(1);
+        self.mem
+            .store(
+                self.avail_idx[q].to_le(),
+                GuestAddress(base + 2),
+                Ordering::Release,
+            )
+            .unwrap();
+    }
+
+    /// Republishes the heads of the last `n` publications again (steady-state benches:
+    /// the buffers and descriptors are unchanged).
+    pub fn republish(&mut self, q: usize, heads: &[u16]) {
+        let base = Self::base(q) + 4096;
+        for &h in heads {
+            let off = 4 + 2 * u64::from(self.avail_idx[q] % QUEUE_SIZE);
+            self.mem
+                .write_obj(h.to_le(), GuestAddress(base + off))
+                .unwrap();
+            self.avail_idx[q] = self.avail_idx[q].wrapping_add(1);
+        }
+        self.mem
+            .store(
+                self.avail_idx[q].to_le(),
+                GuestAddress(base + 2),
+                Ordering::Release,
+            )
+            .unwrap();
+    }
+
+    /// Queues a frame for transmission on queue pair `qp` in one descriptor (slot = head).
+    /// Returns the head index.
+    pub fn send(&mut self, qp: usize, head: u16, frame: &[u8]) -> u16 {
+        let q = 2 * qp + 1;
+        let addr = Self::slot_addr(q, head);
+        let mut buf = vec![0u8; self.hdr_len];
+        buf.extend_from_slice(frame);
+        assert!(buf.len() as u64 <= SLOT * 8, "frame too large for a slot");
+        self.write(addr, &buf);
+        self.write_desc(
+            q,
+            head,
+            RawDesc {
+                addr,
+                len: buf.len() as u32,
+                flags: 0,
+                next: 0,
+            },
+        );
+        self.publish(q, head);
+        head
+    }
+
+    /// Queues a raw (possibly malformed) chain on transmit queue pair `qp`.
+    pub fn send_chain(&mut self, qp: usize, head: u16, descs: &[(u16, RawDesc)]) {
+        let q = 2 * qp + 1;
+        for &(i, d) in descs {
+            self.write_desc(q, i, d);
+        }
+        self.publish(q, head);
+    }
+
+    /// Posts `n` receive buffers of `len` bytes (≤ 8 × SLOT) on queue pair `qp`,
+    /// descriptor i using slot i. Returns the heads.
+    pub fn post_rx(&mut self, qp: usize, first: u16, n: u16, len: u32) -> Vec<u16> {
+        let q = 2 * qp;
+        let mut heads = Vec::new();
+        for i in first..first + n {
+            let addr = Self::slot_addr(q, i * (len as u64).div_ceil(SLOT) as u16 % QUEUE_SIZE);
+            self.write_desc(
+                q,
+                i,
+                RawDesc {
+                    addr,
+                    len,
+                    flags: VRING_DESC_F_WRITE,
+                    next: 0,
+                },
+            );
+            self.publish(q, i);
+            heads.push(i);
+        }
+        heads
+    }
+
+    /// Used-ring index of queue `q` (as the device published it).
+    pub fn used_idx(&self, q: usize) -> u16 {
+        let v: u16 = self
+            .mem
+            .load(GuestAddress(Self::base(q) + 8192 + 2), Ordering::Acquire)
+            .unwrap();
+        u16::from_le(v)
+    }
+
+    /// Transmit chains completed on queue pair `qp` so far.
+    pub fn tx_completed(&self, qp: usize) -> u16 {
+        self.used_idx(2 * qp + 1)
+    }
+
+    /// Frames received on queue pair `qp` since the last call: reassembles mergeable
+    /// buffers by num_buffers and strips the virtio-net header.
+    pub fn recv(&mut self, qp: usize) -> Vec<Vec<u8>> {
+        let q = 2 * qp;
+        let used = self.used_idx(q);
+        let mut frames = Vec::new();
+        while self.used_seen[q] != used {
+            let (id, len) = self.used_elem(q, self.used_seen[q]);
+            self.used_seen[q] = self.used_seen[q].wrapping_add(1);
+            let d = self.read_desc(q, id as u16);
+            let first = self.read(d.addr, len as usize);
+            if first.len() < self.hdr_len {
+                frames.push(Vec::new());
+                continue;
+            }
+            let nbuf = if self.hdr_len == 12 {
+                u16::from_le_bytes([first[10], first[11]]).max(1)
+            } else {
+                1
+            };
+            let mut f = first[self.hdr_len..].to_vec();
+            for _ in 1..nbuf {
+                let (id, len) = self.used_elem(q, self.used_seen[q]);
+                self.used_seen[q] = self.used_seen[q].wrapping_add(1);
+                let d = self.read_desc(q, id as u16);
+                f.extend(self.read(d.addr, len as usize));
+            }
+            frames.push(f);
+        }
+        frames
+    }
+
+    /// Marks every used entry of queue `q` as seen without reading it (benches).
+    pub fn skip_used(&mut self, q: usize) -> u16 {
+        let used = self.used_idx(q);
+        let n = used.wrapping_sub(self.used_seen[q]);
+        self.used_seen[q] = used;
+        n
+    }
+
+    fn used_elem(&self, q: usize, pos: u16) -> (u32, u32) {
+        let a = Self::base(q) + 8192 + 4 + 8 * u64::from(pos % QUEUE_SIZE);
+        let id: u32 = self.mem.read_obj(GuestAddress(a)).unwrap();
+        let len: u32 = self.mem.read_obj(GuestAddress(a + 4)).unwrap();
+        (u32::from_le(id), u32::from_le(len))
+    }
+
+    fn read_desc(&self, q: usize, i: u16) -> RawDesc {
+        let b = self.read(Self::base(q) + 16 * u64::from(i), 16);
+        RawDesc {
+            addr: u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            len: u32::from_le_bytes(b[8..12].try_into().unwrap()),
+            flags: u16::from_le_bytes(b[12..14].try_into().unwrap()),
+            next: u16::from_le_bytes(b[14..16].try_into().unwrap()),
+        }
+    }
+}
+
+fn rand_id() -> u32 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed) as u32
+}
+
+/// An Ethernet frame of `len` bytes from `src` to `dst` with a recognisable payload.
+pub fn frame(dst: [u8; 6], src: [u8; 6], len: usize, seed: u8) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&0x88b5u16.to_be_bytes()); // IEEE local experimental ethertype
+    let mut i = 0u32;
+    while f.len() < len {
+        f.push((i as u8).wrapping_mul(7).wrapping_add(seed));
+        i += 1;
+    }
+    f
+}
