@@ -280,6 +280,27 @@ impl TunnelTemplate {
         Ok(total)
     }
 
+    /// Checks that an inner frame of `inner_len` bytes fits the outer
+    /// 16-bit length fields.
+    ///
+    /// # Errors
+    /// [`Error::TooLong`] otherwise.
+    pub fn check_inner_len(&self, inner_len: usize) -> Result<(), Error> {
+        let ip_len = if self.ipv4 { IPV4_HEADER_LEN } else { 0 };
+        let udp_len = self.len
+            - IP_OFF
+            - if self.ipv4 {
+                IPV4_HEADER_LEN
+            } else {
+                IPV6_HEADER_LEN
+            }
+            + inner_len;
+        if udp_len + ip_len > 65535 {
+            return Err(Error::TooLong);
+        }
+        Ok(())
+    }
+
     /// Writes the outer header for an inner frame of `inner_len` bytes into
     /// `hdr` (exactly `header_len()` bytes). `inner_sum` is the checksum
     /// partial sum of the inner frame (used only with the UDP checksum on).

@@ -325,6 +325,15 @@ pub fn segment<B: AsMut<[u8]>>(
             return Err(Error::BufferTooSmall);
         }
     }
+    if let Some(tpl) = encap.as_deref() {
+        tpl.check_inner_len(plan.max_segment_len() - outer_len)?;
+    }
+    if plan.tcp.is_none()
+        && meta.needs_csum
+        && usize::from(meta.csum_start) + usize::from(meta.csum_offset) + 2 > frame.len()
+    {
+        return Err(Error::BadChecksumOffset);
+    }
     let hash = if encap.is_some() { flow_hash(frame) } else { 0 };
     let Some(t) = plan.tcp else {
         let dst = out[0].as_mut();
@@ -544,6 +553,42 @@ mod tests {
         let mut g = f.clone();
         complete_checksum(&mut g, &meta).unwrap();
         assert_eq!(&g[..], s);
+    }
+
+    #[test]
+    fn errors_leave_buffers_untouched() {
+        let f = example_tcp_frame(100);
+        let meta = GsoMeta {
+            needs_csum: true,
+            csum_start: 150,
+            csum_offset: 16,
+            ..GsoMeta::NONE
+        };
+        let mut bufs = [[0xa5u8; 300]];
+        assert_eq!(
+            segment(&f, &meta, None, &mut bufs).unwrap_err(),
+            Error::BadChecksumOffset
+        );
+        assert!(bufs[0].iter().all(|&b| b == 0xa5));
+
+        // A 65480-byte MSS segment does not fit an outer UDP length.
+        let big = example_tcp_frame(65480);
+        let mut c = crate::encap::TunnelConfig::new(
+            [0; 6],
+            [0; 6],
+            core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
+            core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST),
+            1,
+        );
+        c.udp_checksum = false;
+        let mut tpl = TunnelTemplate::new(&c).unwrap();
+        let m = tso_meta(65480);
+        let mut bufs = vec![vec![0xa5u8; 70_000]; 1];
+        assert_eq!(
+            segment(&big, &m, Some(&mut tpl), &mut bufs).unwrap_err(),
+            Error::TooLong
+        );
+        assert!(bufs[0].iter().all(|&b| b == 0xa5));
     }
 
     #[test]
