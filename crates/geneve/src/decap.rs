@@ -194,7 +194,7 @@ impl Decapsulator {
     pub fn decapsulate<'a>(&self, frame: &'a [u8]) -> Result<Decapsulated<'a>, DropReason> {
         let (et, off) = l2(frame).ok_or(DropReason::Truncated)?;
         let ip = &frame[off..];
-        let (udp_off, ip_end, outer_src, outer_dst, pseudo_partial);
+        let (udp_off, ip_end, outer_src, outer_dst);
         match et {
             ETHERTYPE_IPV4 => {
                 if ip.len() < IPV4_HEADER_LEN {
@@ -228,7 +228,6 @@ impl Decapsulator {
                 let d = [ip[16], ip[17], ip[18], ip[19]];
                 outer_src = IpAddr::V4(Ipv4Addr::from(s));
                 outer_dst = IpAddr::V4(Ipv4Addr::from(d));
-                pseudo_partial = checksum::pseudo_header_v4(s, d, IPPROTO_UDP, 0);
                 udp_off = off + ihl;
                 ip_end = off + tot;
             }
@@ -249,7 +248,6 @@ impl Decapsulator {
                 d.copy_from_slice(&ip[24..40]);
                 outer_src = IpAddr::V6(Ipv6Addr::from(s));
                 outer_dst = IpAddr::V6(Ipv6Addr::from(d));
-                pseudo_partial = checksum::pseudo_header_v6(&s, &d, IPPROTO_UDP, 0);
                 udp_off = off + IPV6_HEADER_LEN;
                 ip_end = udp_off + plen;
             }
@@ -271,10 +269,20 @@ impl Decapsulator {
             if !outer_src.is_ipv4() && !self.allow_ipv6_zero_checksum {
                 return Err(DropReason::ZeroUdpChecksumIpv6);
             }
-        } else if self.verify_checksums
-            && add(add(pseudo_partial, udp_len), checksum::sum_fast(udp)) != 0xffff
-        {
-            return Err(DropReason::BadUdpChecksum);
+        } else if self.verify_checksums {
+            // Pseudo-header (without length) computed only when needed.
+            let pseudo = match (outer_src, outer_dst) {
+                (IpAddr::V4(s), IpAddr::V4(d)) => {
+                    checksum::pseudo_header_v4(s.octets(), d.octets(), IPPROTO_UDP, 0)
+                }
+                (IpAddr::V6(s), IpAddr::V6(d)) => {
+                    checksum::pseudo_header_v6(&s.octets(), &d.octets(), IPPROTO_UDP, 0)
+                }
+                _ => unreachable!("both addresses come from one IP header"),
+            };
+            if add(add(pseudo, udp_len), checksum::sum_fast(udp)) != 0xffff {
+                return Err(DropReason::BadUdpChecksum);
+            }
         }
         let g = &udp[UDP_HEADER_LEN..];
         if g.len() < wire::HEADER_LEN {

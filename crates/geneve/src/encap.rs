@@ -108,6 +108,8 @@ pub struct TunnelTemplate {
 }
 
 const IP_OFF: usize = ETHERNET_HEADER_LEN;
+/// Headers up to this length take the fixed-size copy in `encapsulate`.
+const FAST_HEADER_LEN: usize = 64;
 
 impl TunnelTemplate {
     /// Builds the template.
@@ -246,6 +248,23 @@ impl TunnelTemplate {
         if out.len() < total {
             return Err(Error::BufferTooSmall);
         }
+        // Fast path for headers of at most 64 bytes (no or few options): a
+        // fixed-size 64-byte template copy (a few vector moves instead of a
+        // memcpy call), then the inner frame over its tail.
+        if self.len <= FAST_HEADER_LEN && total >= FAST_HEADER_LEN {
+            out[..FAST_HEADER_LEN].copy_from_slice(&self.bytes[..FAST_HEADER_LEN]);
+            out[self.len..total].copy_from_slice(inner);
+            let hash = flow_hash(inner);
+            let port = self.port_for_hash(hash);
+            let inner_sum = if self.udp_checksum {
+                checksum::sum_fast(inner)
+            } else {
+                0
+            };
+            let (hdr, _) = out.split_at_mut(self.len);
+            self.patch_header(hdr, inner.len(), port, hash, inner_sum)?;
+            return Ok(total);
+        }
         out[self.len..total].copy_from_slice(inner);
         self.encapsulate_in_place(&mut out[..total], inner.len())
     }
@@ -321,6 +340,42 @@ impl TunnelTemplate {
         let udp_len = self.len - udp_off + inner_len;
         let udp_len16 = u16::try_from(udp_len).map_err(|_| Error::TooLong)?;
         hdr.copy_from_slice(&self.bytes[..self.len]);
+        self.patch(hdr, udp_off, udp_len, udp_len16, port, hash, inner_sum)
+    }
+
+    /// As [`TunnelTemplate::write_header`], for a `hdr` that already holds
+    /// the template bytes.
+    #[inline]
+    fn patch_header(
+        &mut self,
+        hdr: &mut [u8],
+        inner_len: usize,
+        port: u16,
+        hash: u32,
+        inner_sum: u16,
+    ) -> Result<(), Error> {
+        let udp_off = if self.ipv4 {
+            IP_OFF + IPV4_HEADER_LEN
+        } else {
+            IP_OFF + IPV6_HEADER_LEN
+        };
+        let udp_len = self.len - udp_off + inner_len;
+        let udp_len16 = u16::try_from(udp_len).map_err(|_| Error::TooLong)?;
+        self.patch(hdr, udp_off, udp_len, udp_len16, port, hash, inner_sum)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn patch(
+        &mut self,
+        hdr: &mut [u8],
+        udp_off: usize,
+        udp_len: usize,
+        udp_len16: u16,
+        port: u16,
+        hash: u32,
+        inner_sum: u16,
+    ) -> Result<(), Error> {
         if self.ipv4 {
             let tot = u16::try_from(udp_len + IPV4_HEADER_LEN).map_err(|_| Error::TooLong)?;
             let id = self.next_id;
