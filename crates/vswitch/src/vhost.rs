@@ -152,6 +152,8 @@ thread_local! {
 pub struct PortVring {
     inner: VringRwLock<AtomicMem>,
     wakers: Option<Arc<Wakers>>,
+    /// Virtqueue index: even for receive queues, odd for transmit (virtio 1.2 §5.1.2).
+    index: usize,
 }
 
 impl PortVring {
@@ -160,6 +162,7 @@ impl PortVring {
         Ok(PortVring {
             inner: VringRwLock::new(mem, max_size)?,
             wakers: None,
+            index: 0,
         })
     }
 
@@ -184,7 +187,12 @@ impl VringT<AtomicMem> for PortVring {
         let v = CAPTURE.with(|c| {
             let mut c = c.borrow_mut();
             let wakers = c.as_ref().map(|(w, _)| w.clone());
-            let v = PortVring { inner, wakers };
+            let index = c.as_ref().map_or(0, |(_, l)| l.len());
+            let v = PortVring {
+                inner,
+                wakers,
+                index,
+            };
             if let Some((_, list)) = c.as_mut() {
                 list.push(v.clone());
             }
@@ -241,6 +249,13 @@ impl VringT<AtomicMem> for PortVring {
                 "ring base differs from used index; resuming at used index"
             );
             self.inner.set_queue_next_avail(idx);
+        }
+        if self.index % 2 == 0 {
+            // Receive queues: the device never waits for rx buffers (a frame with no
+            // buffer is dropped and counted), so ask the driver not to kick when it
+            // refills; each kick is a system call in the guest. Transmit queues are
+            // handled by the PMD, which enables kicks only before it sleeps.
+            let _ = self.inner.disable_notification();
         }
     }
     fn queue_used_idx(&self) -> Result<u16, QueueError> {
