@@ -102,7 +102,8 @@ fn memcpy_reference(c: &mut Criterion) {
         g.bench_function(format!("{size}B"), |b| {
             b.iter(|| {
                 for i in 0..BURST {
-                    dst[i * size..(i + 1) * size].copy_from_slice(black_box(&src[i * size..(i + 1) * size]));
+                    dst[i * size..(i + 1) * size]
+                        .copy_from_slice(black_box(&src[i * size..(i + 1) * size]));
                 }
                 black_box(&dst);
             })

@@ -250,7 +250,7 @@ impl VringT<AtomicMem> for PortVring {
             );
             self.inner.set_queue_next_avail(idx);
         }
-        if self.index % 2 == 0 {
+        if self.index.is_multiple_of(2) {
             // Receive queues: the device never waits for rx buffers (a frame with no
             // buffer is dropped and counted), so ask the driver not to kick when it
             // refills; each kick is a system call in the guest. Transmit queues are
