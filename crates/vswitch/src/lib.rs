@@ -9,6 +9,7 @@
 //! - [`control`]: the `vswitchctl` socket; [`stats`]: counters.
 #![deny(missing_docs)]
 
+pub mod acl;
 pub mod config;
 pub mod control;
 pub mod daemon;

@@ -1,0 +1,2 @@
+//! Stateless per-port ACL (issue 5): ordered rules over [`flowcache::FlowKey`] fields.
+//! Being written; not yet used by the data path.
