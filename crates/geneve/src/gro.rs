@@ -3,11 +3,10 @@
 //! `inet_gro_receive` in `net/ipv4/af_inet.c`).
 //!
 //! [`Coalescer::coalesce`] walks a batch of Ethernet frames (inner frames,
-//! after decapsulation) in order. Consecutive segments of one TCP flow merge
-//! into one frame of at most 65535 bytes of IP packet, delivered with
-//! [`GsoMeta`] for a guest that accepts large frames (virtio
-//! `GUEST_TSO4/6`). Everything it cannot merge is delivered unchanged, in
-//! its place in the batch.
+//! after decapsulation) in order. Consecutive in-order segments of one TCP
+//! flow merge into one frame of at most 65535 bytes of IP packet, delivered
+//! with [`GsoMeta`] for a guest that accepts large frames (virtio
+//! `GUEST_TSO4/6`). Everything it cannot merge is delivered unchanged.
 //!
 //! Two segments merge when all of these hold (as in Linux GRO):
 //! * same Ethernet header (and VLAN tags), same IP version and header
@@ -32,9 +31,8 @@
 //! segment's payload length, and `csum_start`/`csum_offset` of the TCP
 //! checksum.
 //!
-//! Only adjacent segments merge: an interleaved flow (A B A B) ends each
-//! open frame. Linux keeps up to 8 flows open; within a NIC rx batch with
-//! RSS, runs of one flow are the common case.
+//! Up to [`MAX_OPEN_FLOWS`] flows merge at once, so interleaved flows
+//! (A B A B) still merge; within a flow the output keeps the input order.
 
 use crate::checksum::{self, add, finish};
 use crate::gso::{GsoMeta, GsoType};
@@ -71,8 +69,17 @@ impl<'a> Coalesced<'a> {
     }
 }
 
-/// Coalesces batches; holds one reusable merge buffer (allocated once, at
-/// most 65535 + 22 bytes), so a batch allocates nothing.
+/// Most flows a [`Coalescer`] keeps open at once within a batch (as Linux's
+/// `MAX_GRO_SKBS`).
+pub const MAX_OPEN_FLOWS: usize = 8;
+
+/// Bytes of one merge buffer: the largest IP packet plus Ethernet and two
+/// VLAN tags.
+const MERGE_BUF_LEN: usize = MAX_MERGED_IP_LEN + 22;
+
+/// Coalesces batches. Holds one merge buffer per open flow (up to
+/// [`MAX_OPEN_FLOWS`], each allocated on first use and reused after), so a
+/// batch allocates nothing once warm.
 #[derive(Debug, Clone)]
 pub struct Coalescer {
     /// Verify the IPv4 header and TCP checksums of each segment before
@@ -81,9 +88,10 @@ pub struct Coalescer {
     pub verify_checksums: bool,
     /// Largest IP packet of a merged frame, bytes (≤ 65535, default 65535).
     pub max_ip_len: usize,
-    /// Merge buffer, allocated and zeroed once; `len` bytes are in use.
-    buf: Vec<u8>,
-    len: usize,
+    /// Merge buffers, one per open-flow slot; `lens[k]` bytes of `bufs[k]`
+    /// are in use.
+    bufs: Vec<Vec<u8>>,
+    lens: [usize; MAX_OPEN_FLOWS],
 }
 
 impl Default for Coalescer {
@@ -101,6 +109,10 @@ struct Seg<'f> {
 }
 
 struct Open<'f> {
+    /// Merge buffer slot.
+    slot: usize,
+    /// Arrival order of the first segment, for flushing oldest first.
+    order: u64,
     first: Seg<'f>,
     count: usize,
     next_seq: u32,
@@ -117,65 +129,98 @@ impl Coalescer {
         Coalescer {
             verify_checksums: true,
             max_ip_len: MAX_MERGED_IP_LEN,
-            buf: vec![0; MAX_MERGED_IP_LEN + 22],
-            len: 0,
+            bufs: vec![Vec::new(); MAX_OPEN_FLOWS],
+            lens: [0; MAX_OPEN_FLOWS],
         }
     }
 
     /// Coalesces one batch of Ethernet frames, calling `deliver` once per
-    /// output frame, in batch order. Each input frame is delivered exactly
-    /// once: unchanged, or as part of exactly one merged frame.
+    /// output frame. Each input frame is delivered exactly once: unchanged,
+    /// or as part of exactly one merged frame.
+    ///
+    /// Order: frames of one TCP flow come out in their batch order; up to
+    /// [`MAX_OPEN_FLOWS`] flows merge at once, and a merged frame is
+    /// delivered when its flow's run ends (PSH, FIN, a short or unmergeable
+    /// segment of that flow, a ninth flow evicting the oldest, or the end
+    /// of the batch), so it may come after later frames of other flows.
+    /// Frames that are not TCP candidates pass through at once.
     pub fn coalesce<'f, F>(&mut self, frames: &[&'f [u8]], mut deliver: F)
     where
         F: FnMut(Coalesced<'_>),
     {
-        let mut open: Option<Open<'f>> = None;
+        let mut open: [Option<Open<'f>>; MAX_OPEN_FLOWS] = Default::default();
+        let mut order = 0u64;
         for &f in frames {
             let Some(seg) = self.candidate(f) else {
-                if let Some(o) = open.take() {
-                    self.flush(o, &mut deliver);
+                // Keep the flow's order: flush its open frame first.
+                if let Ok(t) = parse_tcp(f) {
+                    for slot in open.iter_mut() {
+                        if slot.as_ref().is_some_and(|o| same_flow(&o.first, f, &t)) {
+                            let o = slot.take().expect("checked is_some");
+                            self.flush(o, &mut deliver);
+                        }
+                    }
                 }
                 deliver(Coalesced::Unchanged(f));
                 continue;
             };
-            if let Some(o) = open.as_mut() {
+            let hit = (0..MAX_OPEN_FLOWS).find(|&k| {
+                open[k]
+                    .as_ref()
+                    .is_some_and(|o| same_flow(&o.first, seg.frame, &seg.t))
+            });
+            if let Some(k) = hit {
+                let o = open[k].as_mut().expect("found above");
                 if self.can_merge(o, &seg) {
                     if self.append(o, &seg) {
                         let ends = seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
                             || seg.t.payload_len < o.first.t.payload_len;
                         if ends {
-                            let o = open.take().expect("open checked above");
+                            let o = open[k].take().expect("found above");
                             self.flush(o, &mut deliver);
                         }
                     } else {
                         // Bad checksum: ends the open frame, passes through.
-                        let o = open.take().expect("open checked above");
+                        let o = open[k].take().expect("found above");
                         self.flush(o, &mut deliver);
                         deliver(Coalesced::Unchanged(f));
                     }
                     continue;
                 }
-                let o = open.take().expect("open checked above");
+                let o = open[k].take().expect("found above");
                 self.flush(o, &mut deliver);
             }
             let payload_sum = checksum::sum_fast(&f[seg.t.hdr_len()..seg.t.end()]);
             if !self.tcp_ok(&seg, payload_sum) || seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
             {
                 deliver(Coalesced::Unchanged(f));
-            } else {
-                open = Some(Open {
-                    next_seq: seg.seq.wrapping_add(seg.t.payload_len as u32),
-                    last_id: seg.id,
-                    id_step: None,
-                    payload_total: seg.t.payload_len,
-                    payload_sum,
-                    last_flags: seg.flags,
-                    count: 1,
-                    first: seg,
-                });
+                continue;
             }
+            let slot = match open.iter().position(Option::is_none) {
+                Some(k) => k,
+                None => {
+                    let k = oldest(&open).expect("all slots are open");
+                    let o = open[k].take().expect("oldest is open");
+                    self.flush(o, &mut deliver);
+                    k
+                }
+            };
+            open[slot] = Some(Open {
+                slot,
+                order,
+                next_seq: seg.seq.wrapping_add(seg.t.payload_len as u32),
+                last_id: seg.id,
+                id_step: None,
+                payload_total: seg.t.payload_len,
+                payload_sum,
+                last_flags: seg.flags,
+                count: 1,
+                first: seg,
+            });
+            order += 1;
         }
-        if let Some(o) = open.take() {
+        while let Some(k) = oldest(&open) {
+            let o = open[k].take().expect("oldest is open");
             self.flush(o, &mut deliver);
         }
     }
@@ -281,20 +326,26 @@ impl Coalescer {
     /// (one pass), then checks its TCP checksum. Returns false, leaving the
     /// merged frame as it was, if the checksum is bad.
     fn append(&mut self, o: &mut Open<'_>, s: &Seg<'_>) -> bool {
+        let k = o.slot;
         if o.count == 1 {
+            if self.bufs[k].len() < MERGE_BUF_LEN {
+                // First use of this slot: the only allocation, ever.
+                self.bufs[k] = vec![0; MERGE_BUF_LEN];
+            }
             let end = o.first.t.end();
-            self.buf[..end].copy_from_slice(&o.first.frame[..end]);
-            self.len = end;
+            self.bufs[k][..end].copy_from_slice(&o.first.frame[..end]);
+            self.lens[k] = end;
         }
         let n = s.t.payload_len;
+        let len = self.lens[k];
         let ps = checksum::copy_and_sum(
-            &mut self.buf[self.len..self.len + n],
+            &mut self.bufs[k][len..len + n],
             &s.frame[s.t.hdr_len()..s.t.end()],
         );
         if !self.tcp_ok(s, ps) {
             return false;
         }
-        self.len += n;
+        self.lens[k] += n;
         let ps = if o.payload_total % 2 == 1 {
             ps.swap_bytes()
         } else {
@@ -318,7 +369,7 @@ impl Coalescer {
         let l3 = t.l2_len;
         let l4 = t.l4_off();
         let tcp_len = t.l4_len + o.payload_total;
-        let f = &mut self.buf[..self.len];
+        let f = &mut self.bufs[o.slot][..self.lens[o.slot]];
         if t.ipv4 {
             put16(f, l3 + 2, (t.l3_len + tcp_len) as u16);
             put16(f, l3 + 10, 0);
@@ -350,11 +401,37 @@ impl Coalescer {
             csum_offset: 16,
         };
         deliver(Coalesced::Merged {
-            frame: &self.buf[..self.len],
+            frame: &self.bufs[o.slot][..self.lens[o.slot]],
             meta,
             segments: o.count,
         });
     }
+}
+
+/// Index of the open flow whose first segment arrived first.
+fn oldest(open: &[Option<Open<'_>>]) -> Option<usize> {
+    open.iter()
+        .enumerate()
+        .filter_map(|(k, o)| o.as_ref().map(|o| (o.order, k)))
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// Same TCP flow: same L2 header (MACs, VLAN tags, EtherType), IP version,
+/// addresses and ports. Each frame is read at its own offsets.
+fn same_flow(a: &Seg<'_>, b: &[u8], tb: &TcpFrame) -> bool {
+    let (fa, ta) = (a.frame, &a.t);
+    if ta.ipv4 != tb.ipv4 || ta.l2_len != tb.l2_len || fa[..ta.l2_len] != b[..tb.l2_len] {
+        return false;
+    }
+    let l3 = ta.l2_len;
+    let addrs = if ta.ipv4 {
+        l3 + 12..l3 + 20
+    } else {
+        l3 + 8..l3 + 40
+    };
+    fa[addrs.clone()] == b[addrs]
+        && fa[ta.l4_off()..ta.l4_off() + 4] == b[tb.l4_off()..tb.l4_off() + 4]
 }
 
 /// TCP options equal, except the TSval/TSecr of a timestamp option
@@ -481,6 +558,80 @@ mod tests {
         put16(&mut w, 50, cs);
         let refs: Vec<&[u8]> = vec![&segs[0], &w];
         assert_eq!(run(&mut c, &refs).len(), 2);
+    }
+
+    /// A copy of `f` with TCP source port `port` and a fixed-up checksum.
+    fn with_port(f: &[u8], port: u16) -> Vec<u8> {
+        let mut g = f.to_vec();
+        let t = parse_tcp(&g).unwrap();
+        put16(&mut g, t.l4_off(), port);
+        put16(&mut g, t.l4_off() + 16, 0);
+        let ph = tcp_pseudo_sum(&g, &t, t.l4_len + t.payload_len);
+        let c = finish(add(ph, checksum::sum(&g[t.l4_off()..t.end()])));
+        put16(&mut g, t.l4_off() + 16, c);
+        g
+    }
+
+    fn port(f: &[u8]) -> u16 {
+        be16(f, 34)
+    }
+
+    #[test]
+    fn interleaved_flows_merge() {
+        let (orig, segs) = segments(4000, 1000);
+        let a: Vec<Vec<u8>> = segs.iter().map(|s| with_port(s, 1001)).collect();
+        let b: Vec<Vec<u8>> = segs.iter().map(|s| with_port(s, 1002)).collect();
+        let mut refs: Vec<&[u8]> = Vec::new();
+        for i in 0..4 {
+            refs.push(&a[i]);
+            refs.push(&b[i]);
+        }
+        let out = run(&mut Coalescer::new(), &refs);
+        assert_eq!(out.len(), 2, "one merged frame per flow");
+        for (m, meta) in &out {
+            assert!(meta.is_some());
+            assert_eq!(&m[54..], &orig[54..]);
+        }
+        assert_eq!((port(&out[0].0), port(&out[1].0)), (1001, 1002));
+    }
+
+    #[test]
+    fn same_flow_passthrough_flushes_first() {
+        let (_, segs) = segments(3000, 1000);
+        // A pure ACK of the same flow (no payload) is not a candidate; the
+        // open frame of its flow must come out before it.
+        let t = parse_tcp(&segs[0]).unwrap();
+        let mut ack = segs[0][..t.hdr_len()].to_vec();
+        put16(&mut ack, 16, (t.l3_len + t.l4_len) as u16);
+        put16(&mut ack, 24, 0);
+        let c = checksum::checksum(&ack[14..34]);
+        put16(&mut ack, 24, c);
+        let other = with_port(&segs[2], 999);
+        let refs: Vec<&[u8]> = vec![&segs[0], &segs[1], &other, &ack, &segs[2]];
+        let out = run(&mut Coalescer::new(), &refs);
+        // Out: merged(0,1), the ACK, segs[2] (PSH: passes at once), then
+        // the other flow's single segment at the end of the batch.
+        let pos_merged = out.iter().position(|o| o.1.is_some()).unwrap();
+        let pos_ack = out.iter().position(|o| o.0 == ack).unwrap();
+        assert!(pos_merged < pos_ack);
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn ninth_flow_evicts_oldest() {
+        let (_, segs) = segments(2000, 1000);
+        let flows: Vec<Vec<Vec<u8>>> = (0..9u16)
+            .map(|p| segs.iter().map(|s| with_port(s, 2000 + p)).collect())
+            .collect();
+        let mut refs: Vec<&[u8]> = flows.iter().map(|f| &f[0][..]).collect();
+        refs.extend(flows.iter().map(|f| &f[1][..]));
+        let out = run(&mut Coalescer::new(), &refs);
+        // Flow 0 was evicted by flow 8 before its second segment came, so
+        // it leaves as two unchanged frames; flows 1..=8 merge.
+        assert_eq!(out.len(), 10);
+        assert_eq!(out.iter().filter(|o| o.1.is_some()).count(), 8);
+        assert_eq!(port(&out[0].0), 2000);
+        assert!(out[0].1.is_none());
     }
 
     #[test]
