@@ -25,7 +25,7 @@ use crate::fdb::{fdb_key, Learn, PortId, Vlan};
 use crate::stats::{cycles, DropReason};
 use crate::switch::{PmdShared, Port, Switch};
 use crate::vhost::Connection;
-use crate::virtq::{copy_sg, read_sg, write_sg, Mem, Seg, SplitRing};
+use crate::virtq::{copy_sg, read_sg, write_sg, MemView, Seg, SplitRing};
 
 /// Most descriptor chains taken from one transmit queue per burst.
 pub const BURST: usize = 32;
@@ -253,8 +253,8 @@ impl Pmd {
         }
         queue.set_next_avail(next.wrapping_add(n as u16));
 
-        self.classify(src, &mem, src_hdr);
-        self.deliver_all(src, q, &mem, src_hdr);
+        self.classify(src, ring.mem(), src_hdr);
+        self.deliver_all(src, q, ring.mem(), src_hdr);
 
         // Complete the transmit chains: one used.idx update for the burst.
         let queue = st.get_queue_mut();
@@ -276,7 +276,7 @@ impl Pmd {
     }
 
     /// Reads headers, learns source MACs and decides each frame's action.
-    fn classify(&mut self, src: &Port, mem: &Mem, src_hdr: u32) {
+    fn classify(&mut self, src: &Port, mem: &MemView<'_>, src_hdr: u32) {
         let counters = &self.shared.port_counters[src.id as usize];
         let fdb = self.switch.fdb.reader();
         self.learns.clear();
@@ -334,7 +334,7 @@ impl Pmd {
     }
 
     /// Groups the burst by destination and delivers each group in one batch.
-    fn deliver_all(&mut self, src: &Port, q: u16, src_mem: &Mem, src_hdr: u32) {
+    fn deliver_all(&mut self, src: &Port, q: u16, src_mem: &MemView<'_>, src_hdr: u32) {
         self.dests.clear();
         let mut flood = false;
         for p in &self.pkts {
@@ -390,7 +390,7 @@ impl Pmd {
     }
 
     /// Delivers the frames in `self.sel` into `dst`'s receive queue: one batch.
-    fn deliver(&mut self, dst: &Port, src_q: u16, src_mem: &Mem, src_hdr: u32) {
+    fn deliver(&mut self, dst: &Port, src_q: u16, src_mem: &MemView<'_>, src_hdr: u32) {
         let counters = &self.shared.port_counters[dst.id as usize];
         let guard = dst.conn.load();
         let Some(conn) = guard.as_ref() else {
@@ -491,9 +491,9 @@ impl Pmd {
             // Header: all offload fields zero (none negotiated), num_buffers = chains.
             let mut hdr = [0u8; 12];
             hdr[10..12].copy_from_slice(&(self.rx_chains.len() as u16).to_le_bytes());
-            write_sg(&dmem, &self.rx_segs, &hdr[..dst_hdr as usize]);
+            write_sg(ring.mem(), &self.rx_segs, &hdr[..dst_hdr as usize]);
             let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
-            copy_sg(src_mem, segs, src_hdr, &dmem, &self.rx_segs, dst_hdr);
+            copy_sg(src_mem, segs, src_hdr, ring.mem(), &self.rx_segs, dst_hdr);
             let mut left = need;
             for c in &self.rx_chains {
                 let n = c.cap.min(left);
