@@ -666,11 +666,11 @@ impl AclRule {
         }
         if self.ip_src.is_some() || self.ip_dst.is_some() {
             let ok = if let Some((s, d)) = key.ipv4() {
-                self.ip_src.is_none_or(|p| p.contains_v4(s))
-                    && self.ip_dst.is_none_or(|p| p.contains_v4(d))
+                wild_or(self.ip_src, |p| p.contains_v4(s))
+                    && wild_or(self.ip_dst, |p| p.contains_v4(d))
             } else if let Some((s, d)) = key.ipv6() {
-                self.ip_src.is_none_or(|p| p.contains_v6(s))
-                    && self.ip_dst.is_none_or(|p| p.contains_v6(d))
+                wild_or(self.ip_src, |p| p.contains_v6(s))
+                    && wild_or(self.ip_dst, |p| p.contains_v6(d))
             } else {
                 false
             };
@@ -686,8 +686,8 @@ impl AclRule {
         if self.l4_src.is_some() || self.l4_dst.is_some() {
             match key.l4_ports() {
                 Some((s, d)) => {
-                    if !self.l4_src.is_none_or(|r| r.contains(s))
-                        || !self.l4_dst.is_none_or(|r| r.contains(d))
+                    if !wild_or(self.l4_src, |r| r.contains(s))
+                        || !wild_or(self.l4_dst, |r| r.contains(d))
                     {
                         return false;
                     }
@@ -696,6 +696,17 @@ impl AclRule {
             }
         }
         true
+    }
+}
+
+/// `true` for an absent (wildcard) field, else `f` of its value. (Spelled
+/// out rather than `Option::is_none_or`, which needs Rust 1.82 and the
+/// workspace declares 1.80.)
+#[inline(always)]
+fn wild_or<T>(field: Option<T>, f: impl FnOnce(T) -> bool) -> bool {
+    match field {
+        None => true,
+        Some(v) => f(v),
     }
 }
 
