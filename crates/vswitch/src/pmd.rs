@@ -104,10 +104,10 @@ impl Pmd {
     /// Polls every owned transmit queue once; returns the number of chains processed.
     pub fn poll_once(&mut self) -> usize {
         let mut work = 0;
+        let switch = self.switch.clone();
         for i in 0..self.shared.queues.len() {
             let (port, q) = self.shared.queues[i];
-            let port = self.switch.ports[port as usize].clone();
-            work += self.process_txq(&port, q, i);
+            work += self.process_txq(&switch.ports[port as usize], q, i);
         }
         work
     }
@@ -384,8 +384,8 @@ impl Pmd {
             if self.sel.is_empty() {
                 continue;
             }
-            let dst = self.switch.ports[d as usize].clone();
-            self.deliver(&dst, q, src_mem, src_hdr);
+            let switch = self.switch.clone();
+            self.deliver(&switch.ports[d as usize], q, src_mem, src_hdr);
         }
     }
 
@@ -397,15 +397,19 @@ impl Pmd {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;
         };
-        let pairs = (conn.vrings.len() / 2).max(1);
-        let want = usize::from(src_q) % pairs;
-        let pick = [want, 0].into_iter().find(|&i| conn.vring_ready(2 * i));
-        let Some(rxq) = pick else {
+        // Same queue pair index as the source when the destination has it (keeps each
+        // source queue's frames in order and spreads multiqueue traffic), else pair 0.
+        let pairs = conn.vrings.len() / 2;
+        if pairs == 0 {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;
-        };
-        let vring = &conn.vrings[2 * rxq];
-        let mut st = vring.get_mut();
+        }
+        let want = usize::from(src_q) % pairs;
+        let mut st = conn.vrings[2 * want].get_mut();
+        if want != 0 && (!st.is_enabled() || !st.get_queue().ready()) {
+            drop(st);
+            st = conn.vrings[0].get_mut();
+        }
         if !st.is_enabled() || !st.get_queue().ready() {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;

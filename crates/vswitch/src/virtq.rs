@@ -23,8 +23,8 @@ use std::cell::Cell;
 
 use virtio_queue::{Queue, QueueT};
 use vm_memory::{
-    Bytes, GuestAddress, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryMmap,
-    GuestMemoryRegion, GuestRegionMmap, MemoryRegionAddress, VolatileSlice,
+    Bytes, GuestAddress, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion,
+    GuestRegionMmap, MemoryRegionAddress, VolatileSlice,
 };
 
 use crate::stats::DropReason;
@@ -396,7 +396,9 @@ pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, buf: &mut [u8]) -
             continue;
         }
         let n = ((s.len - skip) as usize).min(buf.len() - done);
-        let Some(v) = mem.slice(s.addr + u64::from(skip), n) else { break };
+        let Some(v) = mem.slice(s.addr + u64::from(skip), n) else {
+            break;
+        };
         done += v.copy_to(&mut buf[done..done + n]);
         skip = 0;
     }
