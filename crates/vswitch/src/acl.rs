@@ -1252,7 +1252,7 @@ mod tests {
         assert!(!hits("drop ip_dst=2001:db8::/97", &k));
         assert!(hits("drop ip_dst=2001:db8::/96", &k));
         // Odd length inside the first word.
-        assert!(hits("drop ip_dst=2001:d00::/23", &k));
+        assert!(hits("drop ip_dst=2001:c00::/23", &k)); // 0x0db8 = 0000_110 1...
         assert!(!hits("drop ip_dst=2001:e00::/23", &k));
         // Never an IPv4 frame.
         assert!(!hits("drop ip_src=::/0", &ipv4_tcp()));
