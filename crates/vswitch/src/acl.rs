@@ -27,11 +27,13 @@
 //! | `vlan` | VLAN ID `0..=4095` | the frame has an outer tag with that VID (untagged frames never match) |
 //! | `ip_src`, `ip_dst` | IPv4 or IPv6 prefix (`10.0.0.0/8`, `fd00::/64`; no `/len` = host) | the frame is IP of the same family and the address is in the prefix (`/0` matches any address of that family, never the other) |
 //! | `ip_proto` | `0..=255`, `tcp`, `udp`, `icmp`, `icmpv6`, `sctp`, `udplite` | the frame is IP and its protocol (IPv6: the last next header reached) equals it |
+//! | `ip_frag` | `no`, `yes`, `first`, `later`, `not_later` | the frame is IP and its fragment state ([`FlowKey::fragment`]) is: not a fragment; any fragment; the first (offset 0, more-fragments set); a later one (offset > 0); not a later one |
 //! | `l4_src`, `l4_dst` | port `80` or inclusive range `1000-2000` | the frame has an L4 header and its port is in the range; for ICMP/ICMPv6 the "ports" are type (`l4_src`) and code (`l4_dst`), as in [`FlowKey::l4_ports`] |
 //!
 //! Consequences worth knowing: a later IP fragment carries no L4 header, so a
 //! rule with `l4_src`/`l4_dst` never matches it (it falls through to the next
-//! rules and finally to the default allow); an IPv4 prefix never matches an
+//! rules and finally to the default allow; add `drop ip_frag=later` where
+//! that matters); an IPv4 prefix never matches an
 //! IPv6 frame; a malformed frame has only the fields parsed before the point
 //! where parsing stopped (see [`FlowKey::extract`]). The ACL decides from the
 //! key alone, as the flow cache's exactness contract requires.
@@ -77,7 +79,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
 use flowcache::{
-    FlowKey, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCTP,
+    FlowKey, Fragment, ETHERTYPE_IPV4, ETHERTYPE_IPV6, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCTP,
     IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE,
 };
 use serde::{Deserialize, Serialize};
@@ -139,7 +141,7 @@ pub enum AclError {
 
 /// The rule field names, in `Display` order, for error messages.
 const FIELD_NAMES: &str =
-    "eth_src, eth_dst, eth_type, vlan, ip_src, ip_dst, ip_proto, l4_src, l4_dst";
+    "eth_src, eth_dst, eth_type, vlan, ip_src, ip_dst, ip_proto, ip_frag, l4_src, l4_dst";
 
 fn invalid(field: &'static str, value: &str, expected: &'static str) -> AclError {
     AclError::InvalidValue {
@@ -571,6 +573,68 @@ impl fmt::Display for PortRange {
 
 serde_via_str!(PortRange, "a port or an inclusive port range LOW-HIGH");
 
+/// Which IP fragments to match (the values of Open vSwitch's `nw_frag`).
+/// Text: `no`, `yes`, `first`, `later`, `not_later`. Non-IP frames match none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FragMatch {
+    /// Not a fragment.
+    No,
+    /// Any fragment, first or later.
+    Yes,
+    /// The first fragment (offset 0, more-fragments set): it has the L4 header.
+    First,
+    /// A later fragment (offset > 0): it has no L4 header.
+    Later,
+    /// Not a later fragment: a whole packet or a first fragment.
+    NotLater,
+}
+
+impl FragMatch {
+    /// Whether fragment state `f` is selected.
+    #[inline]
+    pub fn matches(self, f: Fragment) -> bool {
+        matches!(
+            (self, f),
+            (FragMatch::No, Fragment::No)
+                | (FragMatch::Yes, Fragment::First | Fragment::Later)
+                | (FragMatch::First, Fragment::First)
+                | (FragMatch::Later, Fragment::Later)
+                | (FragMatch::NotLater, Fragment::No | Fragment::First)
+        )
+    }
+}
+
+const FRAG_NAMES: [(&str, FragMatch); 5] = [
+    ("no", FragMatch::No),
+    ("yes", FragMatch::Yes),
+    ("first", FragMatch::First),
+    ("later", FragMatch::Later),
+    ("not_later", FragMatch::NotLater),
+];
+
+impl FromStr for FragMatch {
+    type Err = AclError;
+    fn from_str(s: &str) -> Result<Self, AclError> {
+        FRAG_NAMES
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|&(_, f)| f)
+            .ok_or_else(|| invalid("ip_frag", s, "one of no, yes, first, later, not_later"))
+    }
+}
+
+impl fmt::Display for FragMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = FRAG_NAMES
+            .iter()
+            .find(|&&(_, m)| m == *self)
+            .map_or("?", |&(n, _)| n);
+        f.write_str(name)
+    }
+}
+
+serde_via_str!(FragMatch, "one of no, yes, first, later, not_later");
+
 /// One ACL rule: an action and optional match fields (absent = wildcard).
 /// See the [module documentation](self) for what each field matches and
 /// the TOML and one-line syntax.
@@ -603,6 +667,9 @@ pub struct AclRule {
     /// IP protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_proto: Option<IpProto>,
+    /// IP fragment state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_frag: Option<FragMatch>,
     /// L4 source port range (ICMP: type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l4_src: Option<PortRange>,
@@ -623,6 +690,7 @@ impl AclRule {
             ip_src: None,
             ip_dst: None,
             ip_proto: None,
+            ip_frag: None,
             l4_src: None,
             l4_dst: None,
         }
@@ -687,6 +755,11 @@ impl AclRule {
                 return false;
             }
         }
+        if let Some(m) = self.ip_frag {
+            if !(key.is_ipv4() || key.is_ipv6()) || !m.matches(key.fragment()) {
+                return false;
+            }
+        }
         if self.l4_src.is_some() || self.l4_dst.is_some() {
             match key.l4_ports() {
                 Some((s, d)) => {
@@ -748,9 +821,10 @@ impl FromStr for AclRule {
         let action: Action = words.next().unwrap_or("").parse()?;
         let mut r = AclRule::new(action);
         for w in words {
-            let Some((k, v)) = w.split_once('=') else {
-                return Err(AclError::MissingValue(w.to_owned()));
-            };
+            let (k, v) = w.split_once('=').unwrap_or((w, ""));
+            if !FIELD_NAMES.split(", ").any(|f| f == k) {
+                return Err(AclError::UnknownField(k.to_owned()));
+            }
             if v.is_empty() {
                 return Err(AclError::MissingValue(k.to_owned()));
             }
@@ -767,6 +841,7 @@ impl FromStr for AclRule {
                 "ip_src" => set_once(&mut r.ip_src, "ip_src", v, str::parse)?,
                 "ip_dst" => set_once(&mut r.ip_dst, "ip_dst", v, str::parse)?,
                 "ip_proto" => set_once(&mut r.ip_proto, "ip_proto", v, str::parse)?,
+                "ip_frag" => set_once(&mut r.ip_frag, "ip_frag", v, str::parse)?,
                 "l4_src" => set_once(&mut r.l4_src, "l4_src", v, str::parse)?,
                 "l4_dst" => set_once(&mut r.l4_dst, "l4_dst", v, str::parse)?,
                 _ => return Err(AclError::UnknownField(k.to_owned())),
@@ -798,6 +873,7 @@ impl fmt::Display for AclRule {
         field(f, "ip_src", &self.ip_src)?;
         field(f, "ip_dst", &self.ip_dst)?;
         field(f, "ip_proto", &self.ip_proto)?;
+        field(f, "ip_frag", &self.ip_frag)?;
         field(f, "l4_src", &self.l4_src)?;
         field(f, "l4_dst", &self.l4_dst)
     }
@@ -835,6 +911,9 @@ pub struct AclEntry {
     /// See [`AclRule::ip_proto`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip_proto: Option<IpProto>,
+    /// See [`AclRule::ip_frag`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_frag: Option<FragMatch>,
     /// See [`AclRule::l4_src`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l4_src: Option<PortRange>,
@@ -855,6 +934,7 @@ impl AclEntry {
             ip_src: self.ip_src,
             ip_dst: self.ip_dst,
             ip_proto: self.ip_proto,
+            ip_frag: self.ip_frag,
             l4_src: self.l4_src,
             l4_dst: self.l4_dst,
         };
@@ -1354,6 +1434,19 @@ mod tests {
         assert_eq!(later.l4_ports(), None);
         assert!(!hits("drop l4_dst=53", &later));
         assert!(!hits("drop l4_dst=0-65535", &later));
+        for (m, whole, first_, later_) in [
+            ("no", true, false, false),
+            ("yes", false, true, true),
+            ("first", false, true, false),
+            ("later", false, false, true),
+            ("not_later", true, true, false),
+        ] {
+            let r = format!("drop ip_frag={m}");
+            assert_eq!(hits(&r, &ipv4_udp()), whole, "{r}");
+            assert_eq!(hits(&r, &first), first_, "{r}");
+            assert_eq!(hits(&r, &later), later_, "{r}");
+            assert!(!hits(&r, &arp()), "{r}: non-IP never matches");
+        }
         assert!(hits("drop ip_proto=udp ip_src=10.0.0.1", &later));
         let acl = Acl::from_rules(vec![rule("drop l4_dst=53")]).unwrap();
         assert_eq!(acl.classify(&first).action, Action::Drop);
@@ -1380,6 +1473,8 @@ mod tests {
         assert_eq!(later6.ip_proto(), Some(IPPROTO_UDP));
         assert!(hits("drop ip_proto=udp ip_dst=fd00::/64", &later6));
         assert!(!hits("drop l4_src=1234", &later6));
+        assert!(hits("drop ip_frag=later", &later6));
+        assert!(!hits("drop ip_frag=no", &later6));
     }
 
     #[test]
@@ -1493,6 +1588,8 @@ mod tests {
              eth_type=0x0806 vlan=4095 ip_src=fd00::/8 ip_dst=fd00::1 ip_proto=icmpv6 \
              l4_src=0 l4_dst=65535",
             "drop ip_src=0.0.0.0/0 ip_proto=99 l4_src=1-2",
+            "drop ip_proto=udp ip_frag=not_later l4_dst=53",
+            "drop ip_frag=later",
         ] {
             let r = rule(s);
             assert_eq!(
@@ -1562,6 +1659,7 @@ mod tests {
             ("drop l4_dst=-5", "l4_dst"),
             ("drop l4_dst=+5", "l4_dst"),
             ("drop l4_dst=1-2-3", "l4_dst"),
+            ("drop ip_frag=maybe", "ip_frag"),
         ];
         for &(s, field) in cases {
             let e = err(s);
@@ -1582,6 +1680,7 @@ mod tests {
         );
         assert_eq!(err("drop port=80"), AclError::UnknownField("port".into()));
         assert!(err("drop port=80").to_string().contains("l4_dst"));
+        assert_eq!(err("drop tcp"), AclError::UnknownField("tcp".into()));
         assert_eq!(err("drop ip_src"), AclError::MissingValue("ip_src".into()));
         assert_eq!(err("drop ip_src="), AclError::MissingValue("ip_src".into()));
         assert_eq!(err("drop vlan=1 vlan=2"), AclError::DuplicateField("vlan"));
@@ -1726,8 +1825,9 @@ mod tests {
             prop::sample::select(vec![1u8, 6, 17, 58, 132, 0, 255]),
             prop::option::of((arb_port(), arb_port())),
             any::<bool>(),
+            0..3u8,
         )
-            .prop_map(|((src, dst), tci, et, ip, proto, ports, malformed)| {
+            .prop_map(|((src, dst), tci, et, ip, proto, ports, malformed, frag)| {
                 let mut b = [0u8; 64];
                 b[0..4].copy_from_slice(&7u32.to_be_bytes());
                 let mut flags = 0u8;
@@ -1754,6 +1854,7 @@ mod tests {
                 }
                 if is_ip {
                     b[26] = proto;
+                    b[27] = frag;
                     if let Some((s, d)) = ports {
                         flags |= 0x40;
                         b[60..62].copy_from_slice(&s.to_be_bytes());
@@ -1823,11 +1924,23 @@ mod tests {
             sometimes(prop_oneof![Just(0u16), Just(10), 0..=4095u16]),
             ips,
             sometimes(prop::sample::select(vec![1u8, 6, 17, 58, 132, 0, 255])),
+            sometimes(prop::sample::select(FRAG_NAMES.map(|(_, f)| f).to_vec())),
             sometimes(arb_range()),
             sometimes(arb_range()),
         )
             .prop_map(
-                |(action, eth_src, eth_dst, et, vlan, (ip_src, ip_dst), proto, l4_src, l4_dst)| {
+                |(
+                    action,
+                    eth_src,
+                    eth_dst,
+                    et,
+                    vlan,
+                    (ip_src, ip_dst),
+                    proto,
+                    frag,
+                    l4_src,
+                    l4_dst,
+                )| {
                     AclRule {
                         action,
                         eth_src,
@@ -1837,6 +1950,7 @@ mod tests {
                         ip_src,
                         ip_dst,
                         ip_proto: proto.map(IpProto),
+                        ip_frag: frag,
                         l4_src,
                         l4_dst,
                     }
@@ -1894,6 +2008,20 @@ mod tests {
         };
         let ok_ip = model_ip(&r.ip_src, &src) && model_ip(&r.ip_dst, &dst);
         let ok_proto = r.ip_proto.is_none() || k.ip_proto() == Some(r.ip_proto.unwrap().0);
+        let state = match k.fragment() {
+            Fragment::No => "whole",
+            Fragment::First => "first",
+            Fragment::Later => "later",
+        };
+        let ok_frag = match r.ip_frag {
+            None => true,
+            Some(_) if !k.is_ipv4() && !k.is_ipv6() => false,
+            Some(FragMatch::No) => state == "whole",
+            Some(FragMatch::Yes) => state != "whole",
+            Some(FragMatch::First) => state == "first",
+            Some(FragMatch::Later) => state == "later",
+            Some(FragMatch::NotLater) => state != "later",
+        };
         let in_range = |range: &Option<PortRange>, p: Option<u16>| match (range, p) {
             (None, _) => true,
             (Some(_), None) => false,
@@ -1901,7 +2029,7 @@ mod tests {
         };
         let ok_l4 = in_range(&r.l4_src, k.l4_ports().map(|p| p.0))
             && in_range(&r.l4_dst, k.l4_ports().map(|p| p.1));
-        ok_src_mac && ok_dst_mac && ok_et && ok_vlan && ok_ip && ok_proto && ok_l4
+        ok_src_mac && ok_dst_mac && ok_et && ok_vlan && ok_ip && ok_proto && ok_frag && ok_l4
     }
 
     fn model_classify(rules: &[AclRule], k: &FlowKey) -> Verdict {
@@ -1958,6 +2086,9 @@ mod tests {
                 let net = u128::from(da) & mask_v6(l);
                 r.ip_dst = Some(IpPrefix::new(IpAddr::V6(net.into()), l).unwrap());
             }
+        }
+        if next() % 4 == 0 {
+            r.ip_frag = Some(FRAG_NAMES[next() as usize % FRAG_NAMES.len()].1);
         }
         if let Some((_, dp)) = k.l4_ports() {
             if next() % 2 == 0 {
