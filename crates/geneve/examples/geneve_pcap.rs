@@ -44,7 +44,14 @@ enum Mode {
 /// Reads Ethernet frames from --in, writes the result to --out, and prints a
 /// one-line summary (and drop reasons) on stderr. Timestamps are kept.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    after_help = "Examples:\n  \
+    geneve_pcap encap --in inner.pcap --out outer.pcap --vni 5001 --local 192.0.2.1 --remote 192.0.2.2 --option 0x0102:0x80:deadbeef\n  \
+    geneve_pcap decap --in outer.pcap --out inner.pcap --known-option 0x0102:0x80\n  \
+    geneve_pcap segment --in big.pcap --out segs.pcap --mss 1448 --vni 5001 --local 192.0.2.1 --remote 192.0.2.2\n  \
+    geneve_pcap coalesce --in segs.pcap --out merged.pcap"
+)]
 struct Args {
     /// Operation.
     mode: Mode,
