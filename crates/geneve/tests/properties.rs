@@ -89,6 +89,15 @@ struct TcpSpec {
     seq: u32,
     id: u16,
     sport: u16,
+    /// Insert an 802.1Q tag (VID 100) after the MAC addresses.
+    vlan: bool,
+}
+
+impl TcpSpec {
+    /// Offset of the TCP header (csum_start).
+    fn l4_off(&self) -> usize {
+        14 + if self.vlan { 4 } else { 0 } + if self.ipv6 { 40 } else { 20 }
+    }
 }
 
 fn tcp_frame(s: &TcpSpec) -> Vec<u8> {
@@ -135,6 +144,9 @@ fn tcp_frame(s: &TcpSpec) -> Vec<u8> {
     }
     let mut out = Vec::with_capacity(b.size(s.payload.len()));
     b.write(&mut out, &s.payload).unwrap();
+    if s.vlan {
+        out.splice(12..12, [0x81, 0x00, 0x00, 100]);
+    }
     out
 }
 
@@ -146,16 +158,20 @@ fn tcp_spec() -> impl Strategy<Value = TcpSpec> {
         any::<bool>(),
         any::<u32>(),
         any::<u16>(),
+        any::<bool>(),
     )
-        .prop_map(|(ipv6, payload, flags, timestamps, seq, id)| TcpSpec {
-            ipv6,
-            payload,
-            flags,
-            timestamps,
-            seq,
-            id,
-            sport: 40000,
-        })
+        .prop_map(
+            |(ipv6, payload, flags, timestamps, seq, id, vlan)| TcpSpec {
+                ipv6,
+                payload,
+                flags,
+                timestamps,
+                seq,
+                id,
+                sport: 40000,
+                vlan,
+            },
+        )
 }
 
 fn template(ipv6: bool, udp_checksum: bool, options: OptionList) -> TunnelTemplate {
@@ -237,7 +253,8 @@ proptest! {
         let l3 = if spec.ipv6 { 40 } else { 20 };
         let l4 = if spec.timestamps { 32 } else { 20 };
         let mss = (mtu - l3 - l4) as u16;
-        let (gt, cs) = if spec.ipv6 { (GsoMeta::VIRTIO_NET_HDR_GSO_TCPV6, 54) } else { (GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4, 34) };
+        let gt = if spec.ipv6 { GsoMeta::VIRTIO_NET_HDR_GSO_TCPV6 } else { GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4 };
+        let cs = spec.l4_off() as u16;
         let meta = GsoMeta::from_virtio_net_hdr(GsoMeta::VIRTIO_NET_HDR_F_NEEDS_CSUM, gt, 0, mss, cs, 16).unwrap();
         let mut tpl = encap.then(|| template(ipv6_underlay, csum, OptionList::new()));
         let outer = tpl.as_ref().map_or(0, |t| t.header_len());
@@ -252,7 +269,7 @@ proptest! {
         for (i, b) in bufs.iter().enumerate() {
             let s = &b[..plan.segment_len(i)];
             // Every segment fits the MTU: inner IP packet ≤ mtu.
-            prop_assert!(plan.segment_len(i) - outer - 14 <= mtu);
+            prop_assert!(plan.segment_len(i) - outer - (spec.l4_off() - l3) <= mtu);
             let payload = verify(s).map_err(TestCaseError::fail)?.unwrap();
             reassembled.extend_from_slice(&payload);
             let i_frame = if encap { dec.decapsulate(s).unwrap().inner } else { s };
@@ -275,12 +292,13 @@ proptest! {
 
 /// Segments of `f` (plain TSO with `mss`), as owned frames.
 fn tso(f: &[u8], ipv6: bool, mss: u16) -> Vec<Vec<u8>> {
-    let (gt, cs) = if ipv6 {
-        (GsoMeta::VIRTIO_NET_HDR_GSO_TCPV6, 54)
+    let gt = if ipv6 {
+        GsoMeta::VIRTIO_NET_HDR_GSO_TCPV6
     } else {
-        (GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4, 34)
+        GsoMeta::VIRTIO_NET_HDR_GSO_TCPV4
     };
-    let meta = GsoMeta::from_virtio_net_hdr(0, gt, 0, mss, cs, 16).unwrap();
+    // NEEDS_CSUM off: csum_start/csum_offset unused.
+    let meta = GsoMeta::from_virtio_net_hdr(0, gt, 0, mss, 0, 0).unwrap();
     let plan = SegmentPlan::new(f, &meta, 0).unwrap();
     let mut bufs = vec![vec![0u8; plan.max_segment_len()]; plan.count()];
     segment(f, &meta, None, &mut bufs).unwrap();
@@ -320,7 +338,7 @@ proptest! {
                 matches!(p.transport, Some(TransportSlice::Tcp(ref t)) if t.source_port() == spec.sport)
             }).expect("a frame per flow");
             verify(m).map_err(TestCaseError::fail)?;
-            let ck = if spec.ipv6 { 54 + 16 } else { 34 + 16 };
+            let ck = spec.l4_off() + 16;
             prop_assert_eq!(&m[..ck], &orig[..ck]);
             prop_assert_eq!(&m[ck + 2..], &orig[ck + 2..]);
         }
@@ -337,6 +355,7 @@ fn merged_meta_is_virtio_ready() {
         seq: 1,
         id: 9,
         sport: 1,
+        vlan: false,
     };
     let f = tcp_frame(&spec);
     let meta = GsoMeta::from_virtio_net_hdr(0, 1, 0, 1448, 0, 0).unwrap();
