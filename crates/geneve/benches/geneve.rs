@@ -13,7 +13,7 @@ use geneve::decap::Decapsulator;
 use geneve::encap::{TunnelConfig, TunnelTemplate};
 use geneve::gro::Coalescer;
 use geneve::gso::example_tcp_frame;
-use geneve::{segment, GsoMeta, SegmentPlan};
+use geneve::{segment, segment_with, GsoMeta, InnerChecksum, SegmentPlan};
 
 fn template(udp_checksum: bool) -> TunnelTemplate {
     let mut c = TunnelConfig::new(
@@ -138,6 +138,23 @@ fn bulk(c: &mut Criterion) {
                     .count()
             })
         });
+        // Inner checksum left partial for the next hop (no payload sum).
+        g.bench_function(
+            format!("segment_64KiB_mss1448/{name}_partial_checksum"),
+            |b| {
+                b.iter(|| {
+                    segment_with(
+                        black_box(&frame),
+                        &meta,
+                        tpl.as_mut(),
+                        &mut bufs,
+                        InnerChecksum::Partial,
+                    )
+                    .unwrap()
+                    .count()
+                })
+            },
+        );
     }
 
     // coalesce: 44 × 1448-byte segments → one frame.

@@ -272,6 +272,17 @@ impl SegmentPlan {
         }
     }
 
+    /// Offset of the inner L4 header within each segment (outer header
+    /// included), bytes: the `csum_start` of segments made with
+    /// [`InnerChecksum::Partial`] (`csum_offset` is 16 for TCP). For a
+    /// [`GsoType::None`] frame: `outer_len` + the frame's own `csum_start`.
+    pub fn csum_start(&self, meta: &GsoMeta) -> usize {
+        self.outer_len
+            + self
+                .tcp
+                .map_or(usize::from(meta.csum_start), |t| t.l4_off())
+    }
+
     /// Length in bytes of the largest segment (the first).
     pub fn max_segment_len(&self) -> usize {
         self.segment_len(0)
@@ -312,9 +323,43 @@ impl SegmentPlan {
 pub fn segment<B: AsMut<[u8]>>(
     frame: &[u8],
     meta: &GsoMeta,
-    mut encap: Option<&mut TunnelTemplate>,
+    encap: Option<&mut TunnelTemplate>,
     out: &mut [B],
 ) -> Result<SegmentPlan, Error> {
+    segment_with(frame, meta, encap, out, InnerChecksum::Full)
+}
+
+/// How [`segment_with`] leaves each segment's inner L4 checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InnerChecksum {
+    /// Complete checksum in every segment (what [`segment`] does).
+    Full,
+    /// Partial checksum, for a next hop that completes it (a guest with
+    /// `VIRTIO_NET_F_GUEST_CSUM`, or a NIC with checksum offload): the TCP
+    /// checksum field holds the folded pseudo-header sum of the segment and
+    /// the segment needs `NEEDS_CSUM` with `csum_start` =
+    /// [`SegmentPlan::csum_start`], `csum_offset` = 16. The payload is copied
+    /// but not summed. With an encapsulating template that computes the UDP
+    /// checksum, the outer checksum is computed with local checksum offload
+    /// (LCO, Linux `Documentation/networking/checksum-offloads.rst`): it is
+    /// valid once the inner checksum has been completed. For a
+    /// [`GsoType::None`] frame with `needs_csum`, the frame's own partial
+    /// checksum is left as it is.
+    Partial,
+}
+
+/// As [`segment`], choosing how the inner checksum is left.
+///
+/// # Errors
+/// As [`segment`].
+pub fn segment_with<B: AsMut<[u8]>>(
+    frame: &[u8],
+    meta: &GsoMeta,
+    mut encap: Option<&mut TunnelTemplate>,
+    out: &mut [B],
+    inner_csum: InnerChecksum,
+) -> Result<SegmentPlan, Error> {
+    let partial = inner_csum == InnerChecksum::Partial;
     let outer_len = encap.as_ref().map_or(0, |t| t.header_len());
     let plan = SegmentPlan::new(frame, meta, outer_len)?;
     if out.len() < plan.count {
@@ -339,13 +384,22 @@ pub fn segment<B: AsMut<[u8]>>(
         let dst = out[0].as_mut();
         let inner = &mut dst[outer_len..outer_len + frame.len()];
         inner.copy_from_slice(frame);
-        complete_checksum(inner, meta)?;
+        let leave_partial = partial && meta.needs_csum;
+        if !leave_partial {
+            complete_checksum(inner, meta)?;
+        }
         if let Some(tpl) = encap.as_deref_mut() {
             let port = tpl.port_for_hash(hash);
-            let s = if tpl.udp_checksum() {
-                checksum::sum_fast(inner)
-            } else {
+            let s = if !tpl.udp_checksum() {
                 0
+            } else if leave_partial {
+                lco_sum(
+                    inner,
+                    usize::from(meta.csum_start),
+                    usize::from(meta.csum_offset),
+                )
+            } else {
+                checksum::sum_fast(inner)
             };
             tpl.write_header(&mut dst[..outer_len], frame.len(), port, hash, s)?;
         }
@@ -380,11 +434,14 @@ pub fn segment<B: AsMut<[u8]>>(
         let (outer, rest) = dst.split_at_mut(outer_len);
         let inner = &mut rest[..inner_len];
         inner[..hdr_len].copy_from_slice(&frame[..hdr_len]);
-        // One pass: copy the payload chunk and sum it for the checksums.
-        let payload_sum = checksum::copy_and_sum(
-            &mut inner[hdr_len..],
-            &frame[hdr_len + start..hdr_len + start + chunk],
-        );
+        let src = &frame[hdr_len + start..hdr_len + start + chunk];
+        let payload_sum = if partial {
+            inner[hdr_len..].copy_from_slice(src);
+            0
+        } else {
+            // One pass: copy the payload chunk and sum it for the checksums.
+            checksum::copy_and_sum(&mut inner[hdr_len..], src)
+        };
         let tcp_len = t.l4_len + chunk;
         if t.ipv4 {
             let tot = (t.l3_len + tcp_len) as u16;
@@ -404,22 +461,52 @@ pub fn segment<B: AsMut<[u8]>>(
             flags &= !(tcp_flags::FIN | tcp_flags::PSH);
         }
         inner[l4 + 13] = flags;
-        put16(inner, l4 + 16, 0);
-        let hdr_sum = checksum::sum(&inner[l4..hdr_len]);
-        let c = finish(add(add(pseudo0, tcp_len as u16), add(hdr_sum, payload_sum)));
-        put16(inner, l4 + 16, c);
+        let pseudo = add(pseudo0, tcp_len as u16);
+        if partial {
+            // Linux/virtio convention: the folded pseudo-header sum.
+            put16(inner, l4 + 16, pseudo);
+        } else {
+            put16(inner, l4 + 16, 0);
+            let hdr_sum = checksum::sum(&inner[l4..hdr_len]);
+            put16(
+                inner,
+                l4 + 16,
+                finish(add(pseudo, add(hdr_sum, payload_sum))),
+            );
+        }
         if let Some(tpl) = encap.as_deref_mut() {
             // hdr_len is even (L2 14/18/22, L3 and L4 multiples of 4), so the
             // payload sum adds without a byte swap.
-            let s = if tpl.udp_checksum() {
-                add(checksum::sum(&inner[..hdr_len]), payload_sum)
-            } else {
+            let s = if !tpl.udp_checksum() {
                 0
+            } else if partial {
+                // LCO: once completed, the TCP segment sums to !pseudo.
+                add(checksum::sum(&inner[..l4]), finish(pseudo))
+            } else {
+                add(checksum::sum(&inner[..hdr_len]), payload_sum)
             };
             tpl.write_header(outer, inner_len, port, hash, s)?;
         }
     }
     Ok(plan)
+}
+
+/// Local checksum offload (LCO): the partial sum that `frame` will have
+/// once its partial checksum at `csum_start`/`csum_offset` is completed,
+/// computed without reading past `csum_start` + the field: the completed
+/// range `[csum_start..]` sums to the complement of the value pre-loaded in
+/// the field.
+fn lco_sum(frame: &[u8], csum_start: usize, csum_offset: usize) -> u16 {
+    let field = csum_start + csum_offset;
+    let preloaded = u16::from_be_bytes([frame[field], frame[field + 1]]);
+    let mut tail = finish(preloaded);
+    if (field - csum_start) % 2 == 1 {
+        tail = tail.swap_bytes();
+    }
+    if csum_start % 2 == 1 {
+        tail = tail.swap_bytes();
+    }
+    add(checksum::sum(&frame[..csum_start]), tail)
 }
 
 /// An Ethernet + IPv4 + TCP frame with `payload_len` bytes of patterned

@@ -113,4 +113,6 @@ pub enum Error {
     BadLength,
 }
 
-pub use gso::{complete_checksum, segment, GsoMeta, GsoType, SegmentPlan};
+pub use gso::{
+    complete_checksum, segment, segment_with, GsoMeta, GsoType, InnerChecksum, SegmentPlan,
+};
