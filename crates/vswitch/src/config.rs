@@ -227,19 +227,19 @@ pub struct FileConfig {
 #[command(name = "vswitchd", version, verbatim_doc_comment)]
 pub struct Args {
     /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
-    /// [[port]] {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
-    /// [[fdb_static]] {mac, port, vlan}.
+    /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
+    /// `[[fdb_static]]` {mac, port, vlan}.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
-    /// NAME=PATH[,queues=N][,vlan=V]. Repeatable.
+    /// `NAME=PATH[,queues=N][,vlan=V]`. Repeatable.
     #[arg(long = "vhost-user", value_name = "NAME=PATH[,queues=N][,vlan=V]")]
     pub vhost_user: Vec<String>,
 
     /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
     /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
-    /// or gone. NAME=PATH[,queues=N][,vlan=V]. Repeatable.
+    /// or gone. `NAME=PATH[,queues=N][,vlan=V]`. Repeatable.
     #[arg(
         long = "vhost-user-client",
         value_name = "NAME=PATH[,queues=N][,vlan=V]"
@@ -264,7 +264,7 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     pub fdb_aging: Option<u64>,
 
-    /// Static FDB entry: PORT=MAC[,vlan=V]. Repeatable.
+    /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
     #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
     pub static_mac: Vec<String>,
 }
