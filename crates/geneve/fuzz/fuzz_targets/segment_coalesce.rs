@@ -4,7 +4,8 @@
 #![no_main]
 
 use geneve::gro::Coalescer;
-use geneve::{segment, GsoMeta, SegmentPlan};
+use geneve::checksum::complete_partial;
+use geneve::{segment, segment_with, GsoMeta, InnerChecksum, SegmentPlan};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (u8, u8, u16, u16, u16, &[u8])| {
@@ -24,6 +25,19 @@ fuzz_target!(|input: (u8, u8, u16, u16, u16, &[u8])| {
     // Arbitrary frames need not merge, but bytes are never lost or invented
     // beyond the repeated headers.
     assert!(out <= segs.iter().map(|s| s.len()).sum::<usize>());
+    // Partial inner checksums: completing them must work on every segment.
+    let mut pbufs = vec![vec![0u8; plan.max_segment_len()]; plan.count()];
+    if let Ok(p) = segment_with(frame, &meta, None, &mut pbufs, InnerChecksum::Partial) {
+        assert_eq!(p, plan);
+        for (i, b) in pbufs.iter_mut().enumerate() {
+            let s = &mut b[..p.segment_len(i)];
+            if meta.gso_type != geneve::GsoType::None {
+                complete_partial(s, p.csum_start(&meta), 16).unwrap();
+            } else if meta.needs_csum {
+                complete_partial(s, p.csum_start(&meta), usize::from(meta.csum_offset)).unwrap();
+            }
+        }
+    }
     // Coalescing the raw input must not panic either.
     Coalescer::new().coalesce(&[frame, frame], |_| {});
 });
