@@ -13,6 +13,7 @@
 #   vswitchd  this project, two --vhost-user-client ports, --poll busy
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
+#   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (compare another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
         --secs) secs=$2; shift 2 ;;
         --sizes) sizes=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -104,7 +105,7 @@ start_switch() {
             "options:vhost-server-path=$work/b.sock"
         ;;
     vswitchd)
-        target/release/vswitchd --vhost-user-client "a=$work/a.sock" \
+        "${VSWITCHD:-target/release/vswitchd}" --vhost-user-client "a=$work/a.sock" \
             --vhost-user-client "b=$work/b.sock" --pmd-cpus 0 --poll busy \
             --control "$work/ctl.sock" 2>"$work/vswitchd.log" &
         pids+=($!)

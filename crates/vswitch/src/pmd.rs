@@ -74,6 +74,7 @@ pub struct Pmd {
     shared: Arc<PmdShared>,
     pkts: Vec<Pkt>,
     segs: Vec<Seg>,
+    heads: Vec<u16>,
     learns: Vec<Learn>,
     dests: Vec<PortId>,
     sel: Vec<u16>,
@@ -92,6 +93,7 @@ impl Pmd {
             shared,
             pkts: Vec::with_capacity(BURST),
             segs: Vec::with_capacity(BURST * crate::virtq::MAX_CHAIN_DESCS),
+            heads: Vec::with_capacity(BURST),
             learns: Vec::with_capacity(BURST),
             dests: Vec::with_capacity(BURST),
             sel: Vec::with_capacity(BURST),
@@ -235,14 +237,27 @@ impl Pmd {
         let src_hdr = conn.hdr_len();
         self.pkts.clear();
         self.segs.clear();
+        // Heads first, prefetching their descriptors, so the descriptor misses of the
+        // burst overlap instead of serializing.
+        self.heads.clear();
         for i in 0..n {
             let head = ring.avail_entry(next.wrapping_add(i as u16));
+            ring.prefetch_desc(head);
+            self.heads.push(head);
+        }
+        for i in 0..n {
+            let head = self.heads[i];
             let seg_start = self.segs.len() as u32;
             let (len, action) = match ring.walk_chain(head, false, &mut self.segs) {
                 Ok(len) if len < src_hdr + 14 => (0, Action::Drop(DropReason::Runt)),
                 Ok(len) => (len - src_hdr, Action::Flood),
                 Err(r) => (0, Action::Drop(r)),
             };
+            if let Some(first) = self.segs.get(seg_start as usize) {
+                // The Ethernet header, read by classify below.
+                ring.mem()
+                    .prefetch(first.addr + u64::from(src_hdr.min(first.len - 1)));
+            }
             self.pkts.push(Pkt {
                 head,
                 seg_start,
@@ -427,6 +442,11 @@ impl Pmd {
         if avail.wrapping_sub(next_avail) > ring.size() {
             counters.drop(DropReason::BadDescriptor, self.sel.len() as u64);
             return;
+        }
+        // Prefetch the receive descriptors this batch will most likely take.
+        let ahead = usize::from(avail.wrapping_sub(next_avail)).min(self.sel.len());
+        for k in 0..ahead {
+            ring.prefetch_desc(ring.avail_entry(next_avail.wrapping_add(k as u16)));
         }
         let old_used = queue.next_used();
         let mut used = old_used;
