@@ -36,6 +36,9 @@ fn setup(macs: usize, size: usize) -> (Arc<Switch>, SimGuest, SimGuest, Vec<u16>
         control: PathBuf::from("/nonexistent/ctl.sock"),
         fdb_aging_secs: 300,
         fdb_static: Vec::new(),
+        acl: Vec::new(),
+        flow_cache: true,
+        emc_insert_inv_prob: 1,
     })
     .unwrap();
     let dst = |i: usize| [2, 1, 0, 0, (i >> 8) as u8, i as u8];

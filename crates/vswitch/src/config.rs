@@ -212,6 +212,13 @@ pub struct FileConfig {
     /// Static FDB entries.
     #[serde(default)]
     pub fdb_static: Vec<StaticFdbEntry>,
+    /// Per-port ACL rules, in order (`[[acl]]` with `port` and the rule's fields).
+    #[serde(default)]
+    pub acl: Vec<crate::acl::AclEntry>,
+    /// Flow cache on (default) or off.
+    pub flow_cache: Option<bool>,
+    /// EMC insertion probability is 1/N (1 = insert every miss).
+    pub emc_insert_inv_prob: Option<u32>,
 }
 
 /// vswitchd: a vhost-user virtual switch.
@@ -267,10 +274,35 @@ pub struct Args {
     /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
     #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
     pub static_mac: Vec<String>,
+
+    /// ACL rule for frames arriving on PORT, appended in order: `PORT:ACTION FIELD=VALUE...`,
+    /// e.g. `vm1:drop ip_proto=udp l4_dst=5000-5999 ip_src=10.0.0.0/8`. Fields: eth_src,
+    /// eth_dst (MAC[/MASK]), eth_type, vlan, ip_src, ip_dst (CIDR), ip_proto, ip_frag,
+    /// l4_src, l4_dst (PORT or LO-HI). First match wins; no match allows. Repeatable.
+    #[arg(long = "acl", value_name = "PORT:RULE")]
+    pub acl: Vec<String>,
+
+    /// The flow cache (last-flow check + exact-match cache per PMD): on (default) or off.
+    #[arg(long = "flow-cache", value_name = "on|off")]
+    pub flow_cache: Option<OnOff>,
+
+    /// Insert a missed flow into the exact-match cache with probability 1/N (default 1).
+    /// Larger N protects the cache from thrashing under many short flows.
+    #[arg(long, value_name = "N")]
+    pub emc_insert_inv_prob: Option<u32>,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
 }
 
 /// A validated configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
     /// Ports, in the order given (file first, then flags).
     pub ports: Vec<PortConfig>,
@@ -284,6 +316,12 @@ pub struct Config {
     pub fdb_aging_secs: u64,
     /// Static FDB entries.
     pub fdb_static: Vec<StaticFdbEntry>,
+    /// ACL rules: (port name, rule), in order per port.
+    pub acl: Vec<(String, crate::acl::AclRule)>,
+    /// Flow cache enabled.
+    pub flow_cache: bool,
+    /// EMC insertion probability 1/N.
+    pub emc_insert_inv_prob: u32,
 }
 
 impl Config {
@@ -568,7 +606,49 @@ impl TryFrom<Args> for Config {
             return Err(invalid(field, "empty path"));
         }
 
+        let mut acl = Vec::new();
+        for (i, e) in file.acl.iter().enumerate() {
+            let field = format!("acl[{i}]");
+            let (port, rule) = e
+                .clone()
+                .into_parts()
+                .map_err(|e| invalid(&field, e.to_string()))?;
+            acl.push((field, port, rule));
+        }
+        for s in &args.acl {
+            let field = format!("--acl {s:?}");
+            let (port, rule) = s
+                .split_once(':')
+                .ok_or_else(|| invalid(&field, "expected PORT:RULE, e.g. vm1:drop ip_proto=udp"))?;
+            let rule: crate::acl::AclRule = rule
+                .parse()
+                .map_err(|e: crate::acl::AclError| invalid(&field, e.to_string()))?;
+            acl.push((field, port.to_string(), rule));
+        }
+        for (field, port, _) in &acl {
+            if !ports.iter().any(|p| &p.name == port) {
+                return Err(invalid(field, format!("no port named {port:?}")));
+            }
+        }
+        let emc_insert_inv_prob = args
+            .emc_insert_inv_prob
+            .or(file.emc_insert_inv_prob)
+            .unwrap_or(1);
+        if emc_insert_inv_prob == 0 {
+            return Err(invalid(
+                "--emc-insert-inv-prob",
+                "expected N >= 1 (insert with probability 1/N)",
+            ));
+        }
+
         Ok(Config {
+            acl: acl.into_iter().map(|(_, p, r)| (p, r)).collect(),
+            flow_cache: args
+                .flow_cache
+                .map(|v| v == OnOff::On)
+                .or(file.flow_cache)
+                .unwrap_or(true),
+            emc_insert_inv_prob,
             ports,
             pmd_cpus,
             poll: args.poll.or(file.poll).unwrap_or_default(),

@@ -14,14 +14,18 @@
 //! once per thread, counters are single-writer, locks are per burst.
 
 use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use vhost_user_backend::VringT;
 use virtio_queue::QueueT;
 use vm_memory::GuestAddressSpace;
 
+use flowcache::{EmcConfig, FlowCache, FlowKey};
+
+use crate::acl::{self, Acl};
 use crate::config::PollMode;
-use crate::fdb::{fdb_key, Learn, PortId, Vlan};
+use crate::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
 use crate::stats::{cycles, DropReason};
 use crate::switch::{PmdShared, Port, Switch};
 use crate::vhost::Connection;
@@ -38,11 +42,34 @@ const ADAPTIVE_IDLE_ROUNDS: u32 = 20_000;
 
 /// Where a frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
+pub enum Action {
+    /// Dropped, counted under the reason.
     Drop(DropReason),
+    /// To one port.
     Port(PortId),
+    /// To every other port of the VLAN that has a driver.
     Flood,
 }
+
+/// The whole forwarding decision for a flow, as the flow cache stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Where the frame goes.
+    pub action: Action,
+    /// The ACL rule that dropped it, or [`NO_RULE`].
+    pub rule: u16,
+    /// FDB key of the source MAC to learn or refresh, or [`NO_LEARN`].
+    pub learn: u64,
+}
+
+/// [`Decision::rule`] when no ACL rule dropped the frame.
+pub const NO_RULE: u16 = u16::MAX;
+/// [`Decision::learn`] when the source MAC is not learned (group address, dropped).
+pub const NO_LEARN: u64 = u64::MAX;
+
+/// Bytes of each frame read for its flow key: Ethernet, two VLAN tags, IPv6 with
+/// extension headers, and the L4 ports.
+const KEY_BYTES: usize = 128;
 
 #[derive(Debug, Clone, Copy)]
 struct Pkt {
@@ -81,6 +108,10 @@ pub struct Pmd {
     rx_segs: Vec<Seg>,
     rx_chains: Vec<RxChain>,
     qstate: Vec<QueueState>,
+    cache: FlowCache<Decision>,
+    use_cache: bool,
+    /// ACL generation last seen per port, to zero this PMD's rule counters on edits.
+    acl_seen: Vec<u64>,
 }
 
 impl Pmd {
@@ -89,7 +120,6 @@ impl Pmd {
         let shared = switch.pmds[index].clone();
         let nq = shared.queues.len();
         Pmd {
-            switch,
             shared,
             pkts: Vec::with_capacity(BURST),
             segs: Vec::with_capacity(BURST * crate::virtq::MAX_CHAIN_DESCS),
@@ -100,11 +130,21 @@ impl Pmd {
             rx_segs: Vec::with_capacity(MAX_RX_CHAINS * 4),
             rx_chains: Vec::with_capacity(MAX_RX_CHAINS),
             qstate: vec![QueueState::default(); nq],
+            cache: FlowCache::new(EmcConfig {
+                insert_inv_prob: switch.config.emc_insert_inv_prob,
+                ..EmcConfig::default()
+            }),
+            use_cache: switch.config.flow_cache,
+            acl_seen: vec![0; switch.ports.len()],
+            switch,
         }
     }
 
     /// Polls every owned transmit queue once; returns the number of chains processed.
     pub fn poll_once(&mut self) -> usize {
+        if self.shared.dump_request.load(Ordering::Acquire) {
+            self.dump_flows();
+        }
         let mut work = 0;
         let switch = self.switch.clone();
         for i in 0..self.shared.queues.len() {
@@ -290,55 +330,79 @@ impl Pmd {
         n
     }
 
-    /// Reads headers, learns source MACs and decides each frame's action.
+    /// Reads each frame's headers, decides its action through the flow cache (last-flow
+    /// check, then the exact-match cache, then the slow path), and learns source MACs.
     fn classify(&mut self, src: &Port, mem: &MemView<'_>, src_hdr: u32) {
         let counters = &self.shared.port_counters[src.id as usize];
+        // The generation is read before the state it covers (ACLs, FDB), so a decision is
+        // never cached under a generation newer than the state it was made from.
+        let generation = self.switch.generation();
+        let acls = self.switch.acls.load();
+        let acl = &acls[src.id as usize];
+        if acl.generation() != self.acl_seen[src.id as usize] {
+            self.acl_seen[src.id as usize] = acl.generation();
+            for c in &self.shared.acl_drops[src.id as usize] {
+                c.add(c.get().wrapping_neg());
+            }
+        }
         let fdb = self.switch.fdb.reader();
         self.learns.clear();
         let mut rx_bytes = 0u64;
         let mut rx_packets = 0u64;
-        for p in self.pkts.iter_mut() {
+        let mut last: Option<(FlowKey, Decision)> = None;
+        let mut last_learn = NO_LEARN;
+        for i in 0..self.pkts.len() {
+            let p = self.pkts[i];
             if let Action::Drop(r) = p.action {
                 counters.drop(r, 1);
                 continue;
             }
             let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
-            let mut eth = [0u8; 14];
-            if read_sg(mem, segs, src_hdr, &mut eth) < 14 {
-                p.action = Action::Drop(DropReason::Runt);
+            let mut hdr = [0u8; KEY_BYTES];
+            let want = (p.frame_len as usize).min(KEY_BYTES);
+            let n = read_sg(mem, segs, src_hdr, &mut hdr[..want]);
+            if n < 14 {
+                self.pkts[i].action = Action::Drop(DropReason::Runt);
                 counters.drop(DropReason::Runt, 1);
                 continue;
             }
             rx_packets += 1;
             rx_bytes += u64::from(p.frame_len);
-            let ethertype = u16::from_be_bytes([eth[12], eth[13]]);
-            let vlan: Vlan = src.vlan;
-            if vlan != 0 && (ethertype == 0x8100 || ethertype == 0x88a8) {
-                p.action = Action::Drop(DropReason::VlanTagged);
-                counters.drop(DropReason::VlanTagged, 1);
-                continue;
-            }
-            let dst: [u8; 6] = [eth[0], eth[1], eth[2], eth[3], eth[4], eth[5]];
-            let smac: [u8; 6] = [eth[6], eth[7], eth[8], eth[9], eth[10], eth[11]];
-            if smac[0] & 1 == 0 {
-                if let Some(l) = fdb.observe(fdb_key(vlan, &smac), src.id) {
+            let key = FlowKey::extract(&hdr[..n], src.id, None);
+            let d = match &last {
+                Some((k, d)) if self.use_cache && *k == key => {
+                    self.cache.stats_mut().last_flow_hits += 1;
+                    *d
+                }
+                _ if self.use_cache => {
+                    let hash = key.flow_hash();
+                    match self.cache.lookup(&key, hash, generation) {
+                        Some(d) => *d,
+                        None => {
+                            let d = slow_path(src, &key, &fdb, acl);
+                            self.cache.insert(&key, hash, d, generation);
+                            d
+                        }
+                    }
+                }
+                _ => slow_path(src, &key, &fdb, acl),
+            };
+            last = Some((key, d));
+            if d.learn != NO_LEARN && d.learn != last_learn {
+                last_learn = d.learn;
+                if let Some(l) = fdb.observe(d.learn, src.id) {
                     if !self.learns.contains(&l) {
                         self.learns.push(l);
                     }
                 }
             }
-            p.action = if dst[0] & 1 != 0 {
-                Action::Flood
-            } else {
-                match fdb.lookup(fdb_key(vlan, &dst)) {
-                    Some(port) if port == src.id => {
-                        counters.drop(DropReason::SamePort, 1);
-                        Action::Drop(DropReason::SamePort)
-                    }
-                    Some(port) => Action::Port(port),
-                    None => Action::Flood,
+            if let Action::Drop(r) = d.action {
+                counters.drop(r, 1);
+                if let Some(c) = self.shared.acl_drops[src.id as usize].get(usize::from(d.rule)) {
+                    c.add(1);
                 }
-            };
+            }
+            self.pkts[i].action = d.action;
         }
         drop(fdb);
         counters.rx_packets.add(rx_packets);
@@ -346,6 +410,41 @@ impl Pmd {
         if !self.learns.is_empty() {
             self.switch.fdb.learn(&self.learns);
         }
+        let s = self.cache.stats();
+        let m = &self.shared.cache_stats;
+        for (c, v) in m.iter().zip([
+            s.last_flow_hits,
+            s.emc_hits,
+            s.misses,
+            s.stale_misses,
+            s.insertions,
+            s.evictions,
+        ]) {
+            c.add(v.wrapping_sub(c.get()));
+        }
+    }
+
+    /// Answers a `vswitchctl flows` request: one line per cached flow.
+    fn dump_flows(&mut self) {
+        let generation = self.switch.generation();
+        let lines: Vec<String> = self
+            .cache
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} actions={}",
+                    e.key,
+                    if e.generation == generation {
+                        "current"
+                    } else {
+                        "stale"
+                    },
+                    describe(&self.switch, e.action)
+                )
+            })
+            .collect();
+        *self.shared.dump.lock().unwrap_or_else(|e| e.into_inner()) = Some(lines);
+        self.shared.dump_request.store(false, Ordering::Release);
     }
 
     /// Groups the burst by destination and delivers each group in one batch.
@@ -537,5 +636,61 @@ impl Pmd {
         }
         counters.tx_packets.add(tx_packets);
         counters.tx_bytes.add(tx_bytes);
+    }
+}
+
+/// The slow path: VLAN admission, the ingress ACL, then the FDB. Decides from the flow
+/// key and the configuration only, so the decision can be cached for the key.
+pub fn slow_path(src: &Port, key: &FlowKey, fdb: &FdbReader<'_>, acl: &Acl) -> Decision {
+    let vlan: Vlan = src.vlan;
+    if vlan != 0 && key.vlan_tci().is_some() {
+        return Decision {
+            action: Action::Drop(DropReason::VlanTagged),
+            rule: NO_RULE,
+            learn: NO_LEARN,
+        };
+    }
+    let verdict = acl.classify(key);
+    if verdict.action == acl::Action::Drop {
+        return Decision {
+            action: Action::Drop(DropReason::Acl),
+            rule: verdict
+                .rule
+                .map_or(NO_RULE, |r| r.min(usize::from(NO_RULE - 1)) as u16),
+            learn: NO_LEARN,
+        };
+    }
+    let smac = key.eth_src();
+    let dmac = key.eth_dst();
+    let learn = if smac[0] & 1 == 0 {
+        fdb_key(vlan, &smac)
+    } else {
+        NO_LEARN
+    };
+    let action = if dmac[0] & 1 != 0 {
+        Action::Flood
+    } else {
+        match fdb.lookup(fdb_key(vlan, &dmac)) {
+            Some(port) if port == src.id => Action::Drop(DropReason::SamePort),
+            Some(port) => Action::Port(port),
+            None => Action::Flood,
+        }
+    };
+    Decision {
+        action,
+        rule: NO_RULE,
+        learn,
+    }
+}
+
+fn describe(switch: &Switch, d: &Decision) -> String {
+    match d.action {
+        Action::Port(p) => switch
+            .ports
+            .get(p as usize)
+            .map_or_else(|| p.to_string(), |p| p.name.clone()),
+        Action::Flood => "flood".into(),
+        Action::Drop(DropReason::Acl) => format!("drop(acl rule {})", d.rule),
+        Action::Drop(r) => format!("drop({})", r.name()),
     }
 }

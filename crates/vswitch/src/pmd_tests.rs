@@ -18,6 +18,10 @@ const C: [u8; 6] = [2, 0, 0, 0, 0, 3];
 const BCAST: [u8; 6] = [0xff; 6];
 
 fn switch(vlans: &[Option<u16>]) -> Arc<Switch> {
+    switch_with(vlans, true)
+}
+
+fn switch_with(vlans: &[Option<u16>], flow_cache: bool) -> Arc<Switch> {
     let ports = vlans
         .iter()
         .enumerate()
@@ -36,6 +40,9 @@ fn switch(vlans: &[Option<u16>]) -> Arc<Switch> {
         control: PathBuf::from("/nonexistent/ctl.sock"),
         fdb_aging_secs: 300,
         fdb_static: Vec::new(),
+        acl: Vec::new(),
+        flow_cache,
+        emc_insert_inv_prob: 1,
     })
     .unwrap()
 }
@@ -309,4 +316,176 @@ proptest! {
             prop_assert_eq!(got.len() as u64 + sw.port_stats(1).drops["no_rx_buffer"], frames.len() as u64);
         }
     }
+}
+
+/// An IPv4/UDP frame from `src` (IP 10.0.0.`host`) to `dst`, UDP destination port `dport`.
+fn udp(dst: [u8; 6], src: [u8; 6], host: u8, dport: u16) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(&[
+        0x45, 0, 0, 46, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, host, 10, 0, 1, 1,
+    ]);
+    f.extend_from_slice(&1234u16.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&26u16.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(&[0xab; 18]);
+    f
+}
+
+#[test]
+fn acl_drops_are_counted_per_rule_and_edits_apply() {
+    let sw = switch(&[None, None]);
+    sw.edit_acl(0, |a| {
+        a.push("drop ip_proto=udp l4_dst=5000-5999".parse().unwrap())
+    })
+    .unwrap();
+    sw.edit_acl(0, |a| a.push("drop ip_src=10.0.0.7/32".parse().unwrap()))
+        .unwrap();
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    gb.post_rx(0, 0, 64, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    let frames = [
+        udp(B, A, 1, 5001),
+        udp(B, A, 1, 80),
+        udp(B, A, 7, 80),
+        udp(B, A, 2, 5999),
+        udp(B, A, 2, 6000),
+    ];
+    for (i, f) in frames.iter().enumerate() {
+        ga.send(0, i as u16, f);
+    }
+    pmd.poll_once();
+    assert_eq!(gb.recv(0), vec![frames[1].clone(), frames[4].clone()]);
+    assert_eq!(sw.acl_drops(0, 0), 2);
+    assert_eq!(sw.acl_drops(0, 1), 1);
+    assert_eq!(drops(&sw, 0, "acl"), 3);
+    // Removing the first rule applies at once, though the flows are cached.
+    sw.edit_acl(0, |a| a.remove(0).map(|_| ())).unwrap();
+    for (i, f) in frames.iter().enumerate() {
+        ga.send(0, 10 + i as u16, f);
+    }
+    pmd.poll_once();
+    assert_eq!(gb.recv(0).len(), 4, "only 10.0.0.7 is still dropped");
+    assert_eq!(
+        sw.acl_drops(0, 0),
+        1,
+        "counters restart when the ACL changes"
+    );
+}
+
+#[test]
+fn consecutive_frames_of_a_flow_hit_the_cache() {
+    let sw = switch(&[None, None]);
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    gb.post_rx(0, 0, 200, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    // Learn both MACs first: learning bumps the generation and would invalidate the
+    // cache once under the test.
+    gb.send(0, 0, &frame(A, B, 64, 0));
+    ga.send(0, 255, &frame(B, A, 64, 0));
+    pmd.poll_once();
+    ga.recv(0);
+    gb.recv(0);
+    let before: Vec<u64> = sw.pmds[0].cache_stats.iter().map(|c| c.get()).collect();
+    for round in 0..4u16 {
+        for i in 0..32u16 {
+            // 4 flows, in runs of 8 consecutive frames.
+            ga.send(0, round * 32 + i, &udp(B, A, (i / 8) as u8, 80));
+        }
+        pmd.poll_once();
+    }
+    let after: Vec<u64> = sw.pmds[0].cache_stats.iter().map(|c| c.get()).collect();
+    let (last, emc, miss) = (
+        after[0] - before[0],
+        after[1] - before[1],
+        after[2] - before[2],
+    );
+    assert_eq!(last + emc + miss, 128);
+    assert_eq!(miss, 4, "one miss per flow");
+    assert_eq!(
+        last,
+        128 - 16,
+        "7 of each run of 8 reuse the previous decision"
+    );
+    assert_eq!(emc, 12);
+    assert_eq!(gb.recv(0).len(), 128);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// The switch decides the same with and without the flow cache, for random traffic
+    /// (MACs, VLAN-less ports, UDP flows) and random configuration changes between
+    /// bursts (ACL edits, a port's MACs flushed).
+    #[test]
+    fn cache_does_not_change_decisions(
+        ops in proptest::collection::vec(
+            prop_oneof![
+                8 => (0usize..3, 0usize..4, 0u8..6, 0u16..4).prop_map(|(s, d, h, p)| Op::Send(s, d, h, p)),
+                1 => (0usize..3, 0u8..6).prop_map(|(port, h)| Op::AddAcl(port, h)),
+                1 => (0usize..3).prop_map(Op::DelAcl),
+                1 => (0usize..3).prop_map(Op::Flush),
+            ],
+            1..60,
+        )
+    ) {
+        let macs = [A, B, C, BCAST];
+        let mut worlds: Vec<(Arc<Switch>, Vec<SimGuest>, Pmd)> = [true, false]
+            .into_iter()
+            .map(|cache| {
+                let sw = switch_with(&[None, None, None], cache);
+                let mut gs: Vec<SimGuest> = (0..3).map(|i| attach(&sw, i, SimGuest::default_features())).collect();
+                for g in gs.iter_mut() {
+                    g.post_rx(0, 0, 250, 2048);
+                }
+                let pmd = Pmd::new(sw.clone(), 0);
+                (sw, gs, pmd)
+            })
+            .collect();
+        let mut head = [0u16; 3];
+        for op in &ops {
+            for (sw, gs, pmd) in worlds.iter_mut() {
+                match *op {
+                    Op::Send(s, d, h, p) => {
+                        let src = macs[s];
+                        gs[s].send(0, head[s], &udp(macs[d], src, h, 5000 + p));
+                        pmd.poll_once();
+                    }
+                    Op::AddAcl(port, h) => {
+                        let rule = format!("drop ip_src=10.0.0.{h}/32");
+                        sw.edit_acl(port as u32, |a| a.push(rule.parse().unwrap()).map(|_| ())).unwrap();
+                    }
+                    Op::DelAcl(port) => {
+                        let _ = sw.edit_acl(port as u32, |a| a.remove(0).map(|_| ()));
+                    }
+                    Op::Flush(port) => {
+                        sw.fdb.flush_port(port as u32);
+                    }
+                }
+            }
+            if let Op::Send(s, ..) = *op {
+                head[s] = (head[s] + 1) % 200;
+            }
+        }
+        let received: Vec<Vec<Vec<Vec<u8>>>> = worlds
+            .iter_mut()
+            .map(|(_, gs, _)| gs.iter_mut().map(|g| g.recv(0)).collect())
+            .collect();
+        prop_assert_eq!(&received[0], &received[1]);
+        for port in 0..3 {
+            prop_assert_eq!(worlds[0].0.port_stats(port), worlds[1].0.port_stats(port));
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Send(usize, usize, u8, u16),
+    AddAcl(usize, u8),
+    DelAcl(usize),
+    Flush(usize),
 }

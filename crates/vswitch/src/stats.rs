@@ -32,11 +32,13 @@ pub enum DropReason {
     /// A flooded frame (broadcast, multicast, unknown unicast) found no other port up in
     /// its VLAN.
     NoDestination,
+    /// An ingress ACL rule said drop (also counted per rule: `vswitchctl acl list`).
+    Acl,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 9] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -45,6 +47,7 @@ impl DropReason {
         DropReason::VlanTagged,
         DropReason::SamePort,
         DropReason::NoDestination,
+        DropReason::Acl,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -58,6 +61,7 @@ impl DropReason {
             DropReason::VlanTagged => "vlan_tagged",
             DropReason::SamePort => "same_port",
             DropReason::NoDestination => "no_destination",
+            DropReason::Acl => "acl",
         }
     }
 }

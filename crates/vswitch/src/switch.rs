@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
+
+use crate::acl::Acl;
+use crate::stats::Counter;
 use serde::Serialize;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
@@ -56,7 +59,20 @@ pub struct PmdShared {
     pub queues: Vec<(PortId, u16)>,
     /// Written to wake the thread from a sleep.
     pub wake: Arc<EventFd>,
+    /// Frames dropped by each ACL rule, `[port][rule]`, for rules below
+    /// [`MAX_ACL_RULES`]. Zeroed by the PMD itself when the port's ACL changes.
+    pub acl_drops: Vec<Vec<Counter>>,
+    /// Flow-cache statistics, mirrored from the PMD's cache after each burst:
+    /// last-flow hits, EMC hits, misses, stale misses, insertions, evictions.
+    pub cache_stats: [Counter; 6],
+    /// Set by the control thread to ask for a dump of the PMD's cached flows.
+    pub dump_request: AtomicBool,
+    /// The dump, filled by the PMD.
+    pub dump: std::sync::Mutex<Option<Vec<String>>>,
 }
+
+/// Rules per port whose drops are counted individually.
+pub const MAX_ACL_RULES: usize = 256;
 
 /// The whole switch, shared by PMDs, vhost-user threads and the control socket.
 pub struct Switch {
@@ -72,6 +88,13 @@ pub struct Switch {
     pub shutdown: AtomicBool,
     /// The configuration it was built from.
     pub config: Config,
+    /// Ingress ACL of each port, indexed by port id; replaced whole on every edit.
+    pub acls: ArcSwap<Vec<Acl>>,
+    /// Serializes ACL editors (the control thread); readers never take it.
+    pub acl_edit: std::sync::Mutex<()>,
+    /// Bumped on every configuration change that can alter a forwarding decision
+    /// (ACL edits); with the FDB's generation it invalidates the flow caches.
+    pub config_gen: AtomicU64,
 }
 
 impl Switch {
@@ -123,9 +146,25 @@ impl Switch {
                 port_counters: (0..ports.len()).map(|_| PortCounters::default()).collect(),
                 queues,
                 wake,
+                acl_drops: (0..ports.len())
+                    .map(|_| (0..MAX_ACL_RULES).map(|_| Counter::default()).collect())
+                    .collect(),
+                cache_stats: Default::default(),
+                dump_request: AtomicBool::new(false),
+                dump: std::sync::Mutex::new(None),
             }));
         }
+        let mut acls = vec![Acl::new(); ports.len()];
+        for (port, rule) in &config.acl {
+            if let Some(p) = ports.iter().find(|p| &p.name == port) {
+                // Rules were validated with the configuration.
+                let _ = acls[p.id as usize].push(rule.clone());
+            }
+        }
         Ok(Arc::new(Switch {
+            acls: ArcSwap::from_pointee(acls),
+            acl_edit: std::sync::Mutex::new(()),
+            config_gen: AtomicU64::new(0),
             ports,
             fdb,
             pmds,
@@ -144,6 +183,36 @@ impl Switch {
             }
         }
         s
+    }
+
+    /// The decision generation: changes whenever the FDB or the ACLs change, so flow
+    /// caches drop decisions made before (both counters only grow).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.fdb.generation() + self.config_gen.load(Ordering::Acquire)
+    }
+
+    /// Applies `edit` to port `port`'s ACL and publishes the result (RCU style).
+    pub fn edit_acl<T>(
+        &self,
+        port: PortId,
+        edit: impl FnOnce(&mut Acl) -> Result<T, crate::acl::AclError>,
+    ) -> Result<T, crate::acl::AclError> {
+        let _g = self.acl_edit.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<Acl> = (**self.acls.load()).clone();
+        let r = edit(&mut all[port as usize])?;
+        self.acls.store(Arc::new(all));
+        self.config_gen.fetch_add(1, Ordering::Release);
+        self.wakers.wake_all();
+        Ok(r)
+    }
+
+    /// Frames dropped by rule `rule` of port `port`, summed over PMDs.
+    pub fn acl_drops(&self, port: PortId, rule: usize) -> u64 {
+        self.pmds
+            .iter()
+            .filter_map(|m| m.acl_drops.get(port as usize)?.get(rule).map(Counter::get))
+            .sum()
     }
 
     /// Whether shutdown has begun.
