@@ -18,8 +18,34 @@ use crate::switch::Switch;
 /// A control request.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Request {
-    /// `show`, `stats`, `fdb` or `pmd-stats`.
+    /// `show`, `stats`, `fdb`, `pmd-stats`, `flows`, `acl-list`, `acl-add`, `acl-del`.
     pub cmd: String,
+    /// Arguments: `acl-add PORT [POSITION] RULE`, `acl-del PORT INDEX`,
+    /// `acl-list [PORT]`, `flows [PMD]`.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+/// One ACL rule in `acl-list`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AclRow {
+    /// Port name.
+    pub port: String,
+    /// Position in the port's list (first match wins).
+    pub index: usize,
+    /// The rule in the one-line syntax.
+    pub rule: String,
+    /// Frames it dropped since the port's ACL last changed.
+    pub drops: u64,
+}
+
+/// One PMD's flows in `flows`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FlowsReply {
+    /// PMD index.
+    pub pmd: usize,
+    /// Cached flows: key, freshness, actions.
+    pub flows: Vec<String>,
 }
 
 /// One port's counters in `stats`.
@@ -108,11 +134,108 @@ pub struct PmdStatsRow {
     pub cycles_per_packet: f64,
     /// Times it slept waiting for a kick.
     pub sleeps: u64,
+    /// Flow cache: frames decided by the previous frame of the burst.
+    pub cache_last_flow_hits: u64,
+    /// Flow cache: exact-match cache hits.
+    pub cache_emc_hits: u64,
+    /// Flow cache: misses (slow path).
+    pub cache_misses: u64,
+    /// Flow cache: misses on entries invalidated by a configuration or FDB change.
+    pub cache_stale_misses: u64,
+    /// Flow cache: (last-flow + EMC hits) / frames, percent.
+    pub cache_hit_percent: f64,
 }
 
 /// Answers one request.
 pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, String> {
+    let port_id = |name: &str| {
+        switch
+            .ports
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.id)
+            .ok_or_else(|| format!("no port named {name:?}"))
+    };
     let v = match req.cmd.as_str() {
+        "acl-add" => {
+            let (port, rest) = req
+                .args
+                .split_first()
+                .ok_or("acl add: expected PORT [POSITION] RULE")?;
+            let id = port_id(port)?;
+            let (pos, rule) = match rest.split_first() {
+                Some((p, r)) if p.parse::<usize>().is_ok() => (Some(p.parse::<usize>().unwrap_or(0)), r.join(" ")),
+                _ => (None, rest.join(" ")),
+            };
+            let rule: crate::acl::AclRule = rule.parse().map_err(|e: crate::acl::AclError| e.to_string())?;
+            let index = switch
+                .edit_acl(id, |a| match pos {
+                    Some(i) => a.insert(i, rule).map(|()| i),
+                    None => a.push(rule),
+                })
+                .map_err(|e| e.to_string())?;
+            return Ok(serde_json::json!({ "port": port, "index": index }));
+        }
+        "acl-del" => {
+            let [port, index] = req.args.as_slice() else {
+                return Err("acl del: expected PORT INDEX".into());
+            };
+            let id = port_id(port)?;
+            let i: usize = index
+                .parse()
+                .map_err(|_| format!("acl del: INDEX {index:?} is not a number"))?;
+            let removed = switch.edit_acl(id, |a| a.remove(i)).map_err(|e| e.to_string())?;
+            return Ok(serde_json::json!({ "port": port, "removed": removed.to_string() }));
+        }
+        "acl-list" => {
+            let only = match req.args.first() {
+                Some(p) => Some(port_id(p)?),
+                None => None,
+            };
+            let acls = switch.acls.load();
+            let mut rows = Vec::new();
+            for p in &switch.ports {
+                if only.is_some_and(|o| o != p.id) {
+                    continue;
+                }
+                for (i, r) in acls[p.id as usize].rules().iter().enumerate() {
+                    rows.push(AclRow {
+                        port: p.name.clone(),
+                        index: i,
+                        rule: r.to_string(),
+                        drops: switch.acl_drops(p.id, i),
+                    });
+                }
+            }
+            serde_json::to_value(rows)
+        }
+        "flows" => {
+            let only: Option<usize> = match req.args.first() {
+                Some(s) => Some(s.parse().map_err(|_| format!("flows: PMD {s:?} is not a number"))?),
+                None => None,
+            };
+            let mut out = Vec::new();
+            for m in &switch.pmds {
+                if only.is_some_and(|o| o != m.index) {
+                    continue;
+                }
+                *m.dump.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                m.dump_request.store(true, std::sync::atomic::Ordering::Release);
+                let _ = m.wake.write(1);
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+                let flows = loop {
+                    if let Some(f) = m.dump.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                        break f;
+                    }
+                    if std::time::Instant::now() > deadline {
+                        return Err(format!("pmd{} did not answer within 3 s", m.index));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                };
+                out.push(FlowsReply { pmd: m.index, flows });
+            }
+            serde_json::to_value(out)
+        }
         "show" => serde_json::to_value(switch.show()),
         "stats" => serde_json::to_value(
             switch
@@ -174,13 +297,22 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                         },
                         cycles_per_packet: if p == 0 { 0.0 } else { busy as f64 / p as f64 },
                         sleeps: c.sleeps.get(),
+                        cache_last_flow_hits: m.cache_stats[0].get(),
+                        cache_emc_hits: m.cache_stats[1].get(),
+                        cache_misses: m.cache_stats[2].get(),
+                        cache_stale_misses: m.cache_stats[3].get(),
+                        cache_hit_percent: {
+                            let hits = m.cache_stats[0].get() + m.cache_stats[1].get();
+                            let all = hits + m.cache_stats[2].get();
+                            if all == 0 { 0.0 } else { 100.0 * hits as f64 / all as f64 }
+                        },
                     }
                 })
                 .collect::<Vec<_>>(),
         ),
         other => {
             return Err(format!(
-                "unknown command {other:?}; expected show, stats, fdb or pmd-stats"
+                "unknown command {other:?}; expected show, stats, fdb, pmd-stats, flows, acl-list, acl-add or acl-del"
             ))
         }
     };
@@ -248,13 +380,25 @@ fn serve_one(stream: UnixStream, switch: &Switch) -> std::io::Result<()> {
 /// # Errors
 /// The socket cannot be reached, or the daemon answered with an error.
 pub fn request(path: &Path, cmd: &str) -> Result<serde_json::Value, String> {
+    request_args(path, cmd, &[])
+}
+
+/// Sends one request with arguments; see [`request`].
+///
+/// # Errors
+/// The socket cannot be reached, or the daemon answered with an error.
+pub fn request_args(path: &Path, cmd: &str, args: &[String]) -> Result<serde_json::Value, String> {
     let mut s = UnixStream::connect(path).map_err(|e| {
         format!(
             "cannot reach vswitchd at {}: {e} (is it running? use --socket PATH)",
             path.display()
         )
     })?;
-    let req = serde_json::to_string(&Request { cmd: cmd.into() }).map_err(|e| e.to_string())?;
+    let req = serde_json::to_string(&Request {
+        cmd: cmd.into(),
+        args: args.to_vec(),
+    })
+    .map_err(|e| e.to_string())?;
     writeln!(s, "{req}").map_err(|e| e.to_string())?;
     let mut line = String::new();
     BufReader::new(s)

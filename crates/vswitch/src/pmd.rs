@@ -344,6 +344,7 @@ impl Pmd {
             for c in &self.shared.acl_drops[src.id as usize] {
                 c.add(c.get().wrapping_neg());
             }
+            self.shared.acl_gen_seen[src.id as usize].store(acl.generation(), Ordering::Release);
         }
         let fdb = self.switch.fdb.reader();
         self.learns.clear();

@@ -62,6 +62,8 @@ pub struct PmdShared {
     /// Frames dropped by each ACL rule, `[port][rule]`, for rules below
     /// [`MAX_ACL_RULES`]. Zeroed by the PMD itself when the port's ACL changes.
     pub acl_drops: Vec<Vec<Counter>>,
+    /// The ACL generation of each port that `acl_drops` counts against (PMD-written).
+    pub acl_gen_seen: Vec<AtomicU64>,
     /// Flow-cache statistics, mirrored from the PMD's cache after each burst:
     /// last-flow hits, EMC hits, misses, stale misses, insertions, evictions.
     pub cache_stats: [Counter; 6],
@@ -149,6 +151,7 @@ impl Switch {
                 acl_drops: (0..ports.len())
                     .map(|_| (0..MAX_ACL_RULES).map(|_| Counter::default()).collect())
                     .collect(),
+                acl_gen_seen: (0..ports.len()).map(|_| AtomicU64::new(0)).collect(),
                 cache_stats: Default::default(),
                 dump_request: AtomicBool::new(false),
                 dump: std::sync::Mutex::new(None),
@@ -207,10 +210,22 @@ impl Switch {
         Ok(r)
     }
 
-    /// Frames dropped by rule `rule` of port `port`, summed over PMDs.
+    /// Frames dropped by rule `rule` of port `port` since the port's ACL last changed,
+    /// summed over the PMDs that have seen that change (the others have not counted
+    /// anything under it yet).
     pub fn acl_drops(&self, port: PortId, rule: usize) -> u64 {
+        let current = self
+            .acls
+            .load()
+            .get(port as usize)
+            .map_or(0, |a| a.generation());
         self.pmds
             .iter()
+            .filter(|m| {
+                m.acl_gen_seen
+                    .get(port as usize)
+                    .is_some_and(|g| g.load(Ordering::Acquire) == current)
+            })
             .filter_map(|m| m.acl_drops.get(port as usize)?.get(rule).map(Counter::get))
             .sum()
     }

@@ -411,3 +411,107 @@ fn client_mode_vswitchd_restart_resumes_within_2s() {
     a.cmd("stop");
     b.cmd("stop");
 }
+
+/// Many flows (testpmd txonly-multi-flow varies the IPv4 source over 198.18.X.3) through
+/// an ingress ACL that drops the lower half of X: every dropped frame is counted by the
+/// rule, every frame B writes to its pcap is from the allowed half, and after warm-up
+/// more than 90% of frames skip the slow path.
+#[test]
+fn acl_drops_part_of_many_flows_and_the_cache_hits() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("acl");
+    let sw = Vswitchd::start(
+        &dir,
+        &[
+            "--vhost-user".into(),
+            port_arg("a", &dir, ""),
+            "--vhost-user".into(),
+            port_arg("b", &dir, ""),
+            "--static-mac".into(),
+            format!("b={MAC_B}"),
+            "--acl".into(),
+            "a:drop ip_src=198.18.0.0/17".into(),
+            "--poll".into(),
+            "adaptive".into(),
+        ],
+    );
+    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
+    let outp = dir.path("b.pcap");
+    let b_vdev = [format!("net_pcap0,tx_pcap={}", outp.display())];
+    let mut b = Testpmd::start(GuestSpec {
+        extra_vdevs: &b_vdev,
+        ..guest("vsb7", &sb, MAC_B, &["--forward-mode=io"])
+    });
+    let peer = format!("--eth-peer=0,{MAC_B}");
+    let mut a = Testpmd::start(guest(
+        "vsa7",
+        &sa,
+        MAC_A,
+        &["--forward-mode=txonly", "--txonly-multi-flow", &peer],
+    ));
+    b.cmd("start");
+    a.cmd("start");
+    wait_for(Duration::from_secs(30), "50k frames from a", || {
+        (sw.port("a").stats.rx_packets > 50_000).then_some(())
+    });
+    a.cmd("stop");
+    let (_, a_tx) = a.port_stats(0);
+    wait_for(Duration::from_secs(10), "switch to drain a", || {
+        (sw.port("a").stats.rx_packets == a_tx).then_some(())
+    });
+    let sa_stats = sw.port("a").stats;
+    let sb_stats = sw.port("b").stats;
+    wait_for(
+        Duration::from_secs(10),
+        "b to receive all delivered frames",
+        || {
+            let (rx, _) = b.port_stats(0);
+            (rx == sb_stats.tx_packets).then_some(())
+        },
+    );
+    b.cmd("stop");
+    drop(b);
+    let rows: Vec<vswitch::control::AclRow> =
+        serde_json::from_value(vswitch::control::request(&sw.control, "acl-list").unwrap())
+            .unwrap();
+    assert_eq!(rows.len(), 1);
+    let acl_drops = rows[0].drops;
+    assert_eq!(
+        sa_stats.drops["acl"], acl_drops,
+        "per-rule and per-port counts agree"
+    );
+    assert_eq!(
+        sa_stats.rx_packets,
+        acl_drops + sb_stats.tx_packets + sb_stats.drops_total,
+        "every frame is dropped by the rule, delivered, or counted at b: {sb_stats:?}"
+    );
+    let frac = acl_drops as f64 / sa_stats.rx_packets as f64;
+    assert!(
+        (0.4..0.6).contains(&frac),
+        "the rule covers half the flows; dropped {frac:.3}"
+    );
+    // Everything b received comes from the allowed half: 198.18.X.3 with X >= 128.
+    let got = read_pcap(&outp);
+    assert!(!got.is_empty());
+    for f in &got {
+        assert_eq!(&f[12..14], &[0x08, 0x00], "IPv4");
+        assert_eq!(&f[26..28], &[198, 18]);
+        assert!(
+            f[28] >= 128,
+            "frame from 198.18.{}.{} passed the ACL",
+            f[28],
+            f[29]
+        );
+    }
+    let pmd: Vec<vswitch::control::PmdStatsRow> =
+        serde_json::from_value(vswitch::control::request(&sw.control, "pmd-stats").unwrap())
+            .unwrap();
+    let hit = pmd[0].cache_hit_percent;
+    eprintln!(
+        "a sent {a_tx}: {acl_drops} dropped by the ACL ({:.1}%), b got {} frames in its pcap; cache hit {hit:.1}%",
+        100.0 * frac,
+        got.len()
+    );
+    assert!(hit > 90.0, "cache hit rate {hit:.1}%");
+}

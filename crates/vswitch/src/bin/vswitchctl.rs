@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use vswitch::config::DEFAULT_CONTROL_SOCKET;
-use vswitch::control::{request, FdbRowNamed, PmdStatsRow, StatsRow};
+use vswitch::control::{
+    request, request_args, AclRow, FdbRowNamed, FlowsReply, PmdStatsRow, StatsRow,
+};
 use vswitch::switch::ShowReply;
 
 /// vswitchctl: query a running vswitchd over its control socket.
@@ -30,8 +32,16 @@ enum Cmd {
     Stats,
     /// The MAC table: VLAN, MAC, port, age.
     Fdb,
-    /// Per-PMD packets, bursts, mean burst size, busy and idle cycles.
+    /// Per-PMD packets, bursts, mean burst size, busy and idle cycles, flow-cache hits.
     PmdStats,
+    /// The flows each PMD has cached: flow key, current or stale, actions.
+    Flows {
+        /// Only this PMD.
+        pmd: Option<usize>,
+    },
+    /// Per-port ingress ACLs: ordered rules, first match wins, no match allows.
+    #[command(subcommand)]
+    Acl(AclCmd),
     /// Live per-port rates: one line per port every INTERVAL seconds, COUNT times, then
     /// a summary (Mpps and Gbit/s of Ethernet frames, excluding preamble and FCS).
     Top {
@@ -44,13 +54,98 @@ enum Cmd {
     },
 }
 
+#[derive(Subcommand)]
+enum AclCmd {
+    /// Add a rule to PORT's ACL (at the end, or at POSITION):
+    /// `vswitchctl acl add vm1 drop ip_proto=udp l4_dst=5000-5999 ip_src=10.0.0.0/8`.
+    /// Fields: eth_src, eth_dst (MAC[/MASK]), eth_type, vlan, ip_src, ip_dst (CIDR),
+    /// ip_proto (number or tcp/udp/icmp/icmpv6/sctp), ip_frag, l4_src, l4_dst (PORT or LO-HI).
+    Add {
+        /// Port name.
+        port: String,
+        /// Insert at this index instead of appending.
+        #[arg(long)]
+        position: Option<usize>,
+        /// The rule: ACTION (allow|drop) then FIELD=VALUE pairs.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        rule: Vec<String>,
+    },
+    /// Delete rule INDEX (as `acl list` numbers it) from PORT's ACL.
+    Del {
+        /// Port name.
+        port: String,
+        /// Rule index.
+        index: usize,
+    },
+    /// List rules with their drop counts.
+    List {
+        /// Only this port.
+        port: Option<String>,
+    },
+}
+
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`vswitchctl flows | head`), like other CLI tools.
+    // SAFETY: setting SIGPIPE's disposition to the default before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     if let Cmd::Top { interval, count } = cli.cmd {
         return top(&cli.socket, interval, count);
     }
+    let (cmd, args): (&str, Vec<String>) = match &cli.cmd {
+        Cmd::Flows { pmd } => ("flows", pmd.iter().map(|p| p.to_string()).collect()),
+        Cmd::Acl(AclCmd::Add {
+            port,
+            position,
+            rule,
+        }) => {
+            let mut a = vec![port.clone()];
+            a.extend(position.map(|p| p.to_string()));
+            a.extend(rule.iter().cloned());
+            ("acl-add", a)
+        }
+        Cmd::Acl(AclCmd::Del { port, index }) => ("acl-del", vec![port.clone(), index.to_string()]),
+        Cmd::Acl(AclCmd::List { port }) => ("acl-list", port.iter().cloned().collect()),
+        _ => ("", Vec::new()),
+    };
+    if !cmd.is_empty() {
+        let v = match request_args(&cli.socket, cmd, &args) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("vswitchctl: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        if cli.json || cmd == "acl-add" || cmd == "acl-del" {
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            return ExitCode::SUCCESS;
+        }
+        let r = match cmd {
+            "flows" => serde_json::from_value::<Vec<FlowsReply>>(v).map(|rows| {
+                for r in rows {
+                    println!("pmd{}: {} flows", r.pmd, r.flows.len());
+                    for f in r.flows {
+                        println!("  {f}");
+                    }
+                }
+            }),
+            _ => serde_json::from_value::<Vec<AclRow>>(v).map(|rows| {
+                println!("{:<12} {:>5} {:>12}  rule", "port", "index", "drops");
+                for r in rows {
+                    println!("{:<12} {:>5} {:>12}  {}", r.port, r.index, r.drops, r.rule);
+                }
+            }),
+        };
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("vswitchctl: unexpected reply: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let cmd = match cli.cmd {
-        Cmd::Top { .. } => unreachable!(),
+        Cmd::Top { .. } | Cmd::Flows { .. } | Cmd::Acl(_) => unreachable!(),
         Cmd::Show => "show",
         Cmd::Stats => "stats",
         Cmd::Fdb => "fdb",
@@ -152,6 +247,14 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
         println!(
             "    packets {}  batches {}  mean batch {:.1}  busy {:.1}%  cycles/packet {:.0}  busy_cycles {}  idle_cycles {}  sleeps {}",
             r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps
+        );
+        println!(
+            "    flow cache: hit {:.1}%  last-flow hits {}  emc hits {}  misses {} (stale {})",
+            r.cache_hit_percent,
+            r.cache_last_flow_hits,
+            r.cache_emc_hits,
+            r.cache_misses,
+            r.cache_stale_misses
         );
     }
 }
