@@ -115,5 +115,100 @@ fn memcpy_reference(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, pipeline, memcpy_reference);
+/// An IPv4/UDP frame of `len` bytes for flow `flow` (source 10.0.x.y, source port).
+fn udp_flow(dst: [u8; 6], src: [u8; 6], len: usize, flow: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    let [hi, lo] = flow.to_be_bytes();
+    f.extend_from_slice(&[
+        0x45, 0, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, hi, lo, 10, 1, 0, 1,
+    ]);
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f.extend_from_slice(&(10000 + flow).to_be_bytes());
+    f.extend_from_slice(&80u16.to_be_bytes());
+    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.resize(len, 0x5a);
+    f
+}
+
+/// The whole pipeline with and without the flow cache: 1280 flows round-robin (so
+/// consecutive frames are of different flows and the last-flow check never helps),
+/// 100 ingress ACL rules that all have to be scanned (none matches), 64-byte frames.
+fn flow_cache(c: &mut Criterion) {
+    const FLOWS: u16 = 1280;
+    let mut g = c.benchmark_group("pipeline_1280flows_100acl_64B");
+    let dst = [2, 0, 0, 0, 0, 2];
+    for cache in [true, false] {
+        let ports = ["a", "b"]
+            .iter()
+            .map(|n| PortConfig {
+                name: n.to_string(),
+                kind: PortType::VhostUser,
+                path: PathBuf::from(format!("/nonexistent/{n}.sock")),
+                queues: 1,
+                vlan: None,
+            })
+            .collect();
+        let acl = (0..100)
+            .map(|i| {
+                (
+                    "a".to_string(),
+                    format!("drop ip_src=172.16.{i}.0/24").parse().unwrap(),
+                )
+            })
+            .collect();
+        let sw = Switch::new(Config {
+            ports,
+            pmd_cpus: None,
+            poll: PollMode::Busy,
+            control: PathBuf::from("/nonexistent/ctl.sock"),
+            fdb_aging_secs: 300,
+            fdb_static: Vec::new(),
+            acl,
+            flow_cache: cache,
+            emc_insert_inv_prob: 1,
+        })
+        .unwrap();
+        sw.fdb.add_static(0, MacAddr(dst), 1);
+        let mut a = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);
+        let mut b = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);
+        sw.ports[0].conn.store(Some(a.conn.clone()));
+        sw.ports[1].conn.store(Some(b.conn.clone()));
+        let mut pmd = Pmd::new(sw.clone(), 0);
+        let tx: Vec<u16> = (0..FLOWS)
+            .map(|h| a.send(0, h, &udp_flow(dst, SRC, 64, h)))
+            .collect();
+        let rx = b.post_rx(0, 0, FLOWS, 2048);
+        while pmd.poll_once() > 0 {}
+        a.skip_used(1);
+        b.skip_used(0);
+        b.republish(0, &rx);
+        let mut k = 0usize;
+        g.throughput(Throughput::Elements(BURST as u64));
+        let name = if cache { "flow_cache" } else { "no_cache" };
+        g.bench_function(name, |bench| {
+            bench.iter(|| {
+                let heads = &tx[k..k + BURST];
+                let rxh = &rx[k..k + BURST];
+                k = (k + BURST) % tx.len();
+                a.republish(1, heads);
+                let n = pmd.poll_once();
+                b.skip_used(0);
+                b.republish(0, rxh);
+                a.skip_used(1);
+                black_box(n)
+            })
+        });
+        let s = sw.port_stats(1);
+        assert_eq!(s.drops_total, 0, "bench must not drop: {s:?}");
+        assert_eq!(sw.port_stats(0).drops_total, 0);
+    }
+    g.finish();
+}
+
+criterion_group!(benches, pipeline, flow_cache, memcpy_reference);
 criterion_main!(benches);

@@ -15,12 +15,10 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryAtomic};
 use crate::vhost::{Connection, PortVring};
 use crate::virtq::{Mem, VRING_DESC_F_WRITE};
 
-/// Descriptors per simulated queue.
+/// Descriptors per simulated queue (default).
 pub const QUEUE_SIZE: u16 = 256;
 /// Bytes of buffer per descriptor slot.
 pub const SLOT: u64 = 2048;
-const RING_AREA: u64 = 3 * 4096;
-const QUEUE_AREA: u64 = RING_AREA + QUEUE_SIZE as u64 * SLOT * 8;
 
 /// One descriptor as the simulated driver writes it.
 #[derive(Debug, Clone, Copy)]
@@ -42,25 +40,35 @@ pub struct SimGuest {
     mem: Arc<Mem>,
     avail_idx: Vec<u16>,
     used_seen: Vec<u16>,
+    size: u16,
     /// Length of the virtio-net header on this guest's frames.
     pub hdr_len: usize,
 }
 
 impl SimGuest {
-    /// A guest with `queue_pairs` queue pairs and the given acked virtio `features`.
+    /// A guest with `queue_pairs` queue pairs of [`QUEUE_SIZE`] descriptors and the given
+    /// acked virtio `features`.
     pub fn new(queue_pairs: u16, features: u64) -> Self {
+        Self::with_queue_size(queue_pairs, features, QUEUE_SIZE)
+    }
+
+    /// As [`new`](Self::new), with `queue_size` descriptors per queue (a power of two);
+    /// each queue has `8 * queue_size` buffer slots of [`SLOT`] bytes.
+    pub fn with_queue_size(queue_pairs: u16, features: u64, queue_size: u16) -> Self {
+        assert!(queue_size.is_power_of_two());
         let nq = 2 * usize::from(queue_pairs);
-        let size = nq as u64 * QUEUE_AREA;
+        let size = nq as u64 * Self::queue_area(queue_size);
         let mem = Mem::from_ranges(&[(GuestAddress(0), size as usize)]).expect("guest memory");
         let atomic = GuestMemoryAtomic::new(mem.clone());
         let event_idx =
             features & (1 << virtio_bindings::virtio_ring::VIRTIO_RING_F_EVENT_IDX) != 0;
         let mut vrings = Vec::new();
         for q in 0..nq {
-            let v = PortVring::standalone(atomic.clone(), QUEUE_SIZE).expect("vring");
-            let base = q as u64 * QUEUE_AREA;
-            v.set_queue_size(QUEUE_SIZE);
-            v.set_queue_info(base, base + 4096, base + 8192)
+            let v = PortVring::standalone(atomic.clone(), queue_size).expect("vring");
+            let base = q as u64 * Self::queue_area(queue_size);
+            let (avail, used) = Self::ring_offsets(queue_size);
+            v.set_queue_size(queue_size);
+            v.set_queue_info(base, base + avail, base + used)
                 .expect("queue info");
             v.set_queue_event_idx(event_idx);
             v.set_queue_ready(true);
@@ -80,6 +88,7 @@ impl SimGuest {
             mem: Arc::new(mem),
             avail_idx: vec![0; nq],
             used_seen: vec![0; nq],
+            size: queue_size,
             hdr_len,
         }
     }
@@ -96,18 +105,43 @@ impl SimGuest {
             | (1 << VIRTIO_RING_F_INDIRECT_DESC)
     }
 
-    fn base(q: usize) -> u64 {
-        q as u64 * QUEUE_AREA
+    /// Offsets of the available and used rings from the descriptor table (4 KiB aligned).
+    fn ring_offsets(size: u16) -> (u64, u64) {
+        let s = u64::from(size);
+        let avail = (16 * s).div_ceil(4096) * 4096;
+        let used = avail + (6 + 2 * s).div_ceil(4096) * 4096;
+        (avail, used)
     }
 
-    /// Address of buffer slot `slot` (of 8 × QUEUE_SIZE) of queue `q`.
+    fn ring_area(size: u16) -> u64 {
+        let (_, used) = Self::ring_offsets(size);
+        used + (6 + 8 * u64::from(size)).div_ceil(4096) * 4096
+    }
+
+    fn queue_area(size: u16) -> u64 {
+        Self::ring_area(size) + u64::from(size) * SLOT * 8
+    }
+
+    fn base_of(&self, q: usize) -> u64 {
+        q as u64 * Self::queue_area(self.size)
+    }
+
+    /// Address of buffer slot `slot` (of 8 × queue size) of queue `q` of a guest with the
+    /// default queue size.
     pub fn slot_addr(q: usize, slot: u16) -> u64 {
-        Self::base(q) + RING_AREA + u64::from(slot) * SLOT
+        q as u64 * Self::queue_area(QUEUE_SIZE)
+            + Self::ring_area(QUEUE_SIZE)
+            + u64::from(slot) * SLOT
+    }
+
+    /// Address of buffer slot `slot` of queue `q` of this guest.
+    pub fn slot(&self, q: usize, slot: u32) -> u64 {
+        self.base_of(q) + Self::ring_area(self.size) + u64::from(slot) * SLOT
     }
 
     /// Writes descriptor `i` of queue `q`.
     pub fn write_desc(&self, q: usize, i: u16, d: RawDesc) {
-        let a = GuestAddress(Self::base(q) + 16 * u64::from(i));
+        let a = GuestAddress(self.base_of(q) + 16 * u64::from(i));
         let mut b = [0u8; 16];
         b[0..8].copy_from_slice(&d.addr.to_le_bytes());
         b[8..12].copy_from_slice(&d.len.to_le_bytes());
@@ -135,8 +169,8 @@ impl SimGuest {
     /// Publishes head `head` in queue `q`'s available ring (and bumps avail.idx).
     pub fn publish(&mut self, q: usize, head: u16) {
         let idx = self.avail_idx[q];
-        let base = Self::base(q) + 4096;
-        let off = 4 + 2 * u64::from(idx % QUEUE_SIZE);
+        let base = self.base_of(q) + Self::ring_offsets(self.size).0;
+        let off = 4 + 2 * u64::from(idx % self.size);
         self.mem
             .write_obj(head.to_le(), GuestAddress(base + off))
             .unwrap();
@@ -153,9 +187,9 @@ impl SimGuest {
     /// Republishes the heads of the last `n` publications again (steady-state benches:
     /// the buffers and descriptors are unchanged).
     pub fn republish(&mut self, q: usize, heads: &[u16]) {
-        let base = Self::base(q) + 4096;
+        let base = self.base_of(q) + Self::ring_offsets(self.size).0;
         for &h in heads {
-            let off = 4 + 2 * u64::from(self.avail_idx[q] % QUEUE_SIZE);
+            let off = 4 + 2 * u64::from(self.avail_idx[q] % self.size);
             self.mem
                 .write_obj(h.to_le(), GuestAddress(base + off))
                 .unwrap();
@@ -174,7 +208,7 @@ impl SimGuest {
     /// Returns the head index.
     pub fn send(&mut self, qp: usize, head: u16, frame: &[u8]) -> u16 {
         let q = 2 * qp + 1;
-        let addr = Self::slot_addr(q, head);
+        let addr = self.slot(q, u32::from(head));
         let mut buf = vec![0u8; self.hdr_len];
         buf.extend_from_slice(frame);
         assert!(buf.len() as u64 <= SLOT * 8, "frame too large for a slot");
@@ -208,7 +242,10 @@ impl SimGuest {
         let q = 2 * qp;
         let mut heads = Vec::new();
         for i in first..first + n {
-            let addr = Self::slot_addr(q, i * (len as u64).div_ceil(SLOT) as u16 % QUEUE_SIZE);
+            let addr = self.slot(
+                q,
+                (u32::from(i) * (len as u64).div_ceil(SLOT) as u32) % (8 * u32::from(self.size)),
+            );
             self.write_desc(
                 q,
                 i,
@@ -229,7 +266,10 @@ impl SimGuest {
     pub fn used_idx(&self, q: usize) -> u16 {
         let v: u16 = self
             .mem
-            .load(GuestAddress(Self::base(q) + 8192 + 2), Ordering::Acquire)
+            .load(
+                GuestAddress(self.base_of(q) + Self::ring_offsets(self.size).1 + 2),
+                Ordering::Acquire,
+            )
             .unwrap();
         u16::from_le(v)
     }
@@ -280,14 +320,15 @@ impl SimGuest {
     }
 
     fn used_elem(&self, q: usize, pos: u16) -> (u32, u32) {
-        let a = Self::base(q) + 8192 + 4 + 8 * u64::from(pos % QUEUE_SIZE);
+        let a =
+            self.base_of(q) + Self::ring_offsets(self.size).1 + 4 + 8 * u64::from(pos % self.size);
         let id: u32 = self.mem.read_obj(GuestAddress(a)).unwrap();
         let len: u32 = self.mem.read_obj(GuestAddress(a + 4)).unwrap();
         (u32::from_le(id), u32::from_le(len))
     }
 
     fn read_desc(&self, q: usize, i: u16) -> RawDesc {
-        let b = self.read(Self::base(q) + 16 * u64::from(i), 16);
+        let b = self.read(self.base_of(q) + 16 * u64::from(i), 16);
         RawDesc {
             addr: u64::from_le_bytes(b[0..8].try_into().unwrap()),
             len: u32::from_le_bytes(b[8..12].try_into().unwrap()),
