@@ -14,16 +14,20 @@
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (compare another build)
+#   --multi-flow       inject frames of 256 flows (testpmd --txonly-multi-flow: 198.18.X.3)
+#   --vswitchd-args A  extra vswitchd flags, e.g. "--flow-cache off"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"
+rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
         --sizes) sizes=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --multi-flow) multiflow="--txonly-multi-flow"; shift ;;
+        --vswitchd-args) vsargs=$2; shift 2 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -58,7 +62,7 @@ start_guest() {
         --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01" \
         --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02" \
         -- -i --nb-cores=1 --total-num-mbufs=32768 --forward-mode=io \
-        --eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01 \
+        --eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01 $multiflow \
         <"$work/guest.in" >"$work/guest.log" 2>&1 &
     pids+=($!)
     exec 3>"$work/guest.in"
@@ -107,7 +111,7 @@ start_switch() {
     vswitchd)
         "${VSWITCHD:-target/release/vswitchd}" --vhost-user-client "a=$work/a.sock" \
             --vhost-user-client "b=$work/b.sock" --pmd-cpus 0 --poll busy \
-            --control "$work/ctl.sock" 2>"$work/vswitchd.log" &
+            --control "$work/ctl.sock" $vsargs 2>"$work/vswitchd.log" &
         pids+=($!)
         ;;
     esac
