@@ -7,8 +7,9 @@
 #
 # Layout on a 2-core machine: vswitchd's PMD busy-polls on CPU 0; the two guests'
 # forwarding cores share CPU 1. Guest A injects 64 bursts and both guests then forward
-# every frame they receive back into the switch (testpmd io mode), so the same frames
-# circulate A → vswitchd → B → vswitchd → A ...
+# every frame they receive back into the switch (testpmd mac mode: source = own MAC,
+# destination = the other guest), so the same frames circulate
+# A → vswitchd → B → vswitchd → A ... and each guest's MAC stays on its own port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -40,7 +41,7 @@ guest() { # name mac peer-mac fifo
     mkfifo "$work/$1.in"
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 256 --no-pci --file-prefix="vsdemo$1" \
         --single-file-segments --vdev "net_virtio_user0,path=$work/$1.sock,queues=1,mac=$2" \
-        -- -i --nb-cores=1 --total-num-mbufs=16384 --forward-mode=io --eth-peer="0,$3" \
+        -- -i --nb-cores=1 --total-num-mbufs=16384 --forward-mode=mac --eth-peer="0,$3" \
         <"$work/$1.in" >"$work/$1.log" 2>&1 &
     pids+=($!)
 }
