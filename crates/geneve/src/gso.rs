@@ -424,6 +424,14 @@ pub fn segment_with<B: AsMut<[u8]>>(
     } else {
         0
     };
+    // TCP header sum without the fields each segment patches (sequence
+    // number, data offset + flags word, checksum): each segment adds its
+    // own (incremental, RFC 1624), so no header is summed per segment.
+    let tcp_base = {
+        let h = &frame[l4..hdr_len];
+        let patched = add(add(be16(h, 4), be16(h, 6)), add(be16(h, 12), be16(h, 16)));
+        add(checksum::sum(h), finish(patched))
+    };
     let port = encap.as_ref().map_or(0, |tpl| tpl.port_for_hash(hash));
     let last = plan.count - 1;
     for (i, b) in out[..plan.count].iter_mut().enumerate() {
@@ -452,7 +460,8 @@ pub fn segment_with<B: AsMut<[u8]>>(
         } else {
             put16(inner, l3 + 4, tcp_len as u16);
         }
-        put32(inner, l4 + 4, seq0.wrapping_add(start as u32));
+        let seq = seq0.wrapping_add(start as u32);
+        put32(inner, l4 + 4, seq);
         let mut flags = flags0;
         if i > 0 {
             flags &= !tcp_flags::CWR;
@@ -466,8 +475,8 @@ pub fn segment_with<B: AsMut<[u8]>>(
             // Linux/virtio convention: the folded pseudo-header sum.
             put16(inner, l4 + 16, pseudo);
         } else {
-            put16(inner, l4 + 16, 0);
-            let hdr_sum = checksum::sum(&inner[l4..hdr_len]);
+            let w12 = u16::from_be_bytes([inner[l4 + 12], flags]);
+            let hdr_sum = add(tcp_base, add(add((seq >> 16) as u16, seq as u16), w12));
             put16(
                 inner,
                 l4 + 16,
@@ -475,15 +484,13 @@ pub fn segment_with<B: AsMut<[u8]>>(
             );
         }
         if let Some(tpl) = encap.as_deref_mut() {
-            // hdr_len is even (L2 14/18/22, L3 and L4 multiples of 4), so the
-            // payload sum adds without a byte swap.
-            let s = if !tpl.udp_checksum() {
-                0
-            } else if partial {
-                // LCO: once completed, the TCP segment sums to !pseudo.
+            // A complete TCP segment sums to !pseudo; so, by LCO, does one
+            // whose partial checksum will be completed. l4 is even (L2
+            // 14/18/22, L3 a multiple of 4): no byte swap.
+            let s = if tpl.udp_checksum() {
                 add(checksum::sum(&inner[..l4]), finish(pseudo))
             } else {
-                add(checksum::sum(&inner[..hdr_len]), payload_sum)
+                0
             };
             tpl.write_header(outer, inner_len, port, hash, s)?;
         }
