@@ -7,40 +7,18 @@
 //! 1024 learned MACs (the destination MAC cycles over them, all behind port B).
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use vswitch::config::{Config, MacAddr, PollMode, PortConfig, PortType};
+use vswitch::config::MacAddr;
 use vswitch::pmd::{Pmd, BURST};
 use vswitch::switch::Switch;
-use vswitch::testing::{frame, SimGuest};
+use vswitch::testing::{config, frame, SimGuest};
 
 const SRC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
 fn setup(macs: usize, size: usize) -> (Arc<Switch>, SimGuest, SimGuest, Vec<u16>, Vec<u16>) {
-    let ports = ["a", "b"]
-        .iter()
-        .map(|n| PortConfig {
-            name: n.to_string(),
-            kind: PortType::VhostUser,
-            path: PathBuf::from(format!("/nonexistent/{n}.sock")),
-            queues: 1,
-            vlan: None,
-        })
-        .collect();
-    let sw = Switch::new(Config {
-        ports,
-        pmd_cpus: None,
-        poll: PollMode::Busy,
-        control: PathBuf::from("/nonexistent/ctl.sock"),
-        fdb_aging_secs: 300,
-        fdb_static: Vec::new(),
-        acl: Vec::new(),
-        flow_cache: true,
-        emc_insert_inv_prob: 1,
-    })
-    .unwrap();
+    let sw = Switch::new(config(&[("a", None), ("b", None)], true)).unwrap();
     let dst = |i: usize| [2, 1, 0, 0, (i >> 8) as u8, i as u8];
     for i in 0..macs {
         sw.fdb.add_static(0, MacAddr(dst(i)), 1);
@@ -143,16 +121,6 @@ fn flow_cache(c: &mut Criterion) {
     let mut g = c.benchmark_group("pipeline_1280flows_100acl_64B");
     let dst = [2, 0, 0, 0, 0, 2];
     for cache in [true, false] {
-        let ports = ["a", "b"]
-            .iter()
-            .map(|n| PortConfig {
-                name: n.to_string(),
-                kind: PortType::VhostUser,
-                path: PathBuf::from(format!("/nonexistent/{n}.sock")),
-                queues: 1,
-                vlan: None,
-            })
-            .collect();
         let acl = (0..100)
             .map(|i| {
                 (
@@ -161,18 +129,9 @@ fn flow_cache(c: &mut Criterion) {
                 )
             })
             .collect();
-        let sw = Switch::new(Config {
-            ports,
-            pmd_cpus: None,
-            poll: PollMode::Busy,
-            control: PathBuf::from("/nonexistent/ctl.sock"),
-            fdb_aging_secs: 300,
-            fdb_static: Vec::new(),
-            acl,
-            flow_cache: cache,
-            emc_insert_inv_prob: 1,
-        })
-        .unwrap();
+        let mut cfg = config(&[("a", None), ("b", None)], cache);
+        cfg.acl = acl;
+        let sw = Switch::new(cfg).unwrap();
         sw.fdb.add_static(0, MacAddr(dst), 1);
         let mut a = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);
         let mut b = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);

@@ -1,12 +1,10 @@
 //! Data-path tests with simulated guests: switching, drops by reason, and malicious
 //! descriptor chains (which no real guest sends on purpose).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use crate::config::{Config, PollMode, PortConfig, PortType};
 use crate::pmd::Pmd;
 use crate::switch::Switch;
 use crate::testing::{frame, RawDesc, SimGuest, QUEUE_SIZE};
@@ -22,29 +20,13 @@ fn switch(vlans: &[Option<u16>]) -> Arc<Switch> {
 }
 
 fn switch_with(vlans: &[Option<u16>], flow_cache: bool) -> Arc<Switch> {
-    let ports = vlans
+    let names: Vec<String> = (0..vlans.len()).map(|i| format!("p{i}")).collect();
+    let ports: Vec<(&str, Option<u16>)> = names
         .iter()
-        .enumerate()
-        .map(|(i, &vlan)| PortConfig {
-            name: format!("p{i}"),
-            kind: PortType::VhostUser,
-            path: PathBuf::from(format!("/nonexistent/p{i}.sock")),
-            queues: 1,
-            vlan,
-        })
+        .map(String::as_str)
+        .zip(vlans.iter().copied())
         .collect();
-    Switch::new(Config {
-        ports,
-        pmd_cpus: None,
-        poll: PollMode::Busy,
-        control: PathBuf::from("/nonexistent/ctl.sock"),
-        fdb_aging_secs: 300,
-        fdb_static: Vec::new(),
-        acl: Vec::new(),
-        flow_cache,
-        emc_insert_inv_prob: 1,
-    })
-    .unwrap()
+    Switch::new(crate::testing::config(&ports, flow_cache)).unwrap()
 }
 
 fn attach(sw: &Switch, port: usize, features: u64) -> SimGuest {

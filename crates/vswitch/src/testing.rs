@@ -12,6 +12,7 @@ use std::sync::Arc;
 use vhost_user_backend::VringT;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryAtomic};
 
+use crate::config::{Config, PollMode, PortConfig, PortType};
 use crate::vhost::{Connection, PortVring};
 use crate::virtq::{Mem, VRING_DESC_F_WRITE};
 
@@ -355,4 +356,30 @@ pub fn frame(dst: [u8; 6], src: [u8; 6], len: usize, seed: u8) -> Vec<u8> {
         i += 1;
     }
     f
+}
+
+/// A switch configuration for tests and benches: server-mode ports with the given names
+/// and access VLANs (sockets under a directory that does not exist: they are never
+/// bound), one unpinned busy-polling PMD, the flow cache on or off, no ACLs.
+pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
+    Config {
+        ports: ports
+            .iter()
+            .map(|&(name, vlan)| PortConfig {
+                name: name.to_string(),
+                kind: PortType::VhostUser,
+                path: format!("/nonexistent/{name}.sock").into(),
+                queues: 1,
+                vlan,
+            })
+            .collect(),
+        pmd_cpus: None,
+        poll: PollMode::Busy,
+        control: "/nonexistent/ctl.sock".into(),
+        fdb_aging_secs: 300,
+        fdb_static: Vec::new(),
+        acl: Vec::new(),
+        flow_cache,
+        emc_insert_inv_prob: 1,
+    }
 }

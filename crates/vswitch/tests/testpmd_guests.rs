@@ -20,6 +20,22 @@ fn port_arg(name: &str, dir: &TempDir, extra: &str) -> String {
     )
 }
 
+/// vswitchd with two server-mode ports `a` and `b` (`opts` appended to each port spec,
+/// e.g. `,queues=2`) in poll mode `poll`.
+fn start_ab(dir: &TempDir, opts: &str, poll: &str) -> Vswitchd {
+    Vswitchd::start(
+        dir,
+        &[
+            "--vhost-user".into(),
+            port_arg("a", dir, opts),
+            "--vhost-user".into(),
+            port_arg("b", dir, opts),
+            "--poll".into(),
+            poll.into(),
+        ],
+    )
+}
+
 fn guest<'a>(
     prefix: &'a str,
     socket: &'a std::path::Path,
@@ -44,17 +60,7 @@ fn txonly_to_rxonly_every_frame_accounted() {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("txrx");
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--vhost-user".into(),
-            port_arg("a", &dir, ""),
-            "--vhost-user".into(),
-            port_arg("b", &dir, ""),
-            "--poll".into(),
-            "adaptive".into(),
-        ],
-    );
+    let sw = start_ab(&dir, "", "adaptive");
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
     let mut b = Testpmd::start(guest("vsb1", &sb, MAC_B, &["--forward-mode=rxonly"]));
@@ -114,17 +120,7 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("intact");
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--vhost-user".into(),
-            port_arg("a", &dir, ""),
-            "--vhost-user".into(),
-            port_arg("b", &dir, ""),
-            "--poll".into(),
-            "interrupt".into(),
-        ],
-    );
+    let sw = start_ab(&dir, "", "interrupt");
     let mac_a = [2, 0, 0, 0, 0, 1];
     let mac_b = [2, 0, 0, 0, 0, 2];
     let mut frames = Vec::new();
@@ -200,17 +196,7 @@ fn io_forwarding_loop_keeps_circulating() {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("loop");
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--vhost-user".into(),
-            port_arg("a", &dir, ""),
-            "--vhost-user".into(),
-            port_arg("b", &dir, ""),
-            "--poll".into(),
-            "busy".into(),
-        ],
-    );
+    let sw = start_ab(&dir, "", "busy");
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
     let pa = format!("--eth-peer=0,{MAC_B}");
@@ -250,17 +236,7 @@ fn multiqueue_uses_both_queue_pairs() {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("mq");
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--vhost-user".into(),
-            port_arg("a", &dir, ",queues=2"),
-            "--vhost-user".into(),
-            port_arg("b", &dir, ",queues=2"),
-            "--poll".into(),
-            "adaptive".into(),
-        ],
-    );
+    let sw = start_ab(&dir, ",queues=2", "adaptive");
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
     let peer = format!("--eth-peer=0,{MAC_B}");
