@@ -219,6 +219,8 @@ pub struct FileConfig {
     pub flow_cache: Option<bool>,
     /// EMC insertion probability is 1/N (1 = insert every miss).
     pub emc_insert_inv_prob: Option<u32>,
+    /// Prometheus endpoint address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// vswitchd: a vhost-user virtual switch.
@@ -290,6 +292,10 @@ pub struct Args {
     /// Larger N protects the cache from thrashing under many short flows.
     #[arg(long, value_name = "N")]
     pub emc_insert_inv_prob: Option<u32>,
+
+    /// Serve the counters for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9477).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// `on` or `off`.
@@ -322,6 +328,8 @@ pub struct Config {
     pub flow_cache: bool,
     /// EMC insertion probability 1/N.
     pub emc_insert_inv_prob: u32,
+    /// Prometheus endpoint, if any.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Config {
@@ -649,6 +657,7 @@ impl TryFrom<Args> for Config {
                 .or(file.flow_cache)
                 .unwrap_or(true),
             emc_insert_inv_prob,
+            metrics: args.metrics.or(file.metrics),
             ports,
             pmd_cpus,
             poll: args.poll.or(file.poll).unwrap_or_default(),

@@ -34,6 +34,14 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The metrics endpoint could not be bound.
+    #[error("--metrics {addr}: {source}")]
+    Metrics {
+        /// Address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Thread {
@@ -85,6 +93,14 @@ impl Daemon {
                 listeners.push(None);
             }
         }
+        let metrics = match config.metrics {
+            Some(addr) => Some(
+                std::net::TcpListener::bind(addr)
+                    .map_err(|source| StartError::Metrics { addr, source })?,
+            ),
+            None => None,
+        };
+
         let control =
             crate::control::bind(&config.control).map_err(|source| StartError::Control {
                 path: config.control.display().to_string(),
@@ -121,6 +137,10 @@ impl Daemon {
         spawn("housekeeping".into(), move || housekeeping(sw))?;
         let sw = switch.clone();
         spawn("control".into(), move || crate::control::serve(control, sw))?;
+        if let Some(l) = metrics {
+            let sw = switch.clone();
+            spawn("metrics".into(), move || crate::metrics::serve(l, sw))?;
+        }
 
         info!(
             ports = switch.ports.len(),

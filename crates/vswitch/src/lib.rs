@@ -14,6 +14,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod fdb;
+pub mod metrics;
 pub mod pmd;
 #[cfg(test)]
 mod pmd_tests;

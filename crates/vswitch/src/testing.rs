@@ -381,5 +381,6 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         acl: Vec::new(),
         flow_cache,
         emc_insert_inv_prob: 1,
+        metrics: None,
     }
 }

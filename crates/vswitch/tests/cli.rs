@@ -188,3 +188,38 @@ fn vswitchctl_explains_an_absent_daemon_and_help_teaches() {
     }
     assert!(help.contains("adaptive"), "--help explains the poll modes");
 }
+
+#[test]
+fn metrics_endpoint_serves_the_counters() {
+    use std::io::{Read, Write};
+    let d = Dir::new("metrics");
+    let ctl = d.path("ctl.sock");
+    let port = 20000 + (std::process::id() % 20000) as u16;
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
+        .args(["--vhost-user", &format!("a={}", sock(&d, "a.sock"))])
+        .args(["--metrics", &addr])
+        .arg("--control")
+        .arg(&ctl)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&ctl);
+    let mut s = std::net::TcpStream::connect(&addr).expect("metrics port");
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    for want in [
+        "vswitch_port_rx_packets_total{port=\"a\"} 0",
+        "vswitch_port_drops_total{port=\"a\",reason=\"no_rx_buffer\"} 0",
+        "vswitch_port_link_up{port=\"a\"} 0",
+        "vswitch_pmd_packets_total{pmd=\"0\"} 0",
+        "# EOF",
+    ] {
+        assert!(body.contains(want), "missing {want:?} in:\n{body}");
+    }
+}
