@@ -77,7 +77,9 @@ fn sum_ne(data: &[u8]) -> u64 {
 
 /// The partial sum of `data`, the fast variant used on payloads.
 ///
-/// Same result as [`sum`]. See [`Wide`] for how it is computed: three
+/// Same result as [`sum`]. Each 64-bit word is added, wrapping, into one
+/// accumulator and its upper half into another (why that is exact: the
+/// private `Wide`): three
 /// vector operations per 16 bytes on baseline x86-64 (SSE2) or AArch64,
 /// no carries to track.
 #[inline]
