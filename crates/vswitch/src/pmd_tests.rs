@@ -471,3 +471,66 @@ enum Op {
     DelAcl(usize),
     Flush(usize),
 }
+
+#[test]
+fn one_interrupt_per_batch_and_event_idx_respected() {
+    use virtio_bindings::virtio_ring::VIRTIO_RING_F_EVENT_IDX;
+    let sw = switch(&[None, None]);
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    let b_rx_irq = gb.call_eventfd(0);
+    let a_tx_irq = ga.call_eventfd(1);
+    gb.post_rx(0, 0, 64, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    // used_event = 0: the driver wants an interrupt once the used index passes 0.
+    gb.set_used_event(0, 0);
+    ga.set_used_event(1, 0);
+    for i in 0..5 {
+        ga.send(0, i, &frame(B, A, 64, i as u8));
+    }
+    pmd.poll_once();
+    assert_eq!(gb.recv(0).len(), 5);
+    assert_eq!(
+        b_rx_irq.read().ok(),
+        Some(1),
+        "one interrupt for the batch of 5"
+    );
+    assert_eq!(
+        a_tx_irq.read().ok(),
+        Some(1),
+        "one for the 5 completed tx chains"
+    );
+    // used_event far ahead: no interrupt until the used index reaches it.
+    gb.set_used_event(0, 100);
+    ga.set_used_event(1, 100);
+    for i in 5..10 {
+        ga.send(0, i, &frame(B, A, 64, i as u8));
+    }
+    pmd.poll_once();
+    assert_eq!(gb.recv(0).len(), 5);
+    assert!(
+        b_rx_irq.read().is_err(),
+        "EVENT_IDX: no interrupt before used_event"
+    );
+    assert!(a_tx_irq.read().is_err());
+
+    // Without EVENT_IDX the NO_INTERRUPT flag decides.
+    let sw = switch(&[None, None]);
+    let feats = SimGuest::default_features() & !(1 << VIRTIO_RING_F_EVENT_IDX);
+    let mut ga = attach(&sw, 0, feats);
+    let mut gb = attach(&sw, 1, feats);
+    let b_rx_irq = gb.call_eventfd(0);
+    gb.post_rx(0, 0, 64, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    gb.set_no_interrupt(0, true);
+    ga.send(0, 0, &frame(B, A, 64, 0));
+    pmd.poll_once();
+    assert!(b_rx_irq.read().is_err(), "NO_INTERRUPT suppresses");
+    gb.set_no_interrupt(0, false);
+    for i in 1..4 {
+        ga.send(0, i, &frame(B, A, 64, 0));
+    }
+    pmd.poll_once();
+    assert_eq!(b_rx_irq.read().ok(), Some(1), "one interrupt per batch");
+    assert_eq!(gb.recv(0).len(), 4);
+}

@@ -263,6 +263,33 @@ impl SimGuest {
         heads
     }
 
+    /// Gives queue `q` a call eventfd (the guest's interrupt) and returns it, non-blocking:
+    /// `read()` returns the number of interrupts since the last read, or fails when none.
+    pub fn call_eventfd(&self, q: usize) -> vmm_sys_util::eventfd::EventFd {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        let efd = vmm_sys_util::eventfd::EventFd::new(libc::EFD_NONBLOCK).expect("eventfd");
+        let dup = efd.try_clone().expect("dup eventfd");
+        // SAFETY: `into_raw_fd` hands over sole ownership of a valid, open fd.
+        let file = unsafe { std::fs::File::from_raw_fd(dup.into_raw_fd()) };
+        self.conn.vrings[q].set_call(Some(file));
+        efd
+    }
+
+    /// Writes the driver's `used_event` (EVENT_IDX) of queue `q`: the device interrupts
+    /// once its used index passes `v` (virtio 1.2 §2.7.10).
+    pub fn set_used_event(&self, q: usize, v: u16) {
+        let a = self.base_of(q) + Self::ring_offsets(self.size).0 + 4 + 2 * u64::from(self.size);
+        self.mem.write_obj(v.to_le(), GuestAddress(a)).unwrap();
+    }
+
+    /// Sets or clears the driver's VRING_AVAIL_F_NO_INTERRUPT flag on queue `q`.
+    pub fn set_no_interrupt(&self, q: usize, on: bool) {
+        let a = self.base_of(q) + Self::ring_offsets(self.size).0;
+        self.mem
+            .write_obj(u16::from(on).to_le(), GuestAddress(a))
+            .unwrap();
+    }
+
     /// Used-ring index of queue `q` (as the device published it).
     pub fn used_idx(&self, q: usize) -> u16 {
         let v: u16 = self
