@@ -175,6 +175,9 @@ pub struct PortConfig {
     /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6).
+    #[serde(default)]
+    pub offloads: bool,
 }
 
 fn one() -> u16 {
@@ -242,8 +245,13 @@ pub struct Args {
     pub config: Option<PathBuf>,
 
     /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
-    /// `NAME=PATH[,queues=N][,vlan=V]`. Repeatable.
-    #[arg(long = "vhost-user", value_name = "NAME=PATH[,queues=N][,vlan=V]")]
+    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on]`. Repeatable. `offloads=on` offers
+    /// checksum and TSO offloads (frames a destination cannot take whole are segmented or
+    /// checksummed in software).
+    #[arg(
+        long = "vhost-user",
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on]"
+    )]
     pub vhost_user: Vec<String>,
 
     /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
@@ -353,6 +361,7 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         path: PathBuf::from(path),
         queues: 1,
         vlan: None,
+        offloads: false,
     };
     for opt in parts {
         let (k, v) = opt
@@ -372,10 +381,17 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
                     invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
                 })?)
             }
+            "offloads" => {
+                port.offloads = match v {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(invalid(&field, format!("offloads={v}: expected on or off"))),
+                }
+            }
             _ => {
                 return Err(invalid(
                     &field,
-                    format!("unknown option {k:?}; expected queues=N or vlan=V"),
+                    format!("unknown option {k:?}; expected queues=N, vlan=V or offloads=on|off"),
                 ))
             }
         }

@@ -71,6 +71,12 @@ pub struct PortStatsOwned {
     pub tx_packets: u64,
     /// Bytes delivered to the guest.
     pub tx_bytes: u64,
+    /// TSO frames segmented in software for this guest.
+    #[serde(default)]
+    pub segmented: u64,
+    /// Partial checksums completed in software for this guest.
+    #[serde(default)]
+    pub csum_completed: u64,
     /// Drops by reason.
     pub drops: std::collections::BTreeMap<String, u64>,
     /// All drops.
@@ -84,6 +90,8 @@ impl From<PortStats> for PortStatsOwned {
             rx_bytes: s.rx_bytes,
             tx_packets: s.tx_packets,
             tx_bytes: s.tx_bytes,
+            segmented: s.segmented,
+            csum_completed: s.csum_completed,
             drops: s
                 .drops
                 .into_iter()

@@ -212,6 +212,7 @@ fn port_loop(
         match Connection::establish(
             &port.name,
             port.queue_pairs,
+            port.offloads,
             &switch.wakers,
             endpoint,
             &publish,

@@ -29,7 +29,7 @@ use crate::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
 use crate::stats::{cycles, DropReason};
 use crate::switch::{PmdShared, Port, Switch};
 use crate::vhost::Connection;
-use crate::virtq::{copy_sg, read_sg, write_sg, MemView, Seg, SplitRing};
+use crate::virtq::{copy_sg, read_sg, write_sg, write_sg_at, MemView, Seg, SplitRing};
 
 /// Most descriptor chains taken from one transmit queue per burst.
 pub const BURST: usize = 32;
@@ -79,6 +79,42 @@ struct Pkt {
     /// Frame length without the virtio-net header.
     frame_len: u32,
     action: Action,
+    /// The frame's virtio-net header fields (flags, gso_type, hdr_len, gso_size,
+    /// csum_start, csum_offset; virtio 1.2 §5.1.6), all zero when the source port
+    /// negotiated no offload.
+    vhdr: [u8; 10],
+}
+
+impl Pkt {
+    /// Whether the frame carries an offload (partial checksum or TSO).
+    fn offload(&self) -> bool {
+        self.vhdr[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 || self.vhdr[1] != 0
+    }
+}
+
+/// virtio-net header flag: the checksum at csum_start + csum_offset is partial.
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+/// virtio-net header GSO types (virtio 1.2 §5.1.6).
+const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+
+/// Where the bytes of a frame being delivered come from.
+enum FrameSrc<'a, 'm> {
+    /// The source guest's buffers, after its virtio-net header.
+    Guest {
+        mem: &'a MemView<'m>,
+        segs: &'a [Seg],
+        skip: u32,
+    },
+    /// A buffer of the switch (a software-made segment or a completed frame).
+    Host(&'a [u8]),
+}
+
+/// The receive-ring positions of one delivery batch.
+struct RxCursor {
+    next_avail: u16,
+    avail: u16,
+    used: u16,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,6 +146,10 @@ pub struct Pmd {
     qstate: Vec<QueueState>,
     cache: FlowCache<Decision>,
     use_cache: bool,
+    /// A frame gathered from guest memory for software offloads (up to 64 KiB).
+    scratch: Vec<u8>,
+    /// Segments made by software TSO; reused, grown as needed.
+    seg_bufs: Vec<Vec<u8>>,
     /// ACL generation last seen per port, to zero this PMD's rule counters on edits.
     acl_seen: Vec<u64>,
 }
@@ -135,6 +175,8 @@ impl Pmd {
                 ..EmcConfig::default()
             }),
             use_cache: switch.config.flow_cache,
+            scratch: Vec::with_capacity(crate::virtq::MAX_CHAIN_BYTES as usize),
+            seg_bufs: Vec::new(),
             acl_seen: vec![0; switch.ports.len()],
             switch,
         }
@@ -275,6 +317,10 @@ impl Pmd {
         }
         let n = usize::from(pending).min(BURST);
         let src_hdr = conn.hdr_len();
+        let src_offloads = src.offloads
+            && (conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_CSUM)
+                || conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_HOST_TSO4)
+                || conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_HOST_TSO6));
         self.pkts.clear();
         self.segs.clear();
         // Heads first, prefetching their descriptors, so the descriptor misses of the
@@ -298,12 +344,17 @@ impl Pmd {
                 ring.mem()
                     .prefetch(first.addr + u64::from(src_hdr.min(first.len - 1)));
             }
+            let mut vhdr = [0u8; 10];
+            if src_offloads && !matches!(action, Action::Drop(_)) {
+                read_sg(ring.mem(), &self.segs[seg_start as usize..], 0, &mut vhdr);
+            }
             self.pkts.push(Pkt {
                 head,
                 seg_start,
                 seg_end: self.segs.len() as u32,
                 frame_len: len,
                 action,
+                vhdr,
             });
         }
         queue.set_next_avail(next.wrapping_add(n as u16));
@@ -537,8 +588,8 @@ impl Pmd {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;
         };
-        let mut next_avail = queue.next_avail();
-        let mut avail = ring.avail_idx();
+        let next_avail = queue.next_avail();
+        let avail = ring.avail_idx();
         if avail.wrapping_sub(next_avail) > ring.size() {
             counters.drop(DropReason::BadDescriptor, self.sel.len() as u64);
             return;
@@ -549,85 +600,163 @@ impl Pmd {
             ring.prefetch_desc(ring.avail_entry(next_avail.wrapping_add(k as u16)));
         }
         let old_used = queue.next_used();
-        let mut used = old_used;
+        let used = old_used;
         let mut tx_packets = 0u64;
         let mut tx_bytes = 0u64;
         let mut out_of_buffers = false;
+        let mut cur = RxCursor {
+            next_avail,
+            avail,
+            used,
+        };
+        let guest_csum = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_CSUM);
+        let guest_tso4 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO4);
+        let guest_tso6 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO6);
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
             if out_of_buffers {
                 counters.drop(DropReason::NoRxBuffer, 1);
                 continue;
             }
-            let need = dst_hdr + p.frame_len;
-            let start_avail = next_avail;
-            self.rx_segs.clear();
-            self.rx_chains.clear();
-            let mut cap = 0u32;
-            let mut fail = None;
-            let mut bad_taken = false;
-            while cap < need {
-                if next_avail == avail {
-                    avail = ring.avail_idx();
-                    if next_avail == avail {
-                        fail = Some(DropReason::NoRxBuffer);
-                        break;
+            let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
+            let accepts = !p.offload()
+                || ((p.vhdr[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0 || guest_csum)
+                    && match p.vhdr[1] {
+                        0 => true,
+                        VIRTIO_NET_HDR_GSO_TCPV4 => guest_tso4,
+                        VIRTIO_NET_HDR_GSO_TCPV6 => guest_tso6,
+                        _ => false,
+                    });
+            if accepts {
+                // Whole, with the offload fields passed through (virtio 1.2 §5.1.6.4).
+                let mut hdr = [0u8; 12];
+                hdr[..10].copy_from_slice(&p.vhdr);
+                hdr[0] &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+                let src = FrameSrc::Guest {
+                    mem: src_mem,
+                    segs,
+                    skip: src_hdr,
+                };
+                match put_frame(
+                    &ring,
+                    &mut cur,
+                    &mut self.rx_segs,
+                    &mut self.rx_chains,
+                    mergeable,
+                    dst_hdr,
+                    hdr,
+                    src,
+                    p.frame_len,
+                    counters,
+                ) {
+                    Ok(()) => {
+                        tx_packets += 1;
+                        tx_bytes += u64::from(p.frame_len);
+                    }
+                    Err(r) => {
+                        counters.drop(r, 1);
+                        out_of_buffers = r == DropReason::NoRxBuffer;
                     }
                 }
-                if self.rx_chains.len() == MAX_RX_CHAINS
-                    || (!mergeable && !self.rx_chains.is_empty())
-                {
-                    fail = Some(DropReason::FrameTooBig);
-                    break;
-                }
-                let head = ring.avail_entry(next_avail);
-                next_avail = next_avail.wrapping_add(1);
-                match ring.walk_chain(head, true, &mut self.rx_segs) {
-                    Ok(c) if c >= dst_hdr || !self.rx_chains.is_empty() => {
-                        self.rx_chains.push(RxChain { head, cap: c });
-                        cap = cap.saturating_add(c);
-                    }
-                    _ => {
-                        // A malformed (or header-less) receive chain: give it back empty.
-                        ring.write_used(used, head, 0);
-                        used = used.wrapping_add(1);
-                        counters.drop(DropReason::BadDescriptor, 1);
-                        bad_taken = true;
-                    }
-                }
-            }
-            if let Some(reason) = fail {
-                if bad_taken {
-                    // A malformed chain was consumed meanwhile, so the available ring
-                    // cannot be rewound past it: give the good chains back empty too.
-                    for c in &self.rx_chains {
-                        ring.write_used(used, c.head, 0);
-                        used = used.wrapping_add(1);
-                    }
-                } else {
-                    // Leave the chains taken for this frame in the available ring.
-                    next_avail = start_avail;
-                }
-                counters.drop(reason, 1);
-                out_of_buffers = reason == DropReason::NoRxBuffer;
                 continue;
             }
-            // Header: all offload fields zero (none negotiated), num_buffers = chains.
-            let mut hdr = [0u8; 12];
-            hdr[10..12].copy_from_slice(&(self.rx_chains.len() as u16).to_le_bytes());
-            write_sg(ring.mem(), &self.rx_segs, &hdr[..dst_hdr as usize]);
-            let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
-            copy_sg(src_mem, segs, src_hdr, ring.mem(), &self.rx_segs, dst_hdr);
-            let mut left = need;
-            for c in &self.rx_chains {
-                let n = c.cap.min(left);
-                ring.write_used(used, c.head, n);
-                used = used.wrapping_add(1);
-                left -= n;
+            // Software offload: gather the frame, then segment or complete its checksum.
+            let f = u16::from_le_bytes;
+            let meta = geneve::GsoMeta::from_virtio_net_hdr(
+                p.vhdr[0],
+                p.vhdr[1],
+                f([p.vhdr[2], p.vhdr[3]]),
+                f([p.vhdr[4], p.vhdr[5]]),
+                f([p.vhdr[6], p.vhdr[7]]),
+                f([p.vhdr[8], p.vhdr[9]]),
+            );
+            self.scratch.resize(p.frame_len as usize, 0);
+            let got = read_sg(src_mem, segs, src_hdr, &mut self.scratch);
+            let Ok(meta) = meta else {
+                counters.drop(DropReason::BadOffload, 1);
+                continue;
+            };
+            if got != self.scratch.len() {
+                counters.drop(DropReason::BadDescriptor, 1);
+                continue;
             }
-            tx_packets += 1;
-            tx_bytes += u64::from(p.frame_len);
+            if p.vhdr[1] == 0 {
+                if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
+                    counters.drop(DropReason::BadOffload, 1);
+                    continue;
+                }
+                counters.csum_completed.add(1);
+                let src = FrameSrc::Host(&self.scratch);
+                match put_frame(
+                    &ring,
+                    &mut cur,
+                    &mut self.rx_segs,
+                    &mut self.rx_chains,
+                    mergeable,
+                    dst_hdr,
+                    [0; 12],
+                    src,
+                    p.frame_len,
+                    counters,
+                ) {
+                    Ok(()) => {
+                        tx_packets += 1;
+                        tx_bytes += u64::from(p.frame_len);
+                    }
+                    Err(r) => {
+                        counters.drop(r, 1);
+                        out_of_buffers = r == DropReason::NoRxBuffer;
+                    }
+                }
+                continue;
+            }
+            let Ok(plan) = geneve::SegmentPlan::new(&self.scratch, &meta, 0) else {
+                counters.drop(DropReason::BadOffload, 1);
+                continue;
+            };
+            let n = plan.count();
+            if self.seg_bufs.len() < n {
+                self.seg_bufs.resize_with(n, Vec::new);
+            }
+            for (i, b) in self.seg_bufs[..n].iter_mut().enumerate() {
+                b.resize(plan.segment_len(i), 0);
+            }
+            if geneve::segment(&self.scratch, &meta, None, &mut self.seg_bufs[..n]).is_err() {
+                counters.drop(DropReason::BadOffload, 1);
+                continue;
+            }
+            counters.segmented.add(1);
+            for i in 0..n {
+                let seg = &self.seg_bufs[i][..plan.segment_len(i)];
+                match put_frame(
+                    &ring,
+                    &mut cur,
+                    &mut self.rx_segs,
+                    &mut self.rx_chains,
+                    mergeable,
+                    dst_hdr,
+                    [0; 12],
+                    FrameSrc::Host(seg),
+                    seg.len() as u32,
+                    counters,
+                ) {
+                    Ok(()) => {
+                        tx_packets += 1;
+                        tx_bytes += seg.len() as u64;
+                    }
+                    Err(r) => {
+                        counters.drop(r, 1);
+                        if r == DropReason::NoRxBuffer {
+                            out_of_buffers = true;
+                            break;
+                        }
+                    }
+                }
+            }
         }
+        let RxCursor {
+            next_avail, used, ..
+        } = cur;
         ring.publish_used(used);
         queue.set_next_avail(next_avail);
         queue.set_next_used(used);
@@ -638,6 +767,92 @@ impl Pmd {
         counters.tx_packets.add(tx_packets);
         counters.tx_bytes.add(tx_bytes);
     }
+}
+
+/// Delivers one frame into the receive ring: takes enough chains (mergeable buffers) for
+/// the header and `frame_len` bytes, writes the header (`hdr` with num_buffers filled in)
+/// and the frame, and writes the used elements. On failure nothing is delivered: chains
+/// taken are put back (or, if a malformed chain was consumed meanwhile, returned empty).
+#[allow(clippy::too_many_arguments)]
+fn put_frame(
+    ring: &SplitRing<'_>,
+    cur: &mut RxCursor,
+    rx_segs: &mut Vec<Seg>,
+    rx_chains: &mut Vec<RxChain>,
+    mergeable: bool,
+    dst_hdr: u32,
+    mut hdr: [u8; 12],
+    src: FrameSrc<'_, '_>,
+    frame_len: u32,
+    counters: &crate::stats::PortCounters,
+) -> Result<(), DropReason> {
+    let need = dst_hdr + frame_len;
+    let start_avail = cur.next_avail;
+    rx_segs.clear();
+    rx_chains.clear();
+    let mut cap = 0u32;
+    let mut fail = None;
+    let mut bad_taken = false;
+    while cap < need {
+        if cur.next_avail == cur.avail {
+            cur.avail = ring.avail_idx();
+            if cur.next_avail == cur.avail {
+                fail = Some(DropReason::NoRxBuffer);
+                break;
+            }
+        }
+        if rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !rx_chains.is_empty()) {
+            fail = Some(DropReason::FrameTooBig);
+            break;
+        }
+        let head = ring.avail_entry(cur.next_avail);
+        cur.next_avail = cur.next_avail.wrapping_add(1);
+        match ring.walk_chain(head, true, rx_segs) {
+            Ok(c) if c >= dst_hdr || !rx_chains.is_empty() => {
+                rx_chains.push(RxChain { head, cap: c });
+                cap = cap.saturating_add(c);
+            }
+            _ => {
+                // A malformed (or header-less) receive chain: give it back empty.
+                ring.write_used(cur.used, head, 0);
+                cur.used = cur.used.wrapping_add(1);
+                counters.drop(DropReason::BadDescriptor, 1);
+                bad_taken = true;
+            }
+        }
+    }
+    if let Some(reason) = fail {
+        if bad_taken {
+            // A malformed chain was consumed meanwhile, so the available ring cannot be
+            // rewound past it: give the good chains back empty too.
+            for c in rx_chains.iter() {
+                ring.write_used(cur.used, c.head, 0);
+                cur.used = cur.used.wrapping_add(1);
+            }
+        } else {
+            // Leave the chains taken for this frame in the available ring.
+            cur.next_avail = start_avail;
+        }
+        return Err(reason);
+    }
+    hdr[10..12].copy_from_slice(&(rx_chains.len() as u16).to_le_bytes());
+    write_sg(ring.mem(), rx_segs, &hdr[..dst_hdr as usize]);
+    match src {
+        FrameSrc::Guest { mem, segs, skip } => {
+            copy_sg(mem, segs, skip, ring.mem(), rx_segs, dst_hdr);
+        }
+        FrameSrc::Host(data) => {
+            write_sg_at(ring.mem(), rx_segs, dst_hdr, data);
+        }
+    }
+    let mut left = need;
+    for c in rx_chains.iter() {
+        let n = c.cap.min(left);
+        ring.write_used(cur.used, c.head, n);
+        cur.used = cur.used.wrapping_add(1);
+        left -= n;
+    }
+    Ok(())
 }
 
 /// The slow path: VLAN admission, the ingress ACL, then the FDB. Decides from the flow

@@ -34,11 +34,14 @@ pub enum DropReason {
     NoDestination,
     /// An ingress ACL rule said drop (also counted per rule: `vswitchctl acl list`).
     Acl,
+    /// The virtio-net header asked for an offload that cannot be done: an unknown GSO
+    /// type, or checksum or TCP offsets outside the frame.
+    BadOffload,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -48,6 +51,7 @@ impl DropReason {
         DropReason::SamePort,
         DropReason::NoDestination,
         DropReason::Acl,
+        DropReason::BadOffload,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -62,6 +66,7 @@ impl DropReason {
             DropReason::SamePort => "same_port",
             DropReason::NoDestination => "no_destination",
             DropReason::Acl => "acl",
+            DropReason::BadOffload => "bad_offload",
         }
     }
 }
@@ -102,6 +107,10 @@ pub struct PortCounters {
     pub tx_packets: Counter,
     /// Bytes delivered to the guest.
     pub tx_bytes: Counter,
+    /// TSO frames segmented in software for this guest (it lacks GUEST_TSO4/6).
+    pub segmented: Counter,
+    /// Partial checksums completed in software for this guest (it lacks GUEST_CSUM).
+    pub csum_completed: Counter,
     drops: [Counter; NREASONS],
 }
 
@@ -129,6 +138,10 @@ pub struct PortStats {
     pub tx_packets: u64,
     /// Bytes delivered to the guest.
     pub tx_bytes: u64,
+    /// TSO frames segmented in software for this guest.
+    pub segmented: u64,
+    /// Partial checksums completed in software for this guest.
+    pub csum_completed: u64,
     /// Drops by reason; every reason is present, zero or not.
     pub drops: std::collections::BTreeMap<&'static str, u64>,
     /// Sum of all drops.
@@ -142,6 +155,8 @@ impl PortStats {
         self.rx_bytes += c.rx_bytes.get();
         self.tx_packets += c.tx_packets.get();
         self.tx_bytes += c.tx_bytes.get();
+        self.segmented += c.segmented.get();
+        self.csum_completed += c.csum_completed.get();
         for r in DropReason::ALL {
             let n = c.drops(r);
             *self.drops.entry(r.name()).or_default() += n;

@@ -30,6 +30,8 @@ pub struct Port {
     pub vlan: Vlan,
     /// Queue pairs offered.
     pub queue_pairs: u16,
+    /// Checksum/TSO offloads offered.
+    pub offloads: bool,
     /// The attached driver, if any. PMDs load it once per burst.
     pub conn: ArcSwapOption<Connection>,
     /// Connections accepted or made so far.
@@ -115,6 +117,7 @@ impl Switch {
                     path: p.path.clone(),
                     vlan: p.vlan.unwrap_or(0),
                     queue_pairs: p.queues,
+                    offloads: p.offloads,
                     conn: ArcSwapOption::empty(),
                     connections: AtomicU64::new(0),
                     was_up: AtomicBool::new(false),

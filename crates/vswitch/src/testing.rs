@@ -228,6 +228,27 @@ impl SimGuest {
         head
     }
 
+    /// Queues a frame with an explicit 12-byte virtio-net header (offload fields) on
+    /// transmit queue pair `qp`, in one descriptor using slots from `head` on.
+    pub fn send_with_hdr(&mut self, qp: usize, head: u16, hdr: [u8; 12], frame: &[u8]) {
+        let q = 2 * qp + 1;
+        let addr = self.slot(q, u32::from(head));
+        let mut buf = hdr[..self.hdr_len].to_vec();
+        buf.extend_from_slice(frame);
+        self.write(addr, &buf);
+        self.write_desc(
+            q,
+            head,
+            RawDesc {
+                addr,
+                len: buf.len() as u32,
+                flags: 0,
+                next: 0,
+            },
+        );
+        self.publish(q, head);
+    }
+
     /// Queues a raw (possibly malformed) chain on transmit queue pair `qp`.
     pub fn send_chain(&mut self, qp: usize, head: u16, descs: &[(u16, RawDesc)]) {
         let q = 2 * qp + 1;
@@ -310,6 +331,11 @@ impl SimGuest {
     /// Frames received on queue pair `qp` since the last call: reassembles mergeable
     /// buffers by num_buffers and strips the virtio-net header.
     pub fn recv(&mut self, qp: usize) -> Vec<Vec<u8>> {
+        self.recv_with_hdr(qp).into_iter().map(|(_, f)| f).collect()
+    }
+
+    /// As [`recv`](Self::recv), with each frame's virtio-net header (zero-padded to 12).
+    pub fn recv_with_hdr(&mut self, qp: usize) -> Vec<([u8; 12], Vec<u8>)> {
         let q = 2 * qp;
         let used = self.used_idx(q);
         let mut frames = Vec::new();
@@ -319,9 +345,11 @@ impl SimGuest {
             let d = self.read_desc(q, id as u16);
             let first = self.read(d.addr, len as usize);
             if first.len() < self.hdr_len {
-                frames.push(Vec::new());
+                frames.push(([0; 12], Vec::new()));
                 continue;
             }
+            let mut hdr = [0u8; 12];
+            hdr[..self.hdr_len].copy_from_slice(&first[..self.hdr_len]);
             let nbuf = if self.hdr_len == 12 {
                 u16::from_le_bytes([first[10], first[11]]).max(1)
             } else {
@@ -334,7 +362,7 @@ impl SimGuest {
                 let d = self.read_desc(q, id as u16);
                 f.extend(self.read(d.addr, len as usize));
             }
-            frames.push(f);
+            frames.push((hdr, f));
         }
         frames
     }
@@ -398,6 +426,7 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
                 path: format!("/nonexistent/{name}.sock").into(),
                 queues: 1,
                 vlan,
+                offloads: false,
             })
             .collect(),
         pmd_cpus: None,

@@ -22,7 +22,10 @@ use vhost_user_backend::{
     VringStateMutGuard, VringT,
 };
 use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
-use virtio_bindings::virtio_net::{VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF};
+use virtio_bindings::virtio_net::{
+    VIRTIO_NET_F_CSUM, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_TSO4, VIRTIO_NET_F_GUEST_TSO6,
+    VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6, VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF,
+};
 use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
 use virtio_queue::{Error as QueueError, QueueT};
 use vm_memory::GuestMemoryAtomic;
@@ -56,9 +59,28 @@ pub fn device_features() -> u64 {
         | (1 << VHOST_USER_F_PROTOCOL_FEATURES)
 }
 
+/// The checksum and TSO features offered on ports with `offloads=on` (virtio 1.2
+/// §5.1.3): the device takes partially checksummed and TSO frames (CSUM, HOST_TSO4/6)
+/// and gives them to drivers that accept them (GUEST_CSUM, GUEST_TSO4/6); for the others
+/// it completes checksums and segments in software.
+pub fn offload_features() -> u64 {
+    (1 << VIRTIO_NET_F_CSUM)
+        | (1 << VIRTIO_NET_F_GUEST_CSUM)
+        | (1 << VIRTIO_NET_F_HOST_TSO4)
+        | (1 << VIRTIO_NET_F_HOST_TSO6)
+        | (1 << VIRTIO_NET_F_GUEST_TSO4)
+        | (1 << VIRTIO_NET_F_GUEST_TSO6)
+}
+
 /// Names of the negotiated feature bits, for `vswitchctl show`.
 pub fn feature_names(bits: u64) -> Vec<&'static str> {
     const NAMES: &[(u32, &str)] = &[
+        (VIRTIO_NET_F_CSUM, "CSUM"),
+        (VIRTIO_NET_F_GUEST_CSUM, "GUEST_CSUM"),
+        (VIRTIO_NET_F_GUEST_TSO4, "GUEST_TSO4"),
+        (VIRTIO_NET_F_GUEST_TSO6, "GUEST_TSO6"),
+        (VIRTIO_NET_F_HOST_TSO4, "HOST_TSO4"),
+        (VIRTIO_NET_F_HOST_TSO6, "HOST_TSO6"),
         (VIRTIO_F_VERSION_1, "VERSION_1"),
         (VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF"),
         (VIRTIO_RING_F_EVENT_IDX, "EVENT_IDX"),
@@ -120,6 +142,11 @@ impl Connection {
         } else {
             10
         }
+    }
+
+    /// Whether the driver acked feature bit `bit`.
+    pub fn has(&self, bit: u32) -> bool {
+        self.acked_features.load(Ordering::Relaxed) & (1u64 << bit) != 0
     }
 
     /// Whether the driver accepted mergeable rx buffers.
@@ -298,6 +325,7 @@ impl VringT<AtomicMem> for PortVring {
 #[derive(Clone)]
 pub struct NetBackend {
     queue_pairs: u16,
+    offloads: bool,
     acked: Arc<AtomicU64>,
     features_set: Arc<AtomicBool>,
     wakers: Arc<Wakers>,
@@ -314,7 +342,7 @@ impl VhostUserBackend for NetBackend {
         MAX_QUEUE_SIZE
     }
     fn features(&self) -> u64 {
-        device_features()
+        device_features() | if self.offloads { offload_features() } else { 0 }
     }
     fn acked_features(&self, features: u64) {
         self.acked.store(features, Ordering::Relaxed);
@@ -383,9 +411,11 @@ impl Connection {
     ///
     /// # Errors
     /// Attaching failed (the socket could not be accepted or connected).
+    #[allow(clippy::too_many_arguments)]
     pub fn establish(
         name: &str,
         queue_pairs: u16,
+        offloads: bool,
         wakers: &Arc<Wakers>,
         endpoint: Endpoint<'_>,
         publish: &dyn Fn(Option<Arc<Connection>>),
@@ -396,6 +426,7 @@ impl Connection {
         let features_set = Arc::new(AtomicBool::new(false));
         let backend = NetBackend {
             queue_pairs,
+            offloads,
             acked: acked.clone(),
             features_set: features_set.clone(),
             wakers: wakers.clone(),

@@ -441,15 +441,28 @@ pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, buf: &mut [u8]) -
 
 /// Writes `data` at the start of the scatter-gather list. Returns the number written.
 pub fn write_sg(mem: &MemView<'_>, segs: &[Seg], data: &[u8]) -> usize {
+    write_sg_at(mem, segs, 0, data)
+}
+
+/// Writes `data` starting `skip` bytes into the scatter-gather list. Returns the number
+/// written.
+pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, data: &[u8]) -> usize {
     let mut done = 0;
     for s in segs {
         if done == data.len() {
             break;
         }
-        let n = (s.len as usize).min(data.len() - done);
-        let Some(v) = mem.slice(s.addr, n) else { break };
+        if skip >= s.len {
+            skip -= s.len;
+            continue;
+        }
+        let n = ((s.len - skip) as usize).min(data.len() - done);
+        let Some(v) = mem.slice(s.addr + u64::from(skip), n) else {
+            break;
+        };
         v.copy_from(&data[done..done + n]);
         done += n;
+        skip = 0;
     }
     done
 }

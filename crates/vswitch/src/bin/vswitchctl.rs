@@ -218,6 +218,12 @@ fn print_stats(rows: Vec<StatsRow>) {
             "{:<12} {:>5} {:>14} {:>16} {:>14} {:>16} {:>10}",
             r.port, r.link, s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, s.drops_total
         );
+        if s.segmented + s.csum_completed > 0 {
+            println!(
+                "    software offloads: {} TSO frames segmented, {} checksums completed",
+                s.segmented, s.csum_completed
+            );
+        }
         for (k, v) in s.drops.iter().filter(|(_, v)| **v > 0) {
             println!("    drop {k}: {v}");
         }
