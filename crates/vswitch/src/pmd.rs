@@ -397,6 +397,7 @@ impl Pmd {
             }
             self.shared.acl_gen_seen[src.id as usize].store(acl.generation(), Ordering::Release);
         }
+        let l2_only = acl.is_empty();
         let fdb = self.switch.fdb.reader();
         self.learns.clear();
         let mut rx_bytes = 0u64;
@@ -411,7 +412,14 @@ impl Pmd {
             }
             let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
             let mut hdr = [0u8; KEY_BYTES];
-            let want = (p.frame_len as usize).min(KEY_BYTES);
+            // Without ACL rules the slow path is the FDB alone: the Ethernet header is
+            // all it needs, and two FDB lookups cost less than building a flow key, so
+            // such ports skip the flow cache (it exists to skip expensive slow paths).
+            let want = if l2_only {
+                14
+            } else {
+                (p.frame_len as usize).min(KEY_BYTES)
+            };
             let n = read_sg(mem, segs, src_hdr, &mut hdr[..want]);
             if n < 14 {
                 self.pkts[i].action = Action::Drop(DropReason::Runt);
@@ -420,6 +428,26 @@ impl Pmd {
             }
             rx_packets += 1;
             rx_bytes += u64::from(p.frame_len);
+            if l2_only {
+                let ethertype = u16::from_be_bytes([hdr[12], hdr[13]]);
+                let dmac: [u8; 6] = [hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]];
+                let smac: [u8; 6] = [hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]];
+                let tagged = ethertype == 0x8100 || ethertype == 0x88a8;
+                let d = l2_decide(src, &smac, &dmac, tagged, &fdb);
+                if d.learn != NO_LEARN && d.learn != last_learn {
+                    last_learn = d.learn;
+                    if let Some(l) = fdb.observe(d.learn, src.id) {
+                        if !self.learns.contains(&l) {
+                            self.learns.push(l);
+                        }
+                    }
+                }
+                if let Action::Drop(r) = d.action {
+                    counters.drop(r, 1);
+                }
+                self.pkts[i].action = d.action;
+                continue;
+            }
             let key = FlowKey::extract(&hdr[..n], src.id, None);
             let d = match &last {
                 Some((k, d)) if self.use_cache && *k == key => {
@@ -858,13 +886,8 @@ fn put_frame(
 /// The slow path: VLAN admission, the ingress ACL, then the FDB. Decides from the flow
 /// key and the configuration only, so the decision can be cached for the key.
 pub fn slow_path(src: &Port, key: &FlowKey, fdb: &FdbReader<'_>, acl: &Acl) -> Decision {
-    let vlan: Vlan = src.vlan;
-    if vlan != 0 && key.vlan_tci().is_some() {
-        return Decision {
-            action: Action::Drop(DropReason::VlanTagged),
-            rule: NO_RULE,
-            learn: NO_LEARN,
-        };
+    if src.vlan != 0 && key.vlan_tci().is_some() {
+        return l2_decide(src, &key.eth_src(), &key.eth_dst(), true, fdb);
     }
     let verdict = acl.classify(key);
     if verdict.action == acl::Action::Drop {
@@ -876,17 +899,36 @@ pub fn slow_path(src: &Port, key: &FlowKey, fdb: &FdbReader<'_>, acl: &Acl) -> D
             learn: NO_LEARN,
         };
     }
-    let smac = key.eth_src();
-    let dmac = key.eth_dst();
+    l2_decide(src, &key.eth_src(), &key.eth_dst(), false, fdb)
+}
+
+/// The L2 decision: VLAN admission (`tagged`: the frame carries an 802.1Q/802.1ad tag),
+/// source learning, and the destination from the FDB (flood for group and unknown MACs).
+#[inline]
+pub fn l2_decide(
+    src: &Port,
+    smac: &[u8; 6],
+    dmac: &[u8; 6],
+    tagged: bool,
+    fdb: &FdbReader<'_>,
+) -> Decision {
+    let vlan: Vlan = src.vlan;
+    if vlan != 0 && tagged {
+        return Decision {
+            action: Action::Drop(DropReason::VlanTagged),
+            rule: NO_RULE,
+            learn: NO_LEARN,
+        };
+    }
     let learn = if smac[0] & 1 == 0 {
-        fdb_key(vlan, &smac)
+        fdb_key(vlan, smac)
     } else {
         NO_LEARN
     };
     let action = if dmac[0] & 1 != 0 {
         Action::Flood
     } else {
-        match fdb.lookup(fdb_key(vlan, &dmac)) {
+        match fdb.lookup(fdb_key(vlan, dmac)) {
             Some(port) if port == src.id => Action::Drop(DropReason::SamePort),
             Some(port) => Action::Port(port),
             None => Action::Flood,

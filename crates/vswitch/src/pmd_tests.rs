@@ -362,6 +362,9 @@ fn acl_drops_are_counted_per_rule_and_edits_apply() {
 #[test]
 fn consecutive_frames_of_a_flow_hit_the_cache() {
     let sw = switch(&[None, None]);
+    // A rule that matches nothing: ports without ACL rules skip the cache.
+    sw.edit_acl(0, |a| a.push("drop ip_src=192.0.2.0/24".parse().unwrap()))
+        .unwrap();
     let mut ga = attach(&sw, 0, SimGuest::default_features());
     let mut gb = attach(&sw, 1, SimGuest::default_features());
     gb.post_rx(0, 0, 200, 2048);
