@@ -16,6 +16,7 @@
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (compare another build)
 #   --multi-flow       inject frames of 256 flows (testpmd --txonly-multi-flow: 198.18.X.3)
 #   --vswitchd-args A  extra vswitchd flags, e.g. "--flow-cache off"
+#   PVP_PMD_STATS=1    print vswitchd's pmd-stats (cycles/packet) after each measurement
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
         --only) only=$2; shift 2 ;;
         --multi-flow) multiflow="--txonly-multi-flow"; shift ;;
         --vswitchd-args) vsargs=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -138,6 +139,9 @@ measure() { # switch size -> prints Mpps
     sleep 0.5
     local rx
     rx=$(grep -ao "RX-packets: *[0-9]*" "$work/guest.log" | awk '{s+=$2} END {print s+0}')
+    if [ "$sw" = vswitchd ] && [ -n "${PVP_PMD_STATS:-}" ]; then
+        target/release/vswitchctl --socket "$work/ctl.sock" pmd-stats >&2 || true
+    fi
     echo "stop" >&3
     stop_all
     python3 -c "print(f'{$rx / $secs / 1e6:.3f}')"
