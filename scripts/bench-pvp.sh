@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
         --only) only=$2; shift 2 ;;
         --multi-flow) multiflow="--txonly-multi-flow"; shift ;;
         --vswitchd-args) vsargs=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
