@@ -110,11 +110,16 @@ enum FrameSrc<'a, 'm> {
     Host(&'a [u8]),
 }
 
-/// The receive-ring positions of one delivery batch.
+/// One delivery batch into a receive ring: ring positions and what was delivered.
 struct RxCursor {
     next_avail: u16,
     avail: u16,
     used: u16,
+    /// Frames and bytes delivered, added to the port's counters once per batch.
+    tx_packets: u64,
+    tx_bytes: u64,
+    /// Set when the ring ran out of buffers: later frames of the batch are dropped.
+    out_of_buffers: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -629,20 +634,20 @@ impl Pmd {
         }
         let old_used = queue.next_used();
         let used = old_used;
-        let mut tx_packets = 0u64;
-        let mut tx_bytes = 0u64;
-        let mut out_of_buffers = false;
         let mut cur = RxCursor {
             next_avail,
             avail,
             used,
+            tx_packets: 0,
+            tx_bytes: 0,
+            out_of_buffers: false,
         };
         let guest_csum = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_CSUM);
         let guest_tso4 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO4);
         let guest_tso6 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO6);
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
-            if out_of_buffers {
+            if cur.out_of_buffers {
                 counters.drop(DropReason::NoRxBuffer, 1);
                 continue;
             }
@@ -665,7 +670,7 @@ impl Pmd {
                     segs,
                     skip: src_hdr,
                 };
-                match put_frame(
+                put_frame(
                     &ring,
                     &mut cur,
                     &mut self.rx_segs,
@@ -676,16 +681,7 @@ impl Pmd {
                     src,
                     p.frame_len,
                     counters,
-                ) {
-                    Ok(()) => {
-                        tx_packets += 1;
-                        tx_bytes += u64::from(p.frame_len);
-                    }
-                    Err(r) => {
-                        counters.drop(r, 1);
-                        out_of_buffers = r == DropReason::NoRxBuffer;
-                    }
-                }
+                );
                 continue;
             }
             // Software offload: gather the frame, then segment or complete its checksum.
@@ -715,7 +711,7 @@ impl Pmd {
                 }
                 counters.csum_completed.add(1);
                 let src = FrameSrc::Host(&self.scratch);
-                match put_frame(
+                put_frame(
                     &ring,
                     &mut cur,
                     &mut self.rx_segs,
@@ -726,16 +722,7 @@ impl Pmd {
                     src,
                     p.frame_len,
                     counters,
-                ) {
-                    Ok(()) => {
-                        tx_packets += 1;
-                        tx_bytes += u64::from(p.frame_len);
-                    }
-                    Err(r) => {
-                        counters.drop(r, 1);
-                        out_of_buffers = r == DropReason::NoRxBuffer;
-                    }
-                }
+                );
                 continue;
             }
             let Ok(plan) = geneve::SegmentPlan::new(&self.scratch, &meta, 0) else {
@@ -756,7 +743,7 @@ impl Pmd {
             counters.segmented.add(1);
             for i in 0..n {
                 let seg = &self.seg_bufs[i][..plan.segment_len(i)];
-                match put_frame(
+                put_frame(
                     &ring,
                     &mut cur,
                     &mut self.rx_segs,
@@ -767,23 +754,18 @@ impl Pmd {
                     FrameSrc::Host(seg),
                     seg.len() as u32,
                     counters,
-                ) {
-                    Ok(()) => {
-                        tx_packets += 1;
-                        tx_bytes += seg.len() as u64;
-                    }
-                    Err(r) => {
-                        counters.drop(r, 1);
-                        if r == DropReason::NoRxBuffer {
-                            out_of_buffers = true;
-                            break;
-                        }
-                    }
+                );
+                if cur.out_of_buffers {
+                    break;
                 }
             }
         }
         let RxCursor {
-            next_avail, used, ..
+            next_avail,
+            used,
+            tx_packets,
+            tx_bytes,
+            ..
         } = cur;
         ring.publish_used(used);
         queue.set_next_avail(next_avail);
@@ -799,10 +781,36 @@ impl Pmd {
 
 /// Delivers one frame into the receive ring: takes enough chains (mergeable buffers) for
 /// the header and `frame_len` bytes, writes the header (`hdr` with num_buffers filled in)
-/// and the frame, and writes the used elements. On failure nothing is delivered: chains
-/// taken are put back (or, if a malformed chain was consumed meanwhile, returned empty).
+/// and the frame, writes the used elements, and adds the frame to the batch's tx totals.
+/// On failure nothing is delivered: chains taken are put back (or, if a malformed chain
+/// was consumed meanwhile, returned empty), the drop is counted under its reason, and
+/// running out of buffers marks the batch so its later frames are dropped too.
 #[allow(clippy::too_many_arguments)]
 fn put_frame(
+    ring: &SplitRing<'_>,
+    cur: &mut RxCursor,
+    rx_segs: &mut Vec<Seg>,
+    rx_chains: &mut Vec<RxChain>,
+    mergeable: bool,
+    dst_hdr: u32,
+    hdr: [u8; 12],
+    src: FrameSrc<'_, '_>,
+    frame_len: u32,
+    counters: &crate::stats::PortCounters,
+) {
+    if let Err(r) = put_frame_inner(
+        ring, cur, rx_segs, rx_chains, mergeable, dst_hdr, hdr, src, frame_len, counters,
+    ) {
+        counters.drop(r, 1);
+        cur.out_of_buffers |= r == DropReason::NoRxBuffer;
+    } else {
+        cur.tx_packets += 1;
+        cur.tx_bytes += u64::from(frame_len);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_frame_inner(
     ring: &SplitRing<'_>,
     cur: &mut RxCursor,
     rx_segs: &mut Vec<Seg>,
