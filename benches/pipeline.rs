@@ -9,7 +9,10 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use vswitch::config::MacAddr;
 use vswitch::pmd::{Pmd, BURST};
 use vswitch::switch::Switch;
@@ -41,36 +44,53 @@ fn pipeline(c: &mut Criterion) {
         for &macs in &[1usize, 1024] {
             let (sw, mut a, mut b, tx, rx) = setup(macs, size);
             let mut pmd = Pmd::new(sw.clone(), 0);
-            // Drain the initial 128 so the rings start empty, then run steady state:
-            // per iteration one burst of 32 frames, re-published by the "guests".
-            while pmd.poll_once() > 0 {}
-            a.skip_used(1);
-            b.skip_used(0);
-            b.republish(0, &rx);
-            let mut k = 0usize;
-            g.throughput(Throughput::Elements(BURST as u64));
-            g.bench_with_input(
+            steady_state(
+                &mut g,
                 BenchmarkId::new(format!("{size}B"), format!("{macs}mac")),
-                &size,
-                |bench, _| {
-                    bench.iter(|| {
-                        let heads = &tx[k..k + BURST];
-                        let rxh = &rx[k..k + BURST];
-                        k = (k + BURST) % tx.len();
-                        a.republish(1, heads);
-                        let n = pmd.poll_once();
-                        b.skip_used(0);
-                        b.republish(0, rxh);
-                        a.skip_used(1);
-                        black_box(n)
-                    })
-                },
+                &mut pmd,
+                &mut a,
+                &mut b,
+                &tx,
+                &rx,
             );
             let s = sw.port_stats(1);
             assert_eq!(s.drops_total, 0, "bench must not drop: {s:?}");
         }
     }
     g.finish();
+}
+
+/// Drains what the guests queued at setup, then measures the steady state: per
+/// iteration guest A re-publishes one burst of its transmit chains (`tx`, cycled), the
+/// PMD switches it, and guest B re-posts the receive buffers it got (`rx`, cycled).
+fn steady_state(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    pmd: &mut Pmd,
+    a: &mut SimGuest,
+    b: &mut SimGuest,
+    tx: &[u16],
+    rx: &[u16],
+) {
+    while pmd.poll_once() > 0 {}
+    a.skip_used(1);
+    b.skip_used(0);
+    b.republish(0, rx);
+    let mut k = 0usize;
+    g.throughput(Throughput::Elements(BURST as u64));
+    g.bench_function(id, |bench| {
+        bench.iter(|| {
+            let heads = &tx[k..k + BURST];
+            let rxh = &rx[k..k + BURST];
+            k = (k + BURST) % tx.len();
+            a.republish(1, heads);
+            let n = pmd.poll_once();
+            b.skip_used(0);
+            b.republish(0, rxh);
+            a.skip_used(1);
+            black_box(n)
+        })
+    });
 }
 
 /// The reference: copying the same bytes with memcpy, per frame.
@@ -142,26 +162,16 @@ fn flow_cache(c: &mut Criterion) {
             .map(|h| a.send(0, h, &udp_flow(dst, SRC, 64, h)))
             .collect();
         let rx = b.post_rx(0, 0, FLOWS, 2048);
-        while pmd.poll_once() > 0 {}
-        a.skip_used(1);
-        b.skip_used(0);
-        b.republish(0, &rx);
-        let mut k = 0usize;
-        g.throughput(Throughput::Elements(BURST as u64));
         let name = if cache { "flow_cache" } else { "no_cache" };
-        g.bench_function(name, |bench| {
-            bench.iter(|| {
-                let heads = &tx[k..k + BURST];
-                let rxh = &rx[k..k + BURST];
-                k = (k + BURST) % tx.len();
-                a.republish(1, heads);
-                let n = pmd.poll_once();
-                b.skip_used(0);
-                b.republish(0, rxh);
-                a.skip_used(1);
-                black_box(n)
-            })
-        });
+        steady_state(
+            &mut g,
+            BenchmarkId::from_parameter(name),
+            &mut pmd,
+            &mut a,
+            &mut b,
+            &tx,
+            &rx,
+        );
         let s = sw.port_stats(1);
         assert_eq!(s.drops_total, 0, "bench must not drop: {s:?}");
         assert_eq!(sw.port_stats(0).drops_total, 0);
