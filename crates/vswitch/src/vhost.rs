@@ -18,8 +18,7 @@ use tracing::{info, warn};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost::vhost_user::Listener;
 use vhost_user_backend::{
-    VhostUserBackend, VhostUserDaemon, VringRwLock, VringState, VringStateGuard,
-    VringStateMutGuard, VringT,
+    VhostUserBackend, VhostUserDaemon, VringRwLock, VringStateGuard, VringStateMutGuard, VringT,
 };
 use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
 use virtio_bindings::virtio_net::{
@@ -482,14 +481,4 @@ impl Connection {
         }
         Ok(())
     }
-}
-
-/// Reads the state of a ring for display without holding the lock long.
-pub fn ring_summary(v: &PortVring) -> (bool, bool, u16) {
-    let st: std::sync::RwLockReadGuard<'_, VringState<AtomicMem>> = v.get_ref();
-    (
-        st.get_queue().ready(),
-        st.is_enabled(),
-        st.get_queue().size(),
-    )
 }

@@ -98,11 +98,6 @@ impl<'m> MemView<'m> {
             .ok()
     }
 
-    /// The memory itself.
-    pub fn mem(&self) -> &'m Mem {
-        self.mem
-    }
-
     /// Starts loading the cache line at guest-physical `addr` (no effect outside guest
     /// memory). Used to overlap the cache misses of a burst: buffers and descriptors
     /// are written by the guest's core, so the first touch of each is a miss.
