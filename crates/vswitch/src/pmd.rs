@@ -433,46 +433,35 @@ impl Pmd {
             }
             rx_packets += 1;
             rx_bytes += u64::from(p.frame_len);
-            if l2_only {
+            let d = if l2_only {
                 let ethertype = u16::from_be_bytes([hdr[12], hdr[13]]);
                 let dmac: [u8; 6] = [hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5]];
                 let smac: [u8; 6] = [hdr[6], hdr[7], hdr[8], hdr[9], hdr[10], hdr[11]];
                 let tagged = ethertype == 0x8100 || ethertype == 0x88a8;
-                let d = l2_decide(src, &smac, &dmac, tagged, &fdb);
-                if d.learn != NO_LEARN && d.learn != last_learn {
-                    last_learn = d.learn;
-                    if let Some(l) = fdb.observe(d.learn, src.id) {
-                        if !self.learns.contains(&l) {
-                            self.learns.push(l);
+                l2_decide(src, &smac, &dmac, tagged, &fdb)
+            } else {
+                let key = FlowKey::extract(&hdr[..n], src.id, None);
+                let d = match &last {
+                    Some((k, d)) if self.use_cache && *k == key => {
+                        self.cache.stats_mut().last_flow_hits += 1;
+                        *d
+                    }
+                    _ if self.use_cache => {
+                        let hash = key.flow_hash();
+                        match self.cache.lookup(&key, hash, generation) {
+                            Some(d) => *d,
+                            None => {
+                                let d = slow_path(src, &key, &fdb, acl);
+                                self.cache.insert(&key, hash, d, generation);
+                                d
+                            }
                         }
                     }
-                }
-                if let Action::Drop(r) = d.action {
-                    counters.drop(r, 1);
-                }
-                self.pkts[i].action = d.action;
-                continue;
-            }
-            let key = FlowKey::extract(&hdr[..n], src.id, None);
-            let d = match &last {
-                Some((k, d)) if self.use_cache && *k == key => {
-                    self.cache.stats_mut().last_flow_hits += 1;
-                    *d
-                }
-                _ if self.use_cache => {
-                    let hash = key.flow_hash();
-                    match self.cache.lookup(&key, hash, generation) {
-                        Some(d) => *d,
-                        None => {
-                            let d = slow_path(src, &key, &fdb, acl);
-                            self.cache.insert(&key, hash, d, generation);
-                            d
-                        }
-                    }
-                }
-                _ => slow_path(src, &key, &fdb, acl),
+                    _ => slow_path(src, &key, &fdb, acl),
+                };
+                last = Some((key, d));
+                d
             };
-            last = Some((key, d));
             if d.learn != NO_LEARN && d.learn != last_learn {
                 last_learn = d.learn;
                 if let Some(l) = fdb.observe(d.learn, src.id) {
