@@ -147,6 +147,17 @@ pub enum PortType {
     VhostUser,
     /// vswitchd connects to a socket the VM side listens on, and reconnects every second.
     VhostUserClient,
+    /// A NIC attached through AF_XDP sockets, one per rx queue (`--uplink`).
+    Afxdp,
+    /// A tap device into the host's kernel stack (`--tap`).
+    Tap,
+}
+
+impl PortType {
+    /// Whether the port is a vhost-user socket (server or client).
+    pub fn is_vhost(self) -> bool {
+        matches!(self, PortType::VhostUser | PortType::VhostUserClient)
+    }
 }
 
 impl fmt::Display for PortType {
@@ -154,6 +165,8 @@ impl fmt::Display for PortType {
         f.write_str(match self {
             PortType::VhostUser => "vhost-user",
             PortType::VhostUserClient => "vhost-user-client",
+            PortType::Afxdp => "afxdp",
+            PortType::Tap => "tap",
         })
     }
 }
@@ -178,7 +191,50 @@ pub struct PortConfig {
     /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6).
     #[serde(default)]
     pub offloads: bool,
+    /// afxdp and tap ports: the network interface (empty for vhost-user ports).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub iface: String,
+    /// afxdp ports: the AF_XDP mode asked for (ignored for other kinds).
+    #[serde(default)]
+    pub mode: AfXdpRequest,
 }
+
+/// An AF_XDP uplink as the file writes it (`[[uplink]]`), the same as `--uplink`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UplinkConfig {
+    /// Port name, unique in the switch.
+    pub name: String,
+    /// The network interface (e.g. `eth0`).
+    pub iface: String,
+    /// `auto` (default), `native`, `generic` or `zerocopy`.
+    #[serde(default)]
+    pub mode: AfXdpRequest,
+    /// Rx queues to open an AF_XDP socket on (queues 0..N); absent: all of the NIC's.
+    #[serde(default)]
+    pub queues: Option<u16>,
+    /// Access VLAN (1..=4094); untagged when absent.
+    #[serde(default)]
+    pub vlan: Option<u16>,
+}
+
+/// A tap host port as the file writes it (`[[tap]]`), the same as `--tap`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TapConfig {
+    /// Port name, unique in the switch.
+    pub name: String,
+    /// The tap interface to create (at most 15 bytes, IFNAMSIZ - 1).
+    pub ifname: String,
+    /// Access VLAN (1..=4094); untagged when absent.
+    #[serde(default)]
+    pub vlan: Option<u16>,
+}
+
+pub use nicoffload::AfXdpRequest;
+
+/// Largest number of AF_XDP queues (sockets) an uplink may open.
+pub const MAX_UPLINK_QUEUES: u16 = 64;
 
 fn one() -> u16 {
     1
@@ -212,6 +268,12 @@ pub struct FileConfig {
     /// Ports.
     #[serde(default)]
     pub port: Vec<PortConfig>,
+    /// AF_XDP uplinks.
+    #[serde(default)]
+    pub uplink: Vec<UplinkConfig>,
+    /// Tap host ports.
+    #[serde(default)]
+    pub tap: Vec<TapConfig>,
     /// Static FDB entries.
     #[serde(default)]
     pub fdb_static: Vec<StaticFdbEntry>,
@@ -240,6 +302,7 @@ pub struct FileConfig {
 pub struct Args {
     /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
     /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
+    /// `[[uplink]]` {name, iface, mode, queues, vlan}, `[[tap]]` {name, ifname, vlan},
     /// `[[fdb_static]]` {mac, port, vlan}.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -262,6 +325,23 @@ pub struct Args {
         value_name = "NAME=PATH[,queues=N][,vlan=V]"
     )]
     pub vhost_user_client: Vec<String>,
+
+    /// AF_XDP uplink: one AF_XDP socket per rx queue of network interface IFACE, each
+    /// polled by one PMD thread; vswitchd loads and attaches the XDP program that
+    /// redirects to them (and detaches it on exit). `mode=auto` (default) picks zero-copy
+    /// when the driver reports it, else native (driver) copy mode, else generic (skb)
+    /// mode, and logs why; `queues=N` uses rx queues 0..N (default: all). Repeatable.
+    #[arg(
+        long = "uplink",
+        value_name = "NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]"
+    )]
+    pub uplink: Vec<String>,
+
+    /// Tap host port: vswitchd creates tap device IFNAME (IFF_VNET_HDR, so TSO frames pass
+    /// unsegmented), brings it up, and moves its frames in batches through io_uring.
+    /// `NAME=IFNAME[,vlan=V]`. Repeatable.
+    #[arg(long = "tap", value_name = "NAME=IFNAME[,vlan=V]")]
+    pub tap: Vec<String>,
 
     /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
     /// unpinned PMD thread.
@@ -362,6 +442,8 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         queues: 1,
         vlan: None,
         offloads: false,
+        iface: String::new(),
+        mode: AfXdpRequest::Auto,
     };
     for opt in parts {
         let (k, v) = opt
@@ -397,6 +479,110 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         }
     }
     Ok(port)
+}
+
+/// Parses `NAME=IFACE[,mode=M][,queues=N][,vlan=V]` (`--uplink`).
+fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
+    let field = format!("--uplink {spec:?}");
+    let expected = "expected NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]";
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, expected))?;
+    let mut parts = rest.split(',');
+    let mut u = UplinkConfig {
+        name: name.to_string(),
+        iface: parts.next().unwrap_or_default().to_string(),
+        mode: AfXdpRequest::Auto,
+        queues: None,
+        vlan: None,
+    };
+    for opt in parts {
+        let (k, v) = opt
+            .split_once('=')
+            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+        match k {
+            "mode" => {
+                u.mode = match v {
+                    "auto" => AfXdpRequest::Auto,
+                    "native" => AfXdpRequest::Native,
+                    "generic" => AfXdpRequest::Generic,
+                    "zerocopy" | "zero-copy" => AfXdpRequest::ZeroCopy,
+                    _ => {
+                        return Err(invalid(
+                            &field,
+                            format!("mode={v}: expected auto, native, generic or zerocopy"),
+                        ))
+                    }
+                }
+            }
+            "queues" => {
+                u.queues = Some(v.parse().map_err(|_| {
+                    invalid(
+                        &field,
+                        format!("queues={v}: expected a number 1..={MAX_UPLINK_QUEUES}"),
+                    )
+                })?)
+            }
+            "vlan" => {
+                u.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {k:?}; expected mode=M, queues=N or vlan=V"),
+                ))
+            }
+        }
+    }
+    Ok(u)
+}
+
+/// Parses `NAME=IFNAME[,vlan=V]` (`--tap`).
+fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
+    let field = format!("--tap {spec:?}");
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, "expected NAME=IFNAME[,vlan=V]"))?;
+    let mut parts = rest.split(',');
+    let mut t = TapConfig {
+        name: name.to_string(),
+        ifname: parts.next().unwrap_or_default().to_string(),
+        vlan: None,
+    };
+    for opt in parts {
+        match opt.split_once('=') {
+            Some(("vlan", v)) => {
+                t.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {opt:?}; expected vlan=V"),
+                ))
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Checks a Linux interface name: 1..=15 bytes (IFNAMSIZ - 1), no `/`, whitespace or `:`.
+fn check_ifname(field: &str, what: &str, name: &str) -> Result<(), ConfigError> {
+    if name.is_empty()
+        || name.len() > 15
+        || name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii())
+    {
+        return Err(invalid(
+            field,
+            format!("{what} {name:?}: expected an interface name of 1..=15 ASCII characters without '/', ':' or spaces"),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `PORT=MAC[,vlan=V]`.
@@ -515,6 +701,94 @@ impl TryFrom<Args> for Config {
             let p = parse_port_spec("--vhost-user-client", s, PortType::VhostUserClient)?;
             ports.push((format!("--vhost-user-client {s:?}"), p));
         }
+        for (field, p) in &ports {
+            if !p.kind.is_vhost() {
+                return Err(invalid(
+                    field,
+                    format!(
+                        "type {}: [[port]] is for vhost-user ports; use [[uplink]] or [[tap]]",
+                        p.kind
+                    ),
+                ));
+            }
+            if !p.iface.is_empty() {
+                return Err(invalid(
+                    field,
+                    "iface: only [[uplink]] and [[tap]] have one",
+                ));
+            }
+        }
+        let mut uplinks: Vec<(String, UplinkConfig)> = file
+            .uplink
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (format!("uplink[{i}]"), u.clone()))
+            .collect();
+        for s in &args.uplink {
+            uplinks.push((format!("--uplink {s:?}"), parse_uplink_spec(s)?));
+        }
+        let mut ifaces = HashSet::new();
+        for (field, u) in uplinks {
+            check_ifname(&field, "iface", &u.iface)?;
+            if !ifaces.insert(u.iface.clone()) {
+                return Err(invalid(
+                    &field,
+                    format!("interface {:?} is already used by another port", u.iface),
+                ));
+            }
+            if let Some(q) = u.queues {
+                if q == 0 || q > MAX_UPLINK_QUEUES {
+                    return Err(invalid(
+                        &field,
+                        format!("queues={q}: expected 1..={MAX_UPLINK_QUEUES}"),
+                    ));
+                }
+            }
+            ports.push((
+                field,
+                PortConfig {
+                    name: u.name,
+                    kind: PortType::Afxdp,
+                    path: PathBuf::new(),
+                    queues: u.queues.unwrap_or(0),
+                    vlan: u.vlan,
+                    offloads: false,
+                    iface: u.iface,
+                    mode: u.mode,
+                },
+            ));
+        }
+        let mut taps: Vec<(String, TapConfig)> = file
+            .tap
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("tap[{i}]"), t.clone()))
+            .collect();
+        for s in &args.tap {
+            taps.push((format!("--tap {s:?}"), parse_tap_spec(s)?));
+        }
+        for (field, t) in taps {
+            check_ifname(&field, "ifname", &t.ifname)?;
+            if !ifaces.insert(t.ifname.clone()) {
+                return Err(invalid(
+                    &field,
+                    format!("interface {:?} is already used by another port", t.ifname),
+                ));
+            }
+            ports.push((
+                field,
+                PortConfig {
+                    name: t.name,
+                    kind: PortType::Tap,
+                    path: PathBuf::new(),
+                    queues: 1,
+                    vlan: t.vlan,
+                    offloads: false,
+                    iface: t.ifname,
+                    mode: AfXdpRequest::Auto,
+                },
+            ));
+        }
         let mut names = HashSet::new();
         let mut paths = HashSet::new();
         for (field, p) in &ports {
@@ -536,7 +810,7 @@ impl TryFrom<Args> for Config {
             if !names.insert(p.name.clone()) {
                 return Err(invalid(field, format!("duplicate port name {:?}", p.name)));
             }
-            if !paths.insert(p.path.clone()) {
+            if p.kind.is_vhost() && !paths.insert(p.path.clone()) {
                 return Err(invalid(
                     field,
                     format!(
@@ -545,7 +819,7 @@ impl TryFrom<Args> for Config {
                     ),
                 ));
             }
-            if p.queues == 0 || p.queues > MAX_QUEUE_PAIRS {
+            if p.kind.is_vhost() && (p.queues == 0 || p.queues > MAX_QUEUE_PAIRS) {
                 return Err(invalid(
                     field,
                     format!("queues={}: expected 1..={MAX_QUEUE_PAIRS}", p.queues),
@@ -556,7 +830,9 @@ impl TryFrom<Args> for Config {
                     return Err(invalid(field, format!("vlan={v}: expected 1..=4094")));
                 }
             }
-            check_socket_dir(field, &p.path)?;
+            if p.kind.is_vhost() {
+                check_socket_dir(field, &p.path)?;
+            }
         }
         let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
 

@@ -18,7 +18,8 @@ use crate::switch::Switch;
 /// A control request.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Request {
-    /// `show`, `stats`, `fdb`, `pmd-stats`, `flows`, `acl-list`, `acl-add`, `acl-del`.
+    /// `show`, `stats`, `fdb`, `pmd-stats`, `flows`, `offloads`, `acl-list`, `acl-add`,
+    /// `acl-del`.
     pub cmd: String,
     /// Arguments: `acl-add PORT [POSITION] RULE`, `acl-del PORT INDEX`,
     /// `acl-list [PORT]`, `flows [PMD]`.
@@ -37,6 +38,22 @@ pub struct AclRow {
     pub rule: String,
     /// Frames it dropped since the port's ACL last changed.
     pub drops: u64,
+}
+
+/// One uplink in `offloads`: the AF_XDP mode in use and nicoffload's plan.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OffloadsRow {
+    /// Port name.
+    pub port: String,
+    /// Network interface.
+    pub iface: String,
+    /// AF_XDP mode in use (`zero-copy`, `native-copy`, `generic`).
+    pub afxdp_mode: String,
+    /// Why that mode.
+    pub afxdp_reason: String,
+    /// Per job (tunnel TSO, checksums, LRO/GRO, inner RSS, AF_XDP mode): hardware,
+    /// software or unavailable, and why.
+    pub plan: nicoffload::OffloadPlan,
 }
 
 /// One PMD's flows in `flows`.
@@ -245,6 +262,22 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
             serde_json::to_value(out)
         }
         "show" => serde_json::to_value(switch.show()),
+        "offloads" => serde_json::to_value(
+            switch
+                .ports
+                .iter()
+                .filter_map(|p| match &p.backend {
+                    crate::switch::Backend::Afxdp(x) => Some(OffloadsRow {
+                        port: p.name.clone(),
+                        iface: x.iface.clone(),
+                        afxdp_mode: x.mode.to_string(),
+                        afxdp_reason: x.reason.clone(),
+                        plan: x.plan.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
         "stats" => serde_json::to_value(
             switch
                 .ports
@@ -320,7 +353,7 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
         ),
         other => {
             return Err(format!(
-                "unknown command {other:?}; expected show, stats, fdb, pmd-stats, flows, acl-list, acl-add or acl-del"
+                "unknown command {other:?}; expected show, stats, fdb, pmd-stats, flows, offloads, acl-list, acl-add or acl-del"
             ))
         }
     };

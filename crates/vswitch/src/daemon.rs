@@ -42,6 +42,10 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// A port could not be opened (an AF_XDP uplink or tap; the message names the port
+    /// and what failed), or the PMDs' eventfds could not be made.
+    #[error("{0}")]
+    Ports(std::io::Error),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Thread {
@@ -76,10 +80,7 @@ impl Daemon {
     /// Binds every socket first (so a bad path fails before anything runs), then starts
     /// PMD threads, port threads, housekeeping and the control socket.
     pub fn start(config: Config) -> Result<Daemon, StartError> {
-        let switch = Switch::new(config.clone()).map_err(|source| StartError::Thread {
-            name: "eventfd".into(),
-            source,
-        })?;
+        let switch = Switch::new(config.clone()).map_err(StartError::Ports)?;
         let mut listeners = Vec::new();
         for p in &switch.ports {
             if p.kind == PortType::VhostUser {
@@ -124,6 +125,10 @@ impl Daemon {
 
         let mut shutdowns = Vec::new();
         for (p, listener) in switch.ports.iter().zip(listeners) {
+            if !p.kind.is_vhost() {
+                shutdowns.push(Arc::new(Mutex::new(None)));
+                continue;
+            }
             let slot = Arc::new(Mutex::new(None));
             shutdowns.push(slot.clone());
             let sw = switch.clone();
@@ -174,6 +179,12 @@ impl Daemon {
         for s in &self.shutdowns {
             if let Some(h) = s.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 h.shutdown();
+            }
+        }
+        for p in &self.switch.ports {
+            if let crate::switch::Backend::Afxdp(x) = &p.backend {
+                x.detach();
+                info!(port = %p.name, iface = %x.iface, "XDP program detached");
             }
         }
         for p in &self.socket_paths {

@@ -27,7 +27,7 @@ use crate::acl::{self, Acl};
 use crate::config::PollMode;
 use crate::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
 use crate::stats::{cycles, DropReason};
-use crate::switch::{PmdShared, Port, Switch};
+use crate::switch::{Backend, PmdShared, Port, Switch};
 use crate::vhost::Connection;
 use crate::virtq::{copy_sg, read_sg, write_sg, write_sg_at, MemView, Seg, SplitRing};
 
@@ -98,6 +98,79 @@ const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
 
+/// Where the frames of a burst are read from: a guest's transmit buffers, or host memory
+/// (UMEM frames, tap buffers). Classification and delivery are generic over it, so the
+/// vhost-user path compiles to the same code as before host ports existed.
+trait BurstSrc<'m> {
+    /// Copies bytes `off..` of frame `p` (after any virtio-net header) into `out`;
+    /// returns the bytes copied.
+    fn read(&self, p: &Pkt, segs: &[Seg], off: u32, out: &mut [u8]) -> usize;
+    /// The frame's bytes for [`put_frame`].
+    fn frame<'a>(&'a self, p: &Pkt, segs: &'a [Seg]) -> FrameSrc<'a, 'm>;
+}
+
+/// Frames in a guest's transmit descriptor chains, after a `hdr`-byte virtio-net header.
+struct GuestBurst<'a, 'm> {
+    mem: &'a MemView<'m>,
+    hdr: u32,
+}
+
+impl<'m> BurstSrc<'m> for GuestBurst<'_, 'm> {
+    #[inline(always)]
+    fn read(&self, p: &Pkt, segs: &[Seg], off: u32, out: &mut [u8]) -> usize {
+        read_sg(
+            self.mem,
+            &segs[p.seg_start as usize..p.seg_end as usize],
+            self.hdr + off,
+            out,
+        )
+    }
+    #[inline(always)]
+    fn frame<'a>(&'a self, p: &Pkt, segs: &'a [Seg]) -> FrameSrc<'a, 'm> {
+        FrameSrc::Guest {
+            mem: self.mem,
+            segs: &segs[p.seg_start as usize..p.seg_end as usize],
+            skip: self.hdr,
+        }
+    }
+}
+
+/// Frames in host memory (a UMEM or the tap's rx buffers): frame `p` is the
+/// `p.frame_len` bytes at offset `p.seg_start` of the area.
+struct HostBurst {
+    base: *const u8,
+    len: usize,
+}
+
+impl HostBurst {
+    #[inline]
+    fn bytes(&self, p: &Pkt) -> &[u8] {
+        let start = p.seg_start as usize;
+        let end = start + p.frame_len as usize;
+        assert!(end <= self.len, "host frame outside its area");
+        // SAFETY: `base..base+len` is a live mapping (the port outlives the burst) and
+        // the frame's bytes belong to this PMD until the burst ends: a received UMEM frame
+        // not yet given back to the fill ring, or a tap buffer whose read completed and
+        // was not resubmitted. Nothing writes them meanwhile.
+        unsafe { std::slice::from_raw_parts(self.base.add(start), p.frame_len as usize) }
+    }
+}
+
+impl<'m> BurstSrc<'m> for HostBurst {
+    #[inline]
+    fn read(&self, p: &Pkt, _segs: &[Seg], off: u32, out: &mut [u8]) -> usize {
+        let b = self.bytes(p);
+        let b = &b[(off as usize).min(b.len())..];
+        let n = b.len().min(out.len());
+        out[..n].copy_from_slice(&b[..n]);
+        n
+    }
+    #[inline]
+    fn frame<'a>(&'a self, p: &Pkt, _segs: &'a [Seg]) -> FrameSrc<'a, 'm> {
+        FrameSrc::Host(self.bytes(p))
+    }
+}
+
 /// Where the bytes of a frame being delivered come from.
 enum FrameSrc<'a, 'm> {
     /// The source guest's buffers, after its virtio-net header.
@@ -157,6 +230,10 @@ pub struct Pmd {
     seg_bufs: Vec<Vec<u8>>,
     /// ACL generation last seen per port, to zero this PMD's rule counters on edits.
     acl_seen: Vec<u64>,
+    /// Rx descriptors of one AF_XDP burst.
+    xdescs: Vec<xdpilone::xdp::XdpDesc>,
+    /// Completed reads of one tap burst: (buffer offset, bytes).
+    tap_reads: Vec<(u32, u32)>,
 }
 
 impl Pmd {
@@ -183,6 +260,8 @@ impl Pmd {
             scratch: Vec::with_capacity(crate::virtq::MAX_CHAIN_BYTES as usize),
             seg_bufs: Vec::new(),
             acl_seen: vec![0; switch.ports.len()],
+            xdescs: Vec::with_capacity(BURST),
+            tap_reads: Vec::with_capacity(BURST),
             switch,
         }
     }
@@ -196,7 +275,12 @@ impl Pmd {
         let switch = self.switch.clone();
         for i in 0..self.shared.queues.len() {
             let (port, q) = self.shared.queues[i];
-            work += self.process_txq(&switch.ports[port as usize], q, i);
+            let port = &switch.ports[port as usize];
+            work += match &port.backend {
+                Backend::Vhost => self.process_txq(port, q, i),
+                Backend::Afxdp(x) => self.process_xsk(port, x, q),
+                Backend::Tap(t) => self.process_tap(port, t),
+            };
         }
         work
     }
@@ -247,8 +331,24 @@ impl Pmd {
         // Keeps the rings' kick fds open while we poll them.
         let mut held: Vec<Arc<Connection>> = Vec::new();
         let mut pending = false;
+        // AF_XDP sockets (POLLIN: rx ring not empty) and tap rx rings (POLLIN: a read
+        // completed); polled, never read.
+        let mut host_fds: Vec<libc::pollfd> = Vec::new();
         for (i, &(port, q)) in self.shared.queues.iter().enumerate() {
             self.qstate[i].kicks_off_for = 0;
+            let fd = match &self.switch.ports[port as usize].backend {
+                Backend::Vhost => None,
+                Backend::Afxdp(x) => Some(x.xsks[usize::from(q)].fd()),
+                Backend::Tap(t) => Some(t.poll_fd()),
+            };
+            if let Some(fd) = fd {
+                host_fds.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+                continue;
+            }
             let guard = self.switch.ports[port as usize].conn.load_full();
             let Some(conn) = guard else { continue };
             let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
@@ -276,12 +376,14 @@ impl Pmd {
             return;
         }
         self.shared.counters.sleeps.add(1);
+        let eventfds = fds.len();
+        fds.extend_from_slice(&host_fds);
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs; every fd in it is
         // open for the duration of the call (the wake fd is owned by `self.shared`, the
         // kick fds by the connections in `held`).
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
         if n > 0 {
-            for f in &fds {
+            for f in &fds[..eventfds] {
                 if f.revents & libc::POLLIN != 0 {
                     let mut buf = [0u8; 8];
                     // SAFETY: reads 8 bytes into a valid 8-byte buffer from an open
@@ -364,8 +466,12 @@ impl Pmd {
         }
         queue.set_next_avail(next.wrapping_add(n as u16));
 
-        self.classify(src, ring.mem(), src_hdr);
-        self.deliver_all(src, q, ring.mem(), src_hdr);
+        let bs = GuestBurst {
+            mem: ring.mem(),
+            hdr: src_hdr,
+        };
+        self.classify(src, &bs);
+        self.deliver_all(src, q, &bs);
 
         // Complete the transmit chains: one used.idx update for the burst.
         let queue = st.get_queue_mut();
@@ -388,7 +494,7 @@ impl Pmd {
 
     /// Reads each frame's headers, decides its action through the flow cache (last-flow
     /// check, then the exact-match cache, then the slow path), and learns source MACs.
-    fn classify(&mut self, src: &Port, mem: &MemView<'_>, src_hdr: u32) {
+    fn classify<'m, S: BurstSrc<'m>>(&mut self, src: &Port, bs: &S) {
         let counters = &self.shared.port_counters[src.id as usize];
         // The generation is read before the state it covers (ACLs, FDB), so a decision is
         // never cached under a generation newer than the state it was made from.
@@ -415,7 +521,6 @@ impl Pmd {
                 counters.drop(r, 1);
                 continue;
             }
-            let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
             let mut hdr = [0u8; KEY_BYTES];
             // Without ACL rules the slow path is the FDB alone: the Ethernet header is
             // all it needs, and two FDB lookups cost less than building a flow key, so
@@ -425,7 +530,7 @@ impl Pmd {
             } else {
                 (p.frame_len as usize).min(KEY_BYTES)
             };
-            let n = read_sg(mem, segs, src_hdr, &mut hdr[..want]);
+            let n = bs.read(&p, &self.segs, 0, &mut hdr[..want]);
             if n < 14 {
                 self.pkts[i].action = Action::Drop(DropReason::Runt);
                 counters.drop(DropReason::Runt, 1);
@@ -522,7 +627,7 @@ impl Pmd {
     }
 
     /// Groups the burst by destination and delivers each group in one batch.
-    fn deliver_all(&mut self, src: &Port, q: u16, src_mem: &MemView<'_>, src_hdr: u32) {
+    fn deliver_all<'m, S: BurstSrc<'m>>(&mut self, src: &Port, q: u16, bs: &S) {
         self.dests.clear();
         let mut flood = false;
         for p in &self.pkts {
@@ -537,7 +642,7 @@ impl Pmd {
                 if port.id != src.id
                     && port.vlan == src.vlan
                     && !self.dests.contains(&port.id)
-                    && port.conn.load().is_some()
+                    && port.has_driver()
                 {
                     self.dests.push(port.id);
                 }
@@ -573,12 +678,17 @@ impl Pmd {
                 continue;
             }
             let switch = self.switch.clone();
-            self.deliver(&switch.ports[d as usize], q, src_mem, src_hdr);
+            let dst = &switch.ports[d as usize];
+            match &dst.backend {
+                Backend::Vhost => self.deliver(dst, q, bs),
+                Backend::Afxdp(x) => self.deliver_xsk(dst, x, q, bs),
+                Backend::Tap(t) => self.deliver_tap(dst, t, bs),
+            }
         }
     }
 
     /// Delivers the frames in `self.sel` into `dst`'s receive queue: one batch.
-    fn deliver(&mut self, dst: &Port, src_q: u16, src_mem: &MemView<'_>, src_hdr: u32) {
+    fn deliver<'m, S: BurstSrc<'m>>(&mut self, dst: &Port, src_q: u16, bs: &S) {
         let counters = &self.shared.port_counters[dst.id as usize];
         let guard = dst.conn.load();
         let Some(conn) = guard.as_ref() else {
@@ -640,7 +750,6 @@ impl Pmd {
                 counters.drop(DropReason::NoRxBuffer, 1);
                 continue;
             }
-            let segs = &self.segs[p.seg_start as usize..p.seg_end as usize];
             let accepts = !p.offload()
                 || ((p.vhdr[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0 || guest_csum)
                     && match p.vhdr[1] {
@@ -654,11 +763,7 @@ impl Pmd {
                 let mut hdr = [0u8; 12];
                 hdr[..10].copy_from_slice(&p.vhdr);
                 hdr[0] &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
-                let src = FrameSrc::Guest {
-                    mem: src_mem,
-                    segs,
-                    skip: src_hdr,
-                };
+                let src = bs.frame(&p, &self.segs);
                 put_frame(
                     &ring,
                     &mut cur,
@@ -684,7 +789,7 @@ impl Pmd {
                 f([p.vhdr[8], p.vhdr[9]]),
             );
             self.scratch.resize(p.frame_len as usize, 0);
-            let got = read_sg(src_mem, segs, src_hdr, &mut self.scratch);
+            let got = bs.read(&p, &self.segs, 0, &mut self.scratch);
             let Ok(meta) = meta else {
                 counters.drop(DropReason::BadOffload, 1);
                 continue;
@@ -765,6 +870,255 @@ impl Pmd {
         }
         counters.tx_packets.add(tx_packets);
         counters.tx_bytes.add(tx_bytes);
+    }
+}
+
+/// Host ports: AF_XDP uplinks and taps as sources and destinations.
+impl Pmd {
+    /// Processes one burst of AF_XDP socket `q` of uplink `src`: rx descriptors → classify
+    /// (headers read from the UMEM) → deliver per destination → frames back to the fill
+    /// ring. Returns frames processed.
+    fn process_xsk(&mut self, src: &Port, x: &crate::afxdp::AfxdpPort, q: u16) -> usize {
+        let xsk = &x.xsks[usize::from(q)];
+        let mut rx = xsk.rx.lock().unwrap_or_else(|e| e.into_inner());
+        let n = rx.receive(&mut self.xdescs, BURST as u32);
+        if n == 0 {
+            rx.recycle();
+            return 0;
+        }
+        self.pkts.clear();
+        self.segs.clear();
+        let (base, len) = xsk.area();
+        for d in &self.xdescs {
+            let ok = d.len >= 14 && (d.addr as usize).saturating_add(d.len as usize) <= len;
+            self.pkts.push(Pkt {
+                head: 0,
+                seg_start: if ok { d.addr as u32 } else { 0 },
+                seg_end: 0,
+                frame_len: if ok { d.len } else { 0 },
+                action: if ok {
+                    Action::Flood
+                } else {
+                    Action::Drop(DropReason::Runt)
+                },
+                vhdr: [0; 10],
+            });
+        }
+        let bs = HostBurst { base, len };
+        self.classify(src, &bs);
+        self.deliver_all(src, q, &bs);
+        rx.recycle();
+        let c = &self.shared.counters;
+        c.packets.add(n as u64);
+        c.batches.add(1);
+        n
+    }
+
+    /// Processes one burst of completed tap reads: each buffer is a virtio-net header
+    /// (whose offload fields travel with the frame) and the frame.
+    fn process_tap(&mut self, src: &Port, t: &crate::tap::TapPort) -> usize {
+        let mut rx = t.rx.lock().unwrap_or_else(|e| e.into_inner());
+        let (n, runts) = rx.receive(&mut self.tap_reads, BURST);
+        if runts > 0 {
+            self.shared.port_counters[src.id as usize].drop(DropReason::Runt, runts);
+        }
+        if n == 0 {
+            rx.recycle();
+            return 0;
+        }
+        self.pkts.clear();
+        self.segs.clear();
+        let (base, len) = rx.base();
+        for &(off, got) in &self.tap_reads {
+            let hdr_len = crate::tap::VNET_HDR_LEN;
+            let mut vhdr = [0u8; 10];
+            // SAFETY: the read into this buffer completed (`got` bytes from `off`) and it
+            // is not resubmitted before `recycle` below.
+            let h = unsafe { std::slice::from_raw_parts(base.add(off as usize), 10) };
+            vhdr.copy_from_slice(h);
+            // Only NEEDS_CSUM and the GSO fields mean anything to the destinations.
+            vhdr[0] &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+            self.pkts.push(Pkt {
+                head: 0,
+                seg_start: off + hdr_len,
+                seg_end: 0,
+                frame_len: got - hdr_len,
+                action: Action::Flood,
+                vhdr,
+            });
+        }
+        let bs = HostBurst { base, len };
+        self.classify(src, &bs);
+        self.deliver_all(src, 0, &bs);
+        rx.recycle();
+        let c = &self.shared.counters;
+        c.packets.add(n as u64);
+        c.batches.add(1);
+        n
+    }
+
+    /// Makes a frame that carries an offload (partial checksum or TSO) plain, for a
+    /// destination that takes no offload metadata (an AF_XDP uplink): gathers it into
+    /// `scratch` and completes its checksum (returns 0: the frame is `scratch`) or
+    /// segments it (returns n: the frames are `seg_bufs[..n]`). Drops are counted.
+    fn soften<'m, S: BurstSrc<'m>>(
+        &mut self,
+        p: &Pkt,
+        bs: &S,
+        counters: &crate::stats::PortCounters,
+    ) -> Option<usize> {
+        let f = u16::from_le_bytes;
+        let meta = geneve::GsoMeta::from_virtio_net_hdr(
+            p.vhdr[0],
+            p.vhdr[1],
+            f([p.vhdr[2], p.vhdr[3]]),
+            f([p.vhdr[4], p.vhdr[5]]),
+            f([p.vhdr[6], p.vhdr[7]]),
+            f([p.vhdr[8], p.vhdr[9]]),
+        );
+        self.scratch.resize(p.frame_len as usize, 0);
+        let got = bs.read(p, &self.segs, 0, &mut self.scratch);
+        let Ok(meta) = meta else {
+            counters.drop(DropReason::BadOffload, 1);
+            return None;
+        };
+        if got != self.scratch.len() {
+            counters.drop(DropReason::BadDescriptor, 1);
+            return None;
+        }
+        if p.vhdr[1] == 0 {
+            if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
+                counters.drop(DropReason::BadOffload, 1);
+                return None;
+            }
+            counters.csum_completed.add(1);
+            return Some(0);
+        }
+        let Ok(plan) = geneve::SegmentPlan::new(&self.scratch, &meta, 0) else {
+            counters.drop(DropReason::BadOffload, 1);
+            return None;
+        };
+        let n = plan.count();
+        if self.seg_bufs.len() < n {
+            self.seg_bufs.resize_with(n, Vec::new);
+        }
+        for (i, b) in self.seg_bufs[..n].iter_mut().enumerate() {
+            b.resize(plan.segment_len(i), 0);
+        }
+        if geneve::segment(&self.scratch, &meta, None, &mut self.seg_bufs[..n]).is_err() {
+            counters.drop(DropReason::BadOffload, 1);
+            return None;
+        }
+        counters.segmented.add(1);
+        Some(n)
+    }
+
+    /// Delivers the frames in `self.sel` to uplink `x` in one AF_XDP tx batch, on the
+    /// socket with the source queue's index (modulo the sockets): each frame is copied
+    /// into a free UMEM tx frame (from guest memory with `read_sg`, or from host memory).
+    fn deliver_xsk<'m, S: BurstSrc<'m>>(
+        &mut self,
+        dst: &Port,
+        x: &crate::afxdp::AfxdpPort,
+        src_q: u16,
+        bs: &S,
+    ) {
+        let shared = self.shared.clone();
+        let counters = &shared.port_counters[dst.id as usize];
+        let xsk = &x.xsks[usize::from(src_q) % x.xsks.len()];
+        let mut tx = xsk.tx.lock().unwrap_or_else(|e| e.into_inner());
+        tx.begin();
+        let (mut packets, mut bytes) = (0u64, 0u64);
+        let max = crate::afxdp::MAX_TX_FRAME;
+        for si in 0..self.sel.len() {
+            let p = self.pkts[usize::from(self.sel[si])];
+            let soft = if p.offload() {
+                match self.soften(&p, bs, counters) {
+                    Some(n) => Some(n),
+                    None => continue,
+                }
+            } else {
+                None
+            };
+            let frames = match soft {
+                None | Some(0) => 1,
+                Some(n) => n,
+            };
+            for k in 0..frames {
+                let len = match soft {
+                    None => p.frame_len,
+                    Some(0) => self.scratch.len() as u32,
+                    Some(_) => self.seg_bufs[k].len() as u32,
+                };
+                if len > max {
+                    counters.drop(DropReason::FrameTooBig, 1);
+                    continue;
+                }
+                let Some(addr) = tx.take() else {
+                    counters.drop(DropReason::NoTxBuffer, 1);
+                    continue;
+                };
+                // SAFETY: `addr` was just taken from this socket's free list under its
+                // tx lock, so no one else touches the frame.
+                let buf = unsafe { xsk.tx_frame(addr) };
+                let buf = &mut buf[..len as usize];
+                match soft {
+                    None => {
+                        bs.read(&p, &self.segs, 0, buf);
+                    }
+                    Some(0) => buf.copy_from_slice(&self.scratch),
+                    Some(_) => buf.copy_from_slice(&self.seg_bufs[k]),
+                }
+                tx.push(addr, len);
+                packets += 1;
+                bytes += u64::from(len);
+            }
+        }
+        let lost = tx.commit() as u64;
+        drop(tx);
+        if lost > 0 {
+            counters.drop(DropReason::NoTxBuffer, lost);
+        }
+        counters.tx_packets.add(packets - lost.min(packets));
+        counters.tx_bytes.add(bytes);
+    }
+
+    /// Delivers the frames in `self.sel` to tap `t` in one io_uring submission: each
+    /// frame keeps its offload metadata in the virtio-net header before it.
+    fn deliver_tap<'m, S: BurstSrc<'m>>(&mut self, dst: &Port, t: &crate::tap::TapPort, bs: &S) {
+        let shared = self.shared.clone();
+        let counters = &shared.port_counters[dst.id as usize];
+        let hdr = crate::tap::VNET_HDR_LEN as usize;
+        let mut tx = t.tx.lock().unwrap_or_else(|e| e.into_inner());
+        tx.begin();
+        for si in 0..self.sel.len() {
+            let p = self.pkts[usize::from(self.sel[si])];
+            let len = p.frame_len as usize;
+            if hdr + len > crate::tap::BUF_SIZE as usize {
+                counters.drop(DropReason::FrameTooBig, 1);
+                continue;
+            }
+            let Some(buf) = tx.next_buf() else {
+                counters.drop(DropReason::NoTxBuffer, 1);
+                continue;
+            };
+            buf[..10].copy_from_slice(&p.vhdr);
+            buf[0] &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+            buf[10..12].fill(0);
+            let got = bs.read(&p, &self.segs, 0, &mut buf[hdr..hdr + len]);
+            if got != len {
+                counters.drop(DropReason::BadDescriptor, 1);
+                continue;
+            }
+            tx.push((hdr + len) as u32);
+        }
+        let (ok, bytes, bad) = tx.commit();
+        drop(tx);
+        if bad > 0 {
+            counters.drop(DropReason::TxError, bad);
+        }
+        counters.tx_packets.add(ok);
+        counters.tx_bytes.add(bytes);
     }
 }
 

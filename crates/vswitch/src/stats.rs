@@ -19,7 +19,8 @@ pub enum DropReason {
     /// A descriptor chain was malformed: a loop, an index or address out of range,
     /// a nested indirect table, too many descriptors, or a write-only buffer on tx.
     BadDescriptor,
-    /// The frame was larger than the destination's rx buffers can hold, or than 64 KiB.
+    /// The frame was larger than the destination's rx buffers can hold, or than 64 KiB, or
+    /// (AF_XDP uplinks) than one UMEM frame: see README "Jumbo frames".
     FrameTooBig,
     /// The frame was shorter than an Ethernet header.
     Runt,
@@ -37,11 +38,18 @@ pub enum DropReason {
     /// The virtio-net header asked for an offload that cannot be done: an unknown GSO
     /// type, or checksum or TCP offsets outside the frame.
     BadOffload,
+    /// An AF_XDP or tap port had no free transmit buffer: every UMEM tx frame was still
+    /// in flight (the completion ring had not returned them) or the tx ring was full, or
+    /// all tap write buffers were in use.
+    NoTxBuffer,
+    /// The kernel refused a frame written to a tap device (e.g. the tap was down, or the
+    /// virtio-net header was refused), or an AF_XDP transmit was not accepted.
+    TxError,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -52,6 +60,8 @@ impl DropReason {
         DropReason::NoDestination,
         DropReason::Acl,
         DropReason::BadOffload,
+        DropReason::NoTxBuffer,
+        DropReason::TxError,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -67,6 +77,8 @@ impl DropReason {
             DropReason::NoDestination => "no_destination",
             DropReason::Acl => "acl",
             DropReason::BadOffload => "bad_offload",
+            DropReason::NoTxBuffer => "no_tx_buffer",
+            DropReason::TxError => "tx_error",
         }
     }
 }

@@ -38,13 +38,74 @@ pub struct Port {
     pub connections: AtomicU64,
     /// Link state last seen by housekeeping, for up/down logging and FDB flushes.
     pub was_up: AtomicBool,
+    /// What moves the port's frames.
+    pub backend: Backend,
+}
+
+/// What moves a port's frames.
+pub enum Backend {
+    /// A vhost-user socket: [`Port::conn`].
+    Vhost,
+    /// AF_XDP sockets on a NIC.
+    Afxdp(Box<crate::afxdp::AfxdpPort>),
+    /// A tap device.
+    Tap(Box<crate::tap::TapPort>),
 }
 
 impl Port {
-    /// Whether the port can receive: a driver is attached and queue pair 0 runs.
+    /// Whether the port can receive: a driver is attached and queue pair 0 runs (vhost-user),
+    /// or the interface is there (AF_XDP, tap).
     pub fn link_up(&self) -> bool {
-        self.conn.load().as_ref().is_some_and(|c| c.link_up())
+        match self.backend {
+            Backend::Vhost => self.conn.load().as_ref().is_some_and(|c| c.link_up()),
+            _ => true,
+        }
     }
+
+    /// Whether flooded frames may be sent to the port: a vhost-user driver is attached,
+    /// or the port is an AF_XDP uplink or a tap.
+    #[inline]
+    pub fn has_driver(&self) -> bool {
+        match self.backend {
+            Backend::Vhost => self.conn.load().is_some(),
+            _ => true,
+        }
+    }
+
+    /// Source queues the PMDs poll: queue pairs (vhost-user), AF_XDP sockets, 1 (tap).
+    pub fn source_queues(&self) -> u16 {
+        match &self.backend {
+            Backend::Vhost => self.queue_pairs,
+            Backend::Afxdp(x) => x.xsks.len() as u16,
+            Backend::Tap(_) => 1,
+        }
+    }
+}
+
+/// Opens the AF_XDP sockets or tap device of a port, for [`Switch::new`].
+fn open_backend(p: &crate::config::PortConfig) -> std::io::Result<Backend> {
+    let named = |e: String| std::io::Error::other(format!("port {}: {e}", p.name));
+    Ok(match p.kind {
+        PortType::VhostUser | PortType::VhostUserClient => Backend::Vhost,
+        PortType::Afxdp => {
+            let x = crate::afxdp::AfxdpPort::open(&p.iface, p.mode, p.queues)
+                .map_err(|e| named(e.to_string()))?;
+            tracing::info!(
+                port = %p.name,
+                iface = %p.iface,
+                mode = %x.mode,
+                queues = x.xsks.len(),
+                reason = %x.reason,
+                "AF_XDP uplink open"
+            );
+            Backend::Afxdp(Box::new(x))
+        }
+        PortType::Tap => {
+            let t = crate::tap::TapPort::open(&p.iface).map_err(|e| named(e.to_string()))?;
+            tracing::info!(port = %p.name, ifname = %p.iface, "tap port open");
+            Backend::Tap(Box::new(t))
+        }
+    })
 }
 
 /// What one PMD thread shares with the control plane.
@@ -110,7 +171,8 @@ impl Switch {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                Arc::new(Port {
+                Ok(Arc::new(Port {
+                    backend: open_backend(p)?,
                     id: i as PortId,
                     name: p.name.clone(),
                     kind: p.kind,
@@ -121,9 +183,9 @@ impl Switch {
                     conn: ArcSwapOption::empty(),
                     connections: AtomicU64::new(0),
                     was_up: AtomicBool::new(false),
-                })
+                }))
             })
-            .collect();
+            .collect::<std::io::Result<_>>()?;
         let fdb = Fdb::new(std::time::Duration::from_secs(config.fdb_aging_secs));
         for e in &config.fdb_static {
             if let Some(p) = ports.iter().find(|p| p.name == e.port) {
@@ -134,7 +196,7 @@ impl Switch {
         let mut assignment: Vec<Vec<(PortId, u16)>> = vec![Vec::new(); npmd];
         let mut k = 0;
         for p in &ports {
-            for q in 0..p.queue_pairs {
+            for q in 0..p.source_queues() {
                 assignment[k % npmd].push((p.id, q));
                 k += 1;
             }
@@ -255,7 +317,7 @@ impl Switch {
                     ),
                     None => (Vec::new(), Vec::new()),
                 };
-                let pmd_of_queue = (0..p.queue_pairs)
+                let pmd_of_queue = (0..p.source_queues())
                     .map(|q| {
                         self.pmds
                             .iter()
@@ -276,6 +338,19 @@ impl Switch {
                     ready_queue_pairs: ready,
                     negotiated_features: features,
                     pmd_of_queue,
+                    iface: match &p.backend {
+                        Backend::Vhost => String::new(),
+                        Backend::Afxdp(x) => x.iface.clone(),
+                        Backend::Tap(t) => t.ifname.clone(),
+                    },
+                    afxdp: match &p.backend {
+                        Backend::Afxdp(x) => Some(ShowAfxdp {
+                            mode: x.mode.to_string(),
+                            reason: x.reason.clone(),
+                            queues: x.xsks.len() as u16,
+                        }),
+                        _ => None,
+                    },
                 }
             })
             .collect();
@@ -305,7 +380,7 @@ pub struct ShowPort {
     pub id: PortId,
     /// Name.
     pub name: String,
-    /// `vhost-user` or `vhost-user-client`.
+    /// `vhost-user`, `vhost-user-client`, `afxdp` or `tap`.
     pub kind: String,
     /// Socket path.
     pub path: String,
@@ -323,6 +398,24 @@ pub struct ShowPort {
     pub ready_queue_pairs: Vec<u16>,
     /// Negotiated virtio features.
     pub negotiated_features: Vec<String>,
-    /// PMD index polling each queue pair's transmit queue.
+    /// PMD index polling each source queue (vhost-user: queue pair's transmit queue;
+    /// afxdp: NIC rx queue; tap: the tap).
     pub pmd_of_queue: Vec<usize>,
+    /// afxdp and tap ports: the network interface.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub iface: String,
+    /// afxdp ports: the AF_XDP mode in use and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub afxdp: Option<ShowAfxdp>,
+}
+
+/// An AF_XDP uplink in `vswitchctl show`.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct ShowAfxdp {
+    /// `zero-copy`, `native-copy` or `generic`.
+    pub mode: String,
+    /// Why this mode (nicoffload's decision, or the fallback taken).
+    pub reason: String,
+    /// AF_XDP sockets (NIC rx queues 0..N).
+    pub queues: u16,
 }

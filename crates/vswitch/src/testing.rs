@@ -427,6 +427,8 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
                 queues: 1,
                 vlan,
                 offloads: false,
+                iface: String::new(),
+                mode: Default::default(),
             })
             .collect(),
         pmd_cpus: None,

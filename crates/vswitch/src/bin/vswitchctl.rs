@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use vswitch::config::DEFAULT_CONTROL_SOCKET;
 use vswitch::control::{
-    request, request_args, AclRow, FdbRowNamed, FlowsReply, PmdStatsRow, StatsRow,
+    request, request_args, AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, StatsRow,
 };
 use vswitch::switch::ShowReply;
 
@@ -26,8 +26,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Ports: kind, socket, link state, queues, negotiated features, PMD of each queue.
+    /// Ports: kind, socket or interface, link state, queues, negotiated features, PMD of
+    /// each queue; for AF_XDP uplinks the mode in use and why.
     Show,
+    /// Per AF_XDP uplink, the offload plan (nicoffload): for tunnel TSO, tx/rx checksum,
+    /// LRO/GRO, inner RSS and the AF_XDP mode, whether the NIC does it (hardware), the
+    /// switch or kernel does it (software), or it cannot be done (unavailable), and why.
+    Offloads,
     /// Per-port counters: rx (from the guest), tx (to the guest), drops by reason.
     Stats,
     /// The MAC table: VLAN, MAC, port, age.
@@ -150,6 +155,7 @@ fn main() -> ExitCode {
         Cmd::Stats => "stats",
         Cmd::Fdb => "fdb",
         Cmd::PmdStats => "pmd-stats",
+        Cmd::Offloads => "offloads",
     };
     let v = match request(&cli.socket, cmd) {
         Ok(v) => v,
@@ -166,6 +172,7 @@ fn main() -> ExitCode {
         "show" => serde_json::from_value::<ShowReply>(v).map(print_show),
         "stats" => serde_json::from_value::<Vec<StatsRow>>(v).map(print_stats),
         "fdb" => serde_json::from_value::<Vec<FdbRowNamed>>(v).map(print_fdb),
+        "offloads" => serde_json::from_value::<Vec<OffloadsRow>>(v).map(print_offloads),
         _ => serde_json::from_value::<Vec<PmdStatsRow>>(v).map(print_pmd),
     };
     match r {
@@ -173,6 +180,21 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("vswitchctl: unexpected reply: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+fn print_offloads(rows: Vec<OffloadsRow>) {
+    if rows.is_empty() {
+        println!("no AF_XDP uplinks");
+    }
+    for r in rows {
+        println!(
+            "uplink {} ({}): AF_XDP {} ({})",
+            r.port, r.iface, r.afxdp_mode, r.afxdp_reason
+        );
+        for d in &r.plan.decisions {
+            println!("  {d}");
         }
     }
 }
@@ -196,7 +218,16 @@ fn print_show(s: ShowReply) {
             p.ready_queue_pairs,
             p.connections
         );
-        println!("    features: {}", p.negotiated_features.join(" "));
+        if let Some(x) = &p.afxdp {
+            println!(
+                "    afxdp: iface {}  mode {}  sockets {}  ({})",
+                p.iface, x.mode, x.queues, x.reason
+            );
+        } else if !p.iface.is_empty() {
+            println!("    iface: {}", p.iface);
+        } else {
+            println!("    features: {}", p.negotiated_features.join(" "));
+        }
         let pmds: Vec<String> = p
             .pmd_of_queue
             .iter()

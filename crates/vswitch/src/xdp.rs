@@ -1,0 +1,287 @@
+//! The XDP program of an AF_XDP uplink: an XSKMAP and a six-instruction program that
+//! redirects every frame to the AF_XDP socket of its rx queue, loaded and attached
+//! through Debian's libbpf (`libbpf1`, linked as `-lbpf`).
+//!
+//! The program is written here as BPF instructions rather than compiled from C, so no
+//! BPF compiler or object file is involved (nothing to keep in step with a source). It is,
+//! in C (`Documentation/networking/af_xdp.rst`, "XSKMAP / BPF_MAP_TYPE_XSKMAP"):
+//!
+//! ```c
+//! SEC("xdp") int vswitch_xsk(struct xdp_md *ctx) {
+//!     return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+//! }
+//! ```
+//!
+//! `XDP_PASS` in the flags is the action when the map has no socket for the queue
+//! (Linux ≥ 5.3): frames of queues without a socket go to the kernel stack.
+//!
+//! Attachment goes through netlink (`bpf_xdp_attach`), so a program survives a crash of
+//! vswitchd; [`XdpProgram::attach`] therefore first detaches whatever program is on the
+//! interface in either mode (a stale one of a crashed run) and logs its id.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `enum bpf_prog_type`: BPF_PROG_TYPE_XDP (include/uapi/linux/bpf.h).
+const BPF_PROG_TYPE_XDP: c_int = 6;
+/// `enum bpf_map_type`: BPF_MAP_TYPE_XSKMAP.
+const BPF_MAP_TYPE_XSKMAP: c_int = 17;
+/// `XDP_FLAGS_SKB_MODE` (include/uapi/linux/if_link.h).
+pub const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+/// `XDP_FLAGS_DRV_MODE`.
+pub const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+/// `BPF_FUNC_redirect_map`.
+const BPF_FUNC_REDIRECT_MAP: i32 = 51;
+/// `XDP_PASS`.
+const XDP_PASS: i32 = 2;
+/// `offsetof(struct xdp_md, rx_queue_index)`.
+const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
+
+/// `struct bpf_insn`: opcode, dst_reg:4 | src_reg:4, offset, immediate.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct BpfInsn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
+    BpfInsn {
+        code,
+        regs: (src << 4) | (dst & 0xf),
+        off,
+        imm,
+    }
+}
+
+/// The program, with the XSKMAP's fd patched into instruction 1 (`BPF_PSEUDO_MAP_FD`).
+fn program(map_fd: i32) -> [BpfInsn; 6] {
+    [
+        // r2 = *(u32 *)(r1 + 16): ctx->rx_queue_index     (BPF_LDX | BPF_MEM | BPF_W)
+        insn(0x61, 2, 1, XDP_MD_RX_QUEUE_INDEX, 0),
+        // r1 = &xsks                                       (BPF_LD | BPF_DW | BPF_IMM, 2 slots)
+        insn(0x18, 1, 1, 0, map_fd),
+        insn(0, 0, 0, 0, 0),
+        // r3 = XDP_PASS                                    (BPF_ALU64 | BPF_MOV | BPF_K)
+        insn(0xb7, 3, 0, 0, XDP_PASS),
+        // r0 = bpf_redirect_map(r1, r2, r3)                (BPF_JMP | BPF_CALL)
+        insn(0x85, 0, 0, 0, BPF_FUNC_REDIRECT_MAP),
+        // return r0                                        (BPF_JMP | BPF_EXIT)
+        insn(0x95, 0, 0, 0, 0),
+    ]
+}
+
+#[link(name = "bpf")]
+extern "C" {
+    fn bpf_map_create(
+        map_type: c_int,
+        map_name: *const c_char,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        opts: *const c_void,
+    ) -> c_int;
+    fn bpf_map_update_elem(
+        fd: c_int,
+        key: *const c_void,
+        value: *const c_void,
+        flags: u64,
+    ) -> c_int;
+    fn bpf_map_delete_elem(fd: c_int, key: *const c_void) -> c_int;
+    fn bpf_prog_load(
+        prog_type: c_int,
+        prog_name: *const c_char,
+        license: *const c_char,
+        insns: *const BpfInsn,
+        insn_cnt: usize,
+        opts: *const c_void,
+    ) -> c_int;
+    fn bpf_xdp_attach(ifindex: c_int, prog_fd: c_int, flags: u32, opts: *const c_void) -> c_int;
+    fn bpf_xdp_detach(ifindex: c_int, flags: u32, opts: *const c_void) -> c_int;
+    fn bpf_xdp_query_id(ifindex: c_int, flags: c_int, prog_id: *mut u32) -> c_int;
+}
+
+/// libbpf ≥ 1.0 returns `-errno` on failure.
+fn check(rc: c_int) -> io::Result<c_int> {
+    if rc < 0 {
+        Err(io::Error::from_raw_os_error(-rc))
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Errors of loading and attaching the program.
+#[derive(Debug, thiserror::Error)]
+pub enum XdpError {
+    /// BPF_MAP_CREATE of the XSKMAP failed (EPERM: not root or no CAP_BPF).
+    #[error("cannot create the XSKMAP: {0}")]
+    CreateMap(io::Error),
+    /// BPF_PROG_LOAD failed (the verifier refused it, or no permission).
+    #[error("cannot load the XDP program: {0}")]
+    LoadProgram(io::Error),
+    /// Attaching to the interface failed (e.g. EOPNOTSUPP: no native XDP in the driver).
+    #[error("cannot attach the XDP program in {mode} mode: {source}")]
+    Attach {
+        /// `native` or `generic`.
+        mode: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+    /// Inserting a socket into the XSKMAP failed.
+    #[error("cannot insert the AF_XDP socket of queue {queue} into the XSKMAP: {source}")]
+    MapUpdate {
+        /// Rx queue.
+        queue: u32,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// The XSKMAP and program of one uplink, attached to its interface while this lives.
+#[derive(Debug)]
+pub struct XdpProgram {
+    ifindex: i32,
+    flags: u32,
+    map: OwnedFd,
+    prog: OwnedFd,
+    attached: bool,
+}
+
+impl XdpProgram {
+    /// Creates the XSKMAP (`max_entries` queues), loads the program, detaches any program
+    /// already on `ifindex` (logging its id), and attaches ours with `flags`
+    /// ([`XDP_FLAGS_DRV_MODE`] or [`XDP_FLAGS_SKB_MODE`]).
+    pub fn attach(ifindex: u32, max_entries: u32, flags: u32) -> Result<Self, XdpError> {
+        let name = c"vswitch_xsks";
+        // SAFETY: plain libbpf call; the name is NUL-terminated, opts may be NULL.
+        let rc = unsafe {
+            bpf_map_create(
+                BPF_MAP_TYPE_XSKMAP,
+                name.as_ptr(),
+                4,
+                4,
+                max_entries.max(1),
+                std::ptr::null(),
+            )
+        };
+        let map = check(rc).map_err(XdpError::CreateMap)?;
+        // SAFETY: `map` is a new fd that nothing else owns.
+        let map = unsafe { OwnedFd::from_raw_fd(map) };
+        let insns = program(map.as_raw_fd());
+        let license: &CStr = c"GPL";
+        // SAFETY: `insns` is a valid array of insns.len() instructions; the strings are
+        // NUL-terminated; opts may be NULL.
+        let rc = unsafe {
+            bpf_prog_load(
+                BPF_PROG_TYPE_XDP,
+                c"vswitch_xsk".as_ptr(),
+                license.as_ptr(),
+                insns.as_ptr(),
+                insns.len(),
+                std::ptr::null(),
+            )
+        };
+        let prog = check(rc).map_err(XdpError::LoadProgram)?;
+        // SAFETY: `prog` is a new fd that nothing else owns.
+        let prog = unsafe { OwnedFd::from_raw_fd(prog) };
+        let ifindex = ifindex as i32;
+        for (f, mode) in [
+            (XDP_FLAGS_SKB_MODE, "generic"),
+            (XDP_FLAGS_DRV_MODE, "native"),
+        ] {
+            let mut id = 0u32;
+            // SAFETY: `id` is a valid u32 to write.
+            let rc = unsafe { bpf_xdp_query_id(ifindex, f as c_int, &mut id) };
+            if rc == 0 && id != 0 {
+                tracing::warn!(
+                    ifindex,
+                    prog_id = id,
+                    mode,
+                    "replacing an XDP program already attached (a stale one of a crashed run?)"
+                );
+                // SAFETY: plain libbpf call; opts may be NULL.
+                unsafe { bpf_xdp_detach(ifindex, f, std::ptr::null()) };
+            }
+        }
+        // SAFETY: plain libbpf call with fds we own; opts may be NULL.
+        let rc = unsafe { bpf_xdp_attach(ifindex, prog.as_raw_fd(), flags, std::ptr::null()) };
+        check(rc).map_err(|source| XdpError::Attach {
+            mode: if flags & XDP_FLAGS_SKB_MODE != 0 {
+                "generic"
+            } else {
+                "native"
+            },
+            source,
+        })?;
+        Ok(XdpProgram {
+            ifindex,
+            flags,
+            map,
+            prog,
+            attached: true,
+        })
+    }
+
+    /// Points rx queue `queue` at the AF_XDP socket `xsk_fd`.
+    pub fn insert(&self, queue: u32, xsk_fd: i32) -> Result<(), XdpError> {
+        // SAFETY: key and value point at valid u32/i32 values of the map's sizes.
+        let rc = unsafe {
+            bpf_map_update_elem(
+                self.map.as_raw_fd(),
+                (&queue as *const u32).cast(),
+                (&xsk_fd as *const i32).cast(),
+                0,
+            )
+        };
+        check(rc)
+            .map(|_| ())
+            .map_err(|source| XdpError::MapUpdate { queue, source })
+    }
+
+    /// Removes rx queue `queue`'s socket from the map (its frames go to the stack).
+    pub fn remove(&self, queue: u32) {
+        // SAFETY: the key points at a valid u32.
+        unsafe { bpf_map_delete_elem(self.map.as_raw_fd(), (&queue as *const u32).cast()) };
+    }
+
+    /// Detaches the program if ours is still the attached one. Idempotent.
+    pub fn detach(&mut self) {
+        if !self.attached {
+            return;
+        }
+        self.attached = false;
+        let _ = &self.prog;
+        // SAFETY: plain libbpf call; opts may be NULL.
+        let rc = unsafe { bpf_xdp_detach(self.ifindex, self.flags, std::ptr::null()) };
+        if rc < 0 {
+            tracing::warn!(ifindex = self.ifindex, error = %io::Error::from_raw_os_error(-rc), "XDP detach failed");
+        }
+    }
+}
+
+impl Drop for XdpProgram {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_encoding() {
+        let p = program(7);
+        // ldxw r2, [r1+16]
+        assert_eq!((p[0].code, p[0].regs, p[0].off), (0x61, 0x12, 16));
+        // lddw r1, map_fd 7 (src_reg = BPF_PSEUDO_MAP_FD = 1)
+        assert_eq!((p[1].code, p[1].regs, p[1].imm), (0x18, 0x11, 7));
+        assert_eq!((p[3].code, p[3].regs, p[3].imm), (0xb7, 0x03, 2));
+        assert_eq!((p[4].code, p[4].imm), (0x85, 51));
+        assert_eq!(p[5].code, 0x95);
+        assert_eq!(std::mem::size_of::<BpfInsn>(), 8);
+    }
+}
