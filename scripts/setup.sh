@@ -10,7 +10,10 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 2
 fi
 
-pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps)
+# libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
+# iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces.
+pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
+      libbpf-dev pkg-config iputils-ping python3)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf)
 fi

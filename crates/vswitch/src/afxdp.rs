@@ -179,6 +179,8 @@ pub struct Xsk {
     pub rx: Mutex<XskRx>,
     /// Tx half (any PMD, per batch).
     pub tx: Mutex<XskTx>,
+    /// Frames received on this socket (written by the owner PMD only, once per burst).
+    pub rx_frames: crate::stats::Counter,
     fd: i32,
     base: NonNull<u8>,
     _user: User,
@@ -527,6 +529,7 @@ fn open_xsk(iface: &str, cname: &CString, q: u32, mode: AfXdpMode) -> Result<Xsk
             batch: Vec::with_capacity(RING as usize),
             copy_mode: mode != AfXdpMode::ZeroCopy,
         }),
+        rx_frames: Default::default(),
         fd,
         base: area.ptr,
         _user: user,

@@ -1085,6 +1085,73 @@ mod tests {
     }
 
     #[test]
+    fn uplink_and_tap_from_flags_and_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.toml");
+        std::fs::write(
+            &f,
+            "[[uplink]]\nname = \"u1\"\niface = \"eth1\"\nmode = \"generic\"\nqueues = 2\n\n[[tap]]\nname = \"host\"\nifname = \"vs0\"\n",
+        )
+        .unwrap();
+        let c = Config::try_from(args(&[
+            "--config",
+            f.to_str().unwrap(),
+            "--uplink",
+            "u2=eth2,mode=native,vlan=5",
+            "--tap",
+            "t2=vs1",
+        ]))
+        .unwrap();
+        let k: Vec<_> = c
+            .ports
+            .iter()
+            .map(|p| (p.name.as_str(), p.kind, p.iface.as_str(), p.queues, p.mode))
+            .collect();
+        assert_eq!(
+            k,
+            [
+                ("u1", PortType::Afxdp, "eth1", 2, AfXdpRequest::Generic),
+                ("u2", PortType::Afxdp, "eth2", 0, AfXdpRequest::Native),
+                ("host", PortType::Tap, "vs0", 1, AfXdpRequest::Auto),
+                ("t2", PortType::Tap, "vs1", 1, AfXdpRequest::Auto),
+            ]
+        );
+        assert_eq!(c.ports[1].vlan, Some(5));
+    }
+
+    #[test]
+    fn uplink_and_tap_errors_name_the_flag() {
+        for (flag, spec, want) in [
+            ("--uplink", "noequals", "expected NAME=IFACE"),
+            (
+                "--uplink",
+                "u=eth0,mode=fast",
+                "mode=fast: expected auto, native",
+            ),
+            ("--uplink", "u=eth0,queues=0", "queues=0: expected 1..=64"),
+            ("--uplink", "u=eth0,queues=x", "queues=x"),
+            ("--uplink", "u=eth0,color=red", "unknown option"),
+            ("--uplink", "u=", "expected an interface name"),
+            (
+                "--uplink",
+                "u=averyveryverylongname",
+                "expected an interface name",
+            ),
+            ("--tap", "t", "expected NAME=IFNAME"),
+            ("--tap", "t=a/b", "expected an interface name"),
+            ("--tap", "t=tap0,queues=2", "unknown option"),
+        ] {
+            let e = Config::try_from(args(&[flag, spec])).unwrap_err();
+            let s = e.to_string();
+            assert!(s.contains(flag) && s.contains(want), "{spec}: {s}");
+        }
+        let e = Config::try_from(args(&["--uplink", "u=eth0", "--tap", "t=eth0"])).unwrap_err();
+        assert!(e.to_string().contains("already used"), "{e}");
+        let e = Config::try_from(args(&["--uplink", "u=eth0", "--tap", "u=tap0"])).unwrap_err();
+        assert!(e.to_string().contains("duplicate port name"), "{e}");
+    }
+
+    #[test]
     fn port_spec_errors() {
         let d = tempfile::tempdir().unwrap();
         for (spec, want) in [

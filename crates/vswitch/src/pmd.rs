@@ -886,6 +886,7 @@ impl Pmd {
             rx.recycle();
             return 0;
         }
+        xsk.rx_frames.add(n as u64);
         self.pkts.clear();
         self.segs.clear();
         let (base, len) = xsk.area();

@@ -348,6 +348,7 @@ impl Switch {
                             mode: x.mode.to_string(),
                             reason: x.reason.clone(),
                             queues: x.xsks.len() as u16,
+                            rx_per_queue: x.xsks.iter().map(|q| q.rx_frames.get()).collect(),
                         }),
                         _ => None,
                     },
@@ -418,4 +419,7 @@ pub struct ShowAfxdp {
     pub reason: String,
     /// AF_XDP sockets (NIC rx queues 0..N).
     pub queues: u16,
+    /// Frames received by each socket.
+    #[serde(default)]
+    pub rx_per_queue: Vec<u64>,
 }

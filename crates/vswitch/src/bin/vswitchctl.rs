@@ -223,6 +223,7 @@ fn print_show(s: ShowReply) {
                 "    afxdp: iface {}  mode {}  sockets {}  ({})",
                 p.iface, x.mode, x.queues, x.reason
             );
+            println!("    rx frames per queue: {:?}", x.rx_per_queue);
         } else if !p.iface.is_empty() {
             println!("    iface: {}", p.iface);
         } else {

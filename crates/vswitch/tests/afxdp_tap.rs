@@ -1,0 +1,512 @@
+//! AF_XDP uplinks and tap host ports against the real kernel: a veth pair whose far end
+//! lives in a network namespace with an IP address, DPDK testpmd virtio-user guests, and
+//! the host stack through a tap.
+//!
+//! Every namespace and link is removed by `Drop`, also when an assertion fails.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const MAC_A: &str = "02:00:00:00:00:01";
+
+/// Runs a command, panicking with its output if it fails.
+fn run(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A veth pair: `host` in the root namespace (the uplink), `peer` in namespace `ns` with
+/// address `addr`/24. IPv6 is off on both ends so that nothing but the test's traffic
+/// crosses the link.
+struct Veth {
+    ns: String,
+    host: String,
+    peer: String,
+}
+
+impl Veth {
+    fn new(tag: &str, queues: u16, addr: &str) -> Veth {
+        let id = std::process::id() % 10000;
+        let v = Veth {
+            ns: format!("vs{tag}{id}"),
+            host: format!("vs{tag}{id}a"),
+            peer: format!("vs{tag}{id}b"),
+        };
+        v.cleanup();
+        let q = queues.to_string();
+        run(&["ip", "netns", "add", &v.ns]);
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &v.host,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &v.peer,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
+        run(&["ip", "link", "set", &v.peer, "netns", &v.ns]);
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.host),
+            "1",
+        )
+        .unwrap();
+        v.exec(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", v.peer),
+        ]);
+        // AF_XDP frames carry no checksum metadata: the namespace computes its checksums
+        // in software, as frames on a wire have them.
+        v.exec(&["ethtool", "-K", &v.peer, "tx", "off"]);
+        v.exec(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &v.peer]);
+        v.exec(&["ip", "link", "set", &v.peer, "up"]);
+        run(&["ip", "link", "set", &v.host, "up"]);
+        v
+    }
+
+    fn exec(&self, args: &[&str]) -> String {
+        let mut a = vec!["ip", "netns", "exec", &self.ns];
+        a.extend_from_slice(args);
+        run(&a)
+    }
+
+    /// A counter of the namespace end (`rx_packets`, `rx_dropped`, ...).
+    fn peer_stat(&self, name: &str) -> u64 {
+        self.exec(&[
+            "cat",
+            &format!("/sys/class/net/{}/statistics/{name}", self.peer),
+        ])
+        .trim()
+        .parse()
+        .unwrap()
+    }
+
+    fn peer_mac(&self) -> String {
+        self.exec(&["cat", &format!("/sys/class/net/{}/address", self.peer)])
+            .trim()
+            .to_string()
+    }
+
+    fn cleanup(&self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .status();
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+fn mac_bytes(s: &str) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(s.split(':')) {
+        *b = u8::from_str_radix(p, 16).unwrap();
+    }
+    m
+}
+
+/// Guest → namespace and namespace → guest through an AF_XDP uplink in `mode`:
+/// testpmd replays N frames addressed to the namespace's MAC; they arrive there exactly
+/// (the namespace's rx counter grows by N, the uplink's tx counter says N); then the
+/// namespace pings an address whose static neighbour is the guest's MAC, and the guest
+/// writes exactly those echo requests to its pcap.
+fn guest_and_namespace(mode: &str, expect_mode: &str) {
+    let _g = serial();
+    setup_host();
+    let tag = &mode[..1];
+    let veth = Veth::new(tag, 1, "10.77.0.2");
+    let dir = TempDir::new(&format!("afxdp-{mode}"));
+    let sock = dir.path("a.sock");
+    let sw = Vswitchd::start(
+        &dir,
+        &[
+            "--uplink".into(),
+            format!("up={},mode={mode}", veth.host),
+            "--vhost-user".into(),
+            format!("a={}", sock.display()),
+        ],
+    );
+    let show = sw.show();
+    let up = show["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "up")
+        .unwrap();
+    assert_eq!(up["kind"], "afxdp", "{show}");
+    assert_eq!(up["afxdp"]["mode"], expect_mode, "{show}");
+    let link = run(&["ip", "link", "show", &veth.host]);
+    let attached = if expect_mode == "generic" {
+        "xdpgeneric"
+    } else {
+        " xdp "
+    };
+    assert!(link.contains(attached), "{link}");
+
+    let n = 500usize;
+    let ns_mac = mac_bytes(&veth.peer_mac());
+    let frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| udp_frame(mac_bytes(MAC_A), ns_mac, 64 + (i % 7) * 100, i as u8))
+        .collect();
+    let inp = dir.path("in.pcap");
+    let outp = dir.path("out.pcap");
+    write_pcap(&inp, &frames);
+    let vdev = [format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    )];
+    let before = veth.peer_stat("rx_packets");
+    let mut g = Testpmd::start(GuestSpec {
+        prefix: &format!("vsx{tag}"),
+        socket: &sock,
+        mac: MAC_A,
+        queues: 1,
+        server: false,
+        extra_vdevs: &vdev,
+        args: &["--forward-mode=io", "--no-flush-rx"],
+    });
+    // Retry when the virtqueue is full rather than drop: every frame goes out.
+    g.cmd("set fwd io retry");
+    g.cmd("set burst tx delay 20 retry 10000");
+    g.cmd("start");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while {
+        let s = sw.port("up").stats;
+        s.tx_packets + s.drops_total < n as u64
+    } {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the uplink did not send {n} frames: switch {:?}\nguest port 0: {}\nguest port 1: {}\nlog: {}",
+            sw.stats(),
+            g.cmd("show port stats 0"),
+            g.cmd("show port stats 1"),
+            sw.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = sw.port("up").stats;
+    assert_eq!(st.drops_total, 0, "uplink drops: {:?}", st.drops);
+    assert_eq!(st.tx_packets, n as u64);
+    assert_eq!(
+        st.tx_bytes,
+        frames.iter().map(|f| f.len() as u64).sum::<u64>()
+    );
+    let got = wait_for(Duration::from_secs(10), "the namespace to count N", || {
+        let d = veth.peer_stat("rx_packets") - before;
+        (d >= n as u64).then_some(d)
+    });
+    assert_eq!(got, n as u64, "frames counted by the namespace's veth");
+
+    // Namespace → guest.
+    veth.exec(&[
+        "ip",
+        "neigh",
+        "replace",
+        "10.77.0.9",
+        "lladdr",
+        MAC_A,
+        "dev",
+        &veth.peer,
+        "nud",
+        "permanent",
+    ]);
+    let pings = 20;
+    let out = Command::new("ip")
+        .args(["netns", "exec", &veth.ns, "ping", "-c", "20", "-i", "0.01"])
+        .args(["-W", "0.1", "10.77.0.9"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("20 packets transmitted"),
+        "{out:?}"
+    );
+    wait_for(
+        Duration::from_secs(10),
+        "the guest to receive the pings",
+        || {
+            let s = g.cmd("show port stats 1");
+            (field(&s, "TX-packets:") >= pings).then_some(())
+        },
+    );
+    g.cmd("stop");
+    drop(g); // closes the pcap
+    let echo: Vec<Vec<u8>> = read_pcap(&outp)
+        .into_iter()
+        .filter(|f| f.len() >= 42 && f[12..14] == [8, 0] && f[23] == 1 && f[34] == 8)
+        .collect();
+    assert_eq!(echo.len() as u64, pings, "echo requests the guest received");
+    assert!(echo.iter().all(|f| f[30..34] == [10, 77, 0, 9]));
+    assert_eq!(sw.port("up").stats.rx_packets, pings);
+}
+
+#[test]
+fn afxdp_generic_guest_and_namespace() {
+    guest_and_namespace("generic", "generic");
+}
+
+#[test]
+fn afxdp_native_guest_and_namespace() {
+    guest_and_namespace("native", "native-copy");
+}
+
+/// With a 4-queue veth, flows from the namespace spread over the rx queues: several
+/// AF_XDP sockets receive, and every frame is counted by one of them.
+#[test]
+fn afxdp_four_queues_spread_flows() {
+    let _g = serial();
+    let veth = Veth::new("q", 4, "10.76.0.2");
+    let dir = TempDir::new("afxdp-mq");
+    let mut sw = Vswitchd::start(
+        &dir,
+        &["--uplink".into(), format!("up={},mode=native", veth.host)],
+    );
+    assert_eq!(sw.show()["ports"][0]["afxdp"]["queues"], 4);
+    veth.exec(&[
+        "ip",
+        "neigh",
+        "replace",
+        "10.76.0.9",
+        "lladdr",
+        MAC_A,
+        "dev",
+        &veth.peer,
+        "nud",
+        "permanent",
+    ]);
+    let flows = 64;
+    veth.exec(&[
+        "python3",
+        "-c",
+        &format!(
+            "import socket\nfor p in range({flows}):\n s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n s.bind(('10.76.0.2',20000+p))\n s.sendto(b'x'*32,('10.76.0.9',9))\n s.close()\n"
+        ),
+    ]);
+    let per_queue: Vec<u64> = wait_for(Duration::from_secs(10), "all flows received", || {
+        let v: Vec<u64> =
+            serde_json::from_value(sw.show()["ports"][0]["afxdp"]["rx_per_queue"].clone()).unwrap();
+        (v.iter().sum::<u64>() >= flows).then_some(v)
+    });
+    assert_eq!(per_queue.iter().sum::<u64>(), flows, "{per_queue:?}");
+    let busy = per_queue.iter().filter(|&&n| n > 0).count();
+    assert!(busy >= 2, "flows did not spread: {per_queue:?}");
+    // The uplink floods them (unknown MAC, no other port): counted, named.
+    let st = sw.port("up").stats;
+    assert_eq!(st.rx_packets, flows);
+    assert_eq!(st.drops["no_destination"], flows);
+    assert_eq!(sw.stop(), Some(0));
+    let link = run(&["ip", "link", "show", &veth.host]);
+    assert!(!link.contains(" xdp"), "XDP program left attached: {link}");
+}
+
+/// Zero-copy on veth is refused with nicoffload's reason; auto falls back and says why;
+/// `vswitchctl offloads` prints the plan.
+#[test]
+fn afxdp_zerocopy_unavailable_on_veth() {
+    let _g = serial();
+    let veth = Veth::new("z", 1, "10.75.0.2");
+    let dir = TempDir::new("afxdp-zc");
+    let out = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
+        .args(["--uplink", &format!("up={},mode=zerocopy", veth.host)])
+        .arg("--control")
+        .arg(dir.path("ctl.sock"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("zero") && err.contains("unavailable"), "{err}");
+    assert!(
+        err.contains("xsk-zerocopy") || err.contains("zero-copy"),
+        "{err}"
+    );
+
+    let sw = Vswitchd::start(&dir, &["--uplink".into(), format!("up={}", veth.host)]);
+    let reason = sw.show()["ports"][0]["afxdp"]["reason"].to_string();
+    assert_eq!(sw.show()["ports"][0]["afxdp"]["mode"], "native-copy");
+    assert!(reason.contains("veth"), "{reason}");
+    let ctl = Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
+        .args(["--socket"])
+        .arg(&sw.control)
+        .arg("offloads")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ctl.stdout);
+    assert!(ctl.status.success(), "{ctl:?}");
+    for job in ["tunnel TSO", "tx checksum", "LRO/GRO", "AF_XDP mode"] {
+        assert!(text.contains(job), "{job} missing:\n{text}");
+    }
+    assert!(text.contains("native-copy"), "{text}");
+}
+
+/// A stale XDP program (a crashed run's: vswitchd killed with SIGKILL) is replaced at the
+/// next start.
+#[test]
+fn afxdp_stale_program_is_replaced() {
+    let _g = serial();
+    let veth = Veth::new("s", 1, "10.74.0.2");
+    let dir = TempDir::new("afxdp-stale");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
+        .args(["--uplink", &format!("up={},mode=generic", veth.host)])
+        .arg("--control")
+        .arg(dir.path("ctl.sock"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(Duration::from_secs(10), "vswitchd to attach", || {
+        run(&["ip", "link", "show", &veth.host])
+            .contains("xdpgeneric")
+            .then_some(())
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(run(&["ip", "link", "show", &veth.host]).contains("xdpgeneric"));
+    let mut sw = Vswitchd::start(
+        &dir,
+        &["--uplink".into(), format!("up={},mode=native", veth.host)],
+    );
+    let link = run(&["ip", "link", "show", &veth.host]);
+    assert!(
+        link.contains(" xdp ") && !link.contains("xdpgeneric"),
+        "{link}"
+    );
+    assert!(
+        sw.log().contains("replacing an XDP program"),
+        "{}",
+        sw.log()
+    );
+    assert_eq!(sw.stop(), Some(0));
+}
+
+/// Ping between the host stack (a tap with an address) and a testpmd guest in icmpecho
+/// mode.
+#[test]
+fn tap_ping_icmpecho_guest() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("tap-ping");
+    let tap = format!("vst{}", std::process::id() % 10000);
+    let sock = dir.path("a.sock");
+    let sw = Vswitchd::start(
+        &dir,
+        &[
+            "--tap".into(),
+            format!("t={tap}"),
+            "--vhost-user".into(),
+            format!("a={}", sock.display()),
+        ],
+    );
+    run(&["ip", "addr", "add", "10.78.0.1/24", "dev", &tap]);
+    let mut g = Testpmd::start(GuestSpec {
+        prefix: "vsxt",
+        socket: &sock,
+        mac: MAC_A,
+        queues: 1,
+        server: false,
+        extra_vdevs: &[],
+        args: &["--forward-mode=icmpecho"],
+    });
+    g.cmd("start");
+    let out = Command::new("ping")
+        .args(["-c", "5", "-i", "0.2", "-W", "2", "10.78.0.2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("5 received"), "{text}");
+    let t = sw.port("t").stats;
+    // ARP request + 5 echo requests out of the tap; ARP reply + 5 replies back.
+    assert!(t.rx_packets >= 6 && t.tx_packets >= 6, "{t:?}");
+    // Only what the host sent before the guest attached (IPv6 router solicitations)
+    // found no destination.
+    assert_eq!(t.drops_total, t.drops["no_destination"], "{:?}", t.drops);
+    assert_eq!(sw.port("a").stats.drops_total, 0);
+    g.cmd("stop");
+}
+
+/// A bulk TCP transfer from the host stack through the tap, the switch and an AF_XDP
+/// uplink into a namespace: TSO frames from the tap are segmented in software for the
+/// uplink, and every byte arrives.
+#[test]
+fn tap_bulk_tcp_into_namespace() {
+    let _g = serial();
+    let veth = Veth::new("t", 1, "10.79.0.2");
+    let dir = TempDir::new("tap-tcp");
+    let tap = format!("vsu{}", std::process::id() % 10000);
+    let sw = Vswitchd::start(
+        &dir,
+        &[
+            "--tap".into(),
+            format!("t={tap}"),
+            "--uplink".into(),
+            format!("up={},mode=generic", veth.host),
+        ],
+    );
+    run(&["ip", "addr", "add", "10.79.0.1/24", "dev", &tap]);
+    let mb = 32;
+    let server = Command::new("ip")
+        .args(["netns", "exec", &veth.ns, "python3", "-c"])
+        .arg(
+            "import socket,hashlib\n\
+             s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+             s.bind(('10.79.0.2',5201)); s.listen(1); print('ready',flush=True)\n\
+             c,_=s.accept(); h=hashlib.sha256(); n=0\n\
+             while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
+             print(n,h.hexdigest(),flush=True)\n",
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let client = Command::new("timeout")
+        .args(["60", "python3", "-c"])
+        .arg(format!(
+            "import socket,hashlib\n\
+             data=bytes((i*7)&255 for i in range(1<<20))*{mb}\n\
+             s=socket.create_connection(('10.79.0.2',5201),timeout=30)\n\
+             s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
+        ))
+        .output()
+        .unwrap();
+    assert!(client.status.success(), "{client:?}\n{}", sw.log());
+    let sent = String::from_utf8_lossy(&client.stdout).trim().to_string();
+    line.clear();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), sent, "bytes and sha256 received vs sent");
+    assert!(sent.starts_with(&format!("{} ", mb << 20)));
+    let t = sw.port("t").stats;
+    let up = sw.port("up").stats;
+    assert!(
+        up.segmented > 0,
+        "no TSO frame was segmented for the uplink: {up:?}"
+    );
+    assert!(t.rx_bytes >= (mb << 20) as u64, "{t:?}");
+}
