@@ -10,7 +10,8 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 2
 fi
 
-pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps)
+pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
+      qemu-system-x86 busybox-static cpio xz-utils)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf)
 fi
