@@ -266,20 +266,18 @@ fn tso_vm_to_vm(c: &mut Criterion) {
         sw.ports[1].conn.store(Some(b.conn.clone()));
         let mut buf = hdr[..a.hdr_len].to_vec();
         buf.extend_from_slice(&frame);
-        let tx: Vec<u16> = (0..FRAMES)
-            .map(|h| {
-                let addr = a.slot(1, u32::from(h) * 33);
-                a.write(addr, &buf);
-                let d = RawDesc {
-                    addr,
-                    len: buf.len() as u32,
-                    flags: 0,
-                    next: 0,
-                };
-                a.write_desc(1, h, d);
-                h
-            })
-            .collect();
+        for h in 0..FRAMES {
+            let addr = a.slot(1, u32::from(h) * 33);
+            a.write(addr, &buf);
+            let d = RawDesc {
+                addr,
+                len: buf.len() as u32,
+                flags: 0,
+                next: 0,
+            };
+            a.write_desc(1, h, d);
+        }
+        let tx: Vec<u16> = (0..FRAMES).collect();
         let rx = b.post_rx(0, 0, 1024, rx_len);
         let rx2: Vec<u16> = rx.iter().chain(&rx).copied().collect();
         let mut pmd = Pmd::new(sw.clone(), 0);
