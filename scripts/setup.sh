@@ -13,6 +13,7 @@ fi
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
 # iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces.
 pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
+      qemu-system-x86 busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf)

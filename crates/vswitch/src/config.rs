@@ -188,8 +188,9 @@ pub struct PortConfig {
     /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
     #[serde(default)]
     pub vlan: Option<u16>,
-    /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6).
-    #[serde(default)]
+    /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6,
+    /// HOST_ECN, GUEST_ECN). Default true, as a Linux guest under QEMU expects.
+    #[serde(default = "yes")]
     pub offloads: bool,
     /// afxdp and tap ports: the network interface (empty for vhost-user ports).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -238,6 +239,10 @@ pub const MAX_UPLINK_QUEUES: u16 = 64;
 
 fn one() -> u16 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A static FDB entry as the file writes it (`[[fdb_static]]`).
@@ -308,21 +313,21 @@ pub struct Args {
     pub config: Option<PathBuf>,
 
     /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
-    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on]`. Repeatable. `offloads=on` offers
-    /// checksum and TSO offloads (frames a destination cannot take whole are segmented or
-    /// checksummed in software).
+    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable. `offloads=on` (the
+    /// default) offers checksum and TSO offloads; frames a destination cannot take whole
+    /// are segmented or checksummed in software. `offloads=off` offers none.
     #[arg(
         long = "vhost-user",
-        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on]"
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
     )]
     pub vhost_user: Vec<String>,
 
     /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
     /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
-    /// or gone. `NAME=PATH[,queues=N][,vlan=V]`. Repeatable.
+    /// or gone. `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable.
     #[arg(
         long = "vhost-user-client",
-        value_name = "NAME=PATH[,queues=N][,vlan=V]"
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
     )]
     pub vhost_user_client: Vec<String>,
 
@@ -441,7 +446,7 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         path: PathBuf::from(path),
         queues: 1,
         vlan: None,
-        offloads: false,
+        offloads: true,
         iface: String::new(),
         mode: AfXdpRequest::Auto,
     };

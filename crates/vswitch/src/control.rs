@@ -143,6 +143,9 @@ pub struct PmdStatsRow {
     pub cpu: Option<usize>,
     /// Transmit queues polled, as `port/queue`.
     pub queues: Vec<String>,
+    /// Frames taken from each of `queues` (same order).
+    #[serde(default)]
+    pub queue_packets: Vec<u64>,
     /// Frames processed.
     pub packets: u64,
     /// Non-empty bursts.
@@ -326,6 +329,7 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                             .iter()
                             .map(|&(port, q)| format!("{}/{}", switch.ports[port as usize].name, q))
                             .collect(),
+                        queue_packets: m.queue_packets.iter().map(|c| c.get()).collect(),
                         packets: p,
                         batches: b,
                         mean_batch: if b == 0 { 0.0 } else { p as f64 / b as f64 },

@@ -97,6 +97,8 @@ const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 /// virtio-net header GSO types (virtio 1.2 §5.1.6).
 const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+/// virtio-net header GSO flag: the TSO frame has CWR set (needs HOST_ECN/GUEST_ECN).
+const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
 
 /// Where the frames of a burst are read from: a guest's transmit buffers, or host memory
 /// (UMEM frames, tap buffers). Classification and delivery are generic over it, so the
@@ -489,6 +491,7 @@ impl Pmd {
         let c = &self.shared.counters;
         c.packets.add(n as u64);
         c.batches.add(1);
+        self.shared.queue_packets[qi].add(n as u64);
         n
     }
 
@@ -744,6 +747,7 @@ impl Pmd {
         let guest_csum = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_CSUM);
         let guest_tso4 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO4);
         let guest_tso6 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO6);
+        let guest_ecn = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_ECN);
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
             if cur.out_of_buffers {
@@ -752,7 +756,8 @@ impl Pmd {
             }
             let accepts = !p.offload()
                 || ((p.vhdr[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0 || guest_csum)
-                    && match p.vhdr[1] {
+                    && (p.vhdr[1] & VIRTIO_NET_HDR_GSO_ECN == 0 || guest_ecn)
+                    && match p.vhdr[1] & !VIRTIO_NET_HDR_GSO_ECN {
                         0 => true,
                         VIRTIO_NET_HDR_GSO_TCPV4 => guest_tso4,
                         VIRTIO_NET_HDR_GSO_TCPV6 => guest_tso6,
@@ -798,7 +803,7 @@ impl Pmd {
                 counters.drop(DropReason::BadDescriptor, 1);
                 continue;
             }
-            if p.vhdr[1] == 0 {
+            if p.vhdr[1] & !VIRTIO_NET_HDR_GSO_ECN == 0 {
                 if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
                     counters.drop(DropReason::BadOffload, 1);
                     continue;

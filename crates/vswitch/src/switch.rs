@@ -120,6 +120,8 @@ pub struct PmdShared {
     pub port_counters: Vec<PortCounters>,
     /// The transmit queues it polls: (port, queue pair).
     pub queues: Vec<(PortId, u16)>,
+    /// Frames taken from each of `queues` (same index).
+    pub queue_packets: Vec<Counter>,
     /// Written to wake the thread from a sleep.
     pub wake: Arc<EventFd>,
     /// Frames dropped by each ACL rule, `[port][rule]`, for rules below
@@ -211,6 +213,7 @@ impl Switch {
                 cpu: config.pmd_cpus.as_ref().map(|c| c[i]),
                 counters: PmdCounters::default(),
                 port_counters: (0..ports.len()).map(|_| PortCounters::default()).collect(),
+                queue_packets: queues.iter().map(|_| Counter::default()).collect(),
                 queues,
                 wake,
                 acl_drops: (0..ports.len())

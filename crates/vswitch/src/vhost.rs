@@ -22,8 +22,9 @@ use vhost_user_backend::{
 };
 use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
 use virtio_bindings::virtio_net::{
-    VIRTIO_NET_F_CSUM, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_TSO4, VIRTIO_NET_F_GUEST_TSO6,
-    VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6, VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF,
+    VIRTIO_NET_F_CSUM, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_ECN, VIRTIO_NET_F_GUEST_TSO4,
+    VIRTIO_NET_F_GUEST_TSO6, VIRTIO_NET_F_HOST_ECN, VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6,
+    VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF,
 };
 use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
 use virtio_queue::{Error as QueueError, QueueT};
@@ -45,8 +46,8 @@ pub const VIRTIO_F_IN_ORDER: u32 = 35;
 /// Largest virtqueue size offered.
 pub const MAX_QUEUE_SIZE: usize = 1024;
 
-/// The virtio features this device offers (virtio 1.2 §5.1.3). Checksum and TSO
-/// offloads are deliberately absent: they are not implemented yet.
+/// The virtio features this device offers on every port (virtio 1.2 §5.1.3). Checksum
+/// and TSO offloads are added per port by [`offload_features`].
 pub fn device_features() -> u64 {
     (1 << VIRTIO_F_VERSION_1)
         | (1 << VIRTIO_NET_F_MRG_RXBUF)
@@ -58,12 +59,15 @@ pub fn device_features() -> u64 {
         | (1 << VHOST_USER_F_PROTOCOL_FEATURES)
 }
 
-/// The checksum and TSO features offered on ports with `offloads=on` (virtio 1.2
-/// §5.1.3): the device takes partially checksummed and TSO frames (CSUM, HOST_TSO4/6)
-/// and gives them to drivers that accept them (GUEST_CSUM, GUEST_TSO4/6); for the others
-/// it completes checksums and segments in software.
+/// The checksum and TSO features offered on ports with `offloads=on`, the default
+/// (virtio 1.2 §5.1.3): the device takes partially checksummed and TSO frames (CSUM,
+/// HOST_TSO4/6, HOST_ECN for TSO frames with CWR set) and gives them to drivers that
+/// accept them (GUEST_CSUM, GUEST_TSO4/6, GUEST_ECN); for the others it completes
+/// checksums and segments in software (CWR on the first segment only).
 pub fn offload_features() -> u64 {
     (1 << VIRTIO_NET_F_CSUM)
+        | (1 << VIRTIO_NET_F_HOST_ECN)
+        | (1 << VIRTIO_NET_F_GUEST_ECN)
         | (1 << VIRTIO_NET_F_GUEST_CSUM)
         | (1 << VIRTIO_NET_F_HOST_TSO4)
         | (1 << VIRTIO_NET_F_HOST_TSO6)
@@ -80,6 +84,8 @@ pub fn feature_names(bits: u64) -> Vec<&'static str> {
         (VIRTIO_NET_F_GUEST_TSO6, "GUEST_TSO6"),
         (VIRTIO_NET_F_HOST_TSO4, "HOST_TSO4"),
         (VIRTIO_NET_F_HOST_TSO6, "HOST_TSO6"),
+        (VIRTIO_NET_F_GUEST_ECN, "GUEST_ECN"),
+        (VIRTIO_NET_F_HOST_ECN, "HOST_ECN"),
         (VIRTIO_F_VERSION_1, "VERSION_1"),
         (VIRTIO_NET_F_MRG_RXBUF, "MRG_RXBUF"),
         (VIRTIO_RING_F_EVENT_IDX, "EVENT_IDX"),

@@ -124,6 +124,16 @@ impl Drop for Veth {
     }
 }
 
+/// A child process killed (and reaped) when the test ends, passed or failed.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn mac_bytes(s: &str) -> [u8; 6] {
     let mut m = [0u8; 6];
     for (b, p) in m.iter_mut().zip(s.split(':')) {
@@ -469,7 +479,7 @@ fn tap_bulk_tcp_into_namespace() {
     );
     run(&["ip", "addr", "add", "10.79.0.1/24", "dev", &tap]);
     let mb = 32;
-    let server = Command::new("ip")
+    let mut server = Command::new("ip")
         .args(["netns", "exec", &veth.ns, "python3", "-c"])
         .arg(
             "import socket,hashlib\n\
@@ -482,7 +492,8 @@ fn tap_bulk_tcp_into_namespace() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(server.stdout.unwrap());
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let _server = KillOnDrop(server);
     let mut line = String::new();
     std::io::BufRead::read_line(&mut out, &mut line).unwrap();
     assert_eq!(line.trim(), "ready");

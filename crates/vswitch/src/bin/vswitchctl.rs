@@ -280,7 +280,12 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
             "pmd{} cpu {}: queues [{}]",
             r.pmd,
             r.cpu.map_or("-".to_string(), |c| c.to_string()),
-            r.queues.join(", ")
+            r.queues
+                .iter()
+                .zip(r.queue_packets.iter().chain(std::iter::repeat(&0)))
+                .map(|(q, n)| format!("{q}: {n} packets"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         println!(
             "    packets {}  batches {}  mean batch {:.1}  busy {:.1}%  cycles/packet {:.0}  busy_cycles {}  idle_cycles {}  sleeps {}",

@@ -1,0 +1,72 @@
+#!/bin/busybox sh
+# /init of vswitch's test guest (built by tests/vm/build-guest.sh). Loads virtio-net,
+# configures eth0 from the kernel command line, runs the test named there, prints
+# parseable lines (READY, RESULT ..., STATS ..., DONE) on the console and powers off.
+#
+# Kernel command line:  vm.ip=A.B.C.D  vm.peer=A.B.C.D  vm.test=NAME  [vm.bytes=N]
+#                       [vm.conns=N]  [vm.mtu=N]
+# Tests:  server   ping the peer (56 and 1400 bytes), then receive and verify the peer's
+#                  stream (vmtool recv)
+#         client   ping the peer, then send vm.bytes per connection (vmtool send)
+#         server-loop  like server, receiving one stream after another forever
+#         tso      send TSO frames to vm.dstmac with AF_PACKET (vmtool tso); no pings
+#         idle     ping the peer, then stay up until powered off from outside
+#         [vm.stay=1] keeps the guest up after its test (the host kills it)
+/bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+
+for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
+         failover net_failover virtio_net; do
+    insmod /lib/modules/$m.ko || echo "RESULT error msg=insmod_$m"
+done
+
+ip= peer= test=idle bytes=16777216 conns=1 mtu=1500 stay=0 dstmac=
+for a in $(cat /proc/cmdline); do
+    case "$a" in
+        vm.ip=*) ip=${a#vm.ip=} ;;
+        vm.peer=*) peer=${a#vm.peer=} ;;
+        vm.test=*) test=${a#vm.test=} ;;
+        vm.bytes=*) bytes=${a#vm.bytes=} ;;
+        vm.conns=*) conns=${a#vm.conns=} ;;
+        vm.mtu=*) mtu=${a#vm.mtu=} ;;
+        vm.stay=*) stay=${a#vm.stay=} ;;
+        vm.dstmac=*) dstmac=${a#vm.dstmac=} ;;
+    esac
+done
+
+ip link set lo up
+ip link set eth0 mtu "$mtu"
+ip addr add "$ip/24" dev eth0
+ip link set eth0 up
+echo "FEATURES $(cat /sys/class/net/eth0/device/features 2>/dev/null) queues=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l)"
+echo READY
+
+# Waits until the peer answers (it may still be booting), then pings with 56 and 1400
+# bytes of payload.
+[ "$test" = tso ] && { vmtool tso eth0 "$dstmac" fd00::2 "${conns}"; vmtool stats eth0; echo DONE; poweroff -f; }
+i=0
+until ping -c 1 -W 1 "$peer" >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -ge 120 ] && { echo "RESULT error msg=peer_unreachable"; break; }
+done
+for size in 56 1400; do
+    out=$(ping -c 3 -i 0.2 -W 2 -s $size "$peer" 2>&1)
+    sent=$(echo "$out" | sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p')
+    recv=$(echo "$out" | sed -n 's/.* \([0-9]*\) packets received.*/\1/p')
+    echo "RESULT ping size=$size sent=${sent:-0} received=${recv:-0}"
+done
+
+case "$test" in
+    server) vmtool recv 5001 ;;
+    server-loop) while :; do vmtool recv 5001; vmtool stats eth0; done ;;
+    client) vmtool send "$peer" 5001 "$bytes" "$conns" ;;
+    idle) ;;
+esac
+vmtool stats eth0
+echo DONE
+# Idle guests stay up (the test powers them off); the others power off now.
+[ "$test" = idle ] || [ "$stay" = 1 ] && while :; do sleep 3600; done
+poweroff -f
