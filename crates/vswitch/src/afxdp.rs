@@ -436,7 +436,19 @@ impl AfxdpPort {
         };
         let mut xsks = Vec::new();
         for q in 0..u32::from(nq) {
-            let x = open_xsk(iface, &cname, q, mode)?;
+            // A socket of a run that just died may still be tearing down (its queue
+            // answers EBUSY for a moment): retry for up to 3 s.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            let x = loop {
+                match open_xsk(iface, &cname, q, mode) {
+                    Err(AfxdpError::Socket { errno, .. })
+                        if errno == libc::EBUSY && std::time::Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    r => break r?,
+                }
+            };
             prog.insert(q, x.fd).map_err(xdp_err)?;
             xsks.push(x);
         }
