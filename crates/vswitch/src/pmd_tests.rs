@@ -686,3 +686,71 @@ fn tso_and_partial_checksums_go_whole_or_in_software() {
     assert!(gb.recv(0).is_empty());
     assert_eq!(drops(&sw, 1, "bad_offload"), 1);
 }
+
+/// A TSO frame with CWR set (gso_type TCPV4 | ECN, HOST_ECN) goes whole to a guest with
+/// GUEST_TSO4 and GUEST_ECN; for one with GUEST_TSO4 but no GUEST_ECN it is segmented,
+/// CWR kept on the first segment only.
+#[test]
+fn tso_ecn_goes_whole_only_with_guest_ecn() {
+    use virtio_bindings::virtio_net::{
+        VIRTIO_NET_F_CSUM, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_ECN,
+        VIRTIO_NET_F_GUEST_TSO4, VIRTIO_NET_F_HOST_ECN, VIRTIO_NET_F_HOST_TSO4,
+    };
+    let mut cfg = crate::testing::config(&[("a", None), ("b", None), ("c", None)], true);
+    for p in &mut cfg.ports {
+        p.offloads = true;
+    }
+    let sw = Switch::new(cfg).unwrap();
+    let base = SimGuest::default_features();
+    let tso_in = 1 << VIRTIO_NET_F_GUEST_CSUM | 1 << VIRTIO_NET_F_GUEST_TSO4;
+    let mut ga = attach(
+        &sw,
+        0,
+        base | 1 << VIRTIO_NET_F_CSUM | 1 << VIRTIO_NET_F_HOST_TSO4 | 1 << VIRTIO_NET_F_HOST_ECN,
+    );
+    let mut gb = attach(&sw, 1, base | tso_in);
+    let mut gc = attach(&sw, 2, base | tso_in | 1 << VIRTIO_NET_F_GUEST_ECN);
+    gb.post_rx(0, 0, 64, 2048);
+    gc.post_rx(0, 0, 64, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    gb.send(0, 0, &frame(A, B, 64, 0));
+    gc.send(0, 0, &frame(A, C, 64, 0));
+    pmd.poll_once();
+    gb.recv(0);
+    gc.recv(0);
+
+    let payload = 5000;
+    let mut big = tcp_frame(payload);
+    big[34 + 13] |= 0x80; // CWR
+    let mut hdr = [0u8; 12];
+    hdr[0] = 1; // NEEDS_CSUM
+    hdr[1] = 1 | 0x80; // GSO_TCPV4 | GSO_ECN
+    hdr[2..4].copy_from_slice(&54u16.to_le_bytes());
+    hdr[4..6].copy_from_slice(&1448u16.to_le_bytes());
+    hdr[6..8].copy_from_slice(&34u16.to_le_bytes());
+    hdr[8..10].copy_from_slice(&16u16.to_le_bytes());
+    ga.send_with_hdr(0, 0, hdr, &big);
+    pmd.poll_once();
+    let segs = gb.recv_with_hdr(0);
+    assert_eq!(
+        segs.len(),
+        payload.div_ceil(1448),
+        "segmented for b (no GUEST_ECN)"
+    );
+    for (i, (_, s)) in segs.iter().enumerate() {
+        assert!(tcp_ok(s), "segment {i} checksums");
+        assert_eq!(
+            s[34 + 13] & 0x80 != 0,
+            i == 0,
+            "CWR on the first segment only"
+        );
+    }
+    let mut to_c = big.clone();
+    to_c[0..6].copy_from_slice(&C);
+    ga.send_with_hdr(0, 32, hdr, &to_c);
+    pmd.poll_once();
+    let got = gc.recv_with_hdr(0);
+    assert_eq!(got.len(), 1, "whole to c (GUEST_ECN)");
+    assert_eq!(got[0].0[..10], hdr[..10]);
+    assert_eq!(got[0].1, to_c);
+}

@@ -339,6 +339,12 @@ impl Switch {
                     connections: p.connections.load(Ordering::Relaxed),
                     queue_pairs: p.queue_pairs,
                     ready_queue_pairs: ready,
+                    offloads: features
+                        .iter()
+                        .filter(|f| f.contains("CSUM") || f.contains("TSO") || f.contains("ECN"))
+                        .cloned()
+                        .collect(),
+                    offloads_offered: p.offloads,
                     negotiated_features: features,
                     pmd_of_queue,
                     iface: match &p.backend {
@@ -402,6 +408,13 @@ pub struct ShowPort {
     pub ready_queue_pairs: Vec<u16>,
     /// Negotiated virtio features.
     pub negotiated_features: Vec<String>,
+    /// The negotiated offload features (CSUM, GUEST_CSUM, HOST/GUEST_TSO4/6,
+    /// HOST/GUEST_ECN): what frames from and to this port may carry.
+    #[serde(default)]
+    pub offloads: Vec<String>,
+    /// Whether the port offers offloads (`offloads=on`).
+    #[serde(default)]
+    pub offloads_offered: bool,
     /// PMD index polling each source queue (vhost-user: queue pair's transmit queue;
     /// afxdp: NIC rx queue; tap: the tap).
     pub pmd_of_queue: Vec<usize>,

@@ -270,6 +270,8 @@ struct Transfer {
     /// Features each port negotiated, read from `vswitchctl show` while both ran.
     features_a: Vec<String>,
     features_b: Vec<String>,
+    /// `vswitchctl show` (text) while both ran.
+    show: String,
 }
 
 /// Boots A (server, 10.0.0.1) and B (client, 10.0.0.2) with the given device options,
@@ -314,6 +316,13 @@ fn server_client(
     a.wait_lines("LISTENING", 1, t);
     b.wait_lines("RESULT ping", 1, t);
     let (features_a, features_b) = (features(sw, "a"), features(sw, "b"));
+    let out = Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
+        .arg("--socket")
+        .arg(&sw.control)
+        .arg("show")
+        .output()
+        .expect("run vswitchctl show");
+    let show = String::from_utf8_lossy(&out.stdout).into_owned();
     let recv = kv(&a.wait_lines("RESULT recv", 1, t)[0]);
     let send = kv(&b.wait_lines("RESULT send", 1, t)[0]);
     let sa_stats = kv(&a.wait_lines("STATS", 1, t)[0]);
@@ -354,6 +363,7 @@ fn server_client(
         client_stats: sb_stats,
         features_a,
         features_b,
+        show,
     }
 }
 
@@ -406,11 +416,12 @@ fn vms_exchange_tcp_with_tso_server_mode() {
             "{s:?}"
         );
     }
-    let retrans = num(&t.client_stats, "tcp_retrans_segs");
-    assert!(
-        retrans == 0 || a.drops["no_rx_buffer"] > 0,
-        "{retrans} retransmissions without a counted drop: {a:?}"
-    );
+    assert_retrans_explained(&t, a.drops["no_rx_buffer"]);
+    let offload_lines: Vec<&str> = t.show.lines().filter(|l| l.contains("offloads:")).collect();
+    assert_eq!(offload_lines.len(), 2, "{}", t.show);
+    for l in offload_lines {
+        assert!(l.contains("HOST_TSO4") && l.contains("GUEST_CSUM"), "{l}");
+    }
     for (p, f) in [("a", &t.features_a), ("b", &t.features_b)] {
         for want in [
             "CSUM",
@@ -444,6 +455,12 @@ fn vms_exchange_tcp_without_offloads_client_mode() {
     let t = server_client(&sw, &sa, &sb, true, OFFLOADS_OFF, OFFLOADS_OFF, "");
     let mean = mean_rx_frame(&t.server_stats);
     assert!(mean <= 1514, "no TSO: mean rx frame {mean} bytes");
+    assert_eq!(
+        t.show.matches("offloads: none negotiated").count(),
+        2,
+        "{}",
+        t.show
+    );
     for (p, f) in [("a", &t.features_a), ("b", &t.features_b)] {
         assert!(f.iter().any(|x| x == "MRG_RXBUF"), "{p}: {f:?}");
         assert!(
@@ -492,10 +509,18 @@ fn tso_frames_are_segmented_for_a_vm_without_offloads() {
     assert_eq!(b.drops_total - b.drops["port_down"], 0, "{b:?}");
     // Any retransmission must come from a counted drop (a's ring full), not corruption:
     // the checksum counters were asserted zero and the stream verified.
+    assert_retrans_explained(&t, a.drops["no_rx_buffer"]);
+}
+
+/// Retransmissions must come from frames the switch dropped and counted (a full receive
+/// ring), not from corruption. Under TCG a timer-driven probe (tail loss probe, RTO) may
+/// fire without any loss, so a handful (< 0.5 % of segments) is tolerated without drops.
+fn assert_retrans_explained(t: &Transfer, switch_drops: u64) {
     let retrans = num(&t.client_stats, "tcp_retrans_segs");
+    let segs = num(&t.client_stats, "tcp_out_segs");
     assert!(
-        retrans == 0 || a.drops_total > 0,
-        "{retrans} retransmissions without a counted drop: {a:?}"
+        switch_drops > 0 || retrans * 200 < segs,
+        "{retrans} of {segs} segments retransmitted without a counted drop"
     );
 }
 

@@ -228,6 +228,16 @@ fn print_show(s: ShowReply) {
             println!("    iface: {}", p.iface);
         } else {
             println!("    features: {}", p.negotiated_features.join(" "));
+            println!(
+                "    offloads: {}",
+                match (p.offloads_offered, p.offloads.is_empty(), p.connected) {
+                    (false, _, _) => "none offered (offloads=off)".to_string(),
+                    (true, _, false) => "offered; no driver attached".to_string(),
+                    (true, true, true) =>
+                        "none negotiated: frames arrive and leave whole and checksummed".to_string(),
+                    (true, false, true) => p.offloads.join(" "),
+                }
+            );
         }
         let pmds: Vec<String> = p
             .pmd_of_queue
