@@ -7,6 +7,8 @@
 //!   visited in a shuffled order (hash precomputed, as `Burst` does). The
 //!   cache has 2·N entries (at least 8192) so that every flow fits; the keys
 //!   that still collided out are left out of the visit list.
+//! - `emc_hit_batch32/N`: the same hits through `FlowCache::lookup_batch`,
+//!   32 keys per call; ns per key.
 //! - `emc_miss/N`: lookups of N other keys that are not cached, same cache.
 //! - `emc_default_100k/inv_prob_N`: the default 8192-entry EMC under a
 //!   uniform stream over 100,000 flows: lookup, and insert on a miss (with
@@ -142,6 +144,35 @@ fn bench_emc(c: &mut Criterion) {
                 black_box(cache.lookup(black_box(k), *h, GEN).copied())
             })
         });
+        g.finish();
+
+        // The same hits, 32 keys per `lookup_batch` call (per-key ns).
+        let mut g = c.benchmark_group("emc_hit_batch32");
+        g.throughput(Throughput::Elements(MAX_BURST as u64));
+        let batches: Vec<(Vec<FlowKey>, Vec<u32>)> = present
+            .chunks_exact(MAX_BURST)
+            .map(|c| {
+                (
+                    c.iter().map(|p| p.0).collect(),
+                    c.iter().map(|p| p.1).collect(),
+                )
+            })
+            .collect();
+        if !batches.is_empty() {
+            let mut out = [None; MAX_BURST];
+            g.bench_with_input(BenchmarkId::from_parameter(n), &batches, |b, bs| {
+                let mut i = 0;
+                b.iter(|| {
+                    let (k, h) = &bs[i];
+                    i += 1;
+                    if i == bs.len() {
+                        i = 0;
+                    }
+                    cache.lookup_batch(black_box(k), h, GEN, &mut out);
+                    black_box(&out);
+                })
+            });
+        }
         g.finish();
 
         let mut g = c.benchmark_group("emc_miss");
