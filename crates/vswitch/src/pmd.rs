@@ -692,7 +692,9 @@ impl Pmd {
 
     /// Delivers the frames in `self.sel` into `dst`'s receive queue: one batch.
     fn deliver<'m, S: BurstSrc<'m>>(&mut self, dst: &Port, src_q: u16, bs: &S) {
-        let counters = &self.shared.port_counters[dst.id as usize];
+        // A clone of the Arc (once per batch) so `soften` can borrow `self` mutably.
+        let shared = self.shared.clone();
+        let counters = &shared.port_counters[dst.id as usize];
         let guard = dst.conn.load();
         let Some(conn) = guard.as_ref() else {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
@@ -784,32 +786,10 @@ impl Pmd {
                 continue;
             }
             // Software offload: gather the frame, then segment or complete its checksum.
-            let f = u16::from_le_bytes;
-            let meta = geneve::GsoMeta::from_virtio_net_hdr(
-                p.vhdr[0],
-                p.vhdr[1],
-                f([p.vhdr[2], p.vhdr[3]]),
-                f([p.vhdr[4], p.vhdr[5]]),
-                f([p.vhdr[6], p.vhdr[7]]),
-                f([p.vhdr[8], p.vhdr[9]]),
-            );
-            self.scratch.resize(p.frame_len as usize, 0);
-            let got = bs.read(&p, &self.segs, 0, &mut self.scratch);
-            let Ok(meta) = meta else {
-                counters.drop(DropReason::BadOffload, 1);
+            let Some(n) = self.soften(&p, bs, counters) else {
                 continue;
             };
-            if got != self.scratch.len() {
-                counters.drop(DropReason::BadDescriptor, 1);
-                continue;
-            }
-            if p.vhdr[1] & !VIRTIO_NET_HDR_GSO_ECN == 0 {
-                if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
-                    counters.drop(DropReason::BadOffload, 1);
-                    continue;
-                }
-                counters.csum_completed.add(1);
-                let src = FrameSrc::Host(&self.scratch);
+            if n == 0 {
                 put_frame(
                     &ring,
                     &mut cur,
@@ -818,30 +798,13 @@ impl Pmd {
                     mergeable,
                     dst_hdr,
                     [0; 12],
-                    src,
+                    FrameSrc::Host(&self.scratch),
                     p.frame_len,
                     counters,
                 );
                 continue;
             }
-            let Ok(plan) = geneve::SegmentPlan::new(&self.scratch, &meta, 0) else {
-                counters.drop(DropReason::BadOffload, 1);
-                continue;
-            };
-            let n = plan.count();
-            if self.seg_bufs.len() < n {
-                self.seg_bufs.resize_with(n, Vec::new);
-            }
-            for (i, b) in self.seg_bufs[..n].iter_mut().enumerate() {
-                b.resize(plan.segment_len(i), 0);
-            }
-            if geneve::segment(&self.scratch, &meta, None, &mut self.seg_bufs[..n]).is_err() {
-                counters.drop(DropReason::BadOffload, 1);
-                continue;
-            }
-            counters.segmented.add(1);
-            for i in 0..n {
-                let seg = &self.seg_bufs[i][..plan.segment_len(i)];
+            for seg in &self.seg_bufs[..n] {
                 put_frame(
                     &ring,
                     &mut cur,
@@ -992,7 +955,7 @@ impl Pmd {
             counters.drop(DropReason::BadDescriptor, 1);
             return None;
         }
-        if p.vhdr[1] == 0 {
+        if p.vhdr[1] & !VIRTIO_NET_HDR_GSO_ECN == 0 {
             if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
                 counters.drop(DropReason::BadOffload, 1);
                 return None;
