@@ -88,6 +88,22 @@ struct VmSpec<'a> {
     cpus: u16,
 }
 
+impl<'a> VmSpec<'a> {
+    /// One queue pair, one vCPU, QEMU's default offloads, QEMU the vhost-user client.
+    fn new(name: &'a str, socket: &'a Path, mac: &'a str, params: String) -> Self {
+        VmSpec {
+            name,
+            socket,
+            mac,
+            params,
+            qemu_server: false,
+            device: "",
+            queues: 1,
+            cpus: 1,
+        }
+    }
+}
+
 impl Vm {
     fn start(spec: VmSpec<'_>) -> Vm {
         let img = guest_image();
@@ -286,30 +302,26 @@ fn server_client(
     dev_b: &str,
     extra: &str,
 ) -> Transfer {
-    let spec = |name, socket, mac, params, device| VmSpec {
-        name,
-        socket,
-        mac,
-        params,
+    let mut a = Vm::start(VmSpec {
         qemu_server,
-        device,
-        queues: 1,
-        cpus: 1,
-    };
-    let mut a = Vm::start(spec(
-        "a",
-        sa,
-        MAC_A,
-        params("10.0.0.1", "10.0.0.2", "server", extra),
-        dev_a,
-    ));
-    let mut b = Vm::start(spec(
-        "b",
-        sb,
-        MAC_B,
-        params("10.0.0.2", "10.0.0.1", "client", extra),
-        dev_b,
-    ));
+        device: dev_a,
+        ..VmSpec::new(
+            "a",
+            sa,
+            MAC_A,
+            params("10.0.0.1", "10.0.0.2", "server", extra),
+        )
+    });
+    let mut b = Vm::start(VmSpec {
+        qemu_server,
+        device: dev_b,
+        ..VmSpec::new(
+            "b",
+            sb,
+            MAC_B,
+            params("10.0.0.2", "10.0.0.1", "client", extra),
+        )
+    });
     let t = Duration::from_secs(240);
     // Both drivers are up once a has printed LISTENING (after its pings) and b its
     // first ping result; they stay up until the transfer ends.
@@ -371,15 +383,34 @@ fn mean_rx_frame(s: &HashMap<String, String>) -> u64 {
     num(s, "rx_bytes") / num(s, "rx_packets").max(1)
 }
 
-fn features(sw: &Vswitchd, port: &str) -> Vec<String> {
+/// Starts vswitchd with ports a and b (`--FLAG=a=DIR/a.sock OPTS`, same for b); returns
+/// it with the two socket paths.
+fn start_ab(dir: &TempDir, flag: &str, opts: &str) -> (Vswitchd, PathBuf, PathBuf) {
+    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
+    let sw = Vswitchd::start(
+        dir,
+        &[
+            format!("--{flag}=a={}{opts}", sa.display()),
+            format!("--{flag}=b={}{opts}", sb.display()),
+        ],
+    );
+    (sw, sa, sb)
+}
+
+/// Port `port` in `vswitchctl show`.
+fn show_port(sw: &Vswitchd, port: &str) -> serde_json::Value {
     let show = sw.show();
-    let p = show["ports"]
+    show["ports"]
         .as_array()
         .unwrap()
         .iter()
         .find(|p| p["name"] == port)
-        .unwrap_or_else(|| panic!("no port {port} in {show}"));
-    serde_json::from_value(p["negotiated_features"].clone()).unwrap()
+        .unwrap_or_else(|| panic!("no port {port} in {show}"))
+        .clone()
+}
+
+fn features(sw: &Vswitchd, port: &str) -> Vec<String> {
+    serde_json::from_value(show_port(sw, port)["negotiated_features"].clone()).unwrap()
 }
 
 /// Two VMs with QEMU's default offloads, vswitchd in server mode: both negotiate
@@ -389,14 +420,7 @@ fn features(sw: &Vswitchd, port: &str) -> Vec<String> {
 fn vms_exchange_tcp_with_tso_server_mode() {
     let _g = serial();
     let dir = TempDir::new("vm-tso");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user=a={}", sa.display()),
-            format!("--vhost-user=b={}", sb.display()),
-        ],
-    );
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
     let t = server_client(&sw, &sa, &sb, false, "", "", "");
     let mean = mean_rx_frame(&t.server_stats);
     assert!(
@@ -443,15 +467,8 @@ fn vms_exchange_tcp_with_tso_server_mode() {
 fn vms_exchange_tcp_without_offloads_client_mode() {
     let _g = serial();
     let dir = TempDir::new("vm-nooff");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    // QEMU must listen before vswitchd connects; vswitchd retries every second anyway.
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user-client=a={}", sa.display()),
-            format!("--vhost-user-client=b={}", sb.display()),
-        ],
-    );
+    // vswitchd connects to the sockets QEMU listens on, retrying every second.
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user-client", "");
     let t = server_client(&sw, &sa, &sb, true, OFFLOADS_OFF, OFFLOADS_OFF, "");
     let mean = mean_rx_frame(&t.server_stats);
     assert!(mean <= 1514, "no TSO: mean rx frame {mean} bytes");
@@ -479,14 +496,7 @@ fn vms_exchange_tcp_without_offloads_client_mode() {
 fn tso_frames_are_segmented_for_a_vm_without_offloads() {
     let _g = serial();
     let dir = TempDir::new("vm-mixed");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user=a={}", sa.display()),
-            format!("--vhost-user=b={}", sb.display()),
-        ],
-    );
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
     let t = server_client(&sw, &sa, &sb, false, OFFLOADS_OFF, "", "");
     let mean = mean_rx_frame(&t.server_stats);
     assert!(
@@ -531,14 +541,7 @@ fn assert_retrans_explained(t: &Transfer, switch_drops: u64) {
 fn tso_from_vm_reaches_testpmd_without_guest_tso_as_mtu_frames() {
     let _g = serial();
     let dir = TempDir::new("vm-testpmd");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user=a={}", sa.display()),
-            format!("--vhost-user=b={}", sb.display()),
-        ],
-    );
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
     let mac_b = "02:00:00:00:00:0b";
     let outp = dir.path("b.pcap");
     let b_vdev = [format!("net_pcap0,tx_pcap={}", outp.display())];
@@ -561,18 +564,12 @@ fn tso_from_vm_reaches_testpmd_without_guest_tso_as_mtu_frames() {
         "testpmd should not take TSO frames: {fb:?}"
     );
     const N: u64 = 2;
-    let mut a = Vm::start(VmSpec {
-        name: "a",
-        socket: &sa,
-        mac: MAC_A,
-        params: format!(
-            "vm.ip=10.9.9.1 vm.peer=10.9.9.2 vm.test=tso vm.dstmac={mac_b} vm.conns={N}"
-        ),
-        qemu_server: false,
-        device: "",
-        queues: 1,
-        cpus: 1,
-    });
+    let mut a = Vm::start(VmSpec::new(
+        "a",
+        &sa,
+        MAC_A,
+        format!("vm.ip=10.9.9.1 vm.peer=10.9.9.2 vm.test=tso vm.dstmac={mac_b} vm.conns={N}"),
+    ));
     let r = kv(&a.wait_lines("RESULT tso", 1, Duration::from_secs(240))[0]);
     a.wait_exit(Duration::from_secs(60));
     assert_eq!(num(&r, "sent"), 2 * N);
@@ -664,23 +661,11 @@ fn fold(mut acc: u64) -> u16 {
 fn multiqueue_vms_use_both_queue_pairs() {
     let _g = serial();
     let dir = TempDir::new("vm-mq");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user=a={},queues=2", sa.display()),
-            format!("--vhost-user=b={},queues=2", sb.display()),
-        ],
-    );
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", ",queues=2");
     let spec = |name, socket, mac, params| VmSpec {
-        name,
-        socket,
-        mac,
-        params,
-        qemu_server: false,
-        device: "",
         queues: 2,
         cpus: 2,
+        ..VmSpec::new(name, socket, mac, params)
     };
     let extra = "vm.conns=4";
     let mut a = Vm::start(spec(
@@ -729,37 +714,20 @@ fn multiqueue_vms_use_both_queue_pairs() {
 fn killed_vm_is_served_again_after_restart() {
     let _g = serial();
     let dir = TempDir::new("vm-restart");
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            format!("--vhost-user=a={}", sa.display()),
-            format!("--vhost-user=b={}", sb.display()),
-        ],
-    );
-    let spec = |params, socket, mac, name| VmSpec {
-        name,
-        socket,
-        mac,
-        params,
-        qemu_server: false,
-        device: "",
-        queues: 1,
-        cpus: 1,
-    };
-    let mut b = Vm::start(spec(
-        params("10.0.0.2", "10.0.0.1", "server-loop", ""),
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
+    let mut b = Vm::start(VmSpec::new(
+        "b",
         &sb,
         MAC_B,
-        "b",
+        params("10.0.0.2", "10.0.0.1", "server-loop", ""),
     ));
     let t = Duration::from_secs(240);
     for round in 1..=2 {
-        let mut a = Vm::start(spec(
-            params("10.0.0.1", "10.0.0.2", "client", "vm.stay=1"),
+        let mut a = Vm::start(VmSpec::new(
+            "a",
             &sa,
             MAC_A,
-            "a",
+            params("10.0.0.1", "10.0.0.2", "client", "vm.stay=1"),
         ));
         let send = kv(&a.wait_lines("RESULT send", 1, t)[0]);
         assert_eq!(num(&send, "verified"), 1, "round {round}: {send:?}");
@@ -772,13 +740,7 @@ fn killed_vm_is_served_again_after_restart() {
             (!features(&sw, "a").iter().any(|f| f == "VERSION_1")).then_some(())
         });
     }
-    let show = sw.show();
-    let pa = show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "a")
-        .unwrap();
+    let pa = show_port(&sw, "a");
     assert_eq!(pa["connections"], 2, "{pa}");
     assert!(b.running());
 }
