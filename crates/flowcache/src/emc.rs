@@ -476,14 +476,14 @@ impl<A: Clone> FlowCache<A> {
     /// processed [`MAX_BURST`](crate::MAX_BURST) keys at a time.
     ///
     /// Faster than one `lookup` per key when the table does not fit in the
-    /// CPU caches: for each group it first computes every key's bucket and
-    /// reads its signatures, then reads the key and decision lines of each
-    /// key's matching slot, all before comparing any key. Those loads are
-    /// independent, so the CPU keeps many cache misses in flight instead of
-    /// the few that fit in its reorder window (software pipelining in safe
-    /// Rust: the reads are plain loads whose values feed
-    /// [`core::hint::black_box`], so they are not optimised away; there is
-    /// no prefetch instruction without `unsafe`).
+    /// CPU caches: for each group it first reads every key's bucket
+    /// signatures, then issues a software prefetch of the key and decision
+    /// lines of each key's matching slot, and only then compares. The
+    /// prefetches do not hold up the CPU's reorder window as plain loads do,
+    /// so the cache (and TLB) misses of the whole group overlap: at 100,000
+    /// flows about 3× fewer ns per key than with plain touching loads (see
+    /// the crate README). The prefetch is this crate's one `unsafe`
+    /// (`prefetch.rs`).
     ///
     /// # Panics
     /// If `hashes` or `out` is shorter than `keys`.
@@ -504,21 +504,24 @@ impl<A: Clone> FlowCache<A> {
         while start < n {
             let end = (start + GROUP).min(n);
             let mut slot = [usize::MAX; GROUP];
-            // Stage 1: signatures → first candidate slot, touching its
-            // key and decision lines.
-            let mut touch = 0u64;
+            // Stage 1: every key's bucket signatures (independent loads).
+            let mut sigs = [[0u16; WAYS]; GROUP];
+            for j in start..end {
+                sigs[j - start] = self.sigs[self.bucket_index(hashes[j])];
+            }
+            // Stage 2: first matching slot of each key, touching its key and
+            // decision lines (independent loads again).
             for j in start..end {
                 let h = hashes[j];
-                let b = self.bucket_index(h);
-                let m = sig_matches(self.sigs[b], signature(h));
+                let m = sig_matches(sigs[j - start], signature(h));
                 if m != 0 {
-                    let e = b * WAYS + m.trailing_zeros() as usize;
+                    let e = self.bucket_index(h) * WAYS + m.trailing_zeros() as usize;
                     slot[j - start] = e;
-                    touch ^= u64::from(self.keys[e].0.as_bytes()[0]) ^ self.vals[e].generation;
+                    crate::prefetch::prefetch(&self.keys[e]);
+                    crate::prefetch::prefetch(&self.vals[e]);
                 }
             }
-            core::hint::black_box(touch);
-            // Stage 2: compare, count, free stale entries, clone decisions.
+            // Stage 3: compare, count, free stale entries, clone decisions.
             for j in start..end {
                 let e = slot[j - start];
                 // The slot is still live unless an earlier key of this
