@@ -43,6 +43,7 @@
 mod caps;
 mod error;
 mod ioctl;
+pub mod link;
 mod netlink;
 mod plan;
 mod probe;

@@ -9,6 +9,17 @@
 //! to the fill ring after the burst, tx frames cycle between the free list and the tx
 //! ring.
 //!
+//! Multi-buffer (`XDP_USE_SG`, `af_xdp.rst` "Multi-Buffer Support", Linux ≥ 6.6): a frame
+//! larger than one UMEM frame arrives as a chain of descriptors, all but the last with
+//! `XDP_PKT_CONTD`; the chain is copied into one contiguous per-socket buffer for the
+//! switch (jumbo frames are rare, and everything after rx wants one slice). On transmit a
+//! large frame is written over several tx frames chained the same way. Limits: at most
+//! [`MAX_SG_FRAME`] bytes per frame (17 descriptors, the kernel's `MAX_SKB_FRAGS` in copy
+//! mode), and never more than the interface's MTU plus an Ethernet and a VLAN header;
+//! anything larger is dropped and counted (`frame_too_big`). Without multi-buffer (an
+//! older kernel) the limits are [`MAX_RX_FRAME`] and [`MAX_TX_FRAME`], and frames the
+//! kernel could not place show in the socket's `rx_dropped` statistic.
+//!
 //! Locking: the rx half ([`XskRx`]: rx + fill rings) is touched only by the PMD that owns
 //! the queue; the tx half ([`XskTx`]: tx + completion rings, free frames) by any PMD
 //! delivering to the uplink, under its mutex, once per batch. A thread holding a tx lock
@@ -16,6 +27,7 @@
 
 use std::ffi::CString;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use nicoffload::{AfXdpMode, AfXdpRequest};
@@ -41,11 +53,20 @@ const XDP_PACKET_HEADROOM: u32 = 256;
 pub const MAX_RX_FRAME: u32 = FRAME_SIZE - XDP_PACKET_HEADROOM;
 /// Largest frame this side transmits from one UMEM frame (bytes).
 pub const MAX_TX_FRAME: u32 = FRAME_SIZE;
+/// Most descriptors in one multi-buffer frame: the kernel's `MAX_SKB_FRAGS` (17), which
+/// bounds a copy-mode transmit (net/xdp/xsk.c `xsk_build_skb`).
+pub const MAX_SG_DESCS: u32 = 17;
+/// Largest frame with multi-buffer, either way (bytes): enough for a 64 KiB IP packet
+/// with Ethernet and VLAN headers.
+pub const MAX_SG_FRAME: u32 = MAX_SG_DESCS * FRAME_SIZE;
 
 /// `sockaddr_xdp.sxdp_flags` (include/uapi/linux/if_xdp.h).
 const XDP_COPY: u16 = 1 << 1;
 const XDP_ZEROCOPY: u16 = 1 << 2;
 const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
+const XDP_USE_SG: u16 = 1 << 4;
+/// `xdp_desc.options`: more descriptors of this frame follow.
+const XDP_PKT_CONTD: u32 = 1;
 
 /// Errors opening an uplink.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +178,46 @@ pub struct XskRx {
     fill: FillQueue,
     /// Frames (UMEM offsets) received and not yet given back to the fill ring.
     held: Vec<u64>,
+    /// The UMEM (for copying multi-buffer chains out of it).
+    base: NonNull<u8>,
+    umem_len: usize,
+    /// Multi-buffer frames of the current burst, each contiguous; the chain being
+    /// assembled starts at `chain_start` (kept across bursts if unfinished).
+    linear: Vec<u8>,
+    chain_start: usize,
+    in_chain: bool,
+    /// The chain being assembled is dropped at its end (too long, or a bad descriptor).
+    chain_bad: Option<RxDrop>,
+}
+
+/// A frame of an rx burst: UMEM bytes `off..off+len` (`linear: false`), or bytes
+/// `off..off+len` of the socket's contiguous buffer of multi-buffer frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxFrame {
+    /// Offset in the UMEM or in the contiguous buffer.
+    pub off: u32,
+    /// Bytes (Ethernet header to end of payload).
+    pub len: u32,
+    /// The frame came in several descriptors and was copied into the contiguous buffer.
+    pub linear: bool,
+}
+
+/// Why a received frame was dropped before the switch saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxDrop {
+    /// A chain longer than [`MAX_SG_FRAME`].
+    TooBig,
+    /// A descriptor outside the UMEM, or a frame shorter than an Ethernet header.
+    Bad,
+}
+
+/// What one [`XskRx::receive`] produced besides the frames.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RxDrops {
+    /// Chains longer than [`MAX_SG_FRAME`].
+    pub too_big: u64,
+    /// Bad descriptors and runts.
+    pub bad: u64,
 }
 
 /// The transmit half of one socket: tx ring, completion ring and free tx frames.
@@ -169,6 +230,8 @@ pub struct XskTx {
     batch: Vec<XdpDesc>,
     /// Copy mode: the kernel transmits only inside sendmsg, so every batch needs a kick.
     copy_mode: bool,
+    /// Multi-buffer is on: frames may span several tx frames.
+    sg: bool,
 }
 
 /// One AF_XDP socket bound to one NIC rx queue.
@@ -181,6 +244,8 @@ pub struct Xsk {
     pub tx: Mutex<XskTx>,
     /// Frames received on this socket (written by the owner PMD only, once per burst).
     pub rx_frames: crate::stats::Counter,
+    /// Multi-buffer (`XDP_USE_SG`) is on for this socket.
+    pub sg: bool,
     fd: i32,
     base: NonNull<u8>,
     _user: User,
@@ -226,20 +291,141 @@ impl Xsk {
     pub fn area(&self) -> (*const u8, usize) {
         (self.base.as_ptr(), self._area.len)
     }
+
+    /// The kernel's counters of this socket (`getsockopt(XDP_STATISTICS)`): frames it
+    /// dropped or could not place, which the switch never saw.
+    pub fn kernel_stats(&self) -> KernelXskStats {
+        match self._user.statistics_v2() {
+            Ok(s) => KernelXskStats {
+                rx_dropped: s.rx_dropped,
+                rx_invalid_descs: s.rx_invalid_descs,
+                tx_invalid_descs: s.tx_invalid_descs,
+                rx_ring_full: s.rx_ring_full,
+                rx_fill_ring_empty_descs: s.rx_fill_ring_empty_descs,
+                tx_ring_empty_descs: s.tx_ring_empty_descs,
+            },
+            Err(_) => KernelXskStats::default(),
+        }
+    }
+}
+
+/// `struct xdp_statistics` (include/uapi/linux/if_xdp.h) of one socket, or summed over an
+/// uplink's sockets.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelXskStats {
+    /// Frames the kernel dropped for this socket (e.g. larger than a UMEM frame without
+    /// multi-buffer, or no fill-ring frame for a whole multi-buffer chain).
+    pub rx_dropped: u64,
+    /// Invalid descriptors on the fill ring.
+    pub rx_invalid_descs: u64,
+    /// Invalid descriptors on the tx ring (e.g. a frame larger than the kernel accepts).
+    pub tx_invalid_descs: u64,
+    /// Frames dropped because the rx ring was full (the PMD fell behind).
+    pub rx_ring_full: u64,
+    /// Times the fill ring was empty when a frame arrived.
+    pub rx_fill_ring_empty_descs: u64,
+    /// Times the tx ring was empty when the kernel looked for frames.
+    pub tx_ring_empty_descs: u64,
+}
+
+impl std::ops::AddAssign for KernelXskStats {
+    fn add_assign(&mut self, o: Self) {
+        self.rx_dropped += o.rx_dropped;
+        self.rx_invalid_descs += o.rx_invalid_descs;
+        self.tx_invalid_descs += o.tx_invalid_descs;
+        self.rx_ring_full += o.rx_ring_full;
+        self.rx_fill_ring_empty_descs += o.rx_fill_ring_empty_descs;
+        self.tx_ring_empty_descs += o.tx_ring_empty_descs;
+    }
 }
 
 impl XskRx {
-    /// Reads up to `out.capacity()` rx descriptors into `out` (cleared first); the frames
-    /// are held until [`XskRx::recycle`].
-    pub fn receive(&mut self, out: &mut Vec<XdpDesc>, max: u32) -> usize {
+    /// Reads up to `max` rx descriptors and turns them into frames in `out` (cleared
+    /// first): a one-descriptor frame stays in the UMEM, a multi-buffer chain is copied
+    /// into the contiguous buffer ([`XskRx::linear`]). A chain cut by `max` is finished
+    /// by the next call. The UMEM frames are held until [`XskRx::recycle`]. Returns the
+    /// frames dropped here, by reason.
+    pub fn receive(&mut self, out: &mut Vec<RxFrame>, max: u32) -> RxDrops {
         out.clear();
+        if self.in_chain {
+            self.linear.drain(..self.chain_start);
+        } else {
+            self.linear.clear();
+        }
+        self.chain_start = 0;
+        let mut drops = RxDrops::default();
         let mut r = self.rx.receive(max);
         for d in r.by_ref() {
-            out.push(d);
             self.held.push(d.addr & !u64::from(FRAME_SIZE - 1));
+            let more = d.options & XDP_PKT_CONTD != 0;
+            let inside = (d.addr as usize)
+                .checked_add(d.len as usize)
+                .is_some_and(|end| end <= self.umem_len);
+            if !self.in_chain && !more {
+                if inside && d.len >= 14 {
+                    out.push(RxFrame {
+                        off: d.addr as u32,
+                        len: d.len,
+                        linear: false,
+                    });
+                } else {
+                    drops.bad += 1;
+                }
+                continue;
+            }
+            if !self.in_chain {
+                self.in_chain = true;
+                self.chain_start = self.linear.len();
+                self.chain_bad = None;
+            }
+            if !inside {
+                self.chain_bad = Some(RxDrop::Bad);
+            } else if self.linear.len() - self.chain_start + d.len as usize > MAX_SG_FRAME as usize
+            {
+                self.chain_bad.get_or_insert(RxDrop::TooBig);
+            } else if self.chain_bad.is_none() {
+                // SAFETY: `addr..addr+len` lies inside the UMEM (checked above) and the
+                // kernel handed this frame to us: it is not written until recycled.
+                let b = unsafe {
+                    std::slice::from_raw_parts(
+                        self.base.as_ptr().add(d.addr as usize),
+                        d.len as usize,
+                    )
+                };
+                self.linear.extend_from_slice(b);
+            }
+            if !more {
+                self.in_chain = false;
+                let len = self.linear.len() - self.chain_start;
+                let bad = match self.chain_bad.take() {
+                    None if len >= 14 => None,
+                    None => Some(RxDrop::Bad),
+                    b => b,
+                };
+                match bad {
+                    None => out.push(RxFrame {
+                        off: self.chain_start as u32,
+                        len: len as u32,
+                        linear: true,
+                    }),
+                    Some(why) => {
+                        match why {
+                            RxDrop::TooBig => drops.too_big += 1,
+                            RxDrop::Bad => drops.bad += 1,
+                        }
+                        self.linear.truncate(self.chain_start);
+                    }
+                }
+                self.chain_start = self.linear.len();
+            }
         }
         r.release();
-        out.len()
+        drops
+    }
+
+    /// The contiguous buffer of this burst's multi-buffer frames ([`RxFrame::linear`]).
+    pub fn linear(&self) -> &[u8] {
+        &self.linear
     }
 
     /// Gives held frames back to the kernel through the fill ring; wakes the driver
@@ -279,26 +465,74 @@ impl XskTx {
         self.free.pop()
     }
 
+    /// Free tx frames (a frame of `len` bytes needs `len.div_ceil(FRAME_SIZE)`).
+    pub fn free_frames(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Ensures `n` free tx frames if the kernel can give them back: when short, hands the
+    /// batch so far to the kernel (the kick sends it; copy mode completes frames as it
+    /// sends) and reclaims completions. Returns the frames the ring did not take (as
+    /// [`XskTx::commit`]) and whether `n` frames are now free.
+    pub fn make_room(&mut self, n: usize) -> (usize, bool) {
+        if self.free.len() >= n {
+            return (0, true);
+        }
+        let lost = self.commit();
+        self.reclaim();
+        (lost, self.free.len() >= n)
+    }
+
+    /// Multi-buffer is on: a frame may span several tx frames ([`XskTx::push_frag`]).
+    pub fn sg(&self) -> bool {
+        self.sg
+    }
+
     /// Queues the frame at `addr` of `len` bytes in the batch.
     pub fn push(&mut self, addr: u64, len: u32) {
+        self.push_frag(addr, len, false);
+    }
+
+    /// Queues one piece of a multi-buffer frame; `more`: further pieces of the same frame
+    /// follow (`XDP_PKT_CONTD`).
+    pub fn push_frag(&mut self, addr: u64, len: u32, more: bool) {
         self.batch.push(XdpDesc {
             addr,
             len,
-            options: 0,
+            options: if more { XDP_PKT_CONTD } else { 0 },
         });
     }
 
     /// Puts the batch on the tx ring and kicks the kernel. Returns frames the ring did
-    /// not take (their frames go back to the free list; the caller counts them).
+    /// not take (their tx frames go back to the free list; the caller counts them). A
+    /// multi-buffer frame is put on the ring whole or not at all.
     pub fn commit(&mut self) -> usize {
         if self.batch.is_empty() {
             return 0;
         }
-        let mut w = self.tx.transmit(self.batch.len() as u32);
-        let n = w.insert(self.batch.iter().copied()) as usize;
-        w.commit();
-        drop(w);
-        let lost = self.batch.len() - n;
+        // The ring's true free space from the shared heads: xdpilone's `transmit(n)`
+        // refreshes its cached consumer head only when it believes the ring full, so one
+        // call may offer fewer slots than are free; insert in as many calls as it takes.
+        let free = (RING - self.tx.pending().min(RING)) as usize;
+        let mut cut = free.min(self.batch.len());
+        while cut > 0 && self.batch[cut - 1].options & XDP_PKT_CONTD != 0 {
+            cut -= 1;
+        }
+        let mut n = 0;
+        while n < cut {
+            let mut w = self.tx.transmit((cut - n) as u32);
+            let k = w.insert(self.batch[n..cut].iter().copied()) as usize;
+            w.commit();
+            drop(w);
+            if k == 0 {
+                break;
+            }
+            n += k;
+        }
+        let lost = self.batch[n..]
+            .iter()
+            .filter(|d| d.options & XDP_PKT_CONTD == 0)
+            .count();
         for d in self.batch.drain(n..) {
             self.free.push(d.addr);
         }
@@ -351,6 +585,13 @@ pub struct AfxdpPort {
     pub plan: nicoffload::OffloadPlan,
     /// One socket per rx queue, indexed by queue.
     pub xsks: Vec<Xsk>,
+    /// Multi-buffer (`XDP_USE_SG`) is on for every socket.
+    pub sg: bool,
+    /// The interface is administratively up and has carrier (`IFF_UP | IFF_RUNNING`),
+    /// kept current by [`crate::link::LinkWatch`].
+    link_up: AtomicBool,
+    /// The interface's MTU (bytes of IP packet), kept current like `link_up`.
+    mtu: AtomicU32,
     prog: Mutex<Option<XdpProgram>>,
 }
 
@@ -378,6 +619,42 @@ pub fn rx_queue_count(iface: &str) -> Option<u16> {
 }
 
 impl AfxdpPort {
+    /// Whether the interface can send (up, with carrier).
+    #[inline]
+    pub fn link_up(&self) -> bool {
+        self.link_up.load(Ordering::Relaxed)
+    }
+
+    /// The interface's MTU (bytes).
+    #[inline]
+    pub fn mtu(&self) -> u32 {
+        self.mtu.load(Ordering::Relaxed)
+    }
+
+    /// Records a link change (from the link watcher).
+    pub fn set_link(&self, up: bool, mtu: u32) {
+        self.link_up.store(up, Ordering::Relaxed);
+        self.mtu.store(mtu, Ordering::Relaxed);
+    }
+
+    /// Largest frame the uplink transmits (bytes, Ethernet header to end of payload):
+    /// the MTU plus an Ethernet and a VLAN header, at most one UMEM frame without
+    /// multi-buffer and [`MAX_SG_FRAME`] with it.
+    #[inline]
+    pub fn max_tx_frame(&self) -> u32 {
+        let umem = if self.sg { MAX_SG_FRAME } else { MAX_TX_FRAME };
+        (self.mtu() + 18).min(umem)
+    }
+
+    /// The kernel's socket counters summed over the uplink's sockets.
+    pub fn kernel_stats(&self) -> KernelXskStats {
+        let mut t = KernelXskStats::default();
+        for x in &self.xsks {
+            t += x.kernel_stats();
+        }
+        t
+    }
+
     /// Probes `iface`, picks the mode (`request`; see [`nicoffload::OffloadPlan`]), attaches
     /// the XDP program and opens one socket on each of rx queues `0..queues` (0: all).
     pub fn open(iface: &str, request: AfXdpRequest, queues: u16) -> Result<Self, AfxdpError> {
@@ -434,17 +711,30 @@ impl AfxdpPort {
             }
             Err(e) => return Err(xdp_err(e)),
         };
+        // Multi-buffer needs the program's frags flag and the socket's XDP_USE_SG; the
+        // first socket tells whether the kernel (and, zero-copy, the driver) takes it.
+        let mut sg = prog.frags;
         let mut xsks = Vec::new();
         for q in 0..u32::from(nq) {
             // A socket of a run that just died may still be tearing down (its queue
             // answers EBUSY for a moment): retry for up to 3 s.
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
             let x = loop {
-                match open_xsk(iface, &cname, q, mode) {
+                match open_xsk(iface, &cname, q, mode, sg) {
                     Err(AfxdpError::Socket { errno, .. })
                         if errno == libc::EBUSY && std::time::Instant::now() < deadline =>
                     {
                         std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Err(AfxdpError::Socket { errno, what, .. })
+                        if sg && what == "bind" && q == 0 =>
+                    {
+                        tracing::info!(
+                            iface,
+                            errno,
+                            "AF_XDP multi-buffer (XDP_USE_SG) refused; frames limited to one UMEM frame"
+                        );
+                        sg = false;
                     }
                     r => break r?,
                 }
@@ -459,6 +749,9 @@ impl AfxdpPort {
             reason,
             plan,
             xsks,
+            sg,
+            link_up: AtomicBool::new(iface_link_up(iface)),
+            mtu: AtomicU32::new(caps.mtu),
             prog: Mutex::new(Some(prog)),
         })
     }
@@ -481,7 +774,28 @@ impl Drop for AfxdpPort {
     }
 }
 
-fn open_xsk(iface: &str, cname: &CString, q: u32, mode: AfXdpMode) -> Result<Xsk, AfxdpError> {
+/// Whether `iface` is up with carrier now (sysfs `operstate`; `unknown`, as on tun and
+/// dummy devices, counts as up when the interface is administratively up).
+pub fn iface_link_up(iface: &str) -> bool {
+    let oper =
+        std::fs::read_to_string(format!("/sys/class/net/{iface}/operstate")).unwrap_or_default();
+    match oper.trim() {
+        "up" => true,
+        "unknown" => std::fs::read_to_string(format!("/sys/class/net/{iface}/flags"))
+            .ok()
+            .and_then(|f| u32::from_str_radix(f.trim().trim_start_matches("0x"), 16).ok())
+            .is_some_and(|f| f & libc::IFF_UP as u32 != 0),
+        _ => false,
+    }
+}
+
+fn open_xsk(
+    iface: &str,
+    cname: &CString,
+    q: u32,
+    mode: AfXdpMode,
+    sg: bool,
+) -> Result<Xsk, AfxdpError> {
     let area = Area::new((FRAMES * FRAME_SIZE) as usize)?;
     let slice = NonNull::slice_from_raw_parts(area.ptr, area.len);
     let cfg = UmemConfig {
@@ -507,7 +821,8 @@ fn open_xsk(iface: &str, cname: &CString, q: u32, mode: AfXdpMode) -> Result<Xsk
             XDP_ZEROCOPY
         } else {
             XDP_COPY
-        };
+        }
+        | if sg { XDP_USE_SG } else { 0 };
     let sc = SocketConfig {
         rx_size: std::num::NonZeroU32::new(RING),
         tx_size: std::num::NonZeroU32::new(RING),
@@ -533,6 +848,12 @@ fn open_xsk(iface: &str, cname: &CString, q: u32, mode: AfXdpMode) -> Result<Xsk
             rx,
             fill,
             held: Vec::with_capacity(RING as usize),
+            base: area.ptr,
+            umem_len: area.len,
+            linear: Vec::new(),
+            chain_start: 0,
+            in_chain: false,
+            chain_bad: None,
         }),
         tx: Mutex::new(XskTx {
             tx,
@@ -540,8 +861,10 @@ fn open_xsk(iface: &str, cname: &CString, q: u32, mode: AfXdpMode) -> Result<Xsk
             free: (RING..FRAMES).map(|i| u64::from(i * FRAME_SIZE)).collect(),
             batch: Vec::with_capacity(RING as usize),
             copy_mode: mode != AfXdpMode::ZeroCopy,
+            sg,
         }),
         rx_frames: Default::default(),
+        sg,
         fd,
         base: area.ptr,
         _user: user,

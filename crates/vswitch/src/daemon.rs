@@ -140,6 +140,14 @@ impl Daemon {
 
         let sw = switch.clone();
         spawn("housekeeping".into(), move || housekeeping(sw))?;
+        if switch
+            .ports
+            .iter()
+            .any(|p| matches!(p.backend, crate::switch::Backend::Afxdp(_)))
+        {
+            let sw = switch.clone();
+            spawn("links".into(), move || watch_links(sw))?;
+        }
         let sw = switch.clone();
         spawn("control".into(), move || crate::control::serve(control, sw))?;
         if let Some(l) = metrics {
@@ -238,6 +246,75 @@ fn port_loop(
                     logged_absent = true;
                 }
                 std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// Keeps each AF_XDP uplink's link state and MTU current from rtnetlink notifications
+/// (nicoffload's [`nicoffload::link::LinkWatch`]): a down uplink is skipped by floods and
+/// frames sent to it are counted as `port_down`; its MTU bounds what it transmits.
+fn watch_links(switch: Arc<Switch>) {
+    use std::os::fd::AsRawFd;
+    let mut w = match nicoffload::link::LinkWatch::new() {
+        Ok(w) => w,
+        Err(e) => {
+            warn!(error = %e, "cannot watch link state (rtnetlink); uplinks stay as found at start");
+            return;
+        }
+    };
+    // Wake up once a second to notice shutdown.
+    let tv = libc::timeval {
+        tv_sec: 1,
+        tv_usec: 0,
+    };
+    // SAFETY: SO_RCVTIMEO with a valid timeval on the watch's own socket.
+    unsafe {
+        libc::setsockopt(
+            w.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    let mut resync = true;
+    while !switch.stopping() {
+        if resync && w.dump().is_ok() {
+            resync = false;
+        }
+        let events = match w.recv() {
+            Ok(ev) => ev,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(e) => {
+                // ENOBUFS: notifications were lost; read the whole state again.
+                warn!(error = %e, "link notifications lost; re-reading link state");
+                resync = true;
+                continue;
+            }
+        };
+        for ev in events {
+            for p in &switch.ports {
+                let crate::switch::Backend::Afxdp(x) = &p.backend else {
+                    continue;
+                };
+                if x.ifindex != ev.ifindex {
+                    continue;
+                }
+                let up = ev.usable();
+                let mtu = if ev.mtu == 0 { x.mtu() } else { ev.mtu };
+                if up != x.link_up() || mtu != x.mtu() {
+                    info!(port = %p.name, iface = %x.iface, link = if up { "up" } else { "down" }, mtu, "uplink link state");
+                    x.set_link(up, mtu);
+                    switch.wakers.wake_all();
+                }
             }
         }
     }

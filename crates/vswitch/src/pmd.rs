@@ -138,17 +138,25 @@ impl<'m> BurstSrc<'m> for GuestBurst<'_, 'm> {
 }
 
 /// Frames in host memory (a UMEM or the tap's rx buffers): frame `p` is the
-/// `p.frame_len` bytes at offset `p.seg_start` of the area.
-struct HostBurst {
+/// `p.frame_len` bytes at offset `p.seg_start` of the area, or, when `p.seg_end` is
+/// [`IN_LINEAR`], of `linear` (AF_XDP multi-buffer frames, copied out of the UMEM).
+struct HostBurst<'l> {
     base: *const u8,
     len: usize,
+    linear: &'l [u8],
 }
 
-impl HostBurst {
+/// `Pkt::seg_end` of a host frame that lies in [`HostBurst::linear`].
+const IN_LINEAR: u32 = 1;
+
+impl HostBurst<'_> {
     #[inline]
     fn bytes(&self, p: &Pkt) -> &[u8] {
         let start = p.seg_start as usize;
         let end = start + p.frame_len as usize;
+        if p.seg_end == IN_LINEAR {
+            return &self.linear[start..end];
+        }
         assert!(end <= self.len, "host frame outside its area");
         // SAFETY: `base..base+len` is a live mapping (the port outlives the burst) and
         // the frame's bytes belong to this PMD until the burst ends: a received UMEM frame
@@ -158,7 +166,7 @@ impl HostBurst {
     }
 }
 
-impl<'m> BurstSrc<'m> for HostBurst {
+impl<'m> BurstSrc<'m> for HostBurst<'_> {
     #[inline]
     fn read(&self, p: &Pkt, _segs: &[Seg], off: u32, out: &mut [u8]) -> usize {
         let b = self.bytes(p);
@@ -233,7 +241,7 @@ pub struct Pmd {
     /// ACL generation last seen per port, to zero this PMD's rule counters on edits.
     acl_seen: Vec<u64>,
     /// Rx descriptors of one AF_XDP burst.
-    xdescs: Vec<xdpilone::xdp::XdpDesc>,
+    xframes: Vec<crate::afxdp::RxFrame>,
     /// Completed reads of one tap burst: (buffer offset, bytes).
     tap_reads: Vec<(u32, u32)>,
 }
@@ -262,7 +270,7 @@ impl Pmd {
             scratch: Vec::with_capacity(crate::virtq::MAX_CHAIN_BYTES as usize),
             seg_bufs: Vec::new(),
             acl_seen: vec![0; switch.ports.len()],
-            xdescs: Vec::with_capacity(BURST),
+            xframes: Vec::with_capacity(BURST),
             tap_reads: Vec::with_capacity(BURST),
             switch,
         }
@@ -849,7 +857,15 @@ impl Pmd {
     fn process_xsk(&mut self, src: &Port, x: &crate::afxdp::AfxdpPort, q: u16) -> usize {
         let xsk = &x.xsks[usize::from(q)];
         let mut rx = xsk.rx.lock().unwrap_or_else(|e| e.into_inner());
-        let n = rx.receive(&mut self.xdescs, BURST as u32);
+        let drops = rx.receive(&mut self.xframes, BURST as u32);
+        let n = self.xframes.len();
+        let counters = &self.shared.port_counters[src.id as usize];
+        if drops.too_big > 0 {
+            counters.drop(DropReason::FrameTooBig, drops.too_big);
+        }
+        if drops.bad > 0 {
+            counters.drop(DropReason::Runt, drops.bad);
+        }
         if n == 0 {
             rx.recycle();
             return 0;
@@ -858,22 +874,21 @@ impl Pmd {
         self.pkts.clear();
         self.segs.clear();
         let (base, len) = xsk.area();
-        for d in &self.xdescs {
-            let ok = d.len >= 14 && (d.addr as usize).saturating_add(d.len as usize) <= len;
+        for f in &self.xframes {
             self.pkts.push(Pkt {
                 head: 0,
-                seg_start: if ok { d.addr as u32 } else { 0 },
-                seg_end: 0,
-                frame_len: if ok { d.len } else { 0 },
-                action: if ok {
-                    Action::Flood
-                } else {
-                    Action::Drop(DropReason::Runt)
-                },
+                seg_start: f.off,
+                seg_end: if f.linear { IN_LINEAR } else { 0 },
+                frame_len: f.len,
+                action: Action::Flood,
                 vhdr: [0; 10],
             });
         }
-        let bs = HostBurst { base, len };
+        let bs = HostBurst {
+            base,
+            len,
+            linear: rx.linear(),
+        };
         self.classify(src, &bs);
         self.deliver_all(src, q, &bs);
         rx.recycle();
@@ -916,7 +931,11 @@ impl Pmd {
                 vhdr,
             });
         }
-        let bs = HostBurst { base, len };
+        let bs = HostBurst {
+            base,
+            len,
+            linear: &[],
+        };
         self.classify(src, &bs);
         self.deliver_all(src, 0, &bs);
         rx.recycle();
@@ -994,11 +1013,16 @@ impl Pmd {
     ) {
         let shared = self.shared.clone();
         let counters = &shared.port_counters[dst.id as usize];
+        if !x.link_up() {
+            counters.drop(DropReason::PortDown, self.sel.len() as u64);
+            return;
+        }
         let xsk = &x.xsks[usize::from(src_q) % x.xsks.len()];
         let mut tx = xsk.tx.lock().unwrap_or_else(|e| e.into_inner());
         tx.begin();
-        let (mut packets, mut bytes) = (0u64, 0u64);
-        let max = crate::afxdp::MAX_TX_FRAME;
+        let (mut packets, mut bytes, mut lost) = (0u64, 0u64, 0u64);
+        let max = x.max_tx_frame();
+        let chunk = crate::afxdp::FRAME_SIZE;
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
             let soft = if p.offload() {
@@ -1023,27 +1047,37 @@ impl Pmd {
                     counters.drop(DropReason::FrameTooBig, 1);
                     continue;
                 }
-                let Some(addr) = tx.take() else {
+                // One tx frame, or (multi-buffer) a chain of them.
+                let pieces = len.div_ceil(chunk).max(1);
+                let (lost_early, room) = tx.make_room(pieces as usize);
+                lost += lost_early as u64;
+                if !room {
                     counters.drop(DropReason::NoTxBuffer, 1);
                     continue;
-                };
-                // SAFETY: `addr` was just taken from this socket's free list under its
-                // tx lock, so no one else touches the frame.
-                let buf = unsafe { xsk.tx_frame(addr) };
-                let buf = &mut buf[..len as usize];
-                match soft {
-                    None => {
-                        bs.read(&p, &self.segs, 0, buf);
-                    }
-                    Some(0) => buf.copy_from_slice(&self.scratch),
-                    Some(_) => buf.copy_from_slice(&self.seg_bufs[k]),
                 }
-                tx.push(addr, len);
+                for i in 0..pieces {
+                    let addr = tx.take().expect("free frames counted above");
+                    let off = i * chunk;
+                    let plen = (len - off).min(chunk);
+                    // SAFETY: `addr` was just taken from this socket's free list under
+                    // its tx lock, so no one else touches the frame.
+                    let buf = unsafe { xsk.tx_frame(addr) };
+                    let buf = &mut buf[..plen as usize];
+                    let (o, e) = (off as usize, (off + plen) as usize);
+                    match soft {
+                        None => {
+                            bs.read(&p, &self.segs, off, buf);
+                        }
+                        Some(0) => buf.copy_from_slice(&self.scratch[o..e]),
+                        Some(_) => buf.copy_from_slice(&self.seg_bufs[k][o..e]),
+                    }
+                    tx.push_frag(addr, plen, i + 1 < pieces);
+                }
                 packets += 1;
                 bytes += u64::from(len);
             }
         }
-        let lost = tx.commit() as u64;
+        lost += tx.commit() as u64;
         drop(tx);
         if lost > 0 {
             counters.drop(DropReason::NoTxBuffer, lost);

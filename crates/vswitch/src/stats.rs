@@ -20,11 +20,13 @@ pub enum DropReason {
     /// a nested indirect table, too many descriptors, or a write-only buffer on tx.
     BadDescriptor,
     /// The frame was larger than the destination's rx buffers can hold, or than 64 KiB, or
-    /// (AF_XDP uplinks) than one UMEM frame: see README "Jumbo frames".
+    /// (AF_XDP uplinks) than the uplink's MTU plus 18 bytes, or than a multi-buffer chain
+    /// of 17 UMEM frames (one UMEM frame without multi-buffer): see README "Jumbo frames".
     FrameTooBig,
     /// The frame was shorter than an Ethernet header.
     Runt,
-    /// The destination port's link was down (no driver attached, or its rings not ready).
+    /// The destination port's link was down (no driver attached, its rings not ready, or an
+    /// AF_XDP uplink's interface down or without carrier).
     PortDown,
     /// A VLAN-tagged frame arrived on an access (VLAN-tagged) port.
     VlanTagged,

@@ -54,21 +54,23 @@ pub enum Backend {
 
 impl Port {
     /// Whether the port can receive: a driver is attached and queue pair 0 runs (vhost-user),
-    /// or the interface is there (AF_XDP, tap).
+    /// the interface is up with carrier (AF_XDP), or the tap is open.
     pub fn link_up(&self) -> bool {
-        match self.backend {
+        match &self.backend {
             Backend::Vhost => self.conn.load().as_ref().is_some_and(|c| c.link_up()),
-            _ => true,
+            Backend::Afxdp(x) => x.link_up(),
+            Backend::Tap(_) => true,
         }
     }
 
     /// Whether flooded frames may be sent to the port: a vhost-user driver is attached,
-    /// or the port is an AF_XDP uplink or a tap.
+    /// the uplink's link is up, or the port is a tap.
     #[inline]
     pub fn has_driver(&self) -> bool {
-        match self.backend {
+        match &self.backend {
             Backend::Vhost => self.conn.load().is_some(),
-            _ => true,
+            Backend::Afxdp(x) => x.link_up(),
+            Backend::Tap(_) => true,
         }
     }
 
@@ -358,6 +360,10 @@ impl Switch {
                             reason: x.reason.clone(),
                             queues: x.xsks.len() as u16,
                             rx_per_queue: x.xsks.iter().map(|q| q.rx_frames.get()).collect(),
+                            multi_buffer: x.sg,
+                            mtu: x.mtu(),
+                            max_frame: x.max_tx_frame(),
+                            kernel: x.kernel_stats(),
                         }),
                         _ => None,
                     },
@@ -438,4 +444,17 @@ pub struct ShowAfxdp {
     /// Frames received by each socket.
     #[serde(default)]
     pub rx_per_queue: Vec<u64>,
+    /// Multi-buffer (`XDP_USE_SG`) is on: frames larger than a UMEM frame pass.
+    #[serde(default)]
+    pub multi_buffer: bool,
+    /// The interface's MTU (bytes), as last reported by the kernel.
+    #[serde(default)]
+    pub mtu: u32,
+    /// Largest frame the uplink transmits (bytes, with Ethernet and VLAN headers).
+    #[serde(default)]
+    pub max_frame: u32,
+    /// The kernel's AF_XDP socket counters, summed over the sockets: drops the switch
+    /// never saw.
+    #[serde(default)]
+    pub kernel: crate::afxdp::KernelXskStats,
 }

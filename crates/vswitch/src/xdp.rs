@@ -37,6 +37,21 @@ const BPF_FUNC_REDIRECT_MAP: i32 = 51;
 const XDP_PASS: i32 = 2;
 /// `offsetof(struct xdp_md, rx_queue_index)`.
 const XDP_MD_RX_QUEUE_INDEX: i16 = 16;
+/// `BPF_F_XDP_HAS_FRAGS` (include/uapi/linux/bpf.h, Linux ≥ 5.18): the program accepts
+/// multi-buffer frames (larger than one page), needed for AF_XDP's XDP_USE_SG.
+const BPF_F_XDP_HAS_FRAGS: u32 = 1 << 5;
+
+/// The leading fields of libbpf's `struct bpf_prog_load_opts` (bpf/bpf.h), up to
+/// `prog_flags`. libbpf reads only the first `sz` bytes of an options struct, so a
+/// caller may pass this prefix.
+#[repr(C)]
+struct ProgLoadOpts {
+    sz: usize,
+    attempts: c_int,
+    expected_attach_type: c_int,
+    prog_btf_fd: u32,
+    prog_flags: u32,
+}
 
 /// `struct bpf_insn`: opcode, dst_reg:4 | src_reg:4, offset, immediate.
 #[repr(C)]
@@ -97,7 +112,7 @@ extern "C" {
         license: *const c_char,
         insns: *const BpfInsn,
         insn_cnt: usize,
-        opts: *const c_void,
+        opts: *const ProgLoadOpts,
     ) -> c_int;
     fn bpf_xdp_attach(ifindex: c_int, prog_fd: c_int, flags: u32, opts: *const c_void) -> c_int;
     fn bpf_xdp_detach(ifindex: c_int, flags: u32, opts: *const c_void) -> c_int;
@@ -148,6 +163,8 @@ pub struct XdpProgram {
     map: OwnedFd,
     prog: OwnedFd,
     attached: bool,
+    /// The program was loaded with `BPF_F_XDP_HAS_FRAGS` (multi-buffer frames reach it).
+    pub frags: bool,
 }
 
 impl XdpProgram {
@@ -172,19 +189,37 @@ impl XdpProgram {
         let map = unsafe { OwnedFd::from_raw_fd(map) };
         let insns = program(map.as_raw_fd());
         let license: &CStr = c"GPL";
-        // SAFETY: `insns` is a valid array of insns.len() instructions; the strings are
-        // NUL-terminated; opts may be NULL.
-        let rc = unsafe {
-            bpf_prog_load(
-                BPF_PROG_TYPE_XDP,
-                c"vswitch_xsk".as_ptr(),
-                license.as_ptr(),
-                insns.as_ptr(),
-                insns.len(),
-                std::ptr::null(),
-            )
+        let load = |prog_flags: u32| {
+            let opts = ProgLoadOpts {
+                sz: std::mem::size_of::<ProgLoadOpts>(),
+                attempts: 0,
+                expected_attach_type: 0,
+                prog_btf_fd: 0,
+                prog_flags,
+            };
+            // SAFETY: `insns` is a valid array of insns.len() instructions; the strings
+            // are NUL-terminated; `opts` is a valid prefix of bpf_prog_load_opts whose
+            // `sz` says how long it is.
+            check(unsafe {
+                bpf_prog_load(
+                    BPF_PROG_TYPE_XDP,
+                    c"vswitch_xsk".as_ptr(),
+                    license.as_ptr(),
+                    insns.as_ptr(),
+                    insns.len(),
+                    &opts,
+                )
+            })
         };
-        let prog = check(rc).map_err(XdpError::LoadProgram)?;
+        // Multi-buffer first; a kernel older than 5.18 refuses the flag (EINVAL).
+        let (rc, frags) = match load(BPF_F_XDP_HAS_FRAGS) {
+            Ok(fd) => (Ok(fd), true),
+            Err(e) => {
+                tracing::info!(error = %e, "XDP program without multi-buffer support (BPF_F_XDP_HAS_FRAGS refused)");
+                (load(0), false)
+            }
+        };
+        let prog = rc.map_err(XdpError::LoadProgram)?;
         // SAFETY: `prog` is a new fd that nothing else owns.
         let prog = unsafe { OwnedFd::from_raw_fd(prog) };
         let ifindex = ifindex as i32;
@@ -222,6 +257,7 @@ impl XdpProgram {
             map,
             prog,
             attached: true,
+            frags,
         })
     }
 

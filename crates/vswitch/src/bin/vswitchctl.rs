@@ -223,7 +223,23 @@ fn print_show(s: ShowReply) {
                 "    afxdp: iface {}  mode {}  sockets {}  ({})",
                 p.iface, x.mode, x.queues, x.reason
             );
+            println!(
+                "    mtu {}  largest frame sent {} B  multi-buffer {}",
+                x.mtu,
+                x.max_frame,
+                if x.multi_buffer { "on" } else { "off" }
+            );
             println!("    rx frames per queue: {:?}", x.rx_per_queue);
+            let k = &x.kernel;
+            println!(
+                "    kernel: rx_dropped {}  rx_ring_full {}  rx_fill_ring_empty {}  rx_invalid_descs {}  tx_invalid_descs {}  tx_ring_empty {}",
+                k.rx_dropped,
+                k.rx_ring_full,
+                k.rx_fill_ring_empty_descs,
+                k.rx_invalid_descs,
+                k.tx_invalid_descs,
+                k.tx_ring_empty_descs
+            );
         } else if !p.iface.is_empty() {
             println!("    iface: {}", p.iface);
         } else {
