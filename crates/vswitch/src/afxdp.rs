@@ -431,11 +431,16 @@ impl XskRx {
     /// Gives held frames back to the kernel through the fill ring; wakes the driver
     /// when it asks (need_wakeup).
     pub fn recycle(&mut self) {
-        if !self.held.is_empty() {
+        // Several calls when needed: xdpilone's `fill(n)` offers only the slots its cached
+        // consumer head shows until it believes the ring full (then it re-reads the head).
+        while !self.held.is_empty() {
             let mut w = self.fill.fill(self.held.len() as u32);
             let n = w.insert(self.held.iter().copied()) as usize;
             w.commit();
             drop(w);
+            if n == 0 {
+                break;
+            }
             self.held.drain(..n);
         }
         if self.fill.needs_wakeup() {
