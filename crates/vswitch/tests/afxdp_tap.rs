@@ -479,40 +479,7 @@ fn tap_bulk_tcp_into_namespace() {
     );
     run(&["ip", "addr", "add", "10.79.0.1/24", "dev", &tap]);
     let mb = 32;
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &veth.ns, "python3", "-c"])
-        .arg(
-            "import socket,hashlib\n\
-             s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-             s.bind(('10.79.0.2',5201)); s.listen(1); print('ready',flush=True)\n\
-             c,_=s.accept(); h=hashlib.sha256(); n=0\n\
-             while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
-             print(n,h.hexdigest(),flush=True)\n",
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
-    let _server = KillOnDrop(server);
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let client = Command::new("timeout")
-        .args(["60", "python3", "-c"])
-        .arg(format!(
-            "import socket,hashlib\n\
-             data=bytes((i*7)&255 for i in range(1<<20))*{mb}\n\
-             s=socket.create_connection(('10.79.0.2',5201),timeout=30)\n\
-             s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
-        ))
-        .output()
-        .unwrap();
-    assert!(client.status.success(), "{client:?}\n{}", sw.log());
-    let sent = String::from_utf8_lossy(&client.stdout).trim().to_string();
-    line.clear();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), sent, "bytes and sha256 received vs sent");
-    assert!(sent.starts_with(&format!("{} ", mb << 20)));
+    tcp_transfer(Some(&veth.ns), None, "10.79.0.2", mb);
     let t = sw.port("t").stats;
     let up = sw.port("up").stats;
     assert!(
