@@ -9,6 +9,10 @@ use crate::key::FlowKey;
 /// Largest burst a [`Burst`] holds, in packets.
 pub const MAX_BURST: usize = 32;
 
+/// Tables of at least this many entries (4 MiB of keys) are prefetched by
+/// [`Burst::classify`] before the lookups.
+const PREFETCH_MIN_ENTRIES: usize = 1 << 16;
+
 /// The burst is full ([`MAX_BURST`] packets); the packet was not added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BurstFull;
@@ -197,6 +201,14 @@ impl<A: Clone> Burst<A> {
     /// [`Stats`](crate::Stats); the EMC counts its own hits and misses.
     pub fn classify(&mut self, cache: &mut FlowCache<A>, generation: u64) {
         self.n_misses = 0;
+        // In a table larger than the L2 cache, prefetch every key's entry
+        // first so that the burst's misses overlap (a resident table only
+        // pays for the extra pass: about 2 ns per packet at 1280 flows).
+        if cache.capacity() >= PREFETCH_MIN_ENTRIES {
+            for &h in &self.hashes[..self.len] {
+                cache.prefetch_entry(h);
+            }
+        }
         for i in 0..self.len {
             if i > 0 && self.hashes[i] == self.hashes[i - 1] && self.keys[i] == self.keys[i - 1] {
                 self.owner[i] = self.owner[i - 1];

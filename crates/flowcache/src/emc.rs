@@ -353,6 +353,37 @@ impl<A> FlowCache<A> {
         }
     }
 
+    /// Prefetch, step 1 of 2: asks the CPU to fetch the signature line of
+    /// `hash`'s bucket. A hint only: changes nothing, never fails.
+    ///
+    /// For a burst, call it for every key, then [`prefetch_entry`] for every
+    /// key, then [`lookup`](Self::lookup) each: the memory accesses of the
+    /// whole burst then overlap instead of following each other (what
+    /// [`lookup_batch`](Self::lookup_batch) does). Worth it when the table
+    /// is larger than the L2 cache; [`prefetch_entry`] alone suffices when
+    /// the signatures are cached (small tables).
+    ///
+    /// [`prefetch_entry`]: Self::prefetch_entry
+    #[inline(always)]
+    pub fn prefetch_bucket(&self, hash: u32) {
+        crate::prefetch::prefetch(&self.sigs[self.bucket_index(hash)]);
+    }
+
+    /// Prefetch, step 2 of 2: reads `hash`'s bucket signatures and asks the
+    /// CPU to fetch the key and decision lines of the first slot whose
+    /// signature matches (the slot a hit will read). A hint only: changes
+    /// nothing, never fails. See [`prefetch_bucket`](Self::prefetch_bucket).
+    #[inline(always)]
+    pub fn prefetch_entry(&self, hash: u32) {
+        let b = self.bucket_index(hash);
+        let m = sig_matches(self.sigs[b], signature(hash));
+        if m != 0 {
+            let e = b * WAYS + m.trailing_zeros() as usize;
+            crate::prefetch::prefetch(&self.keys[e]);
+            crate::prefetch::prefetch(&self.vals[e]);
+        }
+    }
+
     /// Like [`lookup`](Self::lookup) but changes nothing, not even counters.
     pub fn peek(&self, key: &FlowKey, hash: u32, generation: u64) -> Option<&A> {
         let e = self.find(key, hash)?;
