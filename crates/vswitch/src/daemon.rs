@@ -140,11 +140,12 @@ impl Daemon {
 
         let sw = switch.clone();
         spawn("housekeeping".into(), move || housekeeping(sw))?;
-        if switch
-            .ports
-            .iter()
-            .any(|p| matches!(p.backend, crate::switch::Backend::Afxdp(_)))
-        {
+        if switch.ports.iter().any(|p| {
+            matches!(
+                p.backend,
+                crate::switch::Backend::Afxdp(_) | crate::switch::Backend::Tap(_)
+            )
+        }) {
             let sw = switch.clone();
             spawn("links".into(), move || watch_links(sw))?;
         }
@@ -251,9 +252,10 @@ fn port_loop(
     }
 }
 
-/// Keeps each AF_XDP uplink's link state and MTU current from rtnetlink notifications
-/// (nicoffload's [`nicoffload::link::LinkWatch`]): a down uplink is skipped by floods and
-/// frames sent to it are counted as `port_down`; its MTU bounds what it transmits.
+/// Keeps each AF_XDP uplink's link state and MTU, and each tap's up/down state, current
+/// from rtnetlink notifications (nicoffload's [`nicoffload::link::LinkWatch`]): a down
+/// port is skipped by floods and frames sent to it are counted as `port_down`; an
+/// uplink's MTU bounds what it transmits.
 fn watch_links(switch: Arc<Switch>) {
     use std::os::fd::AsRawFd;
     let mut w = match nicoffload::link::LinkWatch::new() {
@@ -302,6 +304,16 @@ fn watch_links(switch: Arc<Switch>) {
         };
         for ev in events {
             for p in &switch.ports {
+                if let crate::switch::Backend::Tap(t) = &p.backend {
+                    // The tap has carrier while vswitchd holds it: only IFF_UP matters.
+                    let up = ev.admin_up && !ev.removed;
+                    if t.ifindex == ev.ifindex && up != t.link_up() {
+                        info!(port = %p.name, iface = %t.ifname, link = if up { "up" } else { "down" }, "tap link state");
+                        t.set_link(up);
+                        switch.wakers.wake_all();
+                    }
+                    continue;
+                }
                 let crate::switch::Backend::Afxdp(x) = &p.backend else {
                     continue;
                 };

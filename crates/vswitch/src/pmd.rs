@@ -1122,6 +1122,10 @@ impl Pmd {
     fn deliver_tap<'m, S: BurstSrc<'m>>(&mut self, dst: &Port, t: &crate::tap::TapPort, bs: &S) {
         let shared = self.shared.clone();
         let counters = &shared.port_counters[dst.id as usize];
+        if !t.link_up() {
+            counters.drop(DropReason::PortDown, self.sel.len() as u64);
+            return;
+        }
         let hdr = crate::tap::VNET_HDR_LEN as usize;
         let mut tx = t.tx.lock().unwrap_or_else(|e| e.into_inner());
         tx.begin();

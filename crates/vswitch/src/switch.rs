@@ -54,23 +54,23 @@ pub enum Backend {
 
 impl Port {
     /// Whether the port can receive: a driver is attached and queue pair 0 runs (vhost-user),
-    /// the interface is up with carrier (AF_XDP), or the tap is open.
+    /// the interface is up with carrier (AF_XDP), or the tap is up.
     pub fn link_up(&self) -> bool {
         match &self.backend {
             Backend::Vhost => self.conn.load().as_ref().is_some_and(|c| c.link_up()),
             Backend::Afxdp(x) => x.link_up(),
-            Backend::Tap(_) => true,
+            Backend::Tap(t) => t.link_up(),
         }
     }
 
     /// Whether flooded frames may be sent to the port: a vhost-user driver is attached,
-    /// the uplink's link is up, or the port is a tap.
+    /// or the uplink's or tap's link is up.
     #[inline]
     pub fn has_driver(&self) -> bool {
         match &self.backend {
             Backend::Vhost => self.conn.load().is_some(),
             Backend::Afxdp(x) => x.link_up(),
-            Backend::Tap(_) => true,
+            Backend::Tap(t) => t.link_up(),
         }
     }
 

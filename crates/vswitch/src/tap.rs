@@ -137,6 +137,11 @@ pub struct TapTx {
 pub struct TapPort {
     /// Interface name.
     pub ifname: String,
+    /// Interface index (0 if it could not be read).
+    pub ifindex: u32,
+    /// The tap is administratively up (kept current by the daemon's link watcher); a
+    /// downed tap refuses writes, so frames for it are counted as `port_down` instead.
+    link_up: std::sync::atomic::AtomicBool,
     /// Rx half (owner PMD only).
     pub rx: Mutex<TapRx>,
     /// Tx half (any PMD, per batch).
@@ -172,6 +177,17 @@ fn ifreq(name: &str, flags: libc::c_short) -> IfReq {
 }
 
 impl TapPort {
+    /// Whether the tap is up.
+    #[inline]
+    pub fn link_up(&self) -> bool {
+        self.link_up.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records a link change (from the link watcher).
+    pub fn set_link(&self, up: bool) {
+        self.link_up.store(up, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Creates tap `ifname` (or attaches to an existing persistent one), sets the
     /// virtio-net header and offloads, brings it up, and posts the reads.
     pub fn open(ifname: &str) -> Result<Self, TapError> {
@@ -221,8 +237,17 @@ impl TapPort {
             bufs: Bufs::new(RX_BUFS)?,
         };
         rx.recycle();
+        let cname = CString::new(ifname).map_err(|_| TapError::Ioctl {
+            ifname: ifname.into(),
+            what: "if_nametoindex",
+            source: io::Error::from(io::ErrorKind::InvalidInput),
+        })?;
+        // SAFETY: if_nametoindex reads a NUL-terminated string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
         Ok(TapPort {
             ifname: ifname.into(),
+            ifindex,
+            link_up: std::sync::atomic::AtomicBool::new(true),
             rx: Mutex::new(rx),
             tx: Mutex::new(TapTx {
                 ring: tx_ring,

@@ -487,6 +487,25 @@ fn tap_bulk_tcp_into_namespace() {
         "no TSO frame was segmented for the uplink: {up:?}"
     );
     assert!(t.rx_bytes >= (mb << 20) as u64, "{t:?}");
+
+    // A downed tap: frames for it are counted as port_down, none is written.
+    run(&["ip", "link", "set", &tap, "down"]);
+    wait_for(
+        Duration::from_secs(10),
+        "the tap link down in stats",
+        || (sw.port("t").link == "down").then_some(()),
+    );
+    let before = sw.port("t").stats;
+    let _ = Command::new("ip")
+        .args(["netns", "exec", &veth.ns, "ping", "-c", "3", "-i", "0.05"])
+        .args(["-W", "1", "10.79.0.1"])
+        .output()
+        .unwrap();
+    let after = sw.port("t").stats;
+    let down =
+        |s: &vswitch::control::PortStatsOwned| s.drops.get("port_down").copied().unwrap_or(0);
+    assert!(down(&after) - down(&before) >= 3, "{after:?}");
+    assert_eq!(after.tx_packets, before.tx_packets, "{after:?}");
 }
 
 /// The uplink's entry in `vswitchctl show`.
