@@ -346,7 +346,7 @@ impl TunnelTemplate {
     /// As [`TunnelTemplate::write_header`], for a `hdr` that already holds
     /// the template bytes.
     #[inline]
-    fn patch_header(
+    pub(crate) fn patch_header(
         &mut self,
         hdr: &mut [u8],
         inner_len: usize,

@@ -339,7 +339,8 @@ pub enum InnerChecksum {
     /// checksum field holds the folded pseudo-header sum of the segment and
     /// the segment needs `NEEDS_CSUM` with `csum_start` =
     /// [`SegmentPlan::csum_start`], `csum_offset` = 16. The payload is copied
-    /// but not summed. With an encapsulating template that computes the UDP
+    /// by the same kernel as with `Full` (its sum, nearly free beside the
+    /// loads and stores, is not used). With an encapsulating template that computes the UDP
     /// checksum, the outer checksum is computed with local checksum offload
     /// (LCO, Linux `Documentation/networking/checksum-offloads.rst`): it is
     /// valid once the inner checksum has been completed. For a
@@ -409,93 +410,207 @@ pub fn segment_with<B: AsMut<[u8]>>(
     let hdr_len = t.hdr_len();
     let l3 = t.l2_len;
     let l4 = t.l4_off();
-    let seq0 = be32(frame, l4 + 4);
-    let flags0 = frame[l4 + 13];
-    let id0 = if t.ipv4 { be16(frame, l3 + 4) } else { 0 };
-    let pseudo0 = tcp_pseudo_sum(frame, &t, 0);
-    // IPv4 header sum with total length, ID and checksum zeroed: each
-    // segment adds its own two fields (incremental, RFC 1624).
+    let h = &frame[l3..l4];
+    // IP header sum without the fields each segment patches (IPv4 total
+    // length, ID and checksum; IPv6 payload length): each segment adds its
+    // own (incremental, RFC 1624), so no header is summed per segment.
     let ip_sum0 = if t.ipv4 {
-        let h = &frame[l3..l4];
         add(
             checksum::sum(h),
             finish(add(add(be16(h, 2), be16(h, 4)), be16(h, 10))),
         )
     } else {
-        0
+        add(checksum::sum(h), finish(be16(h, 4)))
     };
-    // TCP header sum without the fields each segment patches (sequence
-    // number, data offset + flags word, checksum): each segment adds its
-    // own (incremental, RFC 1624), so no header is summed per segment.
+    // Likewise the TCP header without sequence number, data offset + flags
+    // word and checksum.
     let tcp_base = {
         let h = &frame[l4..hdr_len];
         let patched = add(add(be16(h, 4), be16(h, 6)), add(be16(h, 12), be16(h, 16)));
         add(checksum::sum(h), finish(patched))
     };
-    let port = encap.as_ref().map_or(0, |tpl| tpl.port_for_hash(hash));
-    let last = plan.count - 1;
-    for (i, b) in out[..plan.count].iter_mut().enumerate() {
-        let dst = b.as_mut();
-        let start = i * plan.mss;
-        let chunk = plan.mss.min(t.payload_len - start.min(t.payload_len));
-        let inner_len = hdr_len + chunk;
-        let (outer, rest) = dst.split_at_mut(outer_len);
-        let inner = &mut rest[..inner_len];
-        inner[..hdr_len].copy_from_slice(&frame[..hdr_len]);
-        let src = &frame[hdr_len + start..hdr_len + start + chunk];
-        let payload_sum = if partial {
-            inner[hdr_len..].copy_from_slice(src);
-            0
-        } else {
-            // One pass: copy the payload chunk and sum it for the checksums.
-            checksum::copy_and_sum(&mut inner[hdr_len..], src)
-        };
-        let tcp_len = t.l4_len + chunk;
-        if t.ipv4 {
-            let tot = (t.l3_len + tcp_len) as u16;
-            let id = id0.wrapping_add(i as u16);
-            put16(inner, l3 + 2, tot);
-            put16(inner, l3 + 4, id);
-            put16(inner, l3 + 10, finish(add(ip_sum0, add(tot, id))));
-        } else {
-            put16(inner, l3 + 4, tcp_len as u16);
+    // Outer header template and inner headers side by side, copied into
+    // each segment as one piece.
+    let mut headers = [0u8; HEADERS_MAX];
+    let headers_len = outer_len + hdr_len;
+    let fits = headers_len <= HEADERS_MAX;
+    if fits {
+        if let Some(tpl) = encap.as_deref() {
+            headers[..outer_len].copy_from_slice(tpl.header());
         }
-        let seq = seq0.wrapping_add(start as u32);
-        put32(inner, l4 + 4, seq);
-        let mut flags = flags0;
-        if i > 0 {
-            flags &= !tcp_flags::CWR;
-        }
-        if i < last {
-            flags &= !(tcp_flags::FIN | tcp_flags::PSH);
-        }
-        inner[l4 + 13] = flags;
-        let pseudo = add(pseudo0, tcp_len as u16);
-        if partial {
-            // Linux/virtio convention: the folded pseudo-header sum.
-            put16(inner, l4 + 16, pseudo);
-        } else {
-            let w12 = u16::from_be_bytes([inner[l4 + 12], flags]);
-            let hdr_sum = add(tcp_base, add(add((seq >> 16) as u16, seq as u16), w12));
-            put16(
-                inner,
-                l4 + 16,
-                finish(add(pseudo, add(hdr_sum, payload_sum))),
-            );
-        }
-        if let Some(tpl) = encap.as_deref_mut() {
-            // A complete TCP segment sums to !pseudo; so, by LCO, does one
-            // whose partial checksum will be completed. l4 is even (L2
-            // 14/18/22, L3 a multiple of 4): no byte swap.
-            let s = if tpl.udp_checksum() {
-                add(checksum::sum(&inner[..l4]), finish(pseudo))
-            } else {
-                0
-            };
-            tpl.write_header(outer, inner_len, port, hash, s)?;
-        }
+        headers[outer_len..headers_len].copy_from_slice(&frame[..hdr_len]);
     }
+    let mut seg = TcpSegments {
+        frame,
+        t,
+        mss: plan.mss,
+        count: plan.count,
+        partial,
+        outer_len,
+        headers: fits.then_some(&headers),
+        seq0: be32(frame, l4 + 4),
+        flags0: frame[l4 + 13],
+        id0: if t.ipv4 { be16(frame, l3 + 4) } else { 0 },
+        pseudo0: tcp_pseudo_sum(frame, &t, 0),
+        l2_sum: checksum::sum(&frame[..l3]),
+        ip_sum0,
+        tcp_base,
+        port: encap.as_ref().map_or(0, |tpl| tpl.port_for_hash(hash)),
+        hash,
+        encap,
+        out: &mut out[..plan.count],
+    };
+    // One dispatch for the whole loop: the copy-and-sum kernel inlines
+    // into each segment's work (see `checksum::arch`).
+    checksum::arch().dispatch(&mut seg)?;
     Ok(plan)
+}
+
+/// Room for the outer and inner headers copied into each segment as one
+/// piece: two 64-byte blocks. Longer headers (many Geneve or TCP options)
+/// take a plain copy.
+const HEADERS_MAX: usize = 128;
+
+/// The per-segment loop of [`segment_with`] for a TCP frame, with what is
+/// computed once per frame.
+struct TcpSegments<'a, 'o, 't, B> {
+    frame: &'a [u8],
+    t: TcpFrame,
+    mss: usize,
+    count: usize,
+    partial: bool,
+    outer_len: usize,
+    /// Outer template followed by the inner headers, if they fit
+    /// [`HEADERS_MAX`].
+    headers: Option<&'a [u8; HEADERS_MAX]>,
+    seq0: u32,
+    flags0: u8,
+    id0: u16,
+    /// TCP pseudo-header sum with length 0.
+    pseudo0: u16,
+    /// Sum of the inner L2 header (constant per segment).
+    l2_sum: u16,
+    /// IP header sum without the per-segment fields.
+    ip_sum0: u16,
+    /// TCP header sum without the per-segment fields.
+    tcp_base: u16,
+    port: u16,
+    hash: u32,
+    encap: Option<&'t mut TunnelTemplate>,
+    out: &'o mut [B],
+}
+
+impl<B: AsMut<[u8]>> pulp::WithSimd for &mut TcpSegments<'_, '_, '_, B> {
+    type Output = Result<(), Error>;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) -> Result<(), Error> {
+        // Everything per frame in locals: the stores into the segments
+        // would otherwise make the compiler reload each field.
+        let TcpSegments {
+            frame,
+            t,
+            mss,
+            count,
+            partial,
+            outer_len,
+            headers,
+            seq0,
+            flags0,
+            id0,
+            pseudo0,
+            l2_sum,
+            ip_sum0,
+            tcp_base,
+            port,
+            hash,
+            ref mut encap,
+            ref mut out,
+        } = *self;
+        let (l3, l4, hdr_len) = (t.l2_len, t.l4_off(), t.hdr_len());
+        let hl = outer_len + hdr_len;
+        let payload = &frame[hdr_len..t.end()];
+        let doff = frame[l4 + 12];
+        for (i, b) in out.iter_mut().enumerate() {
+            let start = i * mss;
+            let chunk = mss.min(payload.len() - start);
+            let seg_len = hl + chunk;
+            let dst = &mut b.as_mut()[..seg_len];
+            // Headers first: the fixed-size copy may run into the payload
+            // area, which the payload copy then overwrites.
+            match headers {
+                Some(h) if seg_len >= HEADERS_MAX => {
+                    if hl <= HEADERS_MAX / 2 {
+                        dst[..HEADERS_MAX / 2].copy_from_slice(&h[..HEADERS_MAX / 2]);
+                    } else {
+                        dst[..HEADERS_MAX].copy_from_slice(h);
+                    }
+                }
+                Some(h) => dst[..hl].copy_from_slice(&h[..hl]),
+                None => {
+                    if let Some(tpl) = encap.as_deref() {
+                        dst[..outer_len].copy_from_slice(tpl.header());
+                    }
+                    dst[outer_len..hl].copy_from_slice(&frame[..hdr_len]);
+                }
+            }
+            let (outer, inner) = dst.split_at_mut(outer_len);
+            // One pass: copy the payload chunk and sum it for the
+            // checksums (the sum costs next to nothing beside the loads
+            // and stores, so the partial variant uses the same kernel).
+            let payload_sum =
+                checksum::copy_and_sum_block(&mut inner[hdr_len..], &payload[start..start + chunk]);
+            let tcp_len = t.l4_len + chunk;
+            let ip_sum = if t.ipv4 {
+                let tot = (t.l3_len + tcp_len) as u16;
+                let id = id0.wrapping_add(i as u16);
+                let c = finish(add(ip_sum0, add(tot, id)));
+                put16(inner, l3 + 2, tot);
+                put16(inner, l3 + 4, id);
+                put16(inner, l3 + 10, c);
+                // A header with its checksum sums to 0xffff.
+                0xffff
+            } else {
+                put16(inner, l3 + 4, tcp_len as u16);
+                add(ip_sum0, tcp_len as u16)
+            };
+            let seq = seq0.wrapping_add(start as u32);
+            put32(inner, l4 + 4, seq);
+            let mut flags = flags0;
+            if i > 0 {
+                flags &= !tcp_flags::CWR;
+            }
+            if i + 1 < count {
+                flags &= !(tcp_flags::FIN | tcp_flags::PSH);
+            }
+            inner[l4 + 13] = flags;
+            let pseudo = add(pseudo0, tcp_len as u16);
+            if partial {
+                // Linux/virtio convention: the folded pseudo-header sum.
+                put16(inner, l4 + 16, pseudo);
+            } else {
+                let w12 = u16::from_be_bytes([doff, flags]);
+                let hdr_sum = add(tcp_base, add(add((seq >> 16) as u16, seq as u16), w12));
+                put16(
+                    inner,
+                    l4 + 16,
+                    finish(add(pseudo, add(hdr_sum, payload_sum))),
+                );
+            }
+            if let Some(tpl) = encap.as_deref_mut() {
+                // A complete TCP segment sums to !pseudo; so, by LCO, does
+                // one whose partial checksum will be completed. l3 and l4
+                // are even (L2 14/18/22, L3 a multiple of 4): no byte swap.
+                let s = if tpl.udp_checksum() {
+                    add(add(l2_sum, ip_sum), finish(pseudo))
+                } else {
+                    0
+                };
+                tpl.patch_header(outer, inner.len(), port, hash, s)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Local checksum offload (LCO): the partial sum that `frame` will have
