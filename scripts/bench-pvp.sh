@@ -11,15 +11,30 @@
 #   limit     testpmd's own vhost PMD forwarding between the two sockets (io mode)
 #   ovs       Open vSwitch 3.1 with DPDK, two dpdkvhostuserclient ports, NORMAL action
 #   vswitchd  this project, two --vhost-user-client ports, --poll busy
+#   vswitchd-nocache  the same with --flow-cache off (not in the default list)
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (compare another build)
 #   --multi-flow       inject frames of 256 flows (testpmd --txonly-multi-flow: 198.18.X.3)
+#   --flows N          instead of tx_first, inject F frames of N distinct IPv4/UDP flows (src
+#                      10.0.x.y, src port 1024+i; half a->b, half b->a) from a scapy-written
+#                      pcap: a second testpmd (net_pcap -> virtio-user, io forwarding with tx
+#                      retry) on a third switch port "c" sends the file once and quits, then
+#                      the guest loops them. a/b MACs are static in vswitchd; only the vswitchd
+#                      switches can take part. Cached flows in steady state: N (the key has
+#                      in_port). E.g. --flows 1280 --only "vswitchd vswitchd-nocache"
+#   --frames F         frames injected with --flows (default N: every flow once). The guest's
+#                      rings get 1024 entries (PVP_QUEUE_SIZE) so that the loop holds them all
+#                      (with 256 only about 512 frames survive the injection)
+#   --acl-rules R      R ingress ACL rules on a and b that match nothing (drop ip_src=172.16.x.0/24),
+#                      all scanned by the slow path; default 100 with --flows, else 0
 #   --vswitchd-args A  extra vswitchd flags, e.g. "--flow-cache off"
 #   PVP_PMD_STATS=1    print vswitchd's pmd-stats (cycles/packet) after each measurement
+#   CARGO_TARGET_DIR   honoured: vswitchd and vswitchctl are taken from its release/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
+flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -27,14 +42,28 @@ while [ $# -gt 0 ]; do
         --sizes) sizes=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --multi-flow) multiflow="--txonly-multi-flow"; shift ;;
+        --flows) flows=$2; shift 2 ;;
+        --frames) frames=$2; shift 2 ;;
+        --acl-rules) aclrules=$2; shift 2 ;;
         --vswitchd-args) vsargs=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+if [ -n "$flows" ]; then
+    for sw in $only; do
+        case "$sw" in vswitchd|vswitchd-nocache) ;;
+        *) echo "bench-pvp.sh: --flows injects through a third switch port; only vswitchd and vswitchd-nocache have one (not $sw)" >&2; exit 2 ;;
+        esac
+    done
+    [ -n "$multiflow" ] && { echo "bench-pvp.sh: --flows and --multi-flow exclude each other" >&2; exit 2; }
+fi
+aclrules=${aclrules:-$([ -n "$flows" ] && echo 100 || echo 0)}
+frames=${frames:-${flows:-0}}
 scripts/setup.sh --bench
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release -q -p vswitch --bins
+bin="${CARGO_TARGET_DIR:-target}/release"
 
 work=$(mktemp -d /tmp/vswitch-pvp.XXXXXX)
 results="$work/results.tsv"
@@ -52,17 +81,21 @@ stop_all() {
     if [ -f "$work/ovs/ovsdb-server.pid" ]; then kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true; fi
     sleep 0.5
     rm -rf "$work/ovs" /var/run/dpdk/pvp* 2>/dev/null || true
-    rm -f /dev/hugepages/pvp*map_* "$work"/*.sock "$work/guest.in" "$work/sw.in" 2>/dev/null || true
+    rm -f /dev/hugepages/pvp*map_* "$work"/*.sock "$work/guest.in" "$work/sw.in" "$work/inj.in" 2>/dev/null || true
 }
 trap 'stop_all; rm -rf "$work"' EXIT INT TERM
 
 start_guest() {
     mkfifo "$work/guest.in"
+    # With --flows, 1024-entry rings: the loop must hold every injected frame (with the
+    # default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
+    local q="" d=""
+    [ -n "$flows" ] && { q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; }
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
         --single-file-segments \
-        --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01" \
-        --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02" \
-        -- -i --nb-cores=1 --total-num-mbufs=32768 --forward-mode=io \
+        --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01$q" \
+        --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02$q" \
+        -- -i --nb-cores=1 --total-num-mbufs=32768 --forward-mode=io $d \
         --eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01 $multiflow \
         <"$work/guest.in" >"$work/guest.log" 2>&1 &
     pids+=($!)
@@ -109,13 +142,81 @@ start_switch() {
         $vsctl add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuserclient \
             "options:vhost-server-path=$work/b.sock"
         ;;
-    vswitchd)
-        "${VSWITCHD:-target/release/vswitchd}" --vhost-user-client "a=$work/a.sock" \
+    vswitchd|vswitchd-nocache)
+        local extra=()
+        [ "$1" = vswitchd-nocache ] && extra+=(--flow-cache off)
+        if [ -n "$flows" ]; then
+            extra+=(--vhost-user-client "c=$work/c.sock"
+                    --static-mac a=02:00:00:00:00:01 --static-mac b=02:00:00:00:00:02)
+        fi
+        for i in $(seq 0 $((aclrules - 1))); do
+            local net="172.$((16 + i / 256)).$((i % 256)).0/24"
+            extra+=(--acl "a:drop ip_src=$net" --acl "b:drop ip_src=$net")
+        done
+        "${VSWITCHD:-$bin/vswitchd}" --vhost-user-client "a=$work/a.sock" \
             --vhost-user-client "b=$work/b.sock" --pmd-cpus 0 --poll busy \
-            --control "$work/ctl.sock" $vsargs 2>"$work/vswitchd.log" &
+            --control "$work/ctl.sock" "${extra[@]}" $vsargs 2>"$work/vswitchd.log" &
         pids+=($!)
         ;;
     esac
+}
+
+# Writes $work/flows-SIZE.pcap: $frames frames of SIZE bytes (with FCS) cycling through
+# $flows IPv4/UDP flows; even flows a->b (02:..:01 -> 02:..:02), odd flows b->a.
+make_pcap() {
+    local size=$1 out="$work/flows-$1.pcap"
+    # Debian's python3 (python3-scapy), not whatever python3 comes first on PATH.
+    [ -f "$out" ] || /usr/bin/python3 - "$out" "$size" "$flows" "$frames" <<'PY'
+import sys
+from scapy.all import Ether, IP, UDP, Raw, wrpcap
+out, size, flows, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+a, b = "02:00:00:00:00:01", "02:00:00:00:00:02"
+pkts = []
+for i in range(flows):
+    src, dst = (a, b) if i % 2 == 0 else (b, a)
+    p = (Ether(src=src, dst=dst) / IP(src=f"10.0.{i >> 8}.{i & 255}", dst="10.1.0.1")
+         / UDP(sport=1024 + i, dport=5001))
+    pkts.append(p / Raw(b"\x5a" * max(0, size - 4 - len(p))))
+wrpcap(out, [pkts[k % flows] for k in range(frames)])
+PY
+}
+
+inject() { # size: sends $work/flows-SIZE.pcap once through switch port c
+    make_pcap "$1"
+    mkfifo "$work/inj.in"
+    stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 256 --no-pci --file-prefix=pvpinj \
+        --single-file-segments \
+        --vdev "net_pcap0,rx_pcap=$work/flows-$1.pcap" \
+        --vdev "net_virtio_user2,path=$work/c.sock,queues=1,server=1,mac=02:00:00:00:00:03,queue_size=1024" \
+        -- -i --nb-cores=1 --total-num-mbufs=16384 --forward-mode=io --txd=1024 --rxd=1024 \
+        --no-flush-rx \
+        <"$work/inj.in" >"$work/inj.log" 2>&1 &
+    local inj=$!
+    pids+=($inj)
+    exec 5>"$work/inj.in"
+    for _ in $(seq 300); do grep -aq "testpmd> " "$work/inj.log" 2>/dev/null && break; sleep 0.1; done
+    for _ in $(seq 100); do
+        echo "show port info 1" >&5; sleep 0.2
+        grep -aq 'Link status: up' "$work/inj.log" && break
+    done
+    # The switch may still be setting the queue up when the link shows up; and a full
+    # ring is retried for up to 100 ms per burst rather than dropped.
+    sleep 1
+    echo "set fwd io retry" >&5
+    echo "set burst tx delay 100 retry 1000" >&5
+    echo "start" >&5
+    sleep 1
+    echo "stop" >&5
+    sleep 0.5
+    echo "quit" >&5
+    exec 5>&-
+    for _ in $(seq 50); do kill -0 "$inj" 2>/dev/null || break; sleep 0.1; done
+    kill "$inj" 2>/dev/null || true
+    rm -f "$work/inj.in"
+    local sent
+    sent=$(grep -ao "TX-packets: *[0-9]*" "$work/inj.log" | tail -1 | awk '{print $2}')
+    echo "injected ${sent:-?} of $frames frames ($flows flows)" >&2
+    if [ "${sent:-0}" = 0 ]; then tail -30 "$work/inj.log" >&2; fi
 }
 
 measure() { # switch size -> prints Mpps
@@ -129,8 +230,15 @@ measure() { # switch size -> prints Mpps
         [ "$(grep -ac 'Link status: up' "$work/guest.log")" -ge 2 ] && break
         : > "$work/guest.log"
     done
-    echo "set txpkts $((size - 4))" >&3
-    echo "start tx_first 64" >&3
+    if [ -n "$flows" ]; then
+        # The loop runs first (start flushes the guest's rx queues, so never again after
+        # the injection); the injector then sends the file once through port c and quits.
+        echo "start" >&3
+        inject "$size"
+    else
+        echo "set txpkts $((size - 4))" >&3
+        echo "start tx_first 64" >&3
+    fi
     sleep 2
     echo "clear port stats all" >&3
     sleep "$secs"
@@ -139,8 +247,9 @@ measure() { # switch size -> prints Mpps
     sleep 0.5
     local rx
     rx=$(grep -ao "RX-packets: *[0-9]*" "$work/guest.log" | awk '{s+=$2} END {print s+0}')
-    if [ "$sw" = vswitchd ] && [ -n "${PVP_PMD_STATS:-}" ]; then
-        target/release/vswitchctl --socket "$work/ctl.sock" pmd-stats >&2 || true
+    if [ "${sw%-nocache}" = vswitchd ] && [ -n "${PVP_PMD_STATS:-}" ]; then
+        "$bin/vswitchctl" --socket "$work/ctl.sock" pmd-stats >&2 || true
+        echo "cached flows: $("$bin/vswitchctl" --socket "$work/ctl.sock" flows | grep -c current || true)" >&2
     fi
     echo "stop" >&3
     stop_all
@@ -164,9 +273,9 @@ med = {}
 for r in rows:
     med.setdefault((r["switch"], int(r["size"])), []).append(float(r["mpps"]))
 sizes = sorted({s for _, s in med})
-switches = [s for s in ("limit", "ovs", "vswitchd") if any(k[0] == s for k in med)]
+switches = [s for s in ("limit", "ovs", "vswitchd", "vswitchd-nocache") if any(k[0] == s for k in med)]
 print("\nmedian over rounds (Mpps / Gbit/s of frames, guest RX):")
-print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit")
+print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit  cache on/off")
 for size in sizes:
     line = f"{size:<6}"
     m = {}
@@ -176,5 +285,6 @@ for size in sizes:
         line += f"{v:>10.3f} Mpps {v * size * 8 / 1e3:>6.2f} G"
     ro = m.get("vswitchd", 0) / m["ovs"] if m.get("ovs") else float("nan")
     rl = m.get("vswitchd", 0) / m["limit"] if m.get("limit") else float("nan")
-    print(line + f"   {ro:>12.2f}  {rl:>14.2f}")
+    rc = m.get("vswitchd", 0) / m["vswitchd-nocache"] if m.get("vswitchd-nocache") else float("nan")
+    print(line + f"   {ro:>12.2f}  {rl:>14.2f}  {rc:>12.2f}")
 PY
