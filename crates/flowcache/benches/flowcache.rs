@@ -8,7 +8,8 @@
 //!   cache has 2·N entries (at least 8192) so that every flow fits; the keys
 //!   that still collided out are left out of the visit list.
 //! - `emc_hit_batch32/N`: the same hits through `FlowCache::lookup_batch`,
-//!   32 keys per call; ns per key.
+//!   32 keys per call (signatures, then prefetches of the candidate lines,
+//!   then compares); ns per key.
 //! - `emc_miss/N`: lookups of N other keys that are not cached, same cache.
 //! - `emc_default_100k/inv_prob_N`: the default 8192-entry EMC under a
 //!   uniform stream over 100,000 flows: lookup, and insert on a miss (with
