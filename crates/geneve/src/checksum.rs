@@ -133,98 +133,56 @@ impl pulp::WithSimd for SumBlock<'_> {
 
 /// The loop of [`sum_fast`], for inlining into a dispatched caller: whole
 /// 256-byte blocks (four vectors per iteration under AVX-512), then up to
-/// three 64-byte blocks in eight-lane arrays (one vector each), then the
-/// last 64 bytes of `data` loaded whole and masked down to the bytes not
-/// yet summed (no scalar remainder loop: the vectoriser's would cost more
-/// than the vector part on a 1448-byte segment). Ranges shorter than a
-/// block take the scalar [`sum`].
+/// three single 64-byte blocks, then the last 64 bytes of `data` loaded
+/// whole and masked down to the bytes not yet summed (no scalar remainder
+/// loop: on a 1448-byte segment it cost more than the vector part).
+/// Ranges shorter than a block take the scalar [`sum`].
 #[inline(always)]
 pub(crate) fn sum_block(data: &[u8]) -> u16 {
     let n = data.len();
     if n < BLOCK {
         return sum(data);
     }
-    let mut w = sum_words(&data[..n / 256 * 256]);
-    let mut lanes = Lanes::default();
-    let mut p = n / 256 * 256;
+    let (mut a, mut b) = (Lanes::default(), Lanes::default());
+    let mut p = 0;
+    while n - p >= 4 * BLOCK {
+        let s = &data[p..p + 4 * BLOCK];
+        a.add(load_block(&s[..BLOCK]));
+        b.add(load_block(&s[BLOCK..2 * BLOCK]));
+        a.add(load_block(&s[2 * BLOCK..3 * BLOCK]));
+        b.add(load_block(&s[3 * BLOCK..]));
+        p += 4 * BLOCK;
+    }
     for _ in 0..3 {
         if n - p >= BLOCK {
-            lanes.add(load_block(&data[p..p + BLOCK]));
+            a.add(load_block(&data[p..p + BLOCK]));
             p += BLOCK;
         }
     }
     // The last block starts at n - 64: an odd start puts its bytes in the
     // other lane of each 16-bit word (RFC 1071 §2(B)).
     let tail = load_block(&data[n - BLOCK..]);
-    lanes.add(swap_if(mask_tail(tail, n - p), n % 2 == 1));
-    w.add_lanes(&lanes);
-    w.finish()
+    a.add(swap_if(mask_tail(tail, n - p), n % 2 == 1));
+    Lanes::finish(&a, &b)
 }
 
-/// The 256-byte-block loop of [`sum_block`]: `data.len()` is a multiple
-/// of 256, so the trip count is a multiple of 32 words and the
-/// vectoriser's scalar remainder loop never runs.
-#[inline(always)]
-fn sum_words(data: &[u8]) -> Wide {
-    let n = data.len() / 256 * 32;
-    let mut w = Wide::default();
-    for i in 0..n {
-        w.add(u64::from_ne_bytes(
-            data[8 * i..8 * i + 8].try_into().expect("8 bytes"),
-        ));
-    }
-    w
-}
-
-/// Wide ones'-complement accumulator for the hot loops.
+/// Ones'-complement accumulator for the kernels, eight 64-bit lanes (one
+/// AVX-512 vector, two AVX2 or four SSE2: the SLP vectoriser keeps each
+/// array in registers).
 ///
 /// Every 64-bit native-endian word `w` of the data is added, wrapping, into
-/// `all`, and its upper 32 bits `w >> 32` into `high` (exact: each term is
-/// below 2^32). The sum of the lower halves is then exactly
-/// `all - (high << 32)` (wrapping; exact while it is below 2^64, i.e. for
-/// fewer than 2^32 words, 32 GiB). Since 2^16 ≡ 1 (mod 2^16 - 1), a word
-/// is congruent to the sum of its 16-bit pieces, so `lower + high` is
-/// congruent to the ones'-complement sum of the data (RFC 1071 §2: the
+/// its lane of `all`, and its upper 32 bits `w >> 32` into `high` (exact:
+/// each term is below 2^32). Per lane, the sum of the lower halves is then
+/// exactly `all - (high << 32)` (wrapping; exact while it is below 2^64,
+/// i.e. for fewer than 2^32 words, 32 GiB). Since 2^16 ≡ 1 (mod 2^16 - 1),
+/// a word is congruent to the sum of its 16-bit pieces, so `lower + high`
+/// is congruent to the ones'-complement sum of the data (RFC 1071 §2: the
 /// end-around carries are that reduction). One add, one shift and one add
-/// per word: the loop vectoriser turns it into `paddq`/`psrlq`/`paddq` per
-/// vector with several independent accumulators (both reductions are
-/// associative: wrapping addition and exact addition).
-#[derive(Clone, Copy, Default)]
-struct Wide {
-    all: u64,
-    high: u64,
-}
-
-impl Wide {
-    #[inline(always)]
-    fn add(&mut self, w: u64) {
-        self.all = self.all.wrapping_add(w);
-        self.high += w >> 32;
-    }
-
-    /// Adds eight-lane accumulators (the same two sums, lane by lane).
-    #[inline(always)]
-    fn add_lanes(&mut self, l: &Lanes) {
-        for k in 0..8 {
-            self.all = self.all.wrapping_add(l.all[k]);
-            self.high += l.high[k];
-        }
-    }
-
-    /// The partial sum (network order).
-    #[inline(always)]
-    fn finish(&self) -> u16 {
-        let low = self.all.wrapping_sub(self.high << 32);
-        // low + high with the end-around carry (cannot carry twice).
-        let (s, carry) = low.overflowing_add(self.high);
-        u16::from_be(fold(s + u64::from(carry)))
-    }
-}
-
-/// [`Wide`] for eight words at a time, as arrays the SLP vectoriser keeps
-/// in one vector each (one AVX-512 register, or two AVX2 or four SSE2).
-/// Used for single blocks outside a loop: a loop over 64-byte blocks is
-/// vectorised *across* blocks into gathers and scatters instead.
+/// per vector (`vpaddq`/`vpsrlq`/`vpaddq`), no carries to track.
+///
+/// The loops add whole blocks written out as four single-block adds per
+/// iteration: a loop of one 64-byte block per iteration is vectorised
+/// *across* iterations, into gathers and scatters.
 #[derive(Clone, Copy, Default)]
 struct Lanes {
     all: [u64; 8],
@@ -240,6 +198,22 @@ impl Lanes {
         for (h, &x) in self.high.iter_mut().zip(&v) {
             *h += x >> 32;
         }
+    }
+
+    /// The partial sum (network order) of two accumulators. Folded lane by
+    /// lane first (lower halves plus upper halves, each lane below 2^41),
+    /// so one horizontal sum follows instead of two: the end of every
+    /// segment's checksum sits on the path to the next one's work.
+    #[inline(always)]
+    fn finish(a: &Lanes, b: &Lanes) -> u16 {
+        let mut t = 0u64;
+        for k in 0..8 {
+            let all = a.all[k].wrapping_add(b.all[k]);
+            let high = a.high[k] + b.high[k];
+            let low = all.wrapping_sub(high << 32);
+            t += (low & 0xffff_ffff) + (low >> 32) + high;
+        }
+        u16::from_be(fold(t))
     }
 }
 
@@ -333,14 +307,10 @@ impl pulp::WithSimd for CopyAndSum<'_, '_> {
 ///
 /// 1. the first 64 bytes, copied whole (an unaligned store) and summed up
 ///    to the first 64-byte boundary of `dst` (`head` bytes, masked);
-/// 2. from there, whole 256-byte blocks, one 64-bit word at a time, each
-///    word loaded once, stored and added into a [`Wide`]: the loop
-///    vectoriser makes it four 64-byte vectors per iteration under
-///    AVX-512 (loads, stores, `vpaddq`/`vpsrlq`/`vpaddq`). Written with
-///    indices into two equally long slices (a `zip` of `chunks_exact`
-///    iterators was not vectorised once inlined), with a trip count that
-///    is a multiple of 32 words so the scalar remainder loop never runs;
-/// 3. up to three single 64-byte blocks ([`Lanes`], one vector each);
+/// 2. from there, whole 256-byte blocks: four 64-byte vectors per
+///    iteration under AVX-512, each loaded once, stored and added into a
+///    [`Lanes`] (`vpaddq`/`vpsrlq`/`vpaddq`), two accumulators;
+/// 3. up to three single 64-byte blocks;
 /// 4. the last 64 bytes, copied whole (an unaligned store over bytes
 ///    already written with the same values) and summed only where not
 ///    summed yet (masked).
@@ -360,16 +330,14 @@ pub(crate) fn copy_and_sum_block(dst: &mut [u8], src: &[u8]) -> u16 {
     // `align_offset` may in principle answer usize::MAX; any value below
     // 64 is correct (only slower if not aligning).
     let head = dst.as_ptr().align_offset(BLOCK).min(BLOCK - 1);
-    let mut lanes = Lanes::default();
+    let (mut lanes, mut second) = (Lanes::default(), Lanes::default());
     let first = load_block(&src[..BLOCK]);
-    let last = load_block(&src[n - BLOCK..]);
     store_block(&mut dst[..BLOCK], first);
     lanes.add(swap_if(mask_head(first, head), head % 2 == 1));
 
     let (d, s) = (&mut dst[head..], &src[head..]);
     let m = d.len();
     let mut p = 0;
-    let mut second = Lanes::default();
     while m - p >= 4 * BLOCK {
         let (d, s) = (&mut d[p..p + 4 * BLOCK], &s[p..p + 4 * BLOCK]);
         let v: [[u64; 8]; 4] = core::array::from_fn(|j| load_block(&s[j * BLOCK..(j + 1) * BLOCK]));
@@ -391,13 +359,13 @@ pub(crate) fn copy_and_sum_block(dst: &mut [u8], src: &[u8]) -> u16 {
         }
     }
     // The last block starts at n - 64, i.e. at m - 64 from dst[head..]:
-    // the same parity as m.
+    // the same parity as m. Loaded only now: kept in a register across the
+    // loop, it was spilled to the stack as eight words and reloaded as one
+    // vector, which waits for the eight stores (no store forwarding).
+    let last = load_block(&src[n - BLOCK..]);
     lanes.add(swap_if(mask_tail(last, m - p), m % 2 == 1));
     store_block(&mut dst[n - BLOCK..], last);
-    let mut w = Wide::default();
-    w.add_lanes(&lanes);
-    w.add_lanes(&second);
-    let s = w.finish();
+    let s = Lanes::finish(&lanes, &second);
     if head % 2 == 1 {
         s.swap_bytes()
     } else {
