@@ -18,7 +18,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 die() { echo "build-guest.sh: $*" >&2; exit 1; }
-[ -x /bin/busybox ] && /bin/busybox --list | grep -qx insmod || die "busybox-static missing (apt-get install busybox-static)"
+# (grep reads the whole list: with pipefail, `grep -q` quitting early can fail the pipe
+# through busybox's SIGPIPE.)
+[ -x /bin/busybox ] && /bin/busybox --list | grep -x insmod >/dev/null || die "busybox-static missing (apt-get install busybox-static)"
 command -v cpio >/dev/null || die "cpio missing (apt-get install cpio)"
 if ! command -v rustc >/dev/null; then
     [ -x "$HOME/.cargo/bin/rustc" ] && export PATH="$HOME/.cargo/bin:$PATH"
