@@ -1,12 +1,32 @@
 //! Segmentation of untrusted guest frames with untrusted virtio-net
 //! metadata, then coalescing of the result: must never panic; whatever
-//! segments, coalesces back to one frame with the same payload.
+//! segments, coalesces back to one frame with the same payload. The
+//! coalescer's template fast path must decide exactly as its rules
+//! (`Coalescer::without_fast_path`) on every batch, including ones with
+//! the raw input frame, corrupted copies and segments out of order.
 #![no_main]
 
-use geneve::gro::Coalescer;
+use geneve::gro::{Coalesced, Coalescer};
 use geneve::checksum::complete_partial;
 use geneve::{segment, segment_with, GsoMeta, InnerChecksum, SegmentPlan};
 use libfuzzer_sys::fuzz_target;
+
+/// Both coalescers' outputs for `batch` (verifying checksums or not):
+/// frames, metadata and segment counts, in order.
+fn differential(batch: &[&[u8]], verify: bool) {
+    let run = |mut c: Coalescer| {
+        c.verify_checksums = verify;
+        let mut out = Vec::new();
+        c.coalesce(batch, |o| match o {
+            Coalesced::Unchanged(f) => out.push((f.to_vec(), None)),
+            Coalesced::Merged { frame, meta, segments } => {
+                out.push((frame.to_vec(), Some((meta, segments))))
+            }
+        });
+        out
+    };
+    assert_eq!(run(Coalescer::new()), run(Coalescer::without_fast_path()));
+}
 
 fuzz_target!(|input: (u8, u8, u16, u16, u16, &[u8])| {
     let (flags, gso_type, gso_size, csum_start, csum_offset, frame) = input;
@@ -40,4 +60,27 @@ fuzz_target!(|input: (u8, u8, u16, u16, u16, &[u8])| {
     }
     // Coalescing the raw input must not panic either.
     Coalescer::new().coalesce(&[frame, frame], |_| {});
+    // Fast path and rules agree: on the segments, with the raw frame and
+    // a copy of each segment with one byte changed (chosen by the input)
+    // mixed in, and with the segments reversed.
+    let verify = flags & 0x80 == 0;
+    differential(&segs, verify);
+    let mut bent: Vec<Vec<u8>> = segs.iter().map(|s| s.to_vec()).collect();
+    for (i, b) in bent.iter_mut().enumerate() {
+        if !b.is_empty() {
+            let at = usize::from(csum_start).wrapping_mul(i + 1) % b.len();
+            b[at] ^= gso_size as u8 | 1;
+        }
+    }
+    let mut mixed: Vec<&[u8]> = Vec::new();
+    for (s, b) in segs.iter().zip(&bent) {
+        mixed.push(s);
+        if frame.last().is_some_and(|b| b & 1 == 1) {
+            mixed.push(b);
+        }
+    }
+    mixed.push(frame);
+    differential(&mixed, verify);
+    let reversed: Vec<&[u8]> = segs.iter().rev().copied().collect();
+    differential(&reversed, verify);
 });
