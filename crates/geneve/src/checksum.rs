@@ -143,16 +143,8 @@ pub(crate) fn sum_block(data: &[u8]) -> u16 {
     if n < BLOCK {
         return sum(data);
     }
-    let (mut a, mut b) = (Lanes::default(), Lanes::default());
-    let mut p = 0;
-    while n - p >= 4 * BLOCK {
-        let s = &data[p..p + 4 * BLOCK];
-        a.add(load_block(&s[..BLOCK]));
-        b.add(load_block(&s[BLOCK..2 * BLOCK]));
-        a.add(load_block(&s[2 * BLOCK..3 * BLOCK]));
-        b.add(load_block(&s[3 * BLOCK..]));
-        p += 4 * BLOCK;
-    }
+    let mut p = n / 256 * 256;
+    let mut a = sum_words(&data[..p]);
     for _ in 0..3 {
         if n - p >= BLOCK {
             a.add(load_block(&data[p..p + BLOCK]));
@@ -163,7 +155,29 @@ pub(crate) fn sum_block(data: &[u8]) -> u16 {
     // other lane of each 16-bit word (RFC 1071 §2(B)).
     let tail = load_block(&data[n - BLOCK..]);
     a.add(swap_if(mask_tail(tail, n - p), n % 2 == 1));
-    Lanes::finish(&a, &b)
+    Lanes::finish(&a, &Lanes::default())
+}
+
+/// The 256-byte-block loop of [`sum_block`], one 64-bit word at a time
+/// into one pair of the sums of [`Lanes`] (returned in lane 0): the loop
+/// vectoriser spreads them over four vectors per iteration under AVX-512,
+/// and the trip count is a multiple of 32 words, so its scalar remainder
+/// loop never runs. (Written as four block adds per iteration, as the copy
+/// kernel is, this loop without stores was vectorised across iterations
+/// into gathers, at a sixth of the speed.)
+#[inline(always)]
+fn sum_words(data: &[u8]) -> Lanes {
+    let n = data.len() / 256 * 32;
+    let (mut all, mut high) = (0u64, 0u64);
+    for i in 0..n {
+        let w = u64::from_ne_bytes(data[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        all = all.wrapping_add(w);
+        high += w >> 32;
+    }
+    let mut l = Lanes::default();
+    l.all[0] = all;
+    l.high[0] = high;
+    l
 }
 
 /// Ones'-complement accumulator for the kernels, eight 64-bit lanes (one
