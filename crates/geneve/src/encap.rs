@@ -345,7 +345,7 @@ impl TunnelTemplate {
 
     /// As [`TunnelTemplate::write_header`], for a `hdr` that already holds
     /// the template bytes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn patch_header(
         &mut self,
         hdr: &mut [u8],
@@ -365,7 +365,7 @@ impl TunnelTemplate {
     }
 
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn patch(
         &mut self,
         hdr: &mut [u8],
