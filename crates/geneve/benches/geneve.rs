@@ -3,6 +3,19 @@
 //! ```text
 //! flock /tmp/vswitch-bench.lock nice -n 5 cargo bench -p geneve --bench geneve -- --warm-up-time 1 --measurement-time 3
 //! ```
+//!
+//! Two memcpy references, both of the same payload bytes, both in cache,
+//! both measured in the same run as the code they judge:
+//! * `memcpy_64KiB` / `memcpy_44x1448`: one contiguous copy (glibc
+//!   `memcpy`, the issue's "plain memcpy of the same bytes"), the upper
+//!   bound for any copy;
+//! * `memcpy_64KiB_into_segments` / `memcpy_44_segments_into_one`: the
+//!   same bytes copied chunk by chunk between the frame and the per-segment
+//!   buffers, at the offsets `segment` and `coalesce` use (no headers, no
+//!   checksums): what a copy costs with this memory layout.
+//!
+//! Report ratios within one run (`thrpt` of the bench / `thrpt` of the
+//! reference): the machine is shared and absolute numbers drift.
 
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
