@@ -33,6 +33,16 @@
 //!
 //! Up to [`MAX_OPEN_FLOWS`] flows merge at once, so interleaved flows
 //! (A B A B) still merge; within a flow the output keeps the input order.
+//!
+//! The rules above are applied to a flow's first segment; the segments that
+//! follow it in the batch are first matched against its headers (a
+//! template: one masked compare of the first 128 bytes, the fields that may
+//! differ checked on their own, checksums verified incrementally), headers
+//! of a run of segments first, then their payloads copied and summed back
+//! to back. A segment that does not fit the template goes through the
+//! rules, which decide the same for every segment the template accepts
+//! (tested against the rules alone by a differential property test and
+//! the `segment_coalesce` fuzz target).
 
 use crate::checksum::{self, add, finish, fold};
 use crate::gso::{GsoMeta, GsoType};
