@@ -828,7 +828,8 @@ impl Pmd {
             let Some(n) = self.soften(&p, bs, counters) else {
                 continue;
             };
-            if n == 0 {
+            for k in 0..n.max(1) {
+                let f = softened(&self.scratch, &self.seg_bufs, n, k);
                 put_frame(
                     &ring,
                     &mut cur,
@@ -837,23 +838,8 @@ impl Pmd {
                     mergeable,
                     dst_hdr,
                     [0; 12],
-                    FrameSrc::Host(&self.scratch),
-                    p.frame_len,
-                    counters,
-                );
-                continue;
-            }
-            for seg in &self.seg_bufs[..n] {
-                put_frame(
-                    &ring,
-                    &mut cur,
-                    &mut self.rx_segs,
-                    &mut self.rx_chains,
-                    mergeable,
-                    dst_hdr,
-                    [0; 12],
-                    FrameSrc::Host(seg),
-                    seg.len() as u32,
+                    FrameSrc::Host(f),
+                    f.len() as u32,
                     counters,
                 );
                 if cur.out_of_buffers {
@@ -877,6 +863,17 @@ impl Pmd {
         }
         counters.tx_packets.add(tx_packets);
         counters.tx_bytes.add(tx_bytes);
+    }
+}
+
+/// Frame `k` of what [`Pmd::soften`] returned `n` for: `scratch` when `n` is 0 (the
+/// frame with its checksum completed), else segment `k` of `segs[..n]`.
+#[inline]
+fn softened<'a>(scratch: &'a [u8], segs: &'a [Vec<u8>], n: usize, k: usize) -> &'a [u8] {
+    if n == 0 {
+        scratch
+    } else {
+        &segs[k]
     }
 }
 
@@ -1064,16 +1061,9 @@ impl Pmd {
             } else {
                 None
             };
-            let frames = match soft {
-                None | Some(0) => 1,
-                Some(n) => n,
-            };
-            for k in 0..frames {
-                let len = match soft {
-                    None => p.frame_len,
-                    Some(0) => self.scratch.len() as u32,
-                    Some(_) => self.seg_bufs[k].len() as u32,
-                };
+            for k in 0..soft.unwrap_or(0).max(1) {
+                let made = soft.map(|n| softened(&self.scratch, &self.seg_bufs, n, k));
+                let len = made.map_or(p.frame_len, |f| f.len() as u32);
                 if len > max {
                     counters.drop(DropReason::FrameTooBig, 1);
                     continue;
@@ -1095,12 +1085,11 @@ impl Pmd {
                     let buf = unsafe { xsk.tx_frame(addr) };
                     let buf = &mut buf[..plen as usize];
                     let (o, e) = (off as usize, (off + plen) as usize);
-                    match soft {
+                    match made {
                         None => {
                             bs.read(&p, &self.segs, off, buf);
                         }
-                        Some(0) => buf.copy_from_slice(&self.scratch[o..e]),
-                        Some(_) => buf.copy_from_slice(&self.seg_bufs[k][o..e]),
+                        Some(f) => buf.copy_from_slice(&f[o..e]),
                     }
                     tx.push_frag(addr, plen, i + 1 < pieces);
                 }
