@@ -163,15 +163,9 @@ fn guest_and_namespace(mode: &str, expect_mode: &str) {
             format!("a={}", sock.display()),
         ],
     );
-    let show = sw.show();
-    let up = show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "up")
-        .unwrap();
-    assert_eq!(up["kind"], "afxdp", "{show}");
-    assert_eq!(up["afxdp"]["mode"], expect_mode, "{show}");
+    let up = show_uplink(&sw, "up");
+    assert_eq!(up["kind"], "afxdp", "{up}");
+    assert_eq!(up["afxdp"]["mode"], expect_mode, "{up}");
     let link = run(&["ip", "link", "show", &veth.host]);
     let attached = if expect_mode == "generic" {
         "xdpgeneric"
@@ -468,15 +462,7 @@ fn tap_bulk_tcp_into_namespace() {
     let veth = Veth::new("t", 1, "10.79.0.2");
     let dir = TempDir::new("tap-tcp");
     let tap = format!("vsu{}", std::process::id() % 10000);
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--tap".into(),
-            format!("t={tap}"),
-            "--uplink".into(),
-            format!("up={},mode=generic", veth.host),
-        ],
-    );
+    let sw = tap_and_uplink(&dir, &tap, &veth.host, "generic");
     run(&["ip", "addr", "add", "10.79.0.1/24", "dev", &tap]);
     let mb = 32;
     tcp_transfer(Some(&veth.ns), None, "10.79.0.2", mb);
@@ -502,10 +488,29 @@ fn tap_bulk_tcp_into_namespace() {
         .output()
         .unwrap();
     let after = sw.port("t").stats;
-    let down =
-        |s: &vswitch::control::PortStatsOwned| s.drops.get("port_down").copied().unwrap_or(0);
-    assert!(down(&after) - down(&before) >= 3, "{after:?}");
+    assert!(
+        dropped(&after, "port_down") - dropped(&before, "port_down") >= 3,
+        "{after:?}"
+    );
     assert_eq!(after.tx_packets, before.tx_packets, "{after:?}");
+}
+
+/// vswitchd with tap `t` (interface `tap`) and AF_XDP uplink `up` on `host` in `mode`.
+fn tap_and_uplink(dir: &TempDir, tap: &str, host: &str, mode: &str) -> Vswitchd {
+    Vswitchd::start(
+        dir,
+        &[
+            "--tap".into(),
+            format!("t={tap}"),
+            "--uplink".into(),
+            format!("up={host},mode={mode}"),
+        ],
+    )
+}
+
+/// A port's drop counter for `reason` (0 when absent).
+fn dropped(s: &vswitch::control::PortStatsOwned, reason: &str) -> u64 {
+    s.drops.get(reason).copied().unwrap_or(0)
 }
 
 /// The uplink's entry in `vswitchctl show`.
@@ -581,15 +586,7 @@ fn jumbo_frames(mode: &str) {
     veth.exec(&["ip", "link", "set", &veth.peer, "mtu", "9000"]);
     let dir = TempDir::new(&format!("jumbo-{mode}"));
     let tap = format!("vsj{}{}", &mode[..1], std::process::id() % 10000);
-    let sw = Vswitchd::start(
-        &dir,
-        &[
-            "--tap".into(),
-            format!("t={tap}"),
-            "--uplink".into(),
-            format!("up={},mode={mode}", veth.host),
-        ],
-    );
+    let sw = tap_and_uplink(&dir, &tap, &veth.host, mode);
     run(&["ip", "link", "set", &tap, "mtu", "9000"]);
     run(&["ip", "addr", "add", "10.78.0.1/24", "dev", &tap]);
     let up = show_uplink(&sw, "up");
@@ -656,9 +653,11 @@ fn jumbo_frames(mode: &str) {
         "{ping:?}"
     );
     let after = sw.port("up").stats;
-    let too_big =
-        |s: &vswitch::control::PortStatsOwned| s.drops.get("frame_too_big").copied().unwrap_or(0);
-    assert_eq!(too_big(&after) - too_big(&before), 3, "{after:?}");
+    assert_eq!(
+        dropped(&after, "frame_too_big") - dropped(&before, "frame_too_big"),
+        3,
+        "{after:?}"
+    );
     run(&["ip", "link", "set", &veth.host, "mtu", "9000"]);
     step("frame_too_big");
 
@@ -675,9 +674,11 @@ fn jumbo_frames(mode: &str) {
         .output()
         .unwrap();
     let after = sw.port("up").stats;
-    let down =
-        |s: &vswitch::control::PortStatsOwned| s.drops.get("port_down").copied().unwrap_or(0);
-    assert_eq!(down(&after) - down(&before), 3, "{after:?}");
+    assert_eq!(
+        dropped(&after, "port_down") - dropped(&before, "port_down"),
+        3,
+        "{after:?}"
+    );
     assert_eq!(after.tx_packets, before.tx_packets, "{after:?}");
     run(&["ip", "link", "set", &veth.host, "up"]);
     wait_for(
