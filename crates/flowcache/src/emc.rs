@@ -325,20 +325,14 @@ impl<A> FlowCache<A> {
         self.vals[e].action.take()
     }
 
-    /// Looks `key` up. `hash` must be `key.flow_hash()` (or any other
-    /// function of the key alone, used consistently for inserts and lookups);
-    /// `generation` is the current configuration generation.
-    ///
-    /// Returns the decision of an entry with an equal key inserted under
-    /// exactly `generation`, counting an EMC hit; otherwise `None`, counting a
-    /// miss. An entry with the key but another generation is freed and also
-    /// counted as a stale miss. O(WAYS); no allocation.
-    #[inline]
-    pub fn lookup(&mut self, key: &FlowKey, hash: u32, generation: u64) -> Option<&A> {
-        match self.find(key, hash) {
+    /// Counts the outcome of a probe that found entry `found`: a hit when the entry is of
+    /// `generation` (returns it), else a stale miss (the entry is freed) or a miss.
+    #[inline(always)]
+    fn settle(&mut self, found: Option<usize>, generation: u64) -> Option<usize> {
+        match found {
             Some(e) if self.vals[e].generation == generation => {
                 self.stats.emc_hits += 1;
-                self.vals[e].action.as_ref()
+                Some(e)
             }
             Some(e) => {
                 self.free(e);
@@ -351,6 +345,21 @@ impl<A> FlowCache<A> {
                 None
             }
         }
+    }
+
+    /// Looks `key` up. `hash` must be `key.flow_hash()` (or any other
+    /// function of the key alone, used consistently for inserts and lookups);
+    /// `generation` is the current configuration generation.
+    ///
+    /// Returns the decision of an entry with an equal key inserted under
+    /// exactly `generation`, counting an EMC hit; otherwise `None`, counting a
+    /// miss. An entry with the key but another generation is freed and also
+    /// counted as a stale miss. O(WAYS); no allocation.
+    #[inline]
+    pub fn lookup(&mut self, key: &FlowKey, hash: u32, generation: u64) -> Option<&A> {
+        let found = self.find(key, hash);
+        let e = self.settle(found, generation)?;
+        self.vals[e].action.as_ref()
     }
 
     /// Prefetch, step 1 of 2: asks the CPU to fetch the signature line of
@@ -566,22 +575,9 @@ impl<A: Clone> FlowCache<A> {
                     // matching way.
                     self.find(&keys[j], hashes[j])
                 };
-                out[j] = match found {
-                    Some(e) if self.vals[e].generation == generation => {
-                        self.stats.emc_hits += 1;
-                        self.vals[e].action.clone()
-                    }
-                    Some(e) => {
-                        self.free(e);
-                        self.stats.stale_misses += 1;
-                        self.stats.misses += 1;
-                        None
-                    }
-                    None => {
-                        self.stats.misses += 1;
-                        None
-                    }
-                };
+                out[j] = self
+                    .settle(found, generation)
+                    .and_then(|e| self.vals[e].action.clone());
             }
             start = end;
         }
