@@ -320,6 +320,18 @@ impl TunnelTemplate {
         Ok(())
     }
 
+    /// The IPv4 identification the next outer header gets.
+    #[inline]
+    pub(crate) fn next_id(&self) -> u16 {
+        self.next_id
+    }
+
+    /// Sets the IPv4 identification the next outer header gets.
+    #[inline]
+    pub(crate) fn set_next_id(&mut self, id: u16) {
+        self.next_id = id;
+    }
+
     /// Writes the outer header for an inner frame of `inner_len` bytes into
     /// `hdr` (exactly `header_len()` bytes). `inner_sum` is the checksum
     /// partial sum of the inner frame (used only with the UDP checksum on).
