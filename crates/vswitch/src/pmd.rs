@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use vhost_user_backend::VringT;
 use virtio_queue::QueueT;
-use vm_memory::GuestAddressSpace;
+use vm_memory::{GuestAddressSpace, VolatileSlice};
 
 use flowcache::{EmcConfig, FlowCache, FlowKey};
 
@@ -29,7 +29,7 @@ use crate::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
 use crate::stats::{cycles, DropReason};
 use crate::switch::{Backend, PmdShared, Port, Switch};
 use crate::vhost::Connection;
-use crate::virtq::{copy_sg, read_sg, write_sg, write_sg_at, MemView, Seg, SplitRing};
+use crate::virtq::{copy_sg, gather_sg, read_sg, write_sg, write_sg_at, MemView, Seg, SplitRing};
 
 /// Most descriptor chains taken from one transmit queue per burst.
 pub const BURST: usize = 32;
@@ -120,12 +120,17 @@ struct GuestBurst<'a, 'm> {
 impl<'m> BurstSrc<'m> for GuestBurst<'_, 'm> {
     #[inline(always)]
     fn read(&self, p: &Pkt, segs: &[Seg], off: u32, out: &mut [u8]) -> usize {
-        read_sg(
-            self.mem,
-            &segs[p.seg_start as usize..p.seg_end as usize],
-            self.hdr + off,
-            out,
-        )
+        let segs = &segs[p.seg_start as usize..p.seg_end as usize];
+        let skip = self.hdr + off;
+        // The usual case: the first buffer holds the bytes wanted.
+        if let Some(first) = segs.first() {
+            if u64::from(skip) + out.len() as u64 <= u64::from(first.len) {
+                if let Some(v) = self.mem.slice(first.addr + u64::from(skip), out.len()) {
+                    return v.copy_to(out);
+                }
+            }
+        }
+        read_sg(self.mem, segs, skip, out)
     }
     #[inline(always)]
     fn frame<'a>(&'a self, p: &Pkt, segs: &'a [Seg]) -> FrameSrc<'a, 'm> {
@@ -1193,6 +1198,23 @@ fn put_frame_inner(
     counters: &crate::stats::PortCounters,
 ) -> Result<(), DropReason> {
     let need = dst_hdr + frame_len;
+    // The common case in one step: the next receive buffer is a single descriptor that
+    // holds the header and the whole frame.
+    if cur.next_avail == cur.avail {
+        cur.avail = ring.avail_idx();
+    }
+    if cur.next_avail != cur.avail {
+        let head = ring.avail_entry(cur.next_avail);
+        if let Some(buf) = ring.single_writable(head, need) {
+            hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
+            if fill_buffer(&buf, &hdr[..dst_hdr as usize], &src) == need as usize {
+                cur.next_avail = cur.next_avail.wrapping_add(1);
+                ring.write_used(cur.used, head, need);
+                cur.used = cur.used.wrapping_add(1);
+                return Ok(());
+            }
+        }
+    }
     let start_avail = cur.next_avail;
     rx_segs.clear();
     rx_chains.clear();
@@ -1259,6 +1281,24 @@ fn put_frame_inner(
         left -= n;
     }
     Ok(())
+}
+
+/// Writes `hdr` and then the frame `src` into the contiguous receive buffer `buf`.
+/// Returns the bytes written (short only if `src` was shorter than promised).
+#[inline]
+fn fill_buffer(buf: &VolatileSlice<'_>, hdr: &[u8], src: &FrameSrc<'_, '_>) -> usize {
+    buf.copy_from(hdr);
+    let Ok(rest) = buf.offset(hdr.len()) else {
+        return hdr.len();
+    };
+    hdr.len()
+        + match *src {
+            FrameSrc::Guest { mem, segs, skip } => gather_sg(mem, segs, skip, &rest),
+            FrameSrc::Host(data) => {
+                rest.copy_from(data);
+                data.len().min(rest.len())
+            }
+        }
 }
 
 /// The slow path: VLAN admission, the ingress ACL, then the FDB. Decides from the flow

@@ -24,7 +24,7 @@ use std::cell::Cell;
 use virtio_queue::{Queue, QueueT};
 use vm_memory::{
     Bytes, GuestAddress, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion,
-    GuestRegionMmap, MemoryRegionAddress, VolatileSlice,
+    GuestRegionMmap, MemoryRegionAddress, VolatileMemory, VolatileSlice,
 };
 
 use crate::stats::DropReason;
@@ -191,20 +191,37 @@ impl<'m> SplitRing<'m> {
             .unwrap_or(u16::MAX)
     }
 
-    /// Reads descriptor `i` of the table `table` (the ring's own, or an indirect one)
-    /// with one bounds check and one 16-byte copy.
+    /// Reads descriptor `i` of the table `table` (the ring's own, or an indirect one):
+    /// `(addr, len, flags, next)`, as two bounds-checked 8-byte volatile reads (which
+    /// need no alignment).
     #[inline]
     fn read_desc(table: &VolatileSlice<'_>, i: usize) -> Option<(u64, u32, u16, u16)> {
-        let mut b = [0u8; 16];
-        if table.subslice(i * 16, 16).ok()?.copy_to(&mut b[..]) != 16 {
+        let addr: u64 = table.get_ref::<u64>(i * 16).ok()?.load();
+        let rest: u64 = table.get_ref::<u64>(i * 16 + 8).ok()?.load();
+        let rest = u64::from_le(rest);
+        Some((
+            u64::from_le(addr),
+            rest as u32,
+            (rest >> 32) as u16,
+            (rest >> 48) as u16,
+        ))
+    }
+
+    /// The common receive chain, checked in one step: if descriptor `head` is a single
+    /// device-writable buffer (no NEXT, no INDIRECT) of at least `need` bytes inside
+    /// guest memory, its first `need` bytes. `None` means "not that shape": walk the
+    /// chain with [`walk_chain`](Self::walk_chain), which also judges whether it is
+    /// malformed.
+    #[inline]
+    pub fn single_writable(&self, head: u16, need: u32) -> Option<VolatileSlice<'m>> {
+        if head >= self.size {
             return None;
         }
-        Some((
-            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
-            u16::from_le_bytes([b[12], b[13]]),
-            u16::from_le_bytes([b[14], b[15]]),
-        ))
+        let (addr, len, flags, _) = Self::read_desc(&self.desc, usize::from(head))?;
+        if flags != VRING_DESC_F_WRITE || len < need {
+            return None;
+        }
+        self.mem.slice(addr, need as usize)
     }
 
     /// Walks the chain starting at `head`, appending its buffers to `out`, and returns
@@ -236,6 +253,15 @@ impl<'m> SplitRing<'m> {
         use DropReason::{BadDescriptor, FrameTooBig};
         if head >= self.size {
             return Err(BadDescriptor);
+        }
+        // Most chains are one direct descriptor: take those without the walk.
+        let (addr, len, flags, _) =
+            Self::read_desc(&self.desc, usize::from(head)).ok_or(BadDescriptor)?;
+        let expected = if writable { VRING_DESC_F_WRITE } else { 0 };
+        if flags == expected && len > 0 && (writable || len <= MAX_CHAIN_BYTES) {
+            self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
+            out.push(Seg { addr, len });
+            return Ok(len);
         }
         let mut table = self.desc;
         let mut table_len = usize::from(self.size);
@@ -286,16 +312,17 @@ impl<'m> SplitRing<'m> {
     /// Writes used element `(id, len)` at free-running used position `pos`.
     ///
     /// The used ring is only 4-byte aligned (virtio 1.2 §2.7), so the element is
-    /// written as two 32-bit stores; the Release store of `used.idx` publishes both.
+    /// written as one unaligned 8-byte store; the Release store of `used.idx`
+    /// publishes it.
     #[inline]
     pub fn write_used(&self, pos: u16, id: u16, len: u32) {
         let off = 4 + 8 * usize::from(pos & (self.size - 1));
-        // The used ring was validated to cover this offset; a misaligned ring (a driver
-        // bug) makes the stores fail harmlessly instead of tearing.
-        let _ = self
-            .used
-            .store(u32::from(id).to_le(), off, Ordering::Relaxed);
-        let _ = self.used.store(len.to_le(), off + 4, Ordering::Relaxed);
+        let e = (u64::from(len) << 32 | u64::from(id)).to_le();
+        // The used ring was validated to cover this offset. One 8-byte volatile store
+        // (alignment-free); the driver reads the element only after `used.idx`.
+        if let Ok(r) = self.used.get_ref::<u64>(off) {
+            r.store(e);
+        }
     }
 
     /// Publishes `used.idx = idx` with Release, making the elements written before visible.
@@ -410,6 +437,31 @@ pub fn copy_sg(
         }
     }
     copied
+}
+
+/// Copies the scatter-gather list, from `skip` bytes in, into the contiguous `dst`.
+/// Returns the bytes copied: the smaller of `dst.len()` and what the list holds.
+#[inline]
+pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, dst: &VolatileSlice<'_>) -> usize {
+    let mut done = 0;
+    for s in segs {
+        if done == dst.len() {
+            break;
+        }
+        if skip >= s.len {
+            skip -= s.len;
+            continue;
+        }
+        let n = ((s.len - skip) as usize).min(dst.len() - done);
+        let (Some(from), Ok(to)) = (mem.slice(s.addr + u64::from(skip), n), dst.offset(done))
+        else {
+            break;
+        };
+        from.copy_to_volatile_slice(to);
+        done += n;
+        skip = 0;
+    }
+    done
 }
 
 /// Reads up to `buf.len()` bytes starting `skip` bytes into the scatter-gather list.
