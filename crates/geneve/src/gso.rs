@@ -441,6 +441,8 @@ pub fn segment_with<B: AsMut<[u8]>>(
         }
         headers[outer_len..headers_len].copy_from_slice(&frame[..hdr_len]);
     }
+    let pseudo0 = tcp_pseudo_sum(frame, &t, 0);
+    let l2_sum = checksum::sum(&frame[..l3]);
     let mid = if fits {
         middle_template(
             &headers,
@@ -452,6 +454,8 @@ pub fn segment_with<B: AsMut<[u8]>>(
             outer_len,
             ip_sum0,
             tcp_base,
+            pseudo0,
+            l2_sum,
             encap.as_deref_mut(),
             hash,
         )
@@ -470,8 +474,8 @@ pub fn segment_with<B: AsMut<[u8]>>(
         seq0: be32(frame, l4 + 4),
         flags0: frame[l4 + 13],
         id0: if t.ipv4 { be16(frame, l3 + 4) } else { 0 },
-        pseudo0: tcp_pseudo_sum(frame, &t, 0),
-        l2_sum: checksum::sum(&frame[..l3]),
+        pseudo0,
+        l2_sum,
         ip_sum0,
         tcp_base,
         port: encap.as_ref().map_or(0, |tpl| tpl.port_for_hash(hash)),
@@ -689,6 +693,10 @@ struct Middle {
     tcp_sum: u64,
 }
 
+/// The bytes of an IPv4 header from its ID to its checksum, as a
+/// big-endian word, without the ID and the checksum.
+const ID_SUM_MASK: u64 = 0x0000_ffff_ffff_0000;
+
 /// Writes 8 bytes at `at`: `word` with the IPv4 `id` in its first two
 /// bytes and the header checksum (header sum `sum` + `id`) in its last
 /// two.
@@ -715,6 +723,8 @@ fn middle_template(
     outer_len: usize,
     ip_sum0: u16,
     tcp_base: u16,
+    pseudo0: u16,
+    l2_sum: u16,
     encap: Option<&mut TunnelTemplate>,
     hash: u32,
 ) -> Option<Middle> {
@@ -737,10 +747,13 @@ fn middle_template(
     let tcp_len = t.l4_len + mss;
     let (inner_ip, ip_sum) = if t.ipv4 {
         let tot = (t.l3_len + tcp_len) as u16;
+        // Read from `headers`, not from the bytes just patched (a wide load
+        // of narrow stores waits for them: no store forwarding).
+        let at = outer_len + l3 + 4;
+        let word = u64::from_be_bytes(headers[at..at + 8].try_into().ok()?) & ID_SUM_MASK;
         put16(inner, l3 + 2, tot);
         put16(inner, l3 + 4, 0);
         put16(inner, l3 + 10, 0);
-        let word = u64::from_be_bytes(inner[l3 + 4..l3 + 12].try_into().ok()?);
         (Some((add(ip_sum0, tot), word)), 0xffff)
     } else {
         put16(inner, l3 + 4, tcp_len as u16);
@@ -748,7 +761,7 @@ fn middle_template(
     };
     let flags = frame[l4 + 13] & !(tcp_flags::CWR | tcp_flags::FIN | tcp_flags::PSH);
     inner[l4 + 13] = flags;
-    let pseudo = add(tcp_pseudo_sum(frame, t, 0), tcp_len as u16);
+    let pseudo = add(pseudo0, tcp_len as u16);
     let w12 = u16::from_be_bytes([frame[l4 + 12], flags]);
     let tcp_sum = u64::from(pseudo) + u64::from(tcp_base) + u64::from(w12);
     if partial {
@@ -757,7 +770,7 @@ fn middle_template(
     let mut outer_ip = None;
     if let Some(tpl) = encap {
         let s = if tpl.udp_checksum() {
-            add(add(checksum::sum(&frame[..l3]), ip_sum), finish(pseudo))
+            add(add(l2_sum, ip_sum), finish(pseudo))
         } else {
             0
         };
@@ -771,7 +784,7 @@ fn middle_template(
             // The checksum for ID 0 is the complement of the header sum.
             let sum = !be16(outer, OUTER_IP_OFF + 10);
             put16(outer, OUTER_IP_OFF + 10, 0);
-            let word = u64::from_be_bytes(outer[at..at + 8].try_into().ok()?);
+            let word = u64::from_be_bytes(headers[at..at + 8].try_into().ok()?) & ID_SUM_MASK;
             outer_ip = Some((sum, word));
         }
     }
