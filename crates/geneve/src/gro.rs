@@ -669,11 +669,60 @@ fn headers<const L3: usize, const V4: bool>(
     let l4 = L3 + if V4 { IPV4_HEADER_LEN } else { IPV6_HEADER_LEN };
     let (tp, t) = (c.tp, &c.t);
     let hdr_len = l4 + t.l4_len;
+    let full = hdr_len + t.payload_len;
+    // Payload bytes the merged frame may still take.
+    let room = c.max_ip.saturating_sub(l4 - L3 + t.l4_len);
     let mut m = 0;
     for (rec, f) in recs.iter_mut().zip(frames) {
         let Some(h) = f.first_chunk::<TEMPLATE_LEN>() else {
             return (m, RunEnd::Rules);
         };
+        // Quick check of what most segments are: full size, headers equal
+        // to the template but for the sequence number the run expects and
+        // (IPv4) the next ID in the flow's step with its checksum, all
+        // compared as words. Anything else takes the checks below; both
+        // accept such a segment and record the same.
+        if f.len() == full
+            && st.total + t.payload_len <= room
+            && (!V4 || st.id_step != ID_STEP_UNKNOWN)
+        {
+            let mut diff = 0;
+            for k in 0..TEMPLATE_WORDS {
+                let w = u64::from_ne_bytes(h[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+                diff |= (w ^ tp.quick_bytes[k]) & tp.quick_care[k];
+            }
+            let seq = u32::from_be_bytes([h[l4 + 4], h[l4 + 5], h[l4 + 6], h[l4 + 7]]);
+            let id = st.last_id.wrapping_add(st.id_step as u16);
+            let ip_ok = !V4 || {
+                let c = !fold(tp.quick_ip_sum + u64::from(id));
+                let want = tp.quick_ip_word | u64::from(id) << 48 | u64::from(c);
+                let w: [u8; 8] = h[L3 + 4..L3 + 12].try_into().expect("8 bytes");
+                u64::from_be_bytes(w) == want
+            };
+            if diff == 0 && seq == st.next_seq && ip_ok {
+                let mut hdr_sum = tp.quick_tcp_sum
+                    + u64::from(seq >> 16)
+                    + u64::from(seq & 0xffff)
+                    + u64::from(rd16(h, l4 + 16))
+                    + u64::from(rd16(h, l4 + 18));
+                if let Some(p) = tp.ts {
+                    hdr_sum += u64::from(timestamp_sum(h, p));
+                }
+                let n = t.payload_len;
+                *rec = Rec {
+                    n: n as u32,
+                    hdr_sum: fold(hdr_sum),
+                    id: if V4 { id } else { 0 },
+                    id_step: st.id_step,
+                    flags: h[l4 + 13],
+                };
+                m += 1;
+                st.next_seq = st.next_seq.wrapping_add(n as u32);
+                st.last_id = if V4 { id } else { 0 };
+                st.total += n;
+                continue;
+            }
+        }
         let mut diff = 0;
         for k in 0..TEMPLATE_WORDS {
             let w = u64::from_ne_bytes(h[8 * k..8 * k + 8].try_into().expect("8 bytes"));
@@ -821,6 +870,20 @@ struct Template {
     pseudo0: u16,
     /// Frame offset of the timestamp values that may differ (8 bytes).
     ts: Option<usize>,
+    /// The quick check of a full-size segment in the middle of a run:
+    /// `bytes` with the TCP flags a middle segment has (PSH, FIN and CWR
+    /// clear), compared under `quick_care`: `care` plus the IP length (a
+    /// full segment's) and all the flag bits.
+    quick_bytes: [u64; TEMPLATE_WORDS],
+    quick_care: [u64; TEMPLATE_WORDS],
+    /// IPv4 header sum of a full segment without ID and checksum.
+    quick_ip_sum: u64,
+    /// The IPv4 header's 8 bytes from the ID to the checksum, big-endian,
+    /// with both zero.
+    quick_ip_word: u64,
+    /// Pseudo-header and TCP header sum of a full middle segment without
+    /// the sequence number, checksum, urgent pointer and timestamps.
+    quick_tcp_sum: u64,
 }
 
 impl Template {
@@ -833,6 +896,11 @@ impl Template {
         tcp_fixed: 0,
         pseudo0: 0,
         ts: None,
+        quick_bytes: [0; TEMPLATE_WORDS],
+        quick_care: [0; TEMPLATE_WORDS],
+        quick_ip_sum: 0,
+        quick_ip_word: 0,
+        quick_tcp_sum: 0,
     };
 
     /// The template of a flow's first segment (a merge candidate).
@@ -873,15 +941,42 @@ impl Template {
         let words = |b: &[u8]| -> [u64; TEMPLATE_WORDS] {
             core::array::from_fn(|k| u64::from_ne_bytes(b[8 * k..8 * k + 8].try_into().expect("8")))
         };
+        let mut quick: [u8; TEMPLATE_LEN] = f[..TEMPLATE_LEN].try_into().expect("checked above");
+        let quick_flags = f[l4 + 13] & !(tcp_flags::PSH | tcp_flags::FIN | tcp_flags::CWR);
+        quick[l4 + 13] = quick_flags;
+        let mut quick_care = care;
+        quick_care[l4 + 13] = 0xff;
+        let ip_len_at = if t.ipv4 { l3 + 2 } else { l3 + 4 };
+        quick_care[ip_len_at..ip_len_at + 2].fill(0xff);
+        let tcp_fixed = add(checksum::sum(tcp), finish(varying));
+        let pseudo0 = tcp_pseudo_sum(f, t, 0);
+        let (quick_ip_sum, quick_ip_word) = if t.ipv4 {
+            let w = u64::from_be_bytes(f[l3 + 4..l3 + 12].try_into().expect("in the header"));
+            (
+                u64::from(ip_fixed) + u64::from(be16(f, l3 + 2)),
+                w & 0x0000_ffff_ffff_0000,
+            )
+        } else {
+            (0, 0)
+        };
+        let quick_tcp_sum = u64::from(pseudo0)
+            + (t.l4_len + t.payload_len) as u64
+            + u64::from(tcp_fixed)
+            + u64::from(u16::from_be_bytes([f[l4 + 12], quick_flags]));
         Template {
             bytes: words(&f[..TEMPLATE_LEN]),
             care: words(&care),
             usable: true,
             df: t.ipv4 && f[l3 + 6] & 0x40 != 0,
             ip_fixed,
-            tcp_fixed: add(checksum::sum(tcp), finish(varying)),
-            pseudo0: tcp_pseudo_sum(f, t, 0),
+            tcp_fixed,
+            pseudo0,
             ts,
+            quick_bytes: words(&quick),
+            quick_care: words(&quick_care),
+            quick_ip_sum,
+            quick_ip_word,
+            quick_tcp_sum,
         }
     }
 }
