@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use vhost_user_backend::VringT;
 use virtio_queue::QueueT;
-use vm_memory::{GuestAddressSpace, VolatileSlice};
+use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
 use flowcache::{EmcConfig, FlowCache, FlowKey};
 
@@ -1161,6 +1161,7 @@ impl Pmd {
 /// was consumed meanwhile, returned empty), the drop is counted under its reason, and
 /// running out of buffers marks the batch so its later frames are dropped too.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn put_frame(
     ring: &SplitRing<'_>,
     cur: &mut RxCursor,
@@ -1168,11 +1169,31 @@ fn put_frame(
     rx_chains: &mut Vec<RxChain>,
     mergeable: bool,
     dst_hdr: u32,
-    hdr: [u8; 12],
+    mut hdr: [u8; 12],
     src: FrameSrc<'_, '_>,
     frame_len: u32,
     counters: &crate::stats::PortCounters,
 ) {
+    // The common case in one step, inlined into the delivery loop: the next receive
+    // buffer is a single descriptor that holds the header and the whole frame.
+    let need = dst_hdr + frame_len;
+    if cur.next_avail == cur.avail {
+        cur.avail = ring.avail_idx();
+    }
+    if cur.next_avail != cur.avail {
+        let head = ring.avail_entry(cur.next_avail);
+        if let Some(buf) = ring.single_writable(head, need) {
+            hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
+            if fill_buffer(&buf, &hdr, dst_hdr as usize, &src) == need as usize {
+                cur.next_avail = cur.next_avail.wrapping_add(1);
+                ring.write_used(cur.used, head, need);
+                cur.used = cur.used.wrapping_add(1);
+                cur.tx_packets += 1;
+                cur.tx_bytes += u64::from(frame_len);
+                return;
+            }
+        }
+    }
     if let Err(r) = put_frame_inner(
         ring, cur, rx_segs, rx_chains, mergeable, dst_hdr, hdr, src, frame_len, counters,
     ) {
@@ -1184,7 +1205,10 @@ fn put_frame(
     }
 }
 
+/// [`put_frame`] for any other shape: chains, mergeable buffers, malformed or missing
+/// buffers.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn put_frame_inner(
     ring: &SplitRing<'_>,
     cur: &mut RxCursor,
@@ -1198,23 +1222,6 @@ fn put_frame_inner(
     counters: &crate::stats::PortCounters,
 ) -> Result<(), DropReason> {
     let need = dst_hdr + frame_len;
-    // The common case in one step: the next receive buffer is a single descriptor that
-    // holds the header and the whole frame.
-    if cur.next_avail == cur.avail {
-        cur.avail = ring.avail_idx();
-    }
-    if cur.next_avail != cur.avail {
-        let head = ring.avail_entry(cur.next_avail);
-        if let Some(buf) = ring.single_writable(head, need) {
-            hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
-            if fill_buffer(&buf, &hdr[..dst_hdr as usize], &src) == need as usize {
-                cur.next_avail = cur.next_avail.wrapping_add(1);
-                ring.write_used(cur.used, head, need);
-                cur.used = cur.used.wrapping_add(1);
-                return Ok(());
-            }
-        }
-    }
     let start_avail = cur.next_avail;
     rx_segs.clear();
     rx_chains.clear();
@@ -1283,15 +1290,36 @@ fn put_frame_inner(
     Ok(())
 }
 
-/// Writes `hdr` and then the frame `src` into the contiguous receive buffer `buf`.
-/// Returns the bytes written (short only if `src` was shorter than promised).
-#[inline]
-fn fill_buffer(buf: &VolatileSlice<'_>, hdr: &[u8], src: &FrameSrc<'_, '_>) -> usize {
-    buf.copy_from(hdr);
-    let Ok(rest) = buf.offset(hdr.len()) else {
-        return hdr.len();
+/// Writes the first `hdr_len` bytes of `hdr` (10 or 12) and then the frame `src` into
+/// the contiguous receive buffer `buf`. Returns the bytes written (short only if `src`
+/// was shorter than promised).
+#[inline(always)]
+fn fill_buffer(
+    buf: &VolatileSlice<'_>,
+    hdr: &[u8; 12],
+    hdr_len: usize,
+    src: &FrameSrc<'_, '_>,
+) -> usize {
+    // The header as two stores (8 + 4 or 8 + 2 bytes), not a memcpy call.
+    let lo = u64::from_le_bytes([
+        hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7],
+    ]);
+    let Ok(r) = buf.get_ref::<u64>(0) else {
+        return 0;
     };
-    hdr.len()
+    r.store(lo.to_le());
+    let tail = match hdr_len {
+        12 => buf
+            .get_ref::<u32>(8)
+            .map(|r| r.store(u32::from_le_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]).to_le())),
+        _ => buf
+            .get_ref::<u16>(8)
+            .map(|r| r.store(u16::from_le_bytes([hdr[8], hdr[9]]).to_le())),
+    };
+    let (Ok(()), Ok(rest)) = (tail, buf.offset(hdr_len)) else {
+        return 0;
+    };
+    hdr_len
         + match *src {
             FrameSrc::Guest { mem, segs, skip } => gather_sg(mem, segs, skip, &rest),
             FrameSrc::Host(data) => {

@@ -443,6 +443,15 @@ pub fn copy_sg(
 /// Returns the bytes copied: the smaller of `dst.len()` and what the list holds.
 #[inline]
 pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, dst: &VolatileSlice<'_>) -> usize {
+    // The usual case: one source buffer holds it all.
+    if let Some(first) = segs.first() {
+        if u64::from(skip) + dst.len() as u64 <= u64::from(first.len) {
+            if let Some(from) = mem.slice(first.addr + u64::from(skip), dst.len()) {
+                from.copy_to_volatile_slice(*dst);
+                return dst.len();
+            }
+        }
+    }
     let mut done = 0;
     for s in segs {
         if done == dst.len() {
