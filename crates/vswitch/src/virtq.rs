@@ -439,10 +439,39 @@ pub fn copy_sg(
     copied
 }
 
+/// The pieces of the scatter-gather list that cover `len` bytes from `skip` bytes in,
+/// in order: `(offset within those len bytes, the piece in guest memory)`. Ends early
+/// where the list ends or a piece lies outside guest memory.
+fn sg_pieces<'a, 'm>(
+    mem: &'a MemView<'m>,
+    segs: &'a [Seg],
+    mut skip: u32,
+    len: usize,
+) -> impl Iterator<Item = (usize, VolatileSlice<'m>)> + 'a {
+    let mut segs = segs.iter();
+    let mut done = 0usize;
+    std::iter::from_fn(move || {
+        while done < len {
+            let s = segs.next()?;
+            if skip >= s.len {
+                skip -= s.len;
+                continue;
+            }
+            let n = ((s.len - skip) as usize).min(len - done);
+            let v = mem.slice(s.addr + u64::from(skip), n)?;
+            skip = 0;
+            let at = done;
+            done += n;
+            return Some((at, v));
+        }
+        None
+    })
+}
+
 /// Copies the scatter-gather list, from `skip` bytes in, into the contiguous `dst`.
 /// Returns the bytes copied: the smaller of `dst.len()` and what the list holds.
 #[inline]
-pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, dst: &VolatileSlice<'_>) -> usize {
+pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, dst: &VolatileSlice<'_>) -> usize {
     // The usual case: one source buffer holds it all.
     if let Some(first) = segs.first() {
         if u64::from(skip) + dst.len() as u64 <= u64::from(first.len) {
@@ -453,44 +482,20 @@ pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, dst: &VolatileS
         }
     }
     let mut done = 0;
-    for s in segs {
-        if done == dst.len() {
-            break;
-        }
-        if skip >= s.len {
-            skip -= s.len;
-            continue;
-        }
-        let n = ((s.len - skip) as usize).min(dst.len() - done);
-        let (Some(from), Ok(to)) = (mem.slice(s.addr + u64::from(skip), n), dst.offset(done))
-        else {
-            break;
-        };
+    for (at, from) in sg_pieces(mem, segs, skip, dst.len()) {
+        let Ok(to) = dst.offset(at) else { break };
         from.copy_to_volatile_slice(to);
-        done += n;
-        skip = 0;
+        done = at + from.len();
     }
     done
 }
 
 /// Reads up to `buf.len()` bytes starting `skip` bytes into the scatter-gather list.
 /// Returns the number read.
-pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, buf: &mut [u8]) -> usize {
+pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, buf: &mut [u8]) -> usize {
     let mut done = 0;
-    for s in segs {
-        if done == buf.len() {
-            break;
-        }
-        if skip >= s.len {
-            skip -= s.len;
-            continue;
-        }
-        let n = ((s.len - skip) as usize).min(buf.len() - done);
-        let Some(v) = mem.slice(s.addr + u64::from(skip), n) else {
-            break;
-        };
-        done += v.copy_to(&mut buf[done..done + n]);
-        skip = 0;
+    for (at, v) in sg_pieces(mem, segs, skip, buf.len()) {
+        done = at + v.copy_to(&mut buf[at..at + v.len()]);
     }
     done
 }
@@ -502,23 +507,11 @@ pub fn write_sg(mem: &MemView<'_>, segs: &[Seg], data: &[u8]) -> usize {
 
 /// Writes `data` starting `skip` bytes into the scatter-gather list. Returns the number
 /// written.
-pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], mut skip: u32, data: &[u8]) -> usize {
+pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], skip: u32, data: &[u8]) -> usize {
     let mut done = 0;
-    for s in segs {
-        if done == data.len() {
-            break;
-        }
-        if skip >= s.len {
-            skip -= s.len;
-            continue;
-        }
-        let n = ((s.len - skip) as usize).min(data.len() - done);
-        let Some(v) = mem.slice(s.addr + u64::from(skip), n) else {
-            break;
-        };
-        v.copy_from(&data[done..done + n]);
-        done += n;
-        skip = 0;
+    for (at, v) in sg_pieces(mem, segs, skip, data.len()) {
+        v.copy_from(&data[at..at + v.len()]);
+        done = at + v.len();
     }
     done
 }
