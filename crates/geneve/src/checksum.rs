@@ -212,19 +212,13 @@ impl Lanes {
     /// segment's checksum sits on the path to the next one's work.
     #[inline(always)]
     fn finish(a: &Lanes, b: &Lanes) -> u16 {
-        // Summed across lanes first, two independent horizontal sums; the
-        // relation of the lanes holds for their totals too (all = lower
-        // halves + high << 32, modulo 2^64, and the lower halves' total is
-        // below 2^64).
-        let mut all = 0u64;
-        let mut high = 0u64;
+        let mut t = 0u64;
         for k in 0..8 {
-            all = all.wrapping_add(a.all[k].wrapping_add(b.all[k]));
-            high += a.high[k] + b.high[k];
+            let all = a.all[k].wrapping_add(b.all[k]);
+            let high = a.high[k] + b.high[k];
+            let low = all.wrapping_sub(high << 32);
+            t += (low & 0xffff_ffff) + (low >> 32) + high;
         }
-        let low = all.wrapping_sub(high << 32);
-        // low < 2^64 and high < 2^45: fold each into 32 bits first.
-        let t = (low & 0xffff_ffff) + (low >> 32) + (high & 0xffff_ffff) + (high >> 32);
         u16::from_be(fold(t))
     }
 }
