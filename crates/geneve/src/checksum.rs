@@ -518,6 +518,21 @@ mod tests {
         }
     }
 
+    /// `copy_and_sum` of `s` into `out` at `doff`: returns `want`, copies `s`
+    /// exactly, and writes nothing else of `out` (pre-filled with 0xa5).
+    fn check_copy_and_sum(out: &mut [u8], doff: usize, s: &[u8], want: u16) {
+        let len = s.len();
+        out.fill(0xa5);
+        assert_eq!(
+            copy_and_sum(&mut out[doff..doff + len], s),
+            want,
+            "len {len} doff {doff}"
+        );
+        assert_eq!(&out[doff..doff + len], s, "len {len} doff {doff}");
+        assert!(out[..doff].iter().all(|&b| b == 0xa5));
+        assert!(out[doff + len..].iter().all(|&b| b == 0xa5));
+    }
+
     #[test]
     fn copy_and_sum_any_alignment() {
         let data: Vec<u8> = (0..400u32)
@@ -528,15 +543,7 @@ mod tests {
             for soff in [0, 1, 6] {
                 for len in [0, 1, 2, 7, 15, 16, 17, 33, 64, 127, 200, 391] {
                     let s = &data[soff..soff + len];
-                    out.fill(0xa5);
-                    assert_eq!(
-                        copy_and_sum(&mut out[doff..doff + len], s),
-                        reference(s),
-                        "doff {doff} soff {soff} len {len}"
-                    );
-                    assert_eq!(&out[doff..doff + len], s);
-                    assert!(out[..doff].iter().all(|&b| b == 0xa5));
-                    assert!(out[doff + len..].iter().all(|&b| b == 0xa5));
+                    check_copy_and_sum(&mut out, doff, s, reference(s));
                 }
             }
         }
@@ -556,15 +563,7 @@ mod tests {
             for doff in [0, 1, 2, 10, 54, 63] {
                 let s = &data[doff % 7..doff % 7 + len];
                 assert_eq!(sum_fast(s), reference(s), "len {len}");
-                out.fill(0xa5);
-                assert_eq!(
-                    copy_and_sum(&mut out[doff..doff + len], s),
-                    reference(s),
-                    "len {len} doff {doff}"
-                );
-                assert_eq!(&out[doff..doff + len], s);
-                assert!(out[..doff].iter().all(|&b| b == 0xa5));
-                assert!(out[doff + len..].iter().all(|&b| b == 0xa5));
+                check_copy_and_sum(&mut out, doff, s, reference(s));
             }
         }
     }
@@ -585,15 +584,7 @@ mod tests {
                 let want = reference(s);
                 assert_eq!(sum_fast(s), want, "sum len {len} soff {soff}");
                 for doff in 0..64 {
-                    out.fill(0xa5);
-                    assert_eq!(
-                        copy_and_sum(&mut out[doff..doff + len], s),
-                        want,
-                        "len {len} doff {doff} soff {soff}"
-                    );
-                    assert_eq!(&out[doff..doff + len], s);
-                    assert!(out[..doff].iter().all(|&b| b == 0xa5));
-                    assert!(out[doff + len..].iter().all(|&b| b == 0xa5));
+                    check_copy_and_sum(&mut out, doff, s, want);
                 }
             }
         }
