@@ -120,17 +120,12 @@ struct GuestBurst<'a, 'm> {
 impl<'m> BurstSrc<'m> for GuestBurst<'_, 'm> {
     #[inline(always)]
     fn read(&self, p: &Pkt, segs: &[Seg], off: u32, out: &mut [u8]) -> usize {
-        let segs = &segs[p.seg_start as usize..p.seg_end as usize];
-        let skip = self.hdr + off;
-        // The usual case: the first buffer holds the bytes wanted.
-        if let Some(first) = segs.first() {
-            if u64::from(skip) + out.len() as u64 <= u64::from(first.len) {
-                if let Some(v) = self.mem.slice(first.addr + u64::from(skip), out.len()) {
-                    return v.copy_to(out);
-                }
-            }
-        }
-        read_sg(self.mem, segs, skip, out)
+        read_sg(
+            self.mem,
+            &segs[p.seg_start as usize..p.seg_end as usize],
+            self.hdr + off,
+            out,
+        )
     }
     #[inline(always)]
     fn frame<'a>(&'a self, p: &Pkt, segs: &'a [Seg]) -> FrameSrc<'a, 'm> {

@@ -468,18 +468,29 @@ fn sg_pieces<'a, 'm>(
     })
 }
 
+/// The usual case of [`sg_pieces`], in one step: the `len` bytes from `skip` bytes in
+/// all lie in the first buffer.
+#[inline]
+fn first_piece<'m>(
+    mem: &MemView<'m>,
+    segs: &[Seg],
+    skip: u32,
+    len: usize,
+) -> Option<VolatileSlice<'m>> {
+    let first = segs.first()?;
+    if u64::from(skip) + len as u64 > u64::from(first.len) {
+        return None;
+    }
+    mem.slice(first.addr + u64::from(skip), len)
+}
+
 /// Copies the scatter-gather list, from `skip` bytes in, into the contiguous `dst`.
 /// Returns the bytes copied: the smaller of `dst.len()` and what the list holds.
 #[inline]
 pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, dst: &VolatileSlice<'_>) -> usize {
-    // The usual case: one source buffer holds it all.
-    if let Some(first) = segs.first() {
-        if u64::from(skip) + dst.len() as u64 <= u64::from(first.len) {
-            if let Some(from) = mem.slice(first.addr + u64::from(skip), dst.len()) {
-                from.copy_to_volatile_slice(*dst);
-                return dst.len();
-            }
-        }
+    if let Some(from) = first_piece(mem, segs, skip, dst.len()) {
+        from.copy_to_volatile_slice(*dst);
+        return dst.len();
     }
     let mut done = 0;
     for (at, from) in sg_pieces(mem, segs, skip, dst.len()) {
@@ -492,7 +503,11 @@ pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, dst: &VolatileSlice
 
 /// Reads up to `buf.len()` bytes starting `skip` bytes into the scatter-gather list.
 /// Returns the number read.
+#[inline]
 pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, buf: &mut [u8]) -> usize {
+    if let Some(v) = first_piece(mem, segs, skip, buf.len()) {
+        return v.copy_to(buf);
+    }
     let mut done = 0;
     for (at, v) in sg_pieces(mem, segs, skip, buf.len()) {
         done = at + v.copy_to(&mut buf[at..at + v.len()]);
