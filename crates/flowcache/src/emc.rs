@@ -175,14 +175,31 @@ fn signature(hash: u32) -> u16 {
     s | u16::from(s == 0)
 }
 
-/// Bit `i` set where `sigs[i] == sig` (branch-free).
+/// The ways of a bucket whose signature is `sig`, as a lane mask: bit
+/// `16 * i + 15` set where `sigs[i] == sig`, nothing else set. Iterate with
+/// [`first_way`] and `m &= m - 1`.
+///
+/// Branch-free SWAR on the bucket's four signatures as one 64-bit word: a
+/// lane of `x ^ sig` is zero exactly where the signature matches, and
+/// `(y & 0x7fff) + 0x7fff` sets a lane's top bit for any non-zero low 15 bits
+/// without carrying into the next lane, so the test is exact (no false
+/// matches, unlike the borrow-based "has zero byte" trick).
 #[inline(always)]
-fn sig_matches(sigs: [u16; WAYS], sig: u16) -> u32 {
-    let mut m = 0;
-    for (i, &s) in sigs.iter().enumerate() {
-        m |= u32::from(s == sig) << i;
-    }
-    m
+fn sig_matches(sigs: [u16; WAYS], sig: u16) -> u64 {
+    const _: () = assert!(WAYS == 4, "sig_matches packs four 16-bit signatures");
+    const LOW15: u64 = 0x7fff_7fff_7fff_7fff;
+    let x = u64::from(sigs[0])
+        | u64::from(sigs[1]) << 16
+        | u64::from(sigs[2]) << 32
+        | u64::from(sigs[3]) << 48;
+    let y = x ^ (u64::from(sig) * 0x0001_0001_0001_0001);
+    !(((y & LOW15) + LOW15) | y | LOW15)
+}
+
+/// The lowest way set in a non-zero [`sig_matches`] mask.
+#[inline(always)]
+fn first_way(m: u64) -> usize {
+    m.trailing_zeros() as usize / 16
 }
 
 /// One cached entry, as yielded by [`FlowCache::iter`].
@@ -309,7 +326,7 @@ impl<A> FlowCache<A> {
         let b = self.bucket_index(hash);
         let mut m = sig_matches(self.sigs[b], signature(hash));
         while m != 0 {
-            let e = b * WAYS + m.trailing_zeros() as usize;
+            let e = b * WAYS + first_way(m);
             if self.keys[e].0 == *key {
                 return Some(e);
             }
@@ -387,7 +404,7 @@ impl<A> FlowCache<A> {
         let b = self.bucket_index(hash);
         let m = sig_matches(self.sigs[b], signature(hash));
         if m != 0 {
-            let e = b * WAYS + m.trailing_zeros() as usize;
+            let e = b * WAYS + first_way(m);
             crate::prefetch::prefetch(&self.keys[e]);
             crate::prefetch::prefetch(&self.vals[e]);
         }
@@ -555,7 +572,7 @@ impl<A: Clone> FlowCache<A> {
                 let h = hashes[j];
                 let m = sig_matches(sigs[j - start], signature(h));
                 if m != 0 {
-                    let e = self.bucket_index(h) * WAYS + m.trailing_zeros() as usize;
+                    let e = self.bucket_index(h) * WAYS + first_way(m);
                     slot[j - start] = e;
                     crate::prefetch::prefetch(&self.keys[e]);
                     crate::prefetch::prefetch(&self.vals[e]);
@@ -592,5 +609,65 @@ impl<A> core::fmt::Debug for FlowCache<A> {
             .field("insert_inv_prob", &self.insert_inv_prob)
             .field("stats", &self.stats)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The ways whose signature is `sig`, one by one.
+    fn naive(sigs: [u16; WAYS], sig: u16) -> Vec<usize> {
+        (0..WAYS).filter(|&i| sigs[i] == sig).collect()
+    }
+
+    fn ways(mut m: u64) -> Vec<usize> {
+        let mut v = Vec::new();
+        while m != 0 {
+            v.push(first_way(m));
+            m &= m - 1;
+        }
+        v
+    }
+
+    #[test]
+    fn sig_matches_edge_values() {
+        // Lanes that differ from `sig` only in the top bit, or are its
+        // neighbours, must not match; repeated and boundary signatures must.
+        for sig in [1u16, 0x7fff, 0x8000, 0x8001, 0xffff] {
+            for sigs in [
+                [sig, sig ^ 0x8000, sig.wrapping_add(1), sig.wrapping_sub(1)],
+                [0, sig, 0, sig],
+                [sig; WAYS],
+                [0xffff, 0x7fff, 0x8000, 1],
+            ] {
+                assert_eq!(
+                    ways(sig_matches(sigs, sig)),
+                    naive(sigs, sig),
+                    "{sigs:x?} {sig:x}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// The SWAR match equals the lane-by-lane compare (half the lanes
+        /// are forced equal to `sig`, so matches are common).
+        #[test]
+        fn sig_matches_equals_naive(
+            mut sigs in any::<[u16; WAYS]>(),
+            sig in any::<u16>(),
+            force in any::<[bool; WAYS]>(),
+        ) {
+            for i in 0..WAYS {
+                if force[i] {
+                    sigs[i] = sig;
+                }
+            }
+            prop_assert_eq!(ways(sig_matches(sigs, sig)), naive(sigs, sig));
+        }
     }
 }

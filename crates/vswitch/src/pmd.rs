@@ -531,20 +531,37 @@ impl Pmd {
         let cached = self.use_cache && !l2_only && self.pkts.len() <= BURST;
         let mut keys = [FlowKey::default(); BURST];
         let mut hashes = [0u32; BURST];
+        // Each frame's first bytes, copied from the guest. One buffer for the burst:
+        // only the bytes just read (`..n`) are ever looked at.
+        let mut hdr = [0u8; KEY_BYTES];
         if cached {
             for (i, p) in self.pkts.iter_mut().enumerate() {
                 if let Action::Drop(_) = p.action {
                     continue;
                 }
-                let mut hdr = [0u8; KEY_BYTES];
+                // The first 64 bytes first (the common IPv4 key needs 40), in one copy
+                // whose stores `extract_ipv4_l4`'s loads can be forwarded from; the rest
+                // only for the general parser.
                 let want = (p.frame_len as usize).min(KEY_BYTES);
-                let n = bs.read(p, &self.segs, 0, &mut hdr[..want]);
+                let first = want.min(64);
+                let n = bs.read(p, &self.segs, 0, &mut hdr[..first]);
                 if n < 14 {
                     // Counted below with the other drops.
                     p.action = Action::Drop(DropReason::Runt);
                     continue;
                 }
-                keys[i] = FlowKey::extract(&hdr[..n], src.id, None);
+                keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], src.id, None) {
+                    Some(k) => k,
+                    None => {
+                        let n = match n == first && want > first {
+                            true => {
+                                first + bs.read(p, &self.segs, first as u32, &mut hdr[first..want])
+                            }
+                            false => n,
+                        };
+                        FlowKey::extract(&hdr[..n], src.id, None)
+                    }
+                };
                 hashes[i] = keys[i].flow_hash();
                 self.cache.prefetch_bucket(hashes[i]);
             }
@@ -552,8 +569,16 @@ impl Pmd {
                 self.cache.prefetch_entry(h);
             }
         }
-        // The previous classified packet of the burst and its decision (last-flow check).
-        let mut last: Option<(usize, Decision)> = None;
+        // The previous classified packet of the burst (`usize::MAX`: none yet) and its
+        // decision, for the last-flow check. Two plain variables rather than an
+        // `Option<(usize, Decision)>`, which the compiler kept in memory and rebuilt from
+        // differently sized pieces each packet (a stalled store-to-load forward).
+        let mut last = usize::MAX;
+        let mut last_d = Decision {
+            action: Action::Flood,
+            rule: NO_RULE,
+            learn: NO_LEARN,
+        };
         for i in 0..self.pkts.len() {
             let p = self.pkts[i];
             if let Action::Drop(r) = p.action {
@@ -564,24 +589,23 @@ impl Pmd {
                 rx_packets += 1;
                 rx_bytes += u64::from(p.frame_len);
                 let (key, hash) = (&keys[i], hashes[i]);
-                let d = match last {
-                    Some((j, d)) if hashes[j] == hash && keys[j] == *key => {
-                        self.cache.stats_mut().last_flow_hits += 1;
-                        d
-                    }
-                    _ => match self.cache.lookup(key, hash, generation) {
+                let d = if last != usize::MAX && hashes[last] == hash && keys[last] == *key {
+                    self.cache.stats_mut().last_flow_hits += 1;
+                    last_d
+                } else {
+                    match self.cache.lookup(key, hash, generation) {
                         Some(d) => *d,
                         None => {
                             let d = slow_path(src, key, &fdb, acl);
                             self.cache.insert(key, hash, d, generation);
                             d
                         }
-                    },
+                    }
                 };
-                last = Some((i, d));
+                last = i;
+                last_d = d;
                 d
             } else {
-                let mut hdr = [0u8; KEY_BYTES];
                 // Without ACL rules the slow path is the FDB alone: the Ethernet header
                 // is all it needs, and two FDB lookups cost less than building a flow
                 // key, so such ports skip the flow cache (it exists to skip expensive
@@ -790,7 +814,9 @@ impl Pmd {
         let guest_tso6 = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_TSO6);
         let guest_ecn = conn.has(virtio_bindings::virtio_net::VIRTIO_NET_F_GUEST_ECN);
         for si in 0..self.sel.len() {
-            let p = self.pkts[usize::from(self.sel[si])];
+            // Borrowed, not copied: a copy of the whole `Pkt` is a wide load over the
+            // `action` just stored by `classify`, which has to wait for that store.
+            let p = &self.pkts[usize::from(self.sel[si])];
             if cur.out_of_buffers {
                 counters.drop(DropReason::NoRxBuffer, 1);
                 continue;
@@ -809,7 +835,7 @@ impl Pmd {
                 let mut hdr = [0u8; 12];
                 hdr[..10].copy_from_slice(&p.vhdr);
                 hdr[0] &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
-                let src = bs.frame(&p, &self.segs);
+                let src = bs.frame(p, &self.segs);
                 put_frame(
                     &ring,
                     &mut cur,
@@ -825,6 +851,7 @@ impl Pmd {
                 continue;
             }
             // Software offload: gather the frame, then segment or complete its checksum.
+            let p = *p;
             let Some(n) = self.soften(&p, bs, counters) else {
                 continue;
             };
