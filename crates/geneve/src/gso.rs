@@ -559,42 +559,18 @@ impl<B: AsMut<[u8]>> pulp::WithSimd for &mut TcpSegments<'_, '_, '_, B> {
         let payload = &frame[hdr_len..t.end()];
         let doff = frame[l4 + 12];
         let oid0 = encap.as_deref().map_or(0, TunnelTemplate::next_id);
-        for (i, b) in out.iter_mut().enumerate() {
+        let mut i = 0;
+        while i < count {
+            if let Some(m) = mid.filter(|_| i == 1) {
+                m.write(&mut out[1..count - 1], payload);
+                i = count - 1;
+                continue;
+            }
+            let b = &mut out[i];
             let start = i * mss;
             let chunk = mss.min(payload.len() - start);
             let seg_len = hl + chunk;
             let dst = &mut b.as_mut()[..seg_len];
-            if let Some(m) = mid.filter(|_| i != 0 && i + 1 != count) {
-                // A middle segment: its headers are the middle template
-                // but for the IPv4 IDs and checksums, the sequence number
-                // and the TCP checksum (RFC 1624 increments on sums taken
-                // once per frame), written as a few words.
-                if hl <= HEADERS_MAX / 2 {
-                    dst[..HEADERS_MAX / 2].copy_from_slice(&m.hdr[..HEADERS_MAX / 2]);
-                } else {
-                    dst[..HEADERS_MAX].copy_from_slice(&m.hdr);
-                }
-                let payload_sum =
-                    checksum::copy_and_sum_block(&mut dst[hl..], &payload[start..start + chunk]);
-                if let Some((sum, word)) = m.outer_ip {
-                    let id = oid0.wrapping_add(i as u16);
-                    put_id_sum(dst, OUTER_IP_OFF + 4, word, id, sum);
-                }
-                if let Some((sum, word)) = m.inner_ip {
-                    let id = id0.wrapping_add(i as u16);
-                    put_id_sum(dst, outer_len + l3 + 4, word, id, sum);
-                }
-                let seq = seq0.wrapping_add(start as u32);
-                put32(dst, outer_len + l4 + 4, seq);
-                if !partial {
-                    let s = m.tcp_sum
-                        + u64::from(seq >> 16)
-                        + u64::from(seq & 0xffff)
-                        + u64::from(payload_sum);
-                    put16(dst, outer_len + l4 + 16, finish(checksum::fold(s)));
-                }
-                continue;
-            }
             // Headers first: the fixed-size copy may run into the payload
             // area, which the payload copy then overwrites.
             match headers {
@@ -668,6 +644,7 @@ impl<B: AsMut<[u8]>> pulp::WithSimd for &mut TcpSegments<'_, '_, '_, B> {
                 };
                 tpl.patch_header(outer, inner.len(), port, hash, s)?;
             }
+            i += 1;
         }
         Ok(())
     }
@@ -691,6 +668,73 @@ struct Middle {
     inner_ip: Option<(u16, u64)>,
     /// Pseudo-header and TCP header sum without the sequence number.
     tcp_sum: u64,
+    /// Outer + inner header bytes, and of them the block copied from
+    /// `hdr` (64 or 128).
+    hl: usize,
+    block: usize,
+    /// Payload bytes per segment (the MSS).
+    mss: usize,
+    /// Offsets in a segment of the inner IPv4 ID, the TCP sequence number
+    /// and the TCP checksum.
+    inner_id_at: usize,
+    seq_at: usize,
+    csum_at: usize,
+    /// The first segment's TCP sequence number, inner and outer IPv4 IDs.
+    seq0: u32,
+    id0: u16,
+    oid0: u16,
+    /// The TCP checksum is left partial (it holds the pseudo-header sum,
+    /// in `hdr`).
+    partial: bool,
+}
+
+impl Middle {
+    /// Writes segments `1..=out.len()` of the frame whose TCP payload is
+    /// `payload` into `out` (segment `k + 1` into `out[k]`, each at least
+    /// `hl + mss` bytes: checked by the caller), all full-MSS middle
+    /// segments. In a loop of its own, everything per frame decided
+    /// before it: interleaved with the general path's code, the loop kept
+    /// fewer values in registers (measured 6–8 % slower).
+    ///
+    /// Per segment: the header block, the IPv4 IDs with their header
+    /// checksums and the sequence number, stored *before* the payload
+    /// (stores to the header line while it is being fetched anyway; after
+    /// the copy they measured 3–8 % slower), then the payload copied and
+    /// summed, then the TCP checksum.
+    #[inline(always)]
+    fn write<B: AsMut<[u8]>>(&self, out: &mut [B], payload: &[u8]) {
+        let (hl, mss) = (self.hl, self.mss);
+        for (k, b) in out.iter_mut().enumerate() {
+            let i = k + 1;
+            let start = i * mss;
+            let dst = &mut b.as_mut()[..hl + mss];
+            // Constant lengths: a copy of `self.block` bytes is a call.
+            if self.block == HEADERS_MAX / 2 {
+                dst[..HEADERS_MAX / 2].copy_from_slice(&self.hdr[..HEADERS_MAX / 2]);
+            } else {
+                dst[..HEADERS_MAX].copy_from_slice(&self.hdr);
+            }
+            if let Some((sum, word)) = self.outer_ip {
+                let id = self.oid0.wrapping_add(i as u16);
+                put_id_sum(dst, OUTER_IP_OFF + 4, word, id, sum);
+            }
+            if let Some((sum, word)) = self.inner_ip {
+                let id = self.id0.wrapping_add(i as u16);
+                put_id_sum(dst, self.inner_id_at, word, id, sum);
+            }
+            let seq = self.seq0.wrapping_add(start as u32);
+            put32(dst, self.seq_at, seq);
+            let payload_sum =
+                checksum::copy_and_sum_block(&mut dst[hl..], &payload[start..start + mss]);
+            if !self.partial {
+                let s = self.tcp_sum
+                    + u64::from(seq >> 16)
+                    + u64::from(seq & 0xffff)
+                    + u64::from(payload_sum);
+                put16(dst, self.csum_at, finish(checksum::fold(s)));
+            }
+        }
+    }
 }
 
 /// The bytes of an IPv4 header from its ID to its checksum, as a
@@ -768,6 +812,7 @@ fn middle_template(
         put16(inner, l4 + 16, pseudo);
     }
     let mut outer_ip = None;
+    let mut oid0 = 0;
     if let Some(tpl) = encap {
         let s = if tpl.udp_checksum() {
             add(add(l2_sum, ip_sum), finish(pseudo))
@@ -775,6 +820,7 @@ fn middle_template(
             0
         };
         let next = tpl.next_id();
+        oid0 = next;
         tpl.set_next_id(0);
         let r = tpl.patch_header(outer, t.hdr_len() + mss, tpl.port_for_hash(hash), hash, s);
         tpl.set_next_id(next);
@@ -793,6 +839,16 @@ fn middle_template(
         outer_ip,
         inner_ip,
         tcp_sum,
+        hl,
+        block,
+        mss,
+        inner_id_at: outer_len + l3 + 4,
+        seq_at: outer_len + l4 + 4,
+        csum_at: outer_len + l4 + 16,
+        seq0: be32(frame, l4 + 4),
+        id0: if t.ipv4 { be16(frame, l3 + 4) } else { 0 },
+        oid0,
+        partial,
     })
 }
 
