@@ -224,6 +224,32 @@ impl<'m> SplitRing<'m> {
         self.mem.slice(addr, need as usize)
     }
 
+    /// The common transmit chain, checked in one step: if descriptor `head` is a single
+    /// device-readable buffer (no NEXT, WRITE or INDIRECT) of 1 to [`MAX_CHAIN_BYTES`]
+    /// bytes inside guest memory, that buffer, as [`walk_chain`](Self::walk_chain)
+    /// would append it, and its bytes. `None` means "not that shape": walk the chain,
+    /// which also judges whether it is malformed.
+    #[inline]
+    pub fn single_readable(&self, head: u16) -> Option<(Seg, VolatileSlice<'m>)> {
+        self.single(head, false)
+    }
+
+    /// Descriptor `head` and its bytes if it is a whole chain of one non-empty buffer
+    /// in direction `writable` inside guest memory (a transmit buffer also at most
+    /// [`MAX_CHAIN_BYTES`]).
+    #[inline(always)]
+    fn single(&self, head: u16, writable: bool) -> Option<(Seg, VolatileSlice<'m>)> {
+        if head >= self.size {
+            return None;
+        }
+        let (addr, len, flags, _) = Self::read_desc(&self.desc, usize::from(head))?;
+        let expected = if writable { VRING_DESC_F_WRITE } else { 0 };
+        if flags != expected || len == 0 || (!writable && len > MAX_CHAIN_BYTES) {
+            return None;
+        }
+        Some((Seg { addr, len }, self.mem.slice(addr, len as usize)?))
+    }
+
     /// Walks the chain starting at `head`, appending its buffers to `out`, and returns
     /// the total length in bytes. `writable` selects the direction the chain must have:
     /// `false` for a transmit chain (device-readable buffers only), `true` for a receive
@@ -251,17 +277,13 @@ impl<'m> SplitRing<'m> {
 
     fn walk_inner(&self, head: u16, writable: bool, out: &mut Vec<Seg>) -> Result<u32, DropReason> {
         use DropReason::{BadDescriptor, FrameTooBig};
+        // Most chains are one direct descriptor: take those without the walk.
+        if let Some((seg, _)) = self.single(head, writable) {
+            out.push(seg);
+            return Ok(seg.len);
+        }
         if head >= self.size {
             return Err(BadDescriptor);
-        }
-        // Most chains are one direct descriptor: take those without the walk.
-        let (addr, len, flags, _) =
-            Self::read_desc(&self.desc, usize::from(head)).ok_or(BadDescriptor)?;
-        let expected = if writable { VRING_DESC_F_WRITE } else { 0 };
-        if flags == expected && len > 0 && (writable || len <= MAX_CHAIN_BYTES) {
-            self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
-            out.push(Seg { addr, len });
-            return Ok(len);
         }
         let mut table = self.desc;
         let mut table_len = usize::from(self.size);
