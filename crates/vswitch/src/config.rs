@@ -56,6 +56,9 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError 
     }
 }
 
+/// Most ports a switch can have: port numbers ([`crate::fdb::PortId`]) are 16 bits.
+pub const MAX_PORTS: usize = 1 << 16;
+
 /// How PMD threads wait for work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -794,6 +797,14 @@ impl TryFrom<Args> for Config {
                 },
             ));
         }
+        if let Some((field, _)) = ports.get(MAX_PORTS) {
+            return Err(invalid(
+                field,
+                format!(
+                    "too many ports: at most {MAX_PORTS} (vhost-user, AF_XDP and tap together)"
+                ),
+            ));
+        }
         let mut names = HashSet::new();
         let mut paths = HashSet::new();
         for (field, p) in &ports {
@@ -999,6 +1010,24 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("--vhost-user"), "{s}");
         assert!(s.contains("/nonexistent-dir does not exist"), "{s}");
+    }
+
+    #[test]
+    fn more_ports_than_port_numbers_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let specs: Vec<String> = (0..=MAX_PORTS)
+            .map(|i| format!("p{i}={}/{i}.sock", d.path().display()))
+            .collect();
+        let mut argv = Vec::new();
+        for s in &specs {
+            argv.extend(["--vhost-user", s.as_str()]);
+        }
+        let e = Config::try_from(args(&argv)).unwrap_err().to_string();
+        assert!(e.contains("too many ports: at most 65536"), "{e}");
+        assert!(
+            e.contains(&format!("p{MAX_PORTS}=")),
+            "names the first port too many: {e}"
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@ use serde::Serialize;
 
 use crate::config::MacAddr;
 
-/// Index of a port in the switch's port table.
-pub type PortId = u32;
+/// Index of a port in the switch's port table (at most [`crate::config::MAX_PORTS`] ports; 16 bits
+/// keep a forwarding decision, cached per flow, within two machine words).
+pub type PortId = u16;
 
 /// A VLAN domain: the access VLAN of a port, or 0 for untagged ports.
 pub type Vlan = u16;

@@ -64,6 +64,11 @@ pub struct Decision {
     pub learn: u64,
 }
 
+// Two machine words: returned in registers and kept there by the compiler. A bigger
+// decision lives in memory, copied piecewise between the slow path, the cache and the
+// burst, and a wide reload of one just stored in pieces stalls until they reach the cache.
+const _: () = assert!(std::mem::size_of::<Decision>() <= 16);
+
 /// [`Decision::rule`] when no ACL rule dropped the frame.
 pub const NO_RULE: u16 = u16::MAX;
 /// [`Decision::learn`] when the source MAC is not learned (group address, dropped).
@@ -567,7 +572,7 @@ impl Pmd {
                     p.action = Action::Drop(DropReason::Runt);
                     continue;
                 }
-                keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], src.id, None) {
+                keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], u32::from(src.id), None) {
                     Some(k) => k,
                     None => {
                         let n = match n == first && want > first {
@@ -576,7 +581,7 @@ impl Pmd {
                             }
                             false => n,
                         };
-                        FlowKey::extract(&hdr[..n], src.id, None)
+                        FlowKey::extract(&hdr[..n], u32::from(src.id), None)
                     }
                 };
                 hashes[i] = keys[i].flow_hash();
@@ -597,7 +602,10 @@ impl Pmd {
             learn: NO_LEARN,
         };
         for i in 0..self.pkts.len() {
-            let p = self.pkts[i];
+            // Borrowed, not copied: with a copy in hand the compiler writes the new
+            // action back as one wide store merged with the copy's other fields, and
+            // that store's wide load of the just-made decision waits for its pieces.
+            let p = &self.pkts[i];
             if let Action::Drop(r) = p.action {
                 counters.drop(r, 1);
                 continue;
@@ -632,7 +640,7 @@ impl Pmd {
                 } else {
                     (p.frame_len as usize).min(KEY_BYTES)
                 };
-                let n = bs.read(&p, &self.segs, 0, &mut hdr[..want]);
+                let n = bs.read(p, &self.segs, 0, &mut hdr[..want]);
                 if n < 14 {
                     self.pkts[i].action = Action::Drop(DropReason::Runt);
                     counters.drop(DropReason::Runt, 1);
@@ -647,7 +655,12 @@ impl Pmd {
                     let tagged = ethertype == 0x8100 || ethertype == 0x88a8;
                     l2_decide(src, &smac, &dmac, tagged, &fdb)
                 } else {
-                    slow_path(src, &FlowKey::extract(&hdr[..n], src.id, None), &fdb, acl)
+                    slow_path(
+                        src,
+                        &FlowKey::extract(&hdr[..n], u32::from(src.id), None),
+                        &fdb,
+                        acl,
+                    )
                 }
             };
             if d.learn != NO_LEARN && d.learn != last_learn {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use crate::fdb::PortId;
 use crate::pmd::Pmd;
 use crate::switch::Switch;
 use crate::testing::{frame, RawDesc, SimGuest, QUEUE_SIZE};
@@ -35,7 +36,7 @@ fn attach(sw: &Switch, port: usize, features: u64) -> SimGuest {
     g
 }
 
-fn drops(sw: &Switch, port: u32, reason: &str) -> u64 {
+fn drops(sw: &Switch, port: PortId, reason: &str) -> u64 {
     sw.port_stats(port).drops[reason]
 }
 
@@ -442,13 +443,13 @@ proptest! {
                     }
                     Op::AddAcl(port, h) => {
                         let rule = format!("drop ip_src=10.0.0.{h}/32");
-                        sw.edit_acl(port as u32, |a| a.push(rule.parse().unwrap()).map(|_| ())).unwrap();
+                        sw.edit_acl(port as PortId, |a| a.push(rule.parse().unwrap()).map(|_| ())).unwrap();
                     }
                     Op::DelAcl(port) => {
-                        let _ = sw.edit_acl(port as u32, |a| a.remove(0).map(|_| ()));
+                        let _ = sw.edit_acl(port as PortId, |a| a.remove(0).map(|_| ()));
                     }
                     Op::Flush(port) => {
-                        sw.fdb.flush_port(port as u32);
+                        sw.fdb.flush_port(port as PortId);
                     }
                 }
             }

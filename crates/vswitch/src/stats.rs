@@ -12,7 +12,7 @@ use serde::Serialize;
 /// Why the switch dropped a frame. Every drop is counted under exactly one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[repr(usize)]
+#[repr(u8)]
 pub enum DropReason {
     /// The destination guest had no rx buffer available (its rx virtqueue was empty).
     NoRxBuffer = 0,
