@@ -982,6 +982,11 @@ impl Acl {
     /// The verdict for `key`: the action of the first matching rule with its
     /// index, or [`DEFAULT_ACTION`] with `rule: None`. Linear in the number
     /// of rules; allocates nothing.
+    ///
+    /// Never inlined: the scan is compiled once, on its own, so its code (and
+    /// the slow path's speed, which the flow cache is measured against) does
+    /// not change with the code of its callers.
+    #[inline(never)]
     pub fn classify(&self, key: &FlowKey) -> Verdict {
         for (i, r) in self.rules.iter().enumerate() {
             if r.matches(key) {
