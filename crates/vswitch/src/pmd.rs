@@ -458,35 +458,39 @@ impl Pmd {
         for i in 0..n {
             let head = self.heads[i];
             let seg_start = self.segs.len() as u32;
+            // The usual chain is one buffer: taken in one step, and its slice (checked
+            // to lie in guest memory) serves the prefetch and the header read below.
+            let single = ring.single_readable(head);
+            let walked = match single {
+                Some((seg, _)) => {
+                    self.segs.push(seg);
+                    Ok(seg.len)
+                }
+                None => ring.walk_chain(head, false, &mut self.segs),
+            };
+            let (len, action) = match walked {
+                Ok(len) if len < src_hdr + 14 => (0, Action::Drop(DropReason::Runt)),
+                Ok(len) => (len - src_hdr, Action::Flood),
+                Err(r) => (0, Action::Drop(r)),
+            };
+            let read_hdr = src_offloads && !matches!(action, Action::Drop(_));
             let mut vhdr = [0u8; 10];
-            let (len, action) = if let Some((seg, buf)) = ring.single_readable(head) {
-                // The usual chain, one buffer: its header fields are two loads and the
-                // Ethernet header (read by classify below) is prefetched from it.
-                self.segs.push(seg);
+            if let Some((_, buf)) = single {
+                // The Ethernet header, read by classify below; the virtio-net header
+                // fields as two loads.
                 prefetch(buf.ptr_guard().as_ptr().wrapping_add(src_hdr as usize));
-                if seg.len < src_hdr + 14 {
-                    (0, Action::Drop(DropReason::Runt))
-                } else {
-                    if src_offloads {
-                        vhdr = read_vhdr(&buf);
-                    }
-                    (seg.len - src_hdr, Action::Flood)
+                if read_hdr {
+                    vhdr = read_vhdr(&buf);
                 }
             } else {
-                let r = match ring.walk_chain(head, false, &mut self.segs) {
-                    Ok(len) if len < src_hdr + 14 => (0, Action::Drop(DropReason::Runt)),
-                    Ok(len) => (len - src_hdr, Action::Flood),
-                    Err(r) => (0, Action::Drop(r)),
-                };
                 if let Some(first) = self.segs.get(seg_start as usize) {
                     ring.mem()
                         .prefetch(first.addr + u64::from(src_hdr.min(first.len - 1)));
                 }
-                if src_offloads && !matches!(r.1, Action::Drop(_)) {
+                if read_hdr {
                     read_sg(ring.mem(), &self.segs[seg_start as usize..], 0, &mut vhdr);
                 }
-                r
-            };
+            }
             self.pkts.push(Pkt {
                 head,
                 seg_start,
@@ -575,11 +579,10 @@ impl Pmd {
                 keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], u32::from(src.id), None) {
                     Some(k) => k,
                     None => {
-                        let n = match n == first && want > first {
-                            true => {
-                                first + bs.read(p, &self.segs, first as u32, &mut hdr[first..want])
-                            }
-                            false => n,
+                        let n = if n == first && want > first {
+                            first + bs.read(p, &self.segs, first as u32, &mut hdr[first..want])
+                        } else {
+                            n
                         };
                         FlowKey::extract(&hdr[..n], u32::from(src.id), None)
                     }

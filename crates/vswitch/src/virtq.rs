@@ -214,14 +214,11 @@ impl<'m> SplitRing<'m> {
     /// malformed.
     #[inline]
     pub fn single_writable(&self, head: u16, need: u32) -> Option<VolatileSlice<'m>> {
-        if head >= self.size {
+        let seg = self.single_desc(head, true)?;
+        if seg.len < need {
             return None;
         }
-        let (addr, len, flags, _) = Self::read_desc(&self.desc, usize::from(head))?;
-        if flags != VRING_DESC_F_WRITE || len < need {
-            return None;
-        }
-        self.mem.slice(addr, need as usize)
+        self.mem.slice(seg.addr, need as usize)
     }
 
     /// The common transmit chain, checked in one step: if descriptor `head` is a single
@@ -239,6 +236,15 @@ impl<'m> SplitRing<'m> {
     /// [`MAX_CHAIN_BYTES`]).
     #[inline(always)]
     fn single(&self, head: u16, writable: bool) -> Option<(Seg, VolatileSlice<'m>)> {
+        let seg = self.single_desc(head, writable)?;
+        Some((seg, self.mem.slice(seg.addr, seg.len as usize)?))
+    }
+
+    /// Descriptor `head` if it is a whole chain of one non-empty buffer in direction
+    /// `writable` (a transmit buffer also at most [`MAX_CHAIN_BYTES`]); where the
+    /// buffer lies is not checked.
+    #[inline(always)]
+    fn single_desc(&self, head: u16, writable: bool) -> Option<Seg> {
         if head >= self.size {
             return None;
         }
@@ -247,7 +253,7 @@ impl<'m> SplitRing<'m> {
         if flags != expected || len == 0 || (!writable && len > MAX_CHAIN_BYTES) {
             return None;
         }
-        Some((Seg { addr, len }, self.mem.slice(addr, len as usize)?))
+        Some(Seg { addr, len })
     }
 
     /// Walks the chain starting at `head`, appending its buffers to `out`, and returns
