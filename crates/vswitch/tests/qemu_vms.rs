@@ -514,12 +514,17 @@ fn tso_frames_are_segmented_for_a_vm_without_offloads() {
 
 /// The guests' rx rings (256 entries) can fill while a slow TCG guest refills them (with
 /// ACKs as much as with data): such frames are dropped and counted as no_rx_buffer, and
-/// TCP retransmits them. Every other drop is a bug (port_down: the peer powered off
-/// first, expected).
+/// TCP retransmits them. Every other drop is a bug, except the two that a guest's frames
+/// meet when its peer powered off first (the stats are read after both exited):
+/// port_down for a unicast frame, no_destination for a flooded one (seen once in a
+/// clean-clone CI run: one no_destination on the port whose peer had gone).
 fn assert_only_ring_full_drops(ports: &[&vswitch::control::PortStatsOwned]) {
     for s in ports {
         assert_eq!(
-            s.drops_total - s.drops["no_rx_buffer"] - s.drops["port_down"],
+            s.drops_total
+                - s.drops["no_rx_buffer"]
+                - s.drops["port_down"]
+                - s.drops["no_destination"],
             0,
             "{s:?}"
         );
