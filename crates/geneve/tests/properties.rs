@@ -287,6 +287,11 @@ proptest! {
         let ck = usize::from(cs) + 16;
         prop_assert_eq!(&m[..ck], &f[..ck]);
         prop_assert_eq!(&m[ck + 2..], &f[ck + 2..]);
+        // By reference: the same frame, its payloads left in the segments.
+        let mut by_ref = Vec::new();
+        Coalescer::new().coalesce_by_reference(&refs, |c| by_ref.push(c.to_vec()));
+        prop_assert_eq!(by_ref.len(), 1);
+        prop_assert_eq!(&by_ref[0], m);
     }
 }
 

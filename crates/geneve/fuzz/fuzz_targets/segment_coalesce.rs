@@ -3,10 +3,12 @@
 //! segments, coalesces back to one frame with the same payload. The
 //! coalescer's template fast path must decide exactly as its rules
 //! (`Coalescer::without_fast_path`) on every batch, including ones with
-//! the raw input frame, corrupted copies and segments out of order.
+//! the raw input frame, corrupted copies and segments out of order, and
+//! merging by reference (`coalesce_by_reference`) must give the same
+//! frames as merging by copying.
 #![no_main]
 
-use geneve::gro::{Coalesced, Coalescer};
+use geneve::gro::{Coalesced, CoalescedRef, Coalescer};
 use geneve::checksum::complete_partial;
 use geneve::{segment, segment_with, GsoMeta, InnerChecksum, SegmentPlan};
 use libfuzzer_sys::fuzz_target;
@@ -25,7 +27,19 @@ fn differential(batch: &[&[u8]], verify: bool) {
         });
         out
     };
-    assert_eq!(run(Coalescer::new()), run(Coalescer::without_fast_path()));
+    let by_reference = |mut c: Coalescer| {
+        c.verify_checksums = verify;
+        let mut out = Vec::new();
+        c.coalesce_by_reference(batch, |o| match o {
+            CoalescedRef::Unchanged(f) => out.push((f.to_vec(), None)),
+            CoalescedRef::Merged(m) => out.push((m.to_vec(), Some((m.meta, m.segments)))),
+        });
+        out
+    };
+    let copied = run(Coalescer::new());
+    assert_eq!(copied, run(Coalescer::without_fast_path()));
+    assert_eq!(copied, by_reference(Coalescer::new()));
+    assert_eq!(copied, by_reference(Coalescer::without_fast_path()));
 }
 
 fuzz_target!(|input: (u8, u8, u16, u16, u16, &[u8])| {
