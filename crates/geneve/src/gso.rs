@@ -715,10 +715,24 @@ impl Middle {
             // Constant lengths: a copy of `self.block` bytes is a call.
             if self.block == HEADERS_MAX / 2 {
                 dst[..HEADERS_MAX / 2].copy_from_slice(&self.hdr[..HEADERS_MAX / 2]);
+            } else if let Some((sum, _)) = self.outer_ip {
+                // The outer IPv4 ID (bytes 18..20) and header checksum
+                // (24..26), zero in the template, merged into its words
+                // in registers: one store of the block, none after it.
+                let id = self.oid0.wrapping_add(i as u16);
+                let c = finish(checksum::fold(u64::from(sum) + u64::from(id)));
+                let mut w: [u64; HEADERS_MAX / 8] = core::array::from_fn(|k| {
+                    u64::from_ne_bytes(self.hdr[8 * k..8 * k + 8].try_into().expect("8 bytes"))
+                });
+                w[2] |= u64::from_ne_bytes([0, 0, (id >> 8) as u8, id as u8, 0, 0, 0, 0]);
+                w[3] |= u64::from_ne_bytes([(c >> 8) as u8, c as u8, 0, 0, 0, 0, 0, 0]);
+                for (d, w) in dst[..HEADERS_MAX].chunks_exact_mut(8).zip(w) {
+                    d.copy_from_slice(&w.to_ne_bytes());
+                }
             } else {
                 dst[..HEADERS_MAX].copy_from_slice(&self.hdr);
             }
-            if let Some((sum, word)) = self.outer_ip {
+            if let (Some((sum, word)), true) = (self.outer_ip, self.block == HEADERS_MAX / 2) {
                 let id = self.oid0.wrapping_add(i as u16);
                 put_id_sum(dst, OUTER_IP_OFF + 4, word, id, sum);
             }
