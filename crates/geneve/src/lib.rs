@@ -13,7 +13,9 @@
 //!   virtio-net metadata into caller-provided buffers, optionally
 //!   encapsulating each segment; also plain TSO and checksum completion.
 //! * [`gro`]: software coalescing (LRO/GRO) of in-order TCP segments into one
-//!   large frame with GSO metadata, following Linux GRO's rules.
+//!   large frame with GSO metadata, following Linux GRO's rules: copied
+//!   into one slice, or by reference (rewritten headers plus the segments'
+//!   payloads in place, as Linux GRO's fragments).
 //! * [`checksum`]: the Internet checksum (RFC 1071) and pseudo-headers.
 //!
 //! ## Emit, then parse
