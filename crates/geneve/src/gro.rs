@@ -128,7 +128,7 @@ impl<'a> CoalescedRef<'a> {
 /// The bytes of the frame are `header()` followed by every slice of
 /// `payloads()`, in order: a frame with the same bytes and metadata as
 /// [`Coalescer::coalesce`] would have built by copying.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct MergedRef<'a> {
     header: &'a [u8],
     frames: &'a [&'a [u8]],
@@ -146,6 +146,19 @@ pub struct MergedRef<'a> {
 struct Span {
     frame: u32,
     len: u32,
+}
+
+/// Lengths and metadata, not the bytes (the batch's frames would print
+/// whole).
+impl core::fmt::Debug for MergedRef<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MergedRef")
+            .field("header_len", &self.header.len())
+            .field("len", &self.len())
+            .field("meta", &self.meta)
+            .field("segments", &self.segments)
+            .finish()
+    }
 }
 
 impl<'a> MergedRef<'a> {
