@@ -559,7 +559,7 @@ mod tests {
     }
 
     /// Lengths on both sides of the dispatch threshold and of the 256- and
-    /// 64-byte block boundaries, at every store alignment.
+    /// 64-byte block boundaries, at several destination alignments.
     #[test]
     fn dispatched_kernels_match_reference() {
         let data: Vec<u8> = (0..2200u32)
@@ -610,6 +610,27 @@ mod tests {
             for len in (0..=400).chain([511, 512, 513, 1447, 1448, 1449, 1600]) {
                 let s = &data[soff..soff + len];
                 assert_eq!(sum_fast(s), reference(s), "len {len} soff {soff}");
+            }
+        }
+    }
+
+    /// The copy at every source alignment within a 64-byte line (its loop
+    /// loads are aligned, its stores follow), three destination offsets.
+    #[test]
+    fn copy_and_sum_any_source_alignment() {
+        let data: Vec<u8> = (0..1700u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 3) as u8)
+            .collect();
+        let mut out = vec![0u8; 1700];
+        for soff in 0..64 {
+            for len in (0..=330)
+                .step_by(7)
+                .chain([511, 512, 513, 1447, 1448, 1449])
+            {
+                let s = &data[soff..soff + len];
+                for doff in [0, 7, 54] {
+                    check_copy_and_sum(&mut out, doff, s, reference(s));
+                }
             }
         }
     }
