@@ -133,6 +133,8 @@ pub struct MergedRef<'a> {
     header: &'a [u8],
     frames: &'a [&'a [u8]],
     spans: &'a [Span],
+    /// Bytes of the whole frame.
+    len: usize,
     /// Offload metadata of the merged frame (for the guest's
     /// `virtio_net_hdr`).
     pub meta: GsoMeta,
@@ -178,7 +180,7 @@ impl<'a> MergedRef<'a> {
 
     /// Bytes of the merged frame (header and payloads).
     pub fn len(&self) -> usize {
-        self.header.len() + self.spans.iter().map(|s| s.len as usize).sum::<usize>()
+        self.len
     }
 
     /// Never true: a merged frame has a header and at least two payloads.
@@ -839,7 +841,8 @@ impl Coalescer {
             csum_offset: 16,
         };
         let frame = &self.bufs[o.slot][..self.lens[o.slot]];
-        deliver.merged(frame, frames, &self.spans[o.slot], meta, o.count);
+        let len = t.hdr_len() + o.payload_total;
+        deliver.merged(frame, frames, &self.spans[o.slot], len, meta, o.count);
     }
 }
 
@@ -850,13 +853,15 @@ trait Sink {
     /// recorded as [`Span`]s) instead of copied into a merge buffer.
     const BY_REFERENCE: bool;
     fn unchanged(&mut self, frame: &[u8]);
-    /// A merged frame: `buf` is the whole frame if copying, else its
-    /// headers, followed by the payloads `spans` of `frames`.
+    /// A merged frame of `len` bytes: `buf` is the whole frame if
+    /// copying, else its headers, followed by the payloads `spans` of
+    /// `frames`.
     fn merged(
         &mut self,
         buf: &[u8],
         frames: &[&[u8]],
         spans: &[Span],
+        len: usize,
         meta: GsoMeta,
         segments: usize,
     );
@@ -874,7 +879,16 @@ impl<F: FnMut(Coalesced<'_>)> Sink for Copying<F> {
     }
 
     #[inline(always)]
-    fn merged(&mut self, buf: &[u8], _: &[&[u8]], _: &[Span], meta: GsoMeta, segments: usize) {
+    fn merged(
+        &mut self,
+        buf: &[u8],
+        _: &[&[u8]],
+        _: &[Span],
+        len: usize,
+        meta: GsoMeta,
+        segments: usize,
+    ) {
+        debug_assert_eq!(buf.len(), len);
         (self.0)(Coalesced::Merged {
             frame: buf,
             meta,
@@ -900,6 +914,7 @@ impl<F: FnMut(CoalescedRef<'_>)> Sink for ByReference<F> {
         buf: &[u8],
         frames: &[&[u8]],
         spans: &[Span],
+        len: usize,
         meta: GsoMeta,
         segments: usize,
     ) {
@@ -907,6 +922,7 @@ impl<F: FnMut(CoalescedRef<'_>)> Sink for ByReference<F> {
             header: buf,
             frames,
             spans,
+            len,
             meta,
             segments,
         }));
