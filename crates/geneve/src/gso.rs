@@ -663,11 +663,11 @@ struct Middle {
     /// CWR, PSH and FIN clear, outer UDP checksum complete: it is the same
     /// in every middle segment), with IPv4 IDs 0.
     hdr: [u8; HEADERS_MAX],
-    /// Outer IPv4: the header sum without ID and checksum, and the 8
-    /// bytes from its ID to its checksum as a big-endian word with both
-    /// zero.
-    outer_ip: Option<(u16, u64)>,
-    /// The same for the inner IPv4 header.
+    /// Outer IPv4: the header sum without ID and checksum (both zero in
+    /// `hdr`, merged into its block per segment).
+    outer_ip: Option<u16>,
+    /// Inner IPv4: the header sum without ID and checksum, and the 8 bytes
+    /// from its ID to its checksum as a big-endian word with both zero.
     inner_ip: Option<(u16, u64)>,
     /// Pseudo-header and TCP header sum without the sequence number.
     tcp_sum: u64,
@@ -707,20 +707,23 @@ impl Middle {
     /// summed, then the TCP checksum.
     #[inline(always)]
     fn write<B: AsMut<[u8]>>(&self, first: usize, out: &mut [B], payload: &[u8]) {
+        debug_assert!(self.outer_ip.is_none() || self.block == HEADERS_MAX);
         let (hl, mss) = (self.hl, self.mss);
         for (k, b) in out.iter_mut().enumerate() {
             let i = first + k;
             let start = i * mss;
             let dst = &mut b.as_mut()[..hl + mss];
-            // Constant lengths: a copy of `self.block` bytes is a call.
+            // Constant lengths: a copy of `self.block` bytes is a call. An
+            // outer header makes the block 128 bytes (50 + at least 54
+            // bytes of headers).
             if self.block == HEADERS_MAX / 2 {
                 dst[..HEADERS_MAX / 2].copy_from_slice(&self.hdr[..HEADERS_MAX / 2]);
-            } else if let Some((sum, _)) = self.outer_ip {
+            } else if let Some(sum) = self.outer_ip {
                 // The outer IPv4 ID (bytes 18..20) and header checksum
                 // (24..26), zero in the template, merged into its words
                 // in registers: one store of the block, none after it.
                 let id = self.oid0.wrapping_add(i as u16);
-                let c = finish(checksum::fold(u64::from(sum) + u64::from(id)));
+                let c = id_checksum(sum, id);
                 let mut w: [u64; HEADERS_MAX / 8] = core::array::from_fn(|k| {
                     u64::from_ne_bytes(self.hdr[8 * k..8 * k + 8].try_into().expect("8 bytes"))
                 });
@@ -731,10 +734,6 @@ impl Middle {
                 }
             } else {
                 dst[..HEADERS_MAX].copy_from_slice(&self.hdr);
-            }
-            if let (Some((sum, word)), true) = (self.outer_ip, self.block == HEADERS_MAX / 2) {
-                let id = self.oid0.wrapping_add(i as u16);
-                put_id_sum(dst, OUTER_IP_OFF + 4, word, id, sum);
             }
             if let Some((sum, word)) = self.inner_ip {
                 let id = self.id0.wrapping_add(i as u16);
@@ -755,6 +754,13 @@ impl Middle {
     }
 }
 
+/// The IPv4 header checksum for ID `id`, given the header sum `sum`
+/// without ID and checksum.
+#[inline(always)]
+fn id_checksum(sum: u16, id: u16) -> u16 {
+    finish(checksum::fold(u64::from(sum) + u64::from(id)))
+}
+
 /// The bytes of an IPv4 header from its ID to its checksum, as a
 /// big-endian word, without the ID and the checksum.
 const ID_SUM_MASK: u64 = 0x0000_ffff_ffff_0000;
@@ -764,7 +770,7 @@ const ID_SUM_MASK: u64 = 0x0000_ffff_ffff_0000;
 /// two.
 #[inline(always)]
 fn put_id_sum(dst: &mut [u8], at: usize, word: u64, id: u16, sum: u16) {
-    let c = finish(checksum::fold(u64::from(sum) + u64::from(id)));
+    let c = id_checksum(sum, id);
     let w = word | u64::from(id) << 48 | u64::from(c);
     dst[at..at + 8].copy_from_slice(&w.to_be_bytes());
 }
@@ -844,12 +850,10 @@ fn middle_template(
         tpl.set_next_id(next);
         r.ok()?;
         if tpl.is_ipv4() {
-            let at = OUTER_IP_OFF + 4;
             // The checksum for ID 0 is the complement of the header sum.
             let sum = !be16(outer, OUTER_IP_OFF + 10);
             put16(outer, OUTER_IP_OFF + 10, 0);
-            let word = u64::from_be_bytes(headers[at..at + 8].try_into().ok()?) & ID_SUM_MASK;
-            outer_ip = Some((sum, word));
+            outer_ip = Some(sum);
         }
     }
     Some(Middle {
