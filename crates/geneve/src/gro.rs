@@ -420,7 +420,7 @@ impl Coalescer {
                 let o = open[k].as_mut().expect("found above");
                 if self.can_merge(o, &seg) {
                     recent = k;
-                    if self.append::<S>(o, &seg, frames, i - 1) {
+                    if self.append::<S>(o, &seg, i - 1) {
                         let ends = seg.flags & (tcp_flags::PSH | tcp_flags::FIN) != 0
                             || seg.t.payload_len < o.first.t.payload_len;
                         if ends {
@@ -585,50 +585,36 @@ impl Coalescer {
     /// while summing it (one pass), or by reference only sums it and
     /// records where it is, then checks its TCP checksum. Returns false,
     /// leaving the merged frame as it was, if the checksum is bad.
-    fn append<S: Sink>(
-        &mut self,
-        o: &mut Open<'_>,
-        s: &Seg<'_>,
-        frames: &[&[u8]],
-        index: usize,
-    ) -> bool {
+    fn append<S: Sink>(&mut self, o: &mut Open<'_>, s: &Seg<'_>, index: usize) -> bool {
         let k = o.slot;
         if o.count == 1 {
             self.start_merge::<S>(o);
         }
         let n = s.t.payload_len;
         let src = &s.frame[s.t.hdr_len()..s.t.end()];
-        let ps = if S::BY_REFERENCE {
-            let ps = if self.verify_checksums {
-                let ps = checksum::sum_fast(src);
-                if !self.tcp_ok(s, ps) {
-                    return false;
-                }
-                ps
+        let len = self.lens[k];
+        let ps = if self.verify_checksums {
+            let ps = if S::BY_REFERENCE {
+                checksum::sum_fast(src)
             } else {
-                trusted_payload_sum(s)
+                checksum::copy_and_sum(&mut self.bufs[k][len..len + n], src)
             };
-            debug_assert!(std::ptr::eq(frames[index], s.frame));
+            if !self.tcp_ok(s, ps) {
+                return false;
+            }
+            ps
+        } else {
+            if !S::BY_REFERENCE {
+                self.bufs[k][len..len + n].copy_from_slice(src);
+            }
+            trusted_payload_sum(s)
+        };
+        if S::BY_REFERENCE {
             self.spans[k].push(Span {
                 frame: index as u32,
                 len: n as u32,
             });
-            ps
         } else {
-            let len = self.lens[k];
-            let dst = &mut self.bufs[k][len..len + n];
-            if self.verify_checksums {
-                let ps = checksum::copy_and_sum(dst, src);
-                if !self.tcp_ok(s, ps) {
-                    return false;
-                }
-                ps
-            } else {
-                dst.copy_from_slice(src);
-                trusted_payload_sum(s)
-            }
-        };
-        if !S::BY_REFERENCE {
             self.lens[k] += n;
         }
         let ps = if o.payload_total % 2 == 1 {
@@ -840,9 +826,18 @@ impl Coalescer {
             csum_start: l4 as u16,
             csum_offset: 16,
         };
-        let frame = &self.bufs[o.slot][..self.lens[o.slot]];
-        let len = t.hdr_len() + o.payload_total;
-        deliver.merged(frame, frames, &self.spans[o.slot], len, meta, o.count);
+        deliver.merged(MergedRef {
+            header: &self.bufs[o.slot][..self.lens[o.slot]],
+            frames,
+            spans: if S::BY_REFERENCE {
+                &self.spans[o.slot]
+            } else {
+                &[]
+            },
+            len: t.hdr_len() + o.payload_total,
+            meta,
+            segments: o.count,
+        });
     }
 }
 
@@ -853,18 +848,9 @@ trait Sink {
     /// recorded as [`Span`]s) instead of copied into a merge buffer.
     const BY_REFERENCE: bool;
     fn unchanged(&mut self, frame: &[u8]);
-    /// A merged frame of `len` bytes: `buf` is the whole frame if
-    /// copying, else its headers, followed by the payloads `spans` of
-    /// `frames`.
-    fn merged(
-        &mut self,
-        buf: &[u8],
-        frames: &[&[u8]],
-        spans: &[Span],
-        len: usize,
-        meta: GsoMeta,
-        segments: usize,
-    );
+    /// A merged frame. Copying, its `header` is the whole frame and it has
+    /// no spans.
+    fn merged(&mut self, m: MergedRef<'_>);
 }
 
 /// The sink of [`Coalescer::coalesce`].
@@ -879,20 +865,12 @@ impl<F: FnMut(Coalesced<'_>)> Sink for Copying<F> {
     }
 
     #[inline(always)]
-    fn merged(
-        &mut self,
-        buf: &[u8],
-        _: &[&[u8]],
-        _: &[Span],
-        len: usize,
-        meta: GsoMeta,
-        segments: usize,
-    ) {
-        debug_assert_eq!(buf.len(), len);
+    fn merged(&mut self, m: MergedRef<'_>) {
+        debug_assert_eq!(m.header.len(), m.len);
         (self.0)(Coalesced::Merged {
-            frame: buf,
-            meta,
-            segments,
+            frame: m.header,
+            meta: m.meta,
+            segments: m.segments,
         });
     }
 }
@@ -909,23 +887,8 @@ impl<F: FnMut(CoalescedRef<'_>)> Sink for ByReference<F> {
     }
 
     #[inline(always)]
-    fn merged(
-        &mut self,
-        buf: &[u8],
-        frames: &[&[u8]],
-        spans: &[Span],
-        len: usize,
-        meta: GsoMeta,
-        segments: usize,
-    ) {
-        (self.0)(CoalescedRef::Merged(MergedRef {
-            header: buf,
-            frames,
-            spans,
-            len,
-            meta,
-            segments,
-        }));
+    fn merged(&mut self, m: MergedRef<'_>) {
+        (self.0)(CoalescedRef::Merged(m));
     }
 }
 
