@@ -15,7 +15,7 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
 };
 use vswitch::config::MacAddr;
-use vswitch::pmd::{Pmd, BURST};
+use vswitch::datapath::pmd::{Pmd, BURST};
 use vswitch::switch::Switch;
 use vswitch::testing::{config, frame, SimGuest};
 

@@ -9,9 +9,9 @@ use vhost::vhost_user::Listener;
 use vhost_user_backend::ShutdownHandle;
 
 use crate::config::{Config, PortType};
-use crate::pmd::Pmd;
+use crate::datapath::pmd::Pmd;
+use crate::ports::vhost::device::{Connection, Endpoint};
 use crate::switch::{Port, Switch};
-use crate::vhost::{Connection, Endpoint};
 
 /// Errors that stop vswitchd from starting. Nothing is left running when one occurs.
 #[derive(Debug, thiserror::Error)]
@@ -153,7 +153,9 @@ impl Daemon {
         spawn("control".into(), move || crate::control::serve(control, sw))?;
         if let Some(l) = metrics {
             let sw = switch.clone();
-            spawn("metrics".into(), move || crate::metrics::serve(l, sw))?;
+            spawn("metrics".into(), move || {
+                crate::control::metrics::serve(l, sw)
+            })?;
         }
 
         info!(

@@ -1,30 +1,20 @@
 //! vswitch: a multi-threaded virtual switch serving VMs over vhost-user.
 //!
-//! - [`config`]: flags, the TOML file and their validation;
-//! - [`vhost`]: the vhost-user-net device on rust-vmm's vhost-user-backend;
-//! - [`virtq`]: burst access to split virtqueues through vm-memory's checked accessors;
-//! - [`pmd`]: the poll-mode data path;
-//! - [`afxdp`]: AF_XDP uplinks, with [`xdp`] their XDP program; [`tap`]: tap host ports;
-//! - [`fdb`]: MAC learning;
-//! - [`switch`]: ports and shared state; [`daemon`]: start and stop;
-//! - [`control`]: the `vswitchctl` socket; [`stats`]: counters.
+//! The folders follow the architecture (DESIGN.md §1):
+//! - [`config`]: flags, the TOML file, port specs, and their validation;
+//! - [`model`]: the FDB, ACLs and counters;
+//! - [`datapath`]: the PMD threads and the pipeline they run;
+//! - [`ports`]: one module per port kind (vhost-user, AF_XDP uplink, tap);
+//! - [`control`]: the `vswitchctl` socket and the Prometheus endpoint;
+//! - [`switch`]: the state PMDs and the control plane share; [`daemon`]: start and stop.
 #![deny(missing_docs)]
 
-pub mod acl;
-pub mod afxdp;
 pub mod config;
 pub mod control;
 pub mod daemon;
-pub mod fdb;
-pub mod metrics;
-pub mod pmd;
-#[cfg(test)]
-mod pmd_tests;
-pub mod stats;
+pub mod datapath;
+pub mod model;
+pub mod ports;
 pub mod switch;
-pub mod tap;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
-pub mod vhost;
-pub mod virtq;
-pub mod xdp;

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 
-use crate::acl::Acl;
-use crate::stats::Counter;
+use crate::model::acl::Acl;
+use crate::model::stats::Counter;
 use serde::Serialize;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
 use crate::config::{Config, PortType};
-use crate::fdb::{Fdb, PortId, Vlan};
-use crate::stats::{PmdCounters, PortCounters, PortStats};
-use crate::vhost::{feature_names, Connection, Wakers};
+use crate::model::fdb::{Fdb, PortId, Vlan};
+use crate::model::stats::{PmdCounters, PortCounters, PortStats};
+use crate::ports::vhost::device::{feature_names, Connection, Wakers};
 
 /// One switch port.
 pub struct Port {
@@ -47,9 +47,9 @@ pub enum Backend {
     /// A vhost-user socket: [`Port::conn`].
     Vhost,
     /// AF_XDP sockets on a NIC.
-    Afxdp(Box<crate::afxdp::AfxdpPort>),
+    Afxdp(Box<crate::ports::afxdp::AfxdpPort>),
     /// A tap device.
-    Tap(Box<crate::tap::TapPort>),
+    Tap(Box<crate::ports::tap::TapPort>),
 }
 
 impl Port {
@@ -90,7 +90,7 @@ fn open_backend(p: &crate::config::PortConfig) -> std::io::Result<Backend> {
     Ok(match p.kind {
         PortType::VhostUser | PortType::VhostUserClient => Backend::Vhost,
         PortType::Afxdp => {
-            let x = crate::afxdp::AfxdpPort::open(&p.iface, p.mode, p.queues)
+            let x = crate::ports::afxdp::AfxdpPort::open(&p.iface, p.mode, p.queues)
                 .map_err(|e| named(e.to_string()))?;
             tracing::info!(
                 port = %p.name,
@@ -103,7 +103,7 @@ fn open_backend(p: &crate::config::PortConfig) -> std::io::Result<Backend> {
             Backend::Afxdp(Box::new(x))
         }
         PortType::Tap => {
-            let t = crate::tap::TapPort::open(&p.iface).map_err(|e| named(e.to_string()))?;
+            let t = crate::ports::tap::TapPort::open(&p.iface).map_err(|e| named(e.to_string()))?;
             tracing::info!(port = %p.name, ifname = %p.iface, "tap port open");
             Backend::Tap(Box::new(t))
         }
@@ -269,8 +269,8 @@ impl Switch {
     pub fn edit_acl<T>(
         &self,
         port: PortId,
-        edit: impl FnOnce(&mut Acl) -> Result<T, crate::acl::AclError>,
-    ) -> Result<T, crate::acl::AclError> {
+        edit: impl FnOnce(&mut Acl) -> Result<T, crate::model::acl::AclError>,
+    ) -> Result<T, crate::model::acl::AclError> {
         let _g = self.acl_edit.lock().unwrap_or_else(|e| e.into_inner());
         let mut all: Vec<Acl> = (**self.acls.load()).clone();
         let r = edit(&mut all[port as usize])?;
@@ -456,5 +456,5 @@ pub struct ShowAfxdp {
     /// The kernel's AF_XDP socket counters, summed over the sockets: drops the switch
     /// never saw.
     #[serde(default)]
-    pub kernel: crate::afxdp::KernelXskStats,
+    pub kernel: crate::ports::afxdp::KernelXskStats,
 }

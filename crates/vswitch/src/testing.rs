@@ -13,8 +13,8 @@ use vhost_user_backend::VringT;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryAtomic};
 
 use crate::config::{Config, PollMode, PortConfig, PortType};
-use crate::vhost::{Connection, PortVring};
-use crate::virtq::{Mem, VRING_DESC_F_WRITE};
+use crate::ports::vhost::device::{Connection, PortVring};
+use crate::ports::vhost::virtq::{Mem, VRING_DESC_F_WRITE};
 
 /// Descriptors per simulated queue (default).
 pub const QUEUE_SIZE: u16 = 256;

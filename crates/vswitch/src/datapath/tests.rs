@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use crate::fdb::PortId;
-use crate::pmd::Pmd;
+use crate::datapath::pmd::Pmd;
+use crate::model::fdb::PortId;
+use crate::ports::vhost::virtq::{VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE};
 use crate::switch::Switch;
 use crate::testing::{frame, RawDesc, SimGuest, QUEUE_SIZE};
-use crate::virtq::{VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE};
 
 const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const B: [u8; 6] = [2, 0, 0, 0, 0, 2];

@@ -27,7 +27,7 @@ use vm_memory::{
     GuestRegionMmap, MemoryRegionAddress, VolatileMemory, VolatileSlice,
 };
 
-use crate::stats::DropReason;
+use crate::model::stats::DropReason;
 
 /// Guest memory as the vhost-user backend maps it.
 pub type Mem = GuestMemoryMmap<()>;

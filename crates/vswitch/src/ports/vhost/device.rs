@@ -32,7 +32,7 @@ use vm_memory::GuestMemoryAtomic;
 use vmm_sys_util::epoll::EventSet;
 use vmm_sys_util::eventfd::EventFd;
 
-use crate::virtq::{AtomicMem, Mem};
+use crate::ports::vhost::virtq::{AtomicMem, Mem};
 
 /// VHOST_USER_F_PROTOCOL_FEATURES (vhost-user spec): protocol features are negotiated.
 const VHOST_USER_F_PROTOCOL_FEATURES: u32 = 30;

@@ -23,15 +23,15 @@ use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
 use flowcache::{EmcConfig, FlowCache, FlowKey};
 
-use crate::acl::{self, Acl};
 use crate::config::PollMode;
-use crate::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
-use crate::stats::{cycles, DropReason};
-use crate::switch::{Backend, PmdShared, Port, Switch};
-use crate::vhost::Connection;
-use crate::virtq::{
+use crate::model::acl::{self, Acl};
+use crate::model::fdb::{fdb_key, FdbReader, Learn, PortId, Vlan};
+use crate::model::stats::{cycles, DropReason};
+use crate::ports::vhost::device::Connection;
+use crate::ports::vhost::virtq::{
     copy_sg, gather_sg, prefetch, read_sg, write_sg, write_sg_at, MemView, Seg, SplitRing,
 };
+use crate::switch::{Backend, PmdShared, Port, Switch};
 
 /// Most descriptor chains taken from one transmit queue per burst.
 pub const BURST: usize = 32;
@@ -248,7 +248,7 @@ pub struct Pmd {
     /// ACL generation last seen per port, to zero this PMD's rule counters on edits.
     acl_seen: Vec<u64>,
     /// Rx descriptors of one AF_XDP burst.
-    xframes: Vec<crate::afxdp::RxFrame>,
+    xframes: Vec<crate::ports::afxdp::RxFrame>,
     /// Completed reads of one tap burst: (buffer offset, bytes).
     tap_reads: Vec<(u32, u32)>,
 }
@@ -261,7 +261,7 @@ impl Pmd {
         Pmd {
             shared,
             pkts: Vec::with_capacity(BURST),
-            segs: Vec::with_capacity(BURST * crate::virtq::MAX_CHAIN_DESCS),
+            segs: Vec::with_capacity(BURST * crate::ports::vhost::virtq::MAX_CHAIN_DESCS),
             heads: Vec::with_capacity(BURST),
             learns: Vec::with_capacity(BURST),
             dests: Vec::with_capacity(BURST),
@@ -274,7 +274,7 @@ impl Pmd {
                 ..EmcConfig::default()
             }),
             use_cache: switch.config.flow_cache,
-            scratch: Vec::with_capacity(crate::virtq::MAX_CHAIN_BYTES as usize),
+            scratch: Vec::with_capacity(crate::ports::vhost::virtq::MAX_CHAIN_BYTES as usize),
             seg_bufs: Vec::new(),
             acl_seen: vec![0; switch.ports.len()],
             xframes: Vec::with_capacity(BURST),
@@ -942,7 +942,7 @@ impl Pmd {
     /// Processes one burst of AF_XDP socket `q` of uplink `src`: rx descriptors → classify
     /// (headers read from the UMEM) → deliver per destination → frames back to the fill
     /// ring. Returns frames processed.
-    fn process_xsk(&mut self, src: &Port, x: &crate::afxdp::AfxdpPort, q: u16) -> usize {
+    fn process_xsk(&mut self, src: &Port, x: &crate::ports::afxdp::AfxdpPort, q: u16) -> usize {
         let xsk = &x.xsks[usize::from(q)];
         let mut rx = xsk.rx.lock().unwrap_or_else(|e| e.into_inner());
         let drops = rx.receive(&mut self.xframes, BURST as u32);
@@ -988,7 +988,7 @@ impl Pmd {
 
     /// Processes one burst of completed tap reads: each buffer is a virtio-net header
     /// (whose offload fields travel with the frame) and the frame.
-    fn process_tap(&mut self, src: &Port, t: &crate::tap::TapPort) -> usize {
+    fn process_tap(&mut self, src: &Port, t: &crate::ports::tap::TapPort) -> usize {
         let mut rx = t.rx.lock().unwrap_or_else(|e| e.into_inner());
         let (n, runts) = rx.receive(&mut self.tap_reads, BURST);
         if runts > 0 {
@@ -1002,7 +1002,7 @@ impl Pmd {
         self.segs.clear();
         let (base, len) = rx.base();
         for &(off, got) in &self.tap_reads {
-            let hdr_len = crate::tap::VNET_HDR_LEN;
+            let hdr_len = crate::ports::tap::VNET_HDR_LEN;
             let mut vhdr = [0u8; 10];
             // SAFETY: the read into this buffer completed (`got` bytes from `off`) and it
             // is not resubmitted before `recycle` below.
@@ -1041,7 +1041,7 @@ impl Pmd {
         &mut self,
         p: &Pkt,
         bs: &S,
-        counters: &crate::stats::PortCounters,
+        counters: &crate::model::stats::PortCounters,
     ) -> Option<usize> {
         let f = u16::from_le_bytes;
         let meta = geneve::GsoMeta::from_virtio_net_hdr(
@@ -1095,7 +1095,7 @@ impl Pmd {
     fn deliver_xsk<'m, S: BurstSrc<'m>>(
         &mut self,
         dst: &Port,
-        x: &crate::afxdp::AfxdpPort,
+        x: &crate::ports::afxdp::AfxdpPort,
         src_q: u16,
         bs: &S,
     ) {
@@ -1110,7 +1110,7 @@ impl Pmd {
         tx.begin();
         let (mut packets, mut bytes, mut lost) = (0u64, 0u64, 0u64);
         let max = x.max_tx_frame();
-        let chunk = crate::afxdp::FRAME_SIZE;
+        let chunk = crate::ports::afxdp::FRAME_SIZE;
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
             let soft = if p.offload() {
@@ -1168,20 +1168,25 @@ impl Pmd {
 
     /// Delivers the frames in `self.sel` to tap `t` in one io_uring submission: each
     /// frame keeps its offload metadata in the virtio-net header before it.
-    fn deliver_tap<'m, S: BurstSrc<'m>>(&mut self, dst: &Port, t: &crate::tap::TapPort, bs: &S) {
+    fn deliver_tap<'m, S: BurstSrc<'m>>(
+        &mut self,
+        dst: &Port,
+        t: &crate::ports::tap::TapPort,
+        bs: &S,
+    ) {
         let shared = self.shared.clone();
         let counters = &shared.port_counters[dst.id as usize];
         if !t.link_up() {
             counters.drop(DropReason::PortDown, self.sel.len() as u64);
             return;
         }
-        let hdr = crate::tap::VNET_HDR_LEN as usize;
+        let hdr = crate::ports::tap::VNET_HDR_LEN as usize;
         let mut tx = t.tx.lock().unwrap_or_else(|e| e.into_inner());
         tx.begin();
         for si in 0..self.sel.len() {
             let p = self.pkts[usize::from(self.sel[si])];
             let len = p.frame_len as usize;
-            if hdr + len > crate::tap::BUF_SIZE as usize {
+            if hdr + len > crate::ports::tap::BUF_SIZE as usize {
                 counters.drop(DropReason::FrameTooBig, 1);
                 continue;
             }
@@ -1227,7 +1232,7 @@ fn put_frame(
     mut hdr: [u8; 12],
     src: FrameSrc<'_, '_>,
     frame_len: u32,
-    counters: &crate::stats::PortCounters,
+    counters: &crate::model::stats::PortCounters,
 ) {
     // The common case in one step, inlined into the delivery loop: the next receive
     // buffer is a single descriptor that holds the header and the whole frame.
@@ -1274,7 +1279,7 @@ fn put_frame_inner(
     mut hdr: [u8; 12],
     src: FrameSrc<'_, '_>,
     frame_len: u32,
-    counters: &crate::stats::PortCounters,
+    counters: &crate::model::stats::PortCounters,
 ) -> Result<(), DropReason> {
     let need = dst_hdr + frame_len;
     let start_avail = cur.next_avail;

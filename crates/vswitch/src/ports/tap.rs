@@ -12,7 +12,7 @@
 //! burst, and resubmits their reads in one `io_uring_enter`. Transmit: a batch of frames
 //! is copied into tx buffers and written with one submission of several writes.
 //!
-//! Locking is as for AF_XDP uplinks (see [`crate::afxdp`]): the rx half belongs to the
+//! Locking is as for AF_XDP uplinks (see [`crate::ports::afxdp`]): the rx half belongs to the
 //! PMD polling the tap, the tx half is locked per delivery batch.
 
 use std::ffi::CString;

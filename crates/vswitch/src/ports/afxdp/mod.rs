@@ -25,6 +25,8 @@
 //! delivering to the uplink, under its mutex, once per batch. A thread holding a tx lock
 //! never takes another lock, so the two kinds cannot deadlock.
 
+pub mod xdp;
+
 use std::ffi::CString;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -37,7 +39,7 @@ use xdpilone::{
     User,
 };
 
-use crate::xdp::{XdpProgram, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
+use crate::ports::afxdp::xdp::{XdpProgram, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE};
 
 /// Bytes per UMEM frame (one page: the largest aligned chunk size).
 pub const FRAME_SIZE: u32 = 4096;
@@ -128,7 +130,7 @@ pub enum AfxdpError {
         /// Interface.
         iface: String,
         /// Why.
-        source: crate::xdp::XdpError,
+        source: crate::ports::afxdp::xdp::XdpError,
     },
 }
 
@@ -243,7 +245,7 @@ pub struct Xsk {
     /// Tx half (any PMD, per batch).
     pub tx: Mutex<XskTx>,
     /// Frames received on this socket (written by the owner PMD only, once per burst).
-    pub rx_frames: crate::stats::Counter,
+    pub rx_frames: crate::model::stats::Counter,
     /// Multi-buffer (`XDP_USE_SG`) is on for this socket.
     pub sg: bool,
     fd: i32,
@@ -287,7 +289,7 @@ impl Xsk {
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(addr as usize), len as usize) }
     }
 
-    /// UMEM base pointer and length, for [`crate::pmd`]'s host frame source.
+    /// UMEM base pointer and length, for [`crate::datapath::pmd`]'s host frame source.
     pub fn area(&self) -> (*const u8, usize) {
         (self.base.as_ptr(), self._area.len)
     }

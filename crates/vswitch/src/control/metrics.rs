@@ -13,7 +13,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use tracing::warn;
 
-use crate::stats::{DropReason, PortStats};
+use crate::model::stats::{DropReason, PortStats};
 use crate::switch::Switch;
 
 /// Reads the switch's counters on each scrape.

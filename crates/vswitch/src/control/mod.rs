@@ -3,6 +3,8 @@
 //! Request: `{"cmd":"show"}` (also `stats`, `fdb`, `pmd-stats`).
 //! Reply: `{"ok": <value>}` or `{"error": "<message>"}`.
 
+pub mod metrics;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -11,8 +13,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
-use crate::fdb::FdbRow;
-use crate::stats::PortStats;
+use crate::model::fdb::FdbRow;
+use crate::model::stats::PortStats;
 use crate::switch::Switch;
 
 /// A control request.
@@ -195,7 +197,7 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                 Some((p, r)) if p.parse::<usize>().is_ok() => (Some(p.parse::<usize>().unwrap_or(0)), r.join(" ")),
                 _ => (None, rest.join(" ")),
             };
-            let rule: crate::acl::AclRule = rule.parse().map_err(|e: crate::acl::AclError| e.to_string())?;
+            let rule: crate::model::acl::AclRule = rule.parse().map_err(|e: crate::model::acl::AclError| e.to_string())?;
             let index = switch
                 .edit_acl(id, |a| match pos {
                     Some(i) => a.insert(i, rule).map(|()| i),

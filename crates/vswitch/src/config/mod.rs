@@ -56,7 +56,7 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError 
     }
 }
 
-/// Most ports a switch can have: port numbers ([`crate::fdb::PortId`]) are 16 bits.
+/// Most ports a switch can have: port numbers ([`crate::model::fdb::PortId`]) are 16 bits.
 pub const MAX_PORTS: usize = 1 << 16;
 
 /// How PMD threads wait for work.
@@ -287,7 +287,7 @@ pub struct FileConfig {
     pub fdb_static: Vec<StaticFdbEntry>,
     /// Per-port ACL rules, in order (`[[acl]]` with `port` and the rule's fields).
     #[serde(default)]
-    pub acl: Vec<crate::acl::AclEntry>,
+    pub acl: Vec<crate::model::acl::AclEntry>,
     /// Flow cache on (default) or off.
     pub flow_cache: Option<bool>,
     /// EMC insertion probability is 1/N (1 = insert every miss).
@@ -419,7 +419,7 @@ pub struct Config {
     /// Static FDB entries.
     pub fdb_static: Vec<StaticFdbEntry>,
     /// ACL rules: (port name, rule), in order per port.
-    pub acl: Vec<(String, crate::acl::AclRule)>,
+    pub acl: Vec<(String, crate::model::acl::AclRule)>,
     /// Flow cache enabled.
     pub flow_cache: bool,
     /// EMC insertion probability 1/N.
@@ -936,9 +936,9 @@ impl TryFrom<Args> for Config {
             let (port, rule) = s
                 .split_once(':')
                 .ok_or_else(|| invalid(&field, "expected PORT:RULE, e.g. vm1:drop ip_proto=udp"))?;
-            let rule: crate::acl::AclRule = rule
+            let rule: crate::model::acl::AclRule = rule
                 .parse()
-                .map_err(|e: crate::acl::AclError| invalid(&field, e.to_string()))?;
+                .map_err(|e: crate::model::acl::AclError| invalid(&field, e.to_string()))?;
             acl.push((field, port.to_string(), rule));
         }
         for (field, port, _) in &acl {
