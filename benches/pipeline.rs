@@ -16,8 +16,9 @@ use criterion::{
 };
 use vswitch::config::MacAddr;
 use vswitch::datapath::pmd::{Pmd, BURST};
+use vswitch::model::fdb::Dest;
 use vswitch::switch::Switch;
-use vswitch::testing::{config, frame, SimGuest};
+use vswitch::testing::{attach, config, frame, SimGuest};
 
 const SRC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
@@ -25,12 +26,12 @@ fn setup(macs: usize, size: usize) -> (Arc<Switch>, SimGuest, SimGuest, Vec<u16>
     let sw = Switch::new(config(&[("a", None), ("b", None)], true)).unwrap();
     let dst = |i: usize| [2, 1, 0, 0, (i >> 8) as u8, i as u8];
     for i in 0..macs {
-        sw.fdb.add_static(0, MacAddr(dst(i)), 1);
+        sw.fdb.add_static(0, MacAddr(dst(i)), Dest::Port(1));
     }
     let mut a = SimGuest::new(1, SimGuest::default_features());
     let mut b = SimGuest::new(1, SimGuest::default_features());
-    sw.ports[0].conn.store(Some(a.conn.clone()));
-    sw.ports[1].conn.store(Some(b.conn.clone()));
+    attach(&sw, 0, a.conn.clone());
+    attach(&sw, 1, b.conn.clone());
     // 128 distinct transmit buffers (heads 0..128), cycling destinations.
     let tx: Vec<u16> = (0..128u16)
         .map(|h| a.send(0, h, &frame(dst(h as usize % macs), SRC, size, h as u8)))
@@ -163,11 +164,11 @@ fn flow_cache(c: &mut Criterion) {
         let mut cfg = config(&[("a", None), ("b", None)], cache);
         cfg.acl = acl;
         let sw = Switch::new(cfg).unwrap();
-        sw.fdb.add_static(0, MacAddr(dst), 1);
+        sw.fdb.add_static(0, MacAddr(dst), Dest::Port(1));
         let mut a = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);
         let mut b = SimGuest::with_queue_size(1, SimGuest::default_features(), 2048);
-        sw.ports[0].conn.store(Some(a.conn.clone()));
-        sw.ports[1].conn.store(Some(b.conn.clone()));
+        attach(&sw, 0, a.conn.clone());
+        attach(&sw, 1, b.conn.clone());
         let mut pmd = Pmd::new(sw.clone(), 0);
         let tx: Vec<u16> = (0..FLOWS)
             .map(|h| a.send(0, h, &udp_flow(dst, SRC, 64, h)))
@@ -266,15 +267,15 @@ fn tso_vm_to_vm(c: &mut Criterion) {
         cfg.ports[0].offloads = true;
         cfg.ports[1].offloads = true;
         let sw = Switch::new(cfg).unwrap();
-        sw.fdb.add_static(0, MacAddr(dst), 1);
+        sw.fdb.add_static(0, MacAddr(dst), Dest::Port(1));
         let mut a = SimGuest::with_queue_size(
             1,
             base | 1 << VIRTIO_NET_F_CSUM | 1 << VIRTIO_NET_F_HOST_TSO4,
             256,
         );
         let mut b = SimGuest::with_queue_size(1, b_features, 1024);
-        sw.ports[0].conn.store(Some(a.conn.clone()));
-        sw.ports[1].conn.store(Some(b.conn.clone()));
+        attach(&sw, 0, a.conn.clone());
+        attach(&sw, 1, b.conn.clone());
         let mut buf = hdr[..a.hdr_len].to_vec();
         buf.extend_from_slice(&frame);
         for h in 0..FRAMES {

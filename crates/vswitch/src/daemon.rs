@@ -1,17 +1,15 @@
 //! Starting, running and stopping vswitchd.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::{info, warn};
-use vhost::vhost_user::Listener;
-use vhost_user_backend::ShutdownHandle;
 
-use crate::config::{Config, PortType};
+use crate::config::Config;
 use crate::datapath::pmd::Pmd;
-use crate::ports::vhost::device::{Connection, Endpoint};
-use crate::switch::{Port, Switch};
+use crate::ports::{Port, PortKind};
+use crate::switch::Switch;
 
 /// Errors that stop vswitchd from starting. Nothing is left running when one occurs.
 #[derive(Debug, thiserror::Error)]
@@ -60,10 +58,8 @@ pub enum StartError {
 pub struct Daemon {
     /// The switch.
     pub switch: Arc<Switch>,
-    shutdowns: Vec<Arc<Mutex<Option<ShutdownHandle>>>>,
     pmd_threads: Vec<std::thread::JoinHandle<()>>,
     control_path: std::path::PathBuf,
-    socket_paths: Vec<std::path::PathBuf>,
 }
 
 fn spawn<F: FnOnce() + Send + 'static>(
@@ -81,17 +77,14 @@ impl Daemon {
     /// PMD threads, port threads, housekeeping and the control socket.
     pub fn start(config: Config) -> Result<Daemon, StartError> {
         let switch = Switch::new(config.clone()).map_err(StartError::Ports)?;
-        let mut listeners = Vec::new();
-        for p in &switch.ports {
-            if p.kind == PortType::VhostUser {
-                let l = Listener::new(&p.path, true).map_err(|source| StartError::Listen {
-                    port: p.name.clone(),
-                    path: p.path.display().to_string(),
+        let topo = switch.topo();
+        for tp in topo.iter() {
+            if let Some(v) = tp.port.vhost() {
+                v.bind().map_err(|source| StartError::Listen {
+                    port: tp.port.name.clone(),
+                    path: v.path.display().to_string(),
                     source,
                 })?;
-                listeners.push(Some(l));
-            } else {
-                listeners.push(None);
             }
         }
         let metrics = match config.metrics {
@@ -123,29 +116,20 @@ impl Daemon {
             })?);
         }
 
-        let mut shutdowns = Vec::new();
-        for (p, listener) in switch.ports.iter().zip(listeners) {
-            if !p.kind.is_vhost() {
-                shutdowns.push(Arc::new(Mutex::new(None)));
-                continue;
+        for tp in topo.iter() {
+            if tp.port.vhost().is_some() {
+                let sw = switch.clone();
+                let port = tp.port.clone();
+                spawn(format!("port-{}", port.name), move || port_loop(sw, port))?;
             }
-            let slot = Arc::new(Mutex::new(None));
-            shutdowns.push(slot.clone());
-            let sw = switch.clone();
-            let port = p.clone();
-            spawn(format!("port-{}", p.name), move || {
-                port_loop(sw, port, listener, slot)
-            })?;
         }
 
         let sw = switch.clone();
         spawn("housekeeping".into(), move || housekeeping(sw))?;
-        if switch.ports.iter().any(|p| {
-            matches!(
-                p.backend,
-                crate::switch::Backend::Afxdp(_) | crate::switch::Backend::Tap(_)
-            )
-        }) {
+        if topo
+            .iter()
+            .any(|p| matches!(p.port.kind, PortKind::Afxdp(_) | PortKind::Tap(_)))
+        {
             let sw = switch.clone();
             spawn("links".into(), move || watch_links(sw))?;
         }
@@ -159,21 +143,14 @@ impl Daemon {
         }
 
         info!(
-            ports = switch.ports.len(),
+            ports = topo.iter().count(),
             pmds = switch.pmds.len(),
             poll = %config.poll,
             control = %config.control.display(),
             "vswitchd started"
         );
         Ok(Daemon {
-            socket_paths: switch
-                .ports
-                .iter()
-                .filter(|p| p.kind == PortType::VhostUser)
-                .map(|p| p.path.clone())
-                .collect(),
             switch,
-            shutdowns,
             pmd_threads,
             control_path: config.control,
         })
@@ -187,62 +164,31 @@ impl Daemon {
         for t in self.pmd_threads {
             let _ = t.join();
         }
-        for s in &self.shutdowns {
-            if let Some(h) = s.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                h.shutdown();
-            }
-        }
-        for p in &self.switch.ports {
-            if let crate::switch::Backend::Afxdp(x) = &p.backend {
-                x.detach();
-                info!(port = %p.name, iface = %x.iface, "XDP program detached");
-            }
-        }
-        for p in &self.socket_paths {
-            let _ = std::fs::remove_file(p);
+        for tp in self.switch.topo().iter() {
+            tp.port.close();
         }
         let _ = std::fs::remove_file(&self.control_path);
         info!("vswitchd stopped");
     }
 }
 
-fn port_loop(
-    switch: Arc<Switch>,
-    port: Arc<Port>,
-    mut listener: Option<Listener>,
-    slot: Arc<Mutex<Option<ShutdownHandle>>>,
-) {
-    let publish = |c: Option<Arc<Connection>>| {
-        let up = c.is_some();
-        if up {
-            port.connections.fetch_add(1, Ordering::Relaxed);
-        }
-        port.conn.store(c);
+fn port_loop(switch: Arc<Switch>, port: Arc<Port>) {
+    let Some(v) = port.vhost() else { return };
+    let changed = |up: bool| {
         if !up {
-            let n = switch.fdb.flush_port(port.id);
+            let n = switch.fdb.flush_port(port.id, false);
             info!(port = %port.name, flushed_macs = n, "port disconnected");
         }
         switch.wakers.wake_all();
     };
-    let path = port.path.display().to_string();
+    let path = v.path.display().to_string();
     let mut logged_absent = false;
-    while !switch.stopping() {
-        let endpoint = match listener.as_mut() {
-            Some(l) => Endpoint::Listen(l),
-            None => Endpoint::Connect(&path),
-        };
-        match Connection::establish(
-            &port.name,
-            port.queue_pairs,
-            port.offloads,
-            &switch.wakers,
-            endpoint,
-            &publish,
-            &slot,
-        ) {
+    while !switch.stopping() && !v.is_closed() {
+        match v.serve_once(&port.name, &switch.wakers, &changed) {
             Ok(()) => logged_absent = false,
+            Err(_) if v.is_closed() || switch.stopping() => break,
             Err(e) => {
-                if listener.is_some() {
+                if v.mode == crate::config::PortType::VhostUser {
                     warn!(port = %port.name, error = %e, "vhost-user accept failed");
                 } else if !logged_absent {
                     info!(port = %port.name, path, error = %e, "peer socket not available; retrying every second");
@@ -304,9 +250,10 @@ fn watch_links(switch: Arc<Switch>) {
                 continue;
             }
         };
+        let topo = switch.topo();
         for ev in events {
-            for p in &switch.ports {
-                if let crate::switch::Backend::Tap(t) = &p.backend {
+            for p in topo.iter().map(|tp| &tp.port) {
+                if let PortKind::Tap(t) = &p.kind {
                     // The tap has carrier while vswitchd holds it: only IFF_UP matters.
                     let up = ev.admin_up && !ev.removed;
                     if t.ifindex == ev.ifindex && up != t.link_up() {
@@ -316,7 +263,7 @@ fn watch_links(switch: Arc<Switch>) {
                     }
                     continue;
                 }
-                let crate::switch::Backend::Afxdp(x) = &p.backend else {
+                let PortKind::Afxdp(x) = &p.kind else {
                     continue;
                 };
                 if x.ifindex != ev.ifindex {
@@ -335,18 +282,20 @@ fn watch_links(switch: Arc<Switch>) {
 }
 
 fn housekeeping(switch: Arc<Switch>) {
+    let mut was_up = std::collections::HashMap::new();
     while !switch.stopping() {
         std::thread::sleep(Duration::from_secs(1));
         let aged = switch.fdb.age();
         if aged > 0 {
             tracing::debug!(aged, "FDB entries aged out");
         }
-        for p in &switch.ports {
+        let topo = switch.topo();
+        for p in topo.iter().map(|tp| &tp.port) {
             let up = p.link_up();
-            if up != p.was_up.swap(up, Ordering::Relaxed) {
+            if up != was_up.insert(p.id, up).unwrap_or(false) {
                 info!(port = %p.name, link = if up { "up" } else { "down" }, "link state");
                 if !up {
-                    switch.fdb.flush_port(p.id);
+                    switch.fdb.flush_port(p.id, false);
                 }
             }
         }

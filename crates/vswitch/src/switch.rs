@@ -1,114 +1,24 @@
-//! The switch: ports, the FDB, and the per-PMD state that `vswitchctl` reads.
+//! The switch: the state PMD threads, vhost-user threads and the control plane share.
+//!
+//! The topology (ports, domains, queue assignment, ACLs) is one snapshot published
+//! RCU-style ([`crate::model::topology`]); the FDB changes per burst and is shared under
+//! its own lock; each PMD's counters are written by that PMD alone.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use arc_swap::{ArcSwap, ArcSwapOption};
-
-use crate::model::acl::Acl;
-use crate::model::stats::Counter;
+use arc_swap::ArcSwap;
 use serde::Serialize;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
-use crate::config::{Config, PortType};
-use crate::model::fdb::{Fdb, PortId, Vlan};
-use crate::model::stats::{PmdCounters, PortCounters, PortStats};
-use crate::ports::vhost::device::{feature_names, Connection, Wakers};
-
-/// One switch port.
-pub struct Port {
-    /// Index in [`Switch::ports`].
-    pub id: PortId,
-    /// Name from the configuration.
-    pub name: String,
-    /// Server or client vhost-user.
-    pub kind: PortType,
-    /// The vhost-user socket.
-    pub path: PathBuf,
-    /// VLAN domain (access VLAN, or 0 for untagged).
-    pub vlan: Vlan,
-    /// Queue pairs offered.
-    pub queue_pairs: u16,
-    /// Checksum/TSO offloads offered.
-    pub offloads: bool,
-    /// The attached driver, if any. PMDs load it once per burst.
-    pub conn: ArcSwapOption<Connection>,
-    /// Connections accepted or made so far.
-    pub connections: AtomicU64,
-    /// Link state last seen by housekeeping, for up/down logging and FDB flushes.
-    pub was_up: AtomicBool,
-    /// What moves the port's frames.
-    pub backend: Backend,
-}
-
-/// What moves a port's frames.
-pub enum Backend {
-    /// A vhost-user socket: [`Port::conn`].
-    Vhost,
-    /// AF_XDP sockets on a NIC.
-    Afxdp(Box<crate::ports::afxdp::AfxdpPort>),
-    /// A tap device.
-    Tap(Box<crate::ports::tap::TapPort>),
-}
-
-impl Port {
-    /// Whether the port can receive: a driver is attached and queue pair 0 runs (vhost-user),
-    /// the interface is up with carrier (AF_XDP), or the tap is up.
-    pub fn link_up(&self) -> bool {
-        match &self.backend {
-            Backend::Vhost => self.conn.load().as_ref().is_some_and(|c| c.link_up()),
-            Backend::Afxdp(x) => x.link_up(),
-            Backend::Tap(t) => t.link_up(),
-        }
-    }
-
-    /// Whether flooded frames may be sent to the port: a vhost-user driver is attached,
-    /// or the uplink's or tap's link is up.
-    #[inline]
-    pub fn has_driver(&self) -> bool {
-        match &self.backend {
-            Backend::Vhost => self.conn.load().is_some(),
-            Backend::Afxdp(x) => x.link_up(),
-            Backend::Tap(t) => t.link_up(),
-        }
-    }
-
-    /// Source queues the PMDs poll: queue pairs (vhost-user), AF_XDP sockets, 1 (tap).
-    pub fn source_queues(&self) -> u16 {
-        match &self.backend {
-            Backend::Vhost => self.queue_pairs,
-            Backend::Afxdp(x) => x.xsks.len() as u16,
-            Backend::Tap(_) => 1,
-        }
-    }
-}
-
-/// Opens the AF_XDP sockets or tap device of a port, for [`Switch::new`].
-fn open_backend(p: &crate::config::PortConfig) -> std::io::Result<Backend> {
-    let named = |e: String| std::io::Error::other(format!("port {}: {e}", p.name));
-    Ok(match p.kind {
-        PortType::VhostUser | PortType::VhostUserClient => Backend::Vhost,
-        PortType::Afxdp => {
-            let x = crate::ports::afxdp::AfxdpPort::open(&p.iface, p.mode, p.queues)
-                .map_err(|e| named(e.to_string()))?;
-            tracing::info!(
-                port = %p.name,
-                iface = %p.iface,
-                mode = %x.mode,
-                queues = x.xsks.len(),
-                reason = %x.reason,
-                "AF_XDP uplink open"
-            );
-            Backend::Afxdp(Box::new(x))
-        }
-        PortType::Tap => {
-            let t = crate::ports::tap::TapPort::open(&p.iface).map_err(|e| named(e.to_string()))?;
-            tracing::info!(port = %p.name, ifname = %p.iface, "tap port open");
-            Backend::Tap(Box::new(t))
-        }
-    })
-}
+use crate::config::{Config, PortConfig};
+use crate::model::acl::Acl;
+use crate::model::fdb::{Dest, Fdb, PortId, Vlan};
+use crate::model::stats::{Counter, PmdCounters, PortStats};
+use crate::model::topology::{DomainKey, Domains, PortAcl, TopoPort, Topology};
+use crate::ports::vhost::device::{feature_names, Wakers};
+use crate::ports::{OpenError, Port, PortKind};
 
 /// What one PMD thread shares with the control plane.
 pub struct PmdShared {
@@ -118,35 +28,33 @@ pub struct PmdShared {
     pub cpu: Option<usize>,
     /// Its own counters.
     pub counters: PmdCounters,
-    /// Its counters per port, indexed by port id.
-    pub port_counters: Vec<PortCounters>,
-    /// The transmit queues it polls: (port, queue pair).
-    pub queues: Vec<(PortId, u16)>,
-    /// Frames taken from each of `queues` (same index).
-    pub queue_packets: Vec<Counter>,
     /// Written to wake the thread from a sleep.
     pub wake: Arc<EventFd>,
-    /// Frames dropped by each ACL rule, `[port][rule]`, for rules below
-    /// [`MAX_ACL_RULES`]. Zeroed by the PMD itself when the port's ACL changes.
-    pub acl_drops: Vec<Vec<Counter>>,
-    /// The ACL generation of each port that `acl_drops` counts against (PMD-written).
-    pub acl_gen_seen: Vec<AtomicU64>,
     /// Flow-cache statistics, mirrored from the PMD's cache after each burst:
     /// last-flow hits, EMC hits, misses, stale misses, insertions, evictions.
     pub cache_stats: [Counter; 6],
-    /// Set by the control thread to ask for a dump of the PMD's cached flows.
+    /// Set by the control plane to ask for a dump of the PMD's cached flows.
     pub dump_request: AtomicBool,
     /// The dump, filled by the PMD.
-    pub dump: std::sync::Mutex<Option<Vec<String>>>,
+    pub dump: Mutex<Option<Vec<String>>>,
+    /// The topology generation the PMD runs (it no longer uses older snapshots).
+    pub generation_seen: AtomicU64,
 }
 
-/// Rules per port whose drops are counted individually.
-pub const MAX_ACL_RULES: usize = 256;
+impl PmdShared {
+    /// The wake eventfd's fd.
+    pub fn wake_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.wake.as_raw_fd()
+    }
+}
 
-/// The whole switch, shared by PMDs, vhost-user threads and the control socket.
+/// The whole switch, shared by PMDs, vhost-user threads and the control plane.
 pub struct Switch {
-    /// Ports, indexed by id.
-    pub ports: Vec<Arc<Port>>,
+    /// The live topology; PMDs pick up a new snapshot between bursts.
+    pub topology: Arc<ArcSwap<Topology>>,
+    /// The bridge domains registered so far.
+    pub domains: Domains,
     /// The MAC table.
     pub fdb: Fdb,
     /// PMD thread state.
@@ -155,149 +63,212 @@ pub struct Switch {
     pub wakers: Arc<Wakers>,
     /// Set at shutdown.
     pub shutdown: AtomicBool,
-    /// The configuration it was built from.
-    pub config: Config,
-    /// Ingress ACL of each port, indexed by port id; replaced whole on every edit.
-    pub acls: ArcSwap<Vec<Acl>>,
-    /// Serializes ACL editors (the control thread); readers never take it.
-    pub acl_edit: std::sync::Mutex<()>,
-    /// Bumped on every configuration change that can alter a forwarding decision
-    /// (ACL edits); with the FDB's generation it invalidates the flow caches.
-    pub config_gen: AtomicU64,
+    /// The configuration in force (the start's, then each reload's).
+    config: ArcSwap<Config>,
+    /// Serializes topology editors; readers never take it.
+    edit: Mutex<()>,
+}
+
+/// A topology edit failed; nothing was published.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// A port could not be opened.
+    #[error("{0}")]
+    Open(#[from] OpenError),
+    /// Something named does not exist, or the edit is not possible (the message says).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl Switch {
-    /// Builds the switch for `config`: ports (not yet attached), FDB with the static
-    /// entries, and PMD state with transmit queues assigned round-robin.
+    /// Builds the switch for `config`: its ports (vhost-user sockets not yet bound, see
+    /// [`crate::ports::vhost::VhostPort::bind`]; uplinks and taps opened), the FDB with
+    /// the static entries, and PMD state; queues are given to PMDs round-robin.
+    ///
+    /// # Errors
+    /// A port could not be opened (the message names it), or the PMDs' eventfds could
+    /// not be made.
     pub fn new(config: Config) -> std::io::Result<Arc<Switch>> {
-        let ports: Vec<Arc<Port>> = config
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                Ok(Arc::new(Port {
-                    backend: open_backend(p)?,
-                    id: i as PortId,
-                    name: p.name.clone(),
-                    kind: p.kind,
-                    path: p.path.clone(),
-                    vlan: p.vlan.unwrap_or(0),
-                    queue_pairs: p.queues,
-                    offloads: p.offloads,
-                    conn: ArcSwapOption::empty(),
-                    connections: AtomicU64::new(0),
-                    was_up: AtomicBool::new(false),
-                }))
-            })
-            .collect::<std::io::Result<_>>()?;
-        let fdb = Fdb::new(std::time::Duration::from_secs(config.fdb_aging_secs));
-        for e in &config.fdb_static {
-            if let Some(p) = ports.iter().find(|p| p.name == e.port) {
-                fdb.add_static(e.vlan, e.mac, p.id);
-            }
-        }
         let npmd = config.pmd_count();
-        let mut assignment: Vec<Vec<(PortId, u16)>> = vec![Vec::new(); npmd];
-        let mut k = 0;
-        for p in &ports {
-            for q in 0..p.source_queues() {
-                assignment[k % npmd].push((p.id, q));
-                k += 1;
-            }
-        }
         let wakers = Arc::new(Wakers::default());
         let mut pmds = Vec::new();
-        for (i, queues) in assignment.into_iter().enumerate() {
+        for i in 0..npmd {
             let wake = Arc::new(EventFd::new(EFD_NONBLOCK)?);
             wakers.register(wake.clone());
             pmds.push(Arc::new(PmdShared {
                 index: i,
                 cpu: config.pmd_cpus.as_ref().map(|c| c[i]),
                 counters: PmdCounters::default(),
-                port_counters: (0..ports.len()).map(|_| PortCounters::default()).collect(),
-                queue_packets: queues.iter().map(|_| Counter::default()).collect(),
-                queues,
                 wake,
-                acl_drops: (0..ports.len())
-                    .map(|_| (0..MAX_ACL_RULES).map(|_| Counter::default()).collect())
-                    .collect(),
-                acl_gen_seen: (0..ports.len()).map(|_| AtomicU64::new(0)).collect(),
                 cache_stats: Default::default(),
                 dump_request: AtomicBool::new(false),
-                dump: std::sync::Mutex::new(None),
+                dump: Mutex::new(None),
+                generation_seen: AtomicU64::new(0),
             }));
         }
-        let mut acls = vec![Acl::new(); ports.len()];
-        for (port, rule) in &config.acl {
-            if let Some(p) = ports.iter().find(|p| &p.name == port) {
-                // Rules were validated with the configuration.
-                let _ = acls[p.id as usize].push(rule.clone());
-            }
-        }
-        Ok(Arc::new(Switch {
-            acls: ArcSwap::from_pointee(acls),
-            acl_edit: std::sync::Mutex::new(()),
-            config_gen: AtomicU64::new(0),
-            ports,
-            fdb,
+        let sw = Switch {
+            topology: Arc::new(ArcSwap::from_pointee(Topology::new(npmd))),
+            domains: Domains::default(),
+            fdb: Fdb::new(Duration::from_secs(config.fdb_aging_secs)),
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),
-            config,
-        }))
+            config: ArcSwap::from_pointee(config.clone()),
+            edit: Mutex::new(()),
+        };
+        let mut ports = Vec::new();
+        for (i, p) in config.ports.iter().enumerate() {
+            let port = Port::open(i as PortId, p, npmd).map_err(std::io::Error::other)?;
+            ports.push(
+                sw.placed(Arc::new(port), p, &config)
+                    .map_err(std::io::Error::other)?,
+            );
+        }
+        sw.publish(|t| {
+            for p in ports {
+                t.insert(p);
+            }
+            Ok::<_, EditError>(())
+        })
+        .map_err(std::io::Error::other)?;
+        sw.install_static_macs(&config);
+        Ok(Arc::new(sw))
     }
 
-    /// A port's counters summed over all PMDs.
-    pub fn port_stats(&self, id: PortId) -> PortStats {
-        let mut s = PortStats::zero();
-        for pmd in &self.pmds {
-            if let Some(c) = pmd.port_counters.get(id as usize) {
-                s.accumulate(c);
+    /// The configuration in force.
+    pub fn config(&self) -> arc_swap::Guard<Arc<Config>> {
+        self.config.load()
+    }
+
+    /// Replaces the configuration in force (after a reload applied it).
+    pub fn set_config(&self, c: Config) {
+        self.config.store(Arc::new(c));
+    }
+
+    /// The current topology snapshot.
+    pub fn topo(&self) -> Arc<Topology> {
+        self.topology.load_full()
+    }
+
+    /// `port` as the topology places it for configuration `cfg`: its domain and its ACL
+    /// from `config`'s rules for it.
+    ///
+    /// # Errors
+    /// The domain registry is full.
+    pub fn placed(
+        &self,
+        port: Arc<Port>,
+        cfg: &PortConfig,
+        config: &Config,
+    ) -> Result<TopoPort, EditError> {
+        let key = DomainKey::Vlan(cfg.vlan.unwrap_or(0));
+        let domain = self
+            .domains
+            .intern(key)
+            .map_err(|e| EditError::Invalid(e.to_string()))?;
+        let mut acl = Acl::new();
+        for (name, rule) in &config.acl {
+            if *name == cfg.name {
+                // Rules were validated with the configuration.
+                let _ = acl.push(rule.clone());
             }
         }
-        s
+        Ok(TopoPort {
+            acl: Arc::new(PortAcl::new(acl, self.pmds.len())),
+            config: Arc::new(cfg.clone()),
+            domain,
+            domain_key: key,
+            port,
+        })
     }
 
-    /// The decision generation: changes whenever the FDB or the ACLs change, so flow
-    /// caches drop decisions made before (both counters only grow).
-    #[inline]
-    pub fn generation(&self) -> u64 {
-        self.fdb.generation() + self.config_gen.load(Ordering::Acquire)
+    /// Installs `config`'s static FDB entries (replacing any present).
+    pub fn install_static_macs(&self, config: &Config) {
+        self.fdb.clear_static();
+        let topo = self.topo();
+        for e in &config.fdb_static {
+            if let Some(p) = topo.by_name(&e.port) {
+                self.fdb.add_static(p.domain, e.mac, Dest::Port(p.port.id));
+            }
+        }
     }
 
-    /// Applies `edit` to port `port`'s ACL and publishes the result (RCU style).
+    /// Applies `edit` to a copy of the topology and publishes it with the next
+    /// generation (rebuilding the domains' member lists), then wakes the PMDs. Editors
+    /// are serialized; readers and PMDs never wait. Returns `edit`'s result and the new
+    /// generation.
+    ///
+    /// # Errors
+    /// `edit`'s: nothing is published.
+    pub fn publish<T, E>(
+        &self,
+        edit: impl FnOnce(&mut Topology) -> Result<T, E>,
+    ) -> Result<(T, u64), E> {
+        let _g = self.edit.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = (**self.topology.load()).clone();
+        let r = edit(&mut t)?;
+        t.generation += 1;
+        t.rebuild_domains(self.domains.len());
+        let generation = t.generation;
+        self.topology.store(Arc::new(t));
+        self.wakers.wake_all();
+        Ok((r, generation))
+    }
+
+    /// Waits until every PMD runs generation `generation` or newer (none uses an older
+    /// snapshot any more), up to `timeout`. Returns whether they all did.
+    pub fn wait_adopted(&self, generation: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self
+                .pmds
+                .iter()
+                .all(|m| m.generation_seen.load(Ordering::Acquire) >= generation)
+            {
+                return true;
+            }
+            if self.stopping() || Instant::now() > deadline {
+                return false;
+            }
+            self.wakers.wake_all();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A port's counters summed over all PMDs (zero for an unknown port).
+    pub fn port_stats(&self, id: PortId) -> PortStats {
+        self.topo()
+            .port(id)
+            .map_or_else(PortStats::zero, |p| p.port.stats())
+    }
+
+    /// Applies `edit` to port `port`'s ACL and publishes the result; its rule counters
+    /// start from zero.
+    ///
+    /// # Errors
+    /// `edit`'s, or [`crate::model::acl::AclError::NoSuchRule`]-style errors for an
+    /// unknown port.
     pub fn edit_acl<T>(
         &self,
         port: PortId,
         edit: impl FnOnce(&mut Acl) -> Result<T, crate::model::acl::AclError>,
     ) -> Result<T, crate::model::acl::AclError> {
-        let _g = self.acl_edit.lock().unwrap_or_else(|e| e.into_inner());
-        let mut all: Vec<Acl> = (**self.acls.load()).clone();
-        let r = edit(&mut all[port as usize])?;
-        self.acls.store(Arc::new(all));
-        self.config_gen.fetch_add(1, Ordering::Release);
-        self.wakers.wake_all();
-        Ok(r)
+        let pmds = self.pmds.len();
+        self.publish(|t| {
+            let Some(Some(tp)) = t.ports.get_mut(usize::from(port)) else {
+                return Err(crate::model::acl::AclError::NoPort(port));
+            };
+            let mut rules = tp.acl.rules.clone();
+            let r = edit(&mut rules)?;
+            tp.acl = Arc::new(PortAcl::new(rules, pmds));
+            Ok(r)
+        })
+        .map(|(r, _)| r)
     }
 
-    /// Frames dropped by rule `rule` of port `port` since the port's ACL last changed,
-    /// summed over the PMDs that have seen that change (the others have not counted
-    /// anything under it yet).
+    /// Frames dropped by rule `rule` of port `port` since the port's ACL last changed.
     pub fn acl_drops(&self, port: PortId, rule: usize) -> u64 {
-        let current = self
-            .acls
-            .load()
-            .get(port as usize)
-            .map_or(0, |a| a.generation());
-        self.pmds
-            .iter()
-            .filter(|m| {
-                m.acl_gen_seen
-                    .get(port as usize)
-                    .is_some_and(|g| g.load(Ordering::Acquire) == current)
-            })
-            .filter_map(|m| m.acl_drops.get(port as usize)?.get(rule).map(Counter::get))
-            .sum()
+        self.topo().port(port).map_or(0, |p| p.acl.drops(rule))
     }
 
     /// Whether shutdown has begun.
@@ -307,74 +278,98 @@ impl Switch {
 
     /// The `show` view.
     pub fn show(&self) -> ShowReply {
-        let ports = self
-            .ports
-            .iter()
-            .map(|p| {
-                let conn = p.conn.load();
-                let (features, ready) = match conn.as_ref() {
-                    Some(c) => (
-                        feature_names(c.acked_features.load(Ordering::Relaxed))
-                            .into_iter()
-                            .map(String::from)
-                            .collect(),
-                        c.ready_pairs(),
-                    ),
-                    None => (Vec::new(), Vec::new()),
-                };
-                let pmd_of_queue = (0..p.source_queues())
-                    .map(|q| {
-                        self.pmds
-                            .iter()
-                            .find(|m| m.queues.contains(&(p.id, q)))
-                            .map_or(usize::MAX, |m| m.index)
-                    })
-                    .collect();
-                ShowPort {
-                    id: p.id,
-                    name: p.name.clone(),
-                    kind: p.kind.to_string(),
-                    path: p.path.display().to_string(),
-                    vlan: p.vlan,
-                    link: if p.link_up() { "up" } else { "down" }.into(),
-                    connected: conn.is_some(),
-                    connections: p.connections.load(Ordering::Relaxed),
-                    queue_pairs: p.queue_pairs,
-                    ready_queue_pairs: ready,
-                    offloads: features
-                        .iter()
-                        .filter(|f| f.contains("CSUM") || f.contains("TSO") || f.contains("ECN"))
-                        .cloned()
-                        .collect(),
-                    offloads_offered: p.offloads,
-                    negotiated_features: features,
-                    pmd_of_queue,
-                    iface: match &p.backend {
-                        Backend::Vhost => String::new(),
-                        Backend::Afxdp(x) => x.iface.clone(),
-                        Backend::Tap(t) => t.ifname.clone(),
-                    },
-                    afxdp: match &p.backend {
-                        Backend::Afxdp(x) => Some(ShowAfxdp {
-                            mode: x.mode.to_string(),
-                            reason: x.reason.clone(),
-                            queues: x.xsks.len() as u16,
-                            rx_per_queue: x.xsks.iter().map(|q| q.rx_frames.get()).collect(),
-                            multi_buffer: x.sg,
-                            mtu: x.mtu(),
-                            max_frame: x.max_tx_frame(),
-                            kernel: x.kernel_stats(),
-                        }),
-                        _ => None,
-                    },
-                }
-            })
-            .collect();
+        let topo = self.topo();
         ShowReply {
-            poll: self.config.poll.to_string(),
+            poll: self.config().poll.to_string(),
             fdb_entries: self.fdb.len(),
-            ports,
+            generation: topo.generation,
+            ports: topo.iter().map(|tp| show_port(&topo, tp)).collect(),
         }
+    }
+}
+
+impl std::fmt::Debug for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Switch")
+            .field("generation", &self.topology.load().generation)
+            .finish()
+    }
+}
+
+/// One port's `show` view.
+fn show_port(topo: &Topology, tp: &TopoPort) -> ShowPort {
+    let p = &tp.port;
+    let cfg = &tp.config;
+    let (features, ready, connected, connections) = match &p.kind {
+        PortKind::Vhost(v) => {
+            let conn = v.conn.load();
+            match conn.as_ref() {
+                Some(c) => (
+                    feature_names(c.acked_features.load(Ordering::Relaxed))
+                        .into_iter()
+                        .map(String::from)
+                        .collect(),
+                    c.ready_pairs(),
+                    true,
+                    v.connections.load(Ordering::Relaxed),
+                ),
+                None => (
+                    Vec::new(),
+                    Vec::new(),
+                    false,
+                    v.connections.load(Ordering::Relaxed),
+                ),
+            }
+        }
+        _ => (Vec::new(), Vec::new(), false, 0),
+    };
+    let queues = p.rx_queues();
+    ShowPort {
+        id: p.id,
+        name: p.name.clone(),
+        kind: cfg.kind.to_string(),
+        path: cfg.path.display().to_string(),
+        vlan: tp.domain_key.vlan(),
+        domain: tp.domain_key.to_string(),
+        link: if p.link_up() { "up" } else { "down" }.into(),
+        connected,
+        connections,
+        queue_pairs: if cfg.kind.is_vhost() {
+            cfg.queues
+        } else {
+            queues
+        },
+        ready_queue_pairs: ready,
+        offloads: features
+            .iter()
+            .filter(|f: &&String| f.contains("CSUM") || f.contains("TSO") || f.contains("ECN"))
+            .cloned()
+            .collect(),
+        offloads_offered: cfg.offloads && cfg.kind.is_vhost(),
+        negotiated_features: features,
+        pmd_of_queue: (0..queues)
+            .map(|q| topo.pmd_of(p.id, q).unwrap_or(usize::MAX))
+            .collect(),
+        queue_packets: (0..queues)
+            .map(|q| {
+                p.queue_load(q)
+                    .map_or(0, |l| l.packets.load(Ordering::Relaxed))
+            })
+            .collect(),
+        iface: cfg.iface.clone(),
+        afxdp: match &p.kind {
+            PortKind::Afxdp(x) => Some(ShowAfxdp {
+                mode: x.mode.to_string(),
+                reason: x.reason.clone(),
+                queues: x.xsks.len() as u16,
+                rx_per_queue: x.xsks.iter().map(|q| q.rx_frames.get()).collect(),
+                multi_buffer: x.sg,
+                mtu: x.mtu(),
+                max_frame: x.max_tx_frame(),
+                kernel: x.kernel_stats(),
+            }),
+            _ => None,
+        },
     }
 }
 
@@ -385,6 +380,9 @@ pub struct ShowReply {
     pub poll: String,
     /// FDB size.
     pub fdb_entries: usize,
+    /// Topology generation (bumped by every port, VLAN, ACL or queue change).
+    #[serde(default)]
+    pub generation: u64,
     /// Ports.
     pub ports: Vec<ShowPort>,
 }
@@ -400,8 +398,11 @@ pub struct ShowPort {
     pub kind: String,
     /// Socket path.
     pub path: String,
-    /// VLAN domain.
+    /// Access VLAN (0: untagged).
     pub vlan: Vlan,
+    /// Bridge domain (`untagged`, `vlan 10`).
+    #[serde(default)]
+    pub domain: String,
     /// `up` or `down`.
     pub link: String,
     /// A driver is attached to the socket.
@@ -424,6 +425,9 @@ pub struct ShowPort {
     /// PMD index polling each source queue (vhost-user: queue pair's transmit queue;
     /// afxdp: NIC rx queue; tap: the tap).
     pub pmd_of_queue: Vec<usize>,
+    /// Frames taken from each source queue so far.
+    #[serde(default)]
+    pub queue_packets: Vec<u64>,
     /// afxdp and tap ports: the network interface.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub iface: String,

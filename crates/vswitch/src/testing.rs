@@ -399,6 +399,20 @@ fn rand_id() -> u32 {
     N.fetch_add(1, Ordering::Relaxed) as u32
 }
 
+/// Attaches a simulated guest's connection to vhost-user port `port` of `sw`, as a
+/// driver connecting over the socket would.
+///
+/// # Panics
+/// If `port` is not a vhost-user port of `sw`.
+pub fn attach(sw: &crate::switch::Switch, port: crate::model::fdb::PortId, conn: Arc<Connection>) {
+    sw.topo()
+        .port(port)
+        .and_then(|p| p.port.vhost())
+        .expect("a vhost-user port")
+        .conn
+        .store(Some(conn));
+}
+
 /// An Ethernet frame of `len` bytes from `src` to `dst` with a recognisable payload.
 pub fn frame(dst: [u8; 6], src: [u8; 6], len: usize, seed: u8) -> Vec<u8> {
     let mut f = Vec::with_capacity(len);

@@ -231,6 +231,9 @@ fn io_forwarding_loop_keeps_circulating() {
 }
 
 /// queues=2 on both sides: A transmits on both queue pairs, and B receives on both.
+/// Two queue pairs each way. The sender transmits on both of its queues; the switch
+/// picks the receiver's queue by flow hash, so one flow lands on one queue and many
+/// flows (testpmd's --txonly-multi-flow varies the source IP) spread over both.
 #[test]
 fn multiqueue_uses_both_queue_pairs() {
     let _g = serial();
@@ -241,34 +244,61 @@ fn multiqueue_uses_both_queue_pairs() {
     let sb = dir.path("b.sock");
     let peer = format!("--eth-peer=0,{MAC_B}");
     let qargs_b = ["--forward-mode=rxonly", "--rxq=2", "--txq=2"];
-    let qargs_a = ["--forward-mode=txonly", "--rxq=2", "--txq=2", &peer];
+    let rx_per_queue = |b: &mut Testpmd| {
+        (
+            b.xstat(0, "rx_q0_good_packets"),
+            b.xstat(0, "rx_q1_good_packets"),
+        )
+    };
     let mut b = Testpmd::start(GuestSpec {
         queues: 2,
         ..guest("vsb4", &sb, MAC_B, &qargs_b)
     });
-    let mut a = Testpmd::start(GuestSpec {
-        queues: 2,
-        ..guest("vsa4", &sa, MAC_A, &qargs_a)
-    });
     b.cmd("start");
-    a.cmd("start");
-    wait_for(Duration::from_secs(20), "traffic to b", || {
-        (sw.port("b").stats.tx_packets > 20_000).then_some(())
-    });
-    a.cmd("stop");
-    std::thread::sleep(Duration::from_millis(500));
+    for multi_flow in [false, true] {
+        let mut qargs_a = vec!["--forward-mode=txonly", "--rxq=2", "--txq=2", &peer];
+        if multi_flow {
+            qargs_a.push("--txonly-multi-flow");
+        }
+        let before = sw.port("b").stats.tx_packets;
+        let (b0, b1) = rx_per_queue(&mut b);
+        let mut a = Testpmd::start(GuestSpec {
+            queues: 2,
+            ..guest("vsa4", &sa, MAC_A, &qargs_a)
+        });
+        a.cmd("start");
+        wait_for(Duration::from_secs(20), "traffic to b", || {
+            (sw.port("b").stats.tx_packets > before + 20_000).then_some(())
+        });
+        a.cmd("stop");
+        let a_q0 = a.xstat(0, "tx_q0_good_packets");
+        let a_q1 = a.xstat(0, "tx_q1_good_packets");
+        drop(a);
+        wait_for(Duration::from_secs(10), "a's link down", || {
+            (sw.port("a").link == "down").then_some(())
+        });
+        let (q0, q1) = rx_per_queue(&mut b);
+        let (q0, q1) = (q0 - b0, q1 - b1);
+        eprintln!("multi_flow={multi_flow}: a tx q0 {a_q0} q1 {a_q1}; b rx q0 {q0} q1 {q1}");
+        assert!(a_q0 > 0 && a_q1 > 0, "a sent on both queues");
+        if multi_flow {
+            assert!(q0 > 0 && q1 > 0, "many flows spread over b's queues");
+        } else {
+            assert!(
+                (q0 == 0) != (q1 == 0),
+                "one flow stays on one of b's queues: {q0} / {q1}"
+            );
+        }
+    }
     b.cmd("stop");
     let show = sw.show();
-    for p in show["ports"].as_array().unwrap() {
-        assert_eq!(p["ready_queue_pairs"], serde_json::json!([0, 1]), "{p}");
-    }
-    let a_q0 = a.xstat(0, "tx_q0_good_packets");
-    let a_q1 = a.xstat(0, "tx_q1_good_packets");
-    let b_q0 = b.xstat(0, "rx_q0_good_packets");
-    let b_q1 = b.xstat(0, "rx_q1_good_packets");
-    eprintln!("a tx q0 {a_q0} q1 {a_q1}; b rx q0 {b_q0} q1 {b_q1}");
-    assert!(a_q0 > 0 && a_q1 > 0, "a sent on both queues");
-    assert!(b_q0 > 0 && b_q1 > 0, "b received on both queues");
+    let pb = show["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "b")
+        .unwrap();
+    assert_eq!(pb["ready_queue_pairs"], serde_json::json!([0, 1]), "{pb}");
 }
 
 /// kill -9 one guest and start it again: traffic between the others keeps flowing while

@@ -20,23 +20,15 @@ use crate::switch::Switch;
 #[derive(Debug)]
 pub struct SwitchCollector(pub Arc<Switch>);
 
-impl std::fmt::Debug for Switch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Switch")
-            .field("ports", &self.ports.len())
-            .finish()
-    }
-}
-
 type PortField = fn(&PortStats) -> u64;
 
 impl Collector for SwitchCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let sw = &self.0;
         let stats: Vec<(String, PortStats, bool)> = sw
-            .ports
+            .topo()
             .iter()
-            .map(|p| (p.name.clone(), sw.port_stats(p.id), p.link_up()))
+            .map(|p| (p.port.name.clone(), p.port.stats(), p.port.link_up()))
             .collect();
         let fields: [(&str, &str, PortField); 4] = [
             (

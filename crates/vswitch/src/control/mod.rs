@@ -178,12 +178,10 @@ pub struct PmdStatsRow {
 
 /// Answers one request.
 pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, String> {
+    let topo = switch.topo();
     let port_id = |name: &str| {
-        switch
-            .ports
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| p.id)
+        topo.by_name(name)
+            .map(|p| p.port.id)
             .ok_or_else(|| format!("no port named {name:?}"))
     };
     let v = match req.cmd.as_str() {
@@ -222,18 +220,17 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                 Some(p) => Some(port_id(p)?),
                 None => None,
             };
-            let acls = switch.acls.load();
             let mut rows = Vec::new();
-            for p in &switch.ports {
-                if only.is_some_and(|o| o != p.id) {
+            for p in topo.iter() {
+                if only.is_some_and(|o| o != p.port.id) {
                     continue;
                 }
-                for (i, r) in acls[p.id as usize].rules().iter().enumerate() {
+                for (i, r) in p.acl.rules.rules().iter().enumerate() {
                     rows.push(AclRow {
-                        port: p.name.clone(),
+                        port: p.port.name.clone(),
                         index: i,
                         rule: r.to_string(),
-                        drops: switch.acl_drops(p.id, i),
+                        drops: p.acl.drops(i),
                     });
                 }
             }
@@ -268,12 +265,10 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
         }
         "show" => serde_json::to_value(switch.show()),
         "offloads" => serde_json::to_value(
-            switch
-                .ports
-                .iter()
-                .filter_map(|p| match &p.backend {
-                    crate::switch::Backend::Afxdp(x) => Some(OffloadsRow {
-                        port: p.name.clone(),
+            topo.iter()
+                .filter_map(|p| match &p.port.kind {
+                    crate::ports::PortKind::Afxdp(x) => Some(OffloadsRow {
+                        port: p.port.name.clone(),
                         iface: x.iface.clone(),
                         afxdp_mode: x.mode.to_string(),
                         afxdp_reason: x.reason.clone(),
@@ -284,13 +279,11 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                 .collect::<Vec<_>>(),
         ),
         "stats" => serde_json::to_value(
-            switch
-                .ports
-                .iter()
+            topo.iter()
                 .map(|p| StatsRow {
-                    port: p.name.clone(),
-                    link: if p.link_up() { "up" } else { "down" }.into(),
-                    stats: switch.port_stats(p.id).into(),
+                    port: p.port.name.clone(),
+                    link: if p.port.link_up() { "up" } else { "down" }.into(),
+                    stats: p.port.stats().into(),
                 })
                 .collect::<Vec<_>>(),
         ),
@@ -300,12 +293,13 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                 .rows()
                 .into_iter()
                 .map(|r: FdbRow| FdbRowNamed {
-                    vlan: r.vlan,
+                    vlan: switch.domains.key(r.domain).map_or(0, |k| k.vlan()),
                     mac: r.mac.to_string(),
-                    port: switch
-                        .ports
-                        .get(r.port as usize)
-                        .map_or_else(|| r.port.to_string(), |p| p.name.clone()),
+                    port: match r.dest {
+                        crate::model::fdb::Dest::Port(p) => topo
+                            .port(p)
+                            .map_or_else(|| p.to_string(), |p| p.port.name.clone()),
+                    },
                     age_secs: r.age_secs,
                     is_static: r.is_static,
                 })
@@ -326,12 +320,18 @@ pub fn handle(switch: &Switch, req: &Request) -> Result<serde_json::Value, Strin
                     PmdStatsRow {
                         pmd: m.index,
                         cpu: m.cpu,
-                        queues: m
-                            .queues
+                        queues: topo.pmd_queues[m.index]
                             .iter()
-                            .map(|&(port, q)| format!("{}/{}", switch.ports[port as usize].name, q))
+                            .map(|&(port, q)| format!("{}/{}", topo.port(port).map_or("?", |p| p.port.name.as_str()), q))
                             .collect(),
-                        queue_packets: m.queue_packets.iter().map(|c| c.get()).collect(),
+                        queue_packets: topo.pmd_queues[m.index]
+                            .iter()
+                            .map(|&(port, q)| {
+                                topo.port(port)
+                                    .and_then(|p| p.port.queue_load(q))
+                                    .map_or(0, |l| l.packets.load(std::sync::atomic::Ordering::Relaxed))
+                            })
+                            .collect(),
                         packets: p,
                         batches: b,
                         mean_batch: if b == 0 { 0.0 } else { p as f64 / b as f64 },

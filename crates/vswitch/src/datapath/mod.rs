@@ -1,5 +1,17 @@
-//! The data path: PMD threads and the pipeline they run per burst (DESIGN.md §3).
+//! The data path (DESIGN.md §3): PMD threads and the pipeline they run per burst.
+//!
+//! - [`packet`]: frame metadata, actions, and the traits between pipeline and ports;
+//! - [`pmd`]: the thread loop (topology pick-up, polling, sleeping);
+//! - [`pipeline`]: the per-PMD state and the burst handler;
+//! - [`classify`]: the flow cache and the slow path;
+//! - [`forward`]: grouping by destination, flooding, one batch per destination;
+//! - [`offload`]: software checksum completion and segmentation.
 
+pub mod classify;
+pub mod forward;
+pub mod offload;
+pub mod packet;
+pub mod pipeline;
 pub mod pmd;
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ fn switch_with(vlans: &[Option<u16>], flow_cache: bool) -> Arc<Switch> {
 
 fn attach(sw: &Switch, port: usize, features: u64) -> SimGuest {
     let g = SimGuest::new(1, features);
-    sw.ports[port].conn.store(Some(g.conn.clone()));
+    crate::testing::attach(sw, port as PortId, g.conn.clone());
     g
 }
 
@@ -449,7 +449,7 @@ proptest! {
                         let _ = sw.edit_acl(port as PortId, |a| a.remove(0).map(|_| ()));
                     }
                     Op::Flush(port) => {
-                        sw.fdb.flush_port(port as PortId);
+                        sw.fdb.flush_port(port as PortId, false);
                     }
                 }
             }

@@ -129,6 +129,9 @@ pub enum AclError {
         /// The rule's `ip_dst`.
         dst: IpPrefix,
     },
+    /// No port has this id (it was deleted).
+    #[error("no port with id {0}")]
+    NoPort(u16),
     /// A rule index past the end of the list.
     #[error("rule index {index}: expected an index below {len} (the number of rules)")]
     NoSuchRule {

@@ -1,4 +1,5 @@
-//! The forwarding database: MAC learning with aging, and static entries.
+//! The forwarding database: MAC learning with aging, and static entries, keyed by
+//! bridge domain and MAC, each pointing to a destination.
 //!
 //! The FDB is shared by all PMD threads. The data path takes the read lock once per
 //! burst, looks up every frame of the burst under it, and refreshes the age of known
@@ -16,18 +17,26 @@ use rustc_hash::FxHasher;
 use serde::Serialize;
 
 use crate::config::MacAddr;
+use crate::model::topology::DomainId;
 
 /// Index of a port in the switch's port table (at most [`crate::config::MAX_PORTS`] ports; 16 bits
 /// keep a forwarding decision, cached per flow, within two machine words).
 pub type PortId = u16;
 
-/// A VLAN domain: the access VLAN of a port, or 0 for untagged ports.
+/// An 802.1Q VLAN id (1..=4094), or 0 for untagged.
 pub type Vlan = u16;
 
-/// FDB key: VLAN in bits 48..60, MAC in bits 0..48.
+/// Where a MAC lives: a local port (and, with the overlay, a remote tunnel endpoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Dest {
+    /// Behind a port of this switch.
+    Port(PortId),
+}
+
+/// FDB key: bridge domain in bits 48..64, MAC in bits 0..48.
 #[inline]
-pub fn fdb_key(vlan: Vlan, mac: &[u8; 6]) -> u64 {
-    (u64::from(vlan) << 48)
+pub fn fdb_key(domain: DomainId, mac: &[u8; 6]) -> u64 {
+    (u64::from(domain) << 48)
         | u64::from(mac[0]) << 40
         | u64::from(mac[1]) << 32
         | u64::from(mac[2]) << 24
@@ -39,8 +48,8 @@ pub fn fdb_key(vlan: Vlan, mac: &[u8; 6]) -> u64 {
 /// One learned or static MAC.
 #[derive(Debug)]
 pub struct FdbEntry {
-    /// The port the MAC was last seen on.
-    pub port: PortId,
+    /// Where the MAC was last seen.
+    pub dest: Dest,
     /// Seconds since the FDB's epoch when the MAC was last seen (refreshed per burst).
     last_seen: AtomicU64,
     /// Static entries never age and are never moved by learning.
@@ -50,12 +59,12 @@ pub struct FdbEntry {
 /// One FDB row as `vswitchctl fdb` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FdbRow {
-    /// VLAN domain.
-    pub vlan: Vlan,
+    /// Bridge domain.
+    pub domain: DomainId,
     /// MAC address.
     pub mac: MacAddr,
-    /// Port id.
-    pub port: PortId,
+    /// Where it lives.
+    pub dest: Dest,
     /// Seconds since last seen (0 for static entries).
     pub age_secs: u64,
     /// Static entry.
@@ -79,8 +88,8 @@ pub struct Fdb {
 pub struct Learn {
     /// FDB key (see [`fdb_key`]).
     pub key: u64,
-    /// The port it was seen on.
-    pub port: PortId,
+    /// Where it was seen.
+    pub dest: Dest,
 }
 
 impl Fdb {
@@ -124,14 +133,14 @@ impl Fdb {
             match map.get_mut(&l.key) {
                 Some(e) if e.is_static => {}
                 Some(e) => {
-                    e.port = l.port;
+                    e.dest = l.dest;
                     e.last_seen.store(now, Relaxed);
                 }
                 None => {
                     map.insert(
                         l.key,
                         FdbEntry {
-                            port: l.port,
+                            dest: l.dest,
                             last_seen: AtomicU64::new(now),
                             is_static: false,
                         },
@@ -142,13 +151,13 @@ impl Fdb {
         self.generation.fetch_add(1, Relaxed);
     }
 
-    /// Adds a static entry.
-    pub fn add_static(&self, vlan: Vlan, mac: MacAddr, port: PortId) {
+    /// Adds (or replaces) a static entry.
+    pub fn add_static(&self, domain: DomainId, mac: MacAddr, dest: Dest) {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         map.insert(
-            fdb_key(vlan, &mac.0),
+            fdb_key(domain, &mac.0),
             FdbEntry {
-                port,
+                dest,
                 last_seen: AtomicU64::new(0),
                 is_static: true,
             },
@@ -173,11 +182,11 @@ impl Fdb {
         removed
     }
 
-    /// Removes the dynamic entries of a port (its link went down).
-    pub fn flush_port(&self, port: PortId) -> usize {
+    /// Removes every static entry (before a reload installs the file's).
+    pub fn clear_static(&self) -> usize {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
-        map.retain(|_, e| e.is_static || e.port != port);
+        map.retain(|_, e| !e.is_static);
         let removed = before - map.len();
         if removed > 0 {
             self.generation.fetch_add(1, Relaxed);
@@ -185,7 +194,20 @@ impl Fdb {
         removed
     }
 
-    /// All entries, sorted by VLAN and MAC.
+    /// Removes the dynamic entries of a port (its link went down, or it moved to another
+    /// domain); with `statics`, its static entries too (the port was deleted).
+    pub fn flush_port(&self, port: PortId, statics: bool) -> usize {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let before = map.len();
+        map.retain(|_, e| (e.is_static && !statics) || e.dest != Dest::Port(port));
+        let removed = before - map.len();
+        if removed > 0 {
+            self.generation.fetch_add(1, Relaxed);
+        }
+        removed
+    }
+
+    /// All entries, sorted by domain and MAC.
     pub fn rows(&self) -> Vec<FdbRow> {
         let now = self.now();
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
@@ -194,9 +216,9 @@ impl Fdb {
             .map(|(k, e)| {
                 let b = k.to_be_bytes();
                 FdbRow {
-                    vlan: (*k >> 48) as Vlan,
+                    domain: (*k >> 48) as DomainId,
                     mac: MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]]),
-                    port: e.port,
+                    dest: e.dest,
                     age_secs: if e.is_static {
                         0
                     } else {
@@ -206,7 +228,7 @@ impl Fdb {
                 }
             })
             .collect();
-        rows.sort_by_key(|r| (r.vlan, r.mac));
+        rows.sort_by_key(|r| (r.domain, r.mac));
         rows
     }
 
@@ -228,24 +250,24 @@ pub struct FdbReader<'a> {
 }
 
 impl FdbReader<'_> {
-    /// The port behind `key`, if known.
+    /// Where `key` lives, if known.
     #[inline]
-    pub fn lookup(&self, key: u64) -> Option<PortId> {
-        self.map.get(&key).map(|e| e.port)
+    pub fn lookup(&self, key: u64) -> Option<Dest> {
+        self.map.get(&key).map(|e| e.dest)
     }
 
-    /// Refreshes `key` seen on `port`; returns the learn request when the FDB does not
+    /// Refreshes `key` seen behind `dest`; returns the learn request when the FDB does not
     /// already place it there (new or moved MAC; static entries are never moved).
     #[inline]
-    pub fn observe(&self, key: u64, port: PortId) -> Option<Learn> {
+    pub fn observe(&self, key: u64, dest: Dest) -> Option<Learn> {
         match self.map.get(&key) {
-            Some(e) if e.port == port || e.is_static => {
+            Some(e) if e.dest == dest || e.is_static => {
                 if !e.is_static && e.last_seen.load(Relaxed) != self.now {
                     e.last_seen.store(self.now, Relaxed);
                 }
                 None
             }
-            _ => Some(Learn { key, port }),
+            _ => Some(Learn { key, dest }),
         }
     }
 }
@@ -255,35 +277,40 @@ mod tests {
     use super::*;
 
     const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const P1: Dest = Dest::Port(1);
+    const P2: Dest = Dest::Port(2);
 
     #[test]
     fn learn_lookup_move() {
         let fdb = Fdb::new(Duration::from_secs(300));
         let k = fdb_key(0, &A);
         assert_eq!(fdb.reader().lookup(k), None);
-        let l = fdb.reader().observe(k, 1).unwrap();
+        let l = fdb.reader().observe(k, P1).unwrap();
         fdb.learn(&[l]);
-        assert_eq!(fdb.reader().lookup(k), Some(1));
-        assert_eq!(fdb.reader().observe(k, 1), None);
-        let l = fdb.reader().observe(k, 2).unwrap();
+        assert_eq!(fdb.reader().lookup(k), Some(P1));
+        assert_eq!(fdb.reader().observe(k, P1), None);
+        let l = fdb.reader().observe(k, P2).unwrap();
         fdb.learn(&[l]);
-        assert_eq!(fdb.reader().lookup(k), Some(2));
+        assert_eq!(fdb.reader().lookup(k), Some(P2));
         assert_ne!(
             fdb.reader().lookup(fdb_key(5, &A)),
-            Some(2),
-            "VLANs are separate"
+            Some(P2),
+            "domains are separate"
         );
     }
 
     #[test]
     fn static_entries_do_not_move_or_age() {
         let fdb = Fdb::new(Duration::from_secs(1));
-        fdb.add_static(0, MacAddr(A), 3);
+        fdb.add_static(0, MacAddr(A), Dest::Port(3));
         let k = fdb_key(0, &A);
-        assert_eq!(fdb.reader().observe(k, 4), None);
-        fdb.learn(&[Learn { key: k, port: 4 }]);
-        assert_eq!(fdb.reader().lookup(k), Some(3));
-        assert_eq!(fdb.flush_port(3), 0);
+        assert_eq!(fdb.reader().observe(k, Dest::Port(4)), None);
+        fdb.learn(&[Learn {
+            key: k,
+            dest: Dest::Port(4),
+        }]);
+        assert_eq!(fdb.reader().lookup(k), Some(Dest::Port(3)));
+        assert_eq!(fdb.flush_port(3, false), 0);
         let rows = fdb.rows();
         assert_eq!(rows.len(), 1);
         assert!(rows[0].is_static);
@@ -296,10 +323,10 @@ mod tests {
         let g = fdb.generation();
         fdb.learn(&[Learn {
             key: fdb_key(0, &A),
-            port: 1,
+            dest: P1,
         }]);
         assert!(fdb.generation() > g);
-        assert_eq!(fdb.flush_port(1), 1);
+        assert_eq!(fdb.flush_port(1, false), 1);
         assert!(fdb.is_empty());
     }
 }

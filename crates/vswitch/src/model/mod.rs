@@ -1,5 +1,7 @@
-//! The switch's model: the forwarding database, access control lists and counters.
+//! The switch's model: the live topology (ports, bridge domains, queue assignment,
+//! ACLs), the forwarding database, access control lists and counters.
 
 pub mod acl;
 pub mod fdb;
 pub mod stats;
+pub mod topology;

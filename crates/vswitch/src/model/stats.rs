@@ -112,6 +112,7 @@ impl Counter {
 /// vSwitch counts. Drops are charged to the port where the frame was lost: the source
 /// port for bad descriptors and runts, the destination port for the rest.
 #[derive(Debug, Default)]
+#[repr(align(64))]
 pub struct PortCounters {
     /// Frames received from the guest.
     pub rx_packets: Counter,

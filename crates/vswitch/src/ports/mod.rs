@@ -1,5 +1,367 @@
-//! Port kinds: vhost-user (VMs), AF_XDP uplinks (NICs) and taps (the host stack).
+//! Ports: one module per kind behind one interface (DESIGN.md §2).
+//!
+//! [`Port`] is what the pipeline and the control plane see: receive a burst from a
+//! source queue, transmit a batch, link state, what a sleeping PMD waits on, and the
+//! `show` view. Each operation is one `match` over [`PortKind`] in this file; the PMD
+//! loop never branches on the kind. Raw buffer pointers (UMEM, tap buffers) stay in
+//! their module, handed to the pipeline only as an [`RxBurst`] borrowed for one burst.
+//!
+//! - [`vhost`]: a VM (QEMU, DPDK virtio-user) over a vhost-user socket;
+//! - [`afxdp`]: a NIC through AF_XDP sockets, one per rx queue;
+//! - [`tap`]: the host's kernel stack through a tap device.
 
 pub mod afxdp;
+pub mod host;
 pub mod tap;
 pub mod vhost;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::config::{PortConfig, PortType};
+use crate::datapath::packet::{BurstHandler, RxBurst, TxBatch, TxOffloads};
+use crate::model::fdb::PortId;
+use crate::model::stats::{PortCounters, PortStats};
+
+pub use afxdp::AfxdpPort;
+pub use tap::TapPort;
+pub use vhost::deliver::TxScratch;
+pub use vhost::VhostPort;
+
+/// What moves a port's frames.
+pub enum PortKind {
+    /// A VM over a vhost-user socket.
+    Vhost(VhostPort),
+    /// A NIC through AF_XDP sockets.
+    Afxdp(Box<AfxdpPort>),
+    /// A tap device into the host's stack.
+    Tap(Box<TapPort>),
+}
+
+/// Load measured on one source queue, for `pmd-rebalance`: written with atomic adds by
+/// whichever PMD polls the queue, once per non-empty burst.
+#[derive(Debug, Default)]
+pub struct QueueLoad {
+    /// Frames taken from the queue.
+    pub packets: AtomicU64,
+    /// TSC cycles spent on its bursts (receive, pipeline, delivery).
+    pub cycles: AtomicU64,
+}
+
+/// One switch port.
+pub struct Port {
+    /// Its id: index in the topology's port table, fixed for the port's life.
+    pub id: PortId,
+    /// Name from the configuration.
+    pub name: String,
+    /// What moves its frames.
+    pub kind: PortKind,
+    /// Counters, one set per PMD thread (each written by its PMD only).
+    counters: Box<[PortCounters]>,
+    /// Load per source queue.
+    queue_load: Box<[QueueLoad]>,
+}
+
+impl std::fmt::Debug for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Port")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl Port {
+    /// A port with id `id` over `kind`, counting for `pmds` PMD threads.
+    pub fn new(id: PortId, name: String, kind: PortKind, pmds: usize) -> Self {
+        let queues = match &kind {
+            PortKind::Vhost(v) => v.queue_pairs,
+            PortKind::Afxdp(x) => x.xsks.len() as u16,
+            PortKind::Tap(_) => 1,
+        };
+        Port {
+            id,
+            name,
+            kind,
+            counters: (0..pmds.max(1)).map(|_| PortCounters::default()).collect(),
+            queue_load: (0..queues).map(|_| QueueLoad::default()).collect(),
+        }
+    }
+
+    /// Opens what the configuration describes: binds a vhost-user server socket, or
+    /// opens an AF_XDP uplink or a tap. Nothing runs yet (see [`vhost::serve`]).
+    ///
+    /// # Errors
+    /// What failed, with the port named.
+    pub fn open(id: PortId, cfg: &PortConfig, pmds: usize) -> Result<Port, OpenError> {
+        let named = |e: String| OpenError {
+            port: cfg.name.clone(),
+            message: e,
+        };
+        let kind = match cfg.kind {
+            PortType::VhostUser | PortType::VhostUserClient => {
+                PortKind::Vhost(VhostPort::open(cfg).map_err(named)?)
+            }
+            PortType::Afxdp => {
+                let x = AfxdpPort::open(&cfg.iface, cfg.mode, cfg.queues)
+                    .map_err(|e| named(e.to_string()))?;
+                tracing::info!(
+                    port = %cfg.name,
+                    iface = %cfg.iface,
+                    mode = %x.mode,
+                    queues = x.xsks.len(),
+                    reason = %x.reason,
+                    "AF_XDP uplink open"
+                );
+                PortKind::Afxdp(Box::new(x))
+            }
+            PortType::Tap => {
+                let t = TapPort::open(&cfg.iface).map_err(|e| named(e.to_string()))?;
+                tracing::info!(port = %cfg.name, ifname = %cfg.iface, "tap port open");
+                PortKind::Tap(Box::new(t))
+            }
+        };
+        Ok(Port::new(id, cfg.name.clone(), kind, pmds))
+    }
+
+    /// The vhost-user side of the port, if it is one.
+    pub fn vhost(&self) -> Option<&VhostPort> {
+        match &self.kind {
+            PortKind::Vhost(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Source queues the PMDs poll: queue pairs (vhost-user), AF_XDP sockets, 1 (tap).
+    pub fn rx_queues(&self) -> u16 {
+        self.queue_load.len() as u16
+    }
+
+    /// Whether the port can receive: a driver is attached and queue pair 0 runs
+    /// (vhost-user), the interface is up with carrier (AF_XDP), or the tap is up.
+    pub fn link_up(&self) -> bool {
+        match &self.kind {
+            PortKind::Vhost(v) => v.link_up(),
+            PortKind::Afxdp(x) => x.link_up(),
+            PortKind::Tap(t) => t.link_up(),
+        }
+    }
+
+    /// Whether flooded frames may be sent to the port: a vhost-user driver is attached,
+    /// or the uplink's or tap's link is up.
+    #[inline]
+    pub fn can_flood(&self) -> bool {
+        match &self.kind {
+            PortKind::Vhost(v) => v.conn.load().is_some(),
+            PortKind::Afxdp(x) => x.link_up(),
+            PortKind::Tap(t) => t.link_up(),
+        }
+    }
+
+    /// Receives one burst from source queue `q` and runs `handler` on it; returns the
+    /// frames taken (including dropped ones).
+    #[inline]
+    pub fn receive<H: BurstHandler>(&self, q: u16, rx: &mut RxScratch, handler: &mut H) -> usize {
+        match &self.kind {
+            PortKind::Vhost(v) => v.receive(self, q, rx, handler),
+            PortKind::Afxdp(x) => x.receive(self, q, rx, handler),
+            PortKind::Tap(t) => t.receive(self, rx, handler),
+        }
+    }
+
+    /// The offloads the port takes whole now.
+    #[inline]
+    pub fn tx_offloads(&self) -> TxOffloads {
+        match &self.kind {
+            PortKind::Vhost(v) => v.tx_offloads(),
+            PortKind::Afxdp(_) => TxOffloads::NONE,
+            PortKind::Tap(_) => TxOffloads::ALL,
+        }
+    }
+
+    /// The port spreads a batch over several receive queues by flow hash, so the
+    /// pipeline must hash every frame it sends there.
+    #[inline]
+    pub fn spreads_by_hash(&self) -> bool {
+        match &self.kind {
+            PortKind::Vhost(v) => v.rx_queue_pairs() > 1,
+            PortKind::Afxdp(_) | PortKind::Tap(_) => false,
+        }
+    }
+
+    /// Transmits one batch (delivers it into the VM, the NIC or the host stack).
+    #[inline]
+    pub fn transmit<'m, B: RxBurst<'m>>(
+        &self,
+        batch: &TxBatch<'_, 'm, B>,
+        scratch: &mut TxScratch,
+    ) {
+        let c = self.counters(batch.pmd);
+        match &self.kind {
+            PortKind::Vhost(v) => v.transmit(batch, scratch, c),
+            PortKind::Afxdp(x) => x.transmit(batch, c),
+            PortKind::Tap(t) => t.transmit(batch, c),
+        }
+    }
+
+    /// Prepares source queue `q` for a sleeping PMD: adds what wakes it to `set`.
+    /// Returns true when work is already pending (the PMD must not sleep).
+    pub fn arm_wakeup(&self, q: u16, set: &mut SleepSet) -> bool {
+        match &self.kind {
+            PortKind::Vhost(v) => v.arm_wakeup(q, set),
+            PortKind::Afxdp(x) => {
+                if let Some(s) = x.xsks.get(usize::from(q)) {
+                    set.push_fd(s.fd());
+                }
+                false
+            }
+            PortKind::Tap(t) => {
+                set.push_fd(t.poll_fd());
+                false
+            }
+        }
+    }
+
+    /// The counters PMD `pmd` writes for this port.
+    #[inline]
+    pub fn counters(&self, pmd: usize) -> &PortCounters {
+        &self.counters[pmd.min(self.counters.len() - 1)]
+    }
+
+    /// The port's counters summed over the PMDs.
+    pub fn stats(&self) -> PortStats {
+        let mut s = PortStats::zero();
+        for c in self.counters.iter() {
+            s.accumulate(c);
+        }
+        s
+    }
+
+    /// The load measured on source queue `q`.
+    pub fn queue_load(&self, q: u16) -> Option<&QueueLoad> {
+        self.queue_load.get(usize::from(q))
+    }
+
+    /// Records one non-empty burst of `packets` frames on queue `q` that took `cycles`.
+    #[inline]
+    pub fn account(&self, q: u16, packets: u64, cycles: u64) {
+        if let Some(l) = self.queue_load.get(usize::from(q)) {
+            l.packets.fetch_add(packets, Ordering::Relaxed);
+            l.cycles.fetch_add(cycles, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops the port's service (vhost-user: closes the connection, the guest sees its
+    /// link go down, and removes the socket; uplinks and taps: detaches the XDP program).
+    /// The rest is released when the last reference goes.
+    pub fn close(&self) {
+        match &self.kind {
+            PortKind::Vhost(v) => v.close(&self.name),
+            PortKind::Afxdp(x) => x.detach(),
+            PortKind::Tap(_) => {}
+        }
+    }
+}
+
+/// A port could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("port {port}: {message}")]
+pub struct OpenError {
+    /// Port name.
+    pub port: String,
+    /// What failed.
+    pub message: String,
+}
+
+/// The PMD-owned arrays a receive burst fills, allocated once per PMD.
+pub struct RxScratch {
+    /// The PMD receiving (whose counters are written).
+    pub pmd: usize,
+    /// The burst's good frames.
+    pub pkts: Vec<crate::datapath::packet::Pkt>,
+    /// vhost-user: descriptor segments of the burst's chains.
+    pub segs: Vec<vhost::virtq::Seg>,
+    /// vhost-user: every chain head taken, good or not, in ring order.
+    pub heads: Vec<u16>,
+    /// AF_XDP: the burst's rx descriptors.
+    pub xframes: Vec<afxdp::RxFrame>,
+    /// tap: completed reads (buffer offset, bytes).
+    pub tap_reads: Vec<(u32, u32)>,
+}
+
+impl RxScratch {
+    /// The arrays of PMD `pmd`.
+    pub fn new(pmd: usize) -> Self {
+        use crate::datapath::packet::BURST;
+        RxScratch {
+            pmd,
+            pkts: Vec::with_capacity(BURST),
+            segs: Vec::with_capacity(BURST * vhost::virtq::MAX_CHAIN_DESCS),
+            heads: Vec::with_capacity(BURST),
+            xframes: Vec::with_capacity(BURST),
+            tap_reads: Vec::with_capacity(BURST),
+        }
+    }
+}
+
+/// What a sleeping PMD waits on: its wake eventfd, kick eventfds (read after waking) and
+/// other pollable fds (AF_XDP sockets, tap rings; only polled). Holds the vhost-user
+/// connections whose kick fds it polls, so they stay open.
+pub struct SleepSet {
+    kicks: Vec<libc::pollfd>,
+    others: Vec<libc::pollfd>,
+    held: Vec<Arc<vhost::device::Connection>>,
+}
+
+impl SleepSet {
+    /// An empty set that wakes on `wake` (an eventfd).
+    pub fn new(wake: i32) -> Self {
+        SleepSet {
+            kicks: vec![pollin(wake)],
+            others: Vec::new(),
+            held: Vec::new(),
+        }
+    }
+
+    /// Adds an eventfd to drain after waking, kept open by `conn`.
+    pub fn push_eventfd(&mut self, fd: i32, conn: Arc<vhost::device::Connection>) {
+        self.kicks.push(pollin(fd));
+        self.held.push(conn);
+    }
+
+    /// Adds an fd that is only polled for readability.
+    pub fn push_fd(&mut self, fd: i32) {
+        self.others.push(pollin(fd));
+    }
+
+    /// Sleeps until one of the fds is readable or `timeout_ms` passes; drains the
+    /// eventfds that fired.
+    pub fn wait(mut self, timeout_ms: i32) {
+        let eventfds = self.kicks.len();
+        let mut fds = std::mem::take(&mut self.kicks);
+        fds.extend_from_slice(&self.others);
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs; every fd in it is
+        // open for the duration of the call (the wake fd is owned by the PMD's shared
+        // state, the kick fds by the connections in `held`, the others by the ports the
+        // PMD's topology snapshot holds).
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if n > 0 {
+            for f in &fds[..eventfds] {
+                if f.revents & libc::POLLIN != 0 {
+                    let mut buf = [0u8; 8];
+                    // SAFETY: reads 8 bytes into a valid 8-byte buffer from an open
+                    // eventfd; the fd is non-blocking or known readable.
+                    unsafe { libc::read(f.fd, buf.as_mut_ptr().cast(), 8) };
+                }
+            }
+        }
+    }
+}
+
+fn pollin(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}

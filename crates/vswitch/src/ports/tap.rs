@@ -23,6 +23,11 @@ use std::sync::Mutex;
 
 use io_uring::{opcode, types, IoUring};
 
+use crate::datapath::packet::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, VirtioNetHdr, BURST};
+use crate::model::stats::{DropReason, PortCounters};
+use crate::ports::host::HostFrames;
+use crate::ports::{Port, RxScratch};
+
 /// Bytes of the virtio-net header before each frame (`virtio_net_hdr_mrg_rxbuf`).
 pub const VNET_HDR_LEN: u32 = 12;
 /// Bytes per buffer: the header and the largest (GSO) frame the kernel hands over.
@@ -327,6 +332,12 @@ impl TapRx {
         (self.bufs.ptr.as_ptr(), self.bufs.len)
     }
 
+    /// An empty contiguous buffer borrowed from the rx half: every tap frame lies in its
+    /// read buffer, none is copied out (see [`HostFrames`]).
+    fn no_linear(&self) -> &[u8] {
+        &[]
+    }
+
     /// Resubmits the reads of processed buffers, in one `io_uring_enter`.
     pub fn recycle(&mut self) {
         if self.done.is_empty() {
@@ -426,5 +437,96 @@ impl Drop for TapPort {
         if unsafe { rx.ring.submission().push(&e) }.is_ok() {
             let _ = rx.ring.submit_and_wait(1);
         }
+    }
+}
+
+/// The tap's bursts: completed reads handed to the pipeline in place, and delivery
+/// batches written in one submission.
+impl TapPort {
+    /// Takes one burst of completed reads (each buffer a virtio-net header, whose
+    /// offload fields travel with the frame, then the frame), runs `handler` on it, and
+    /// resubmits the reads. Returns the frames taken.
+    pub(crate) fn receive<H: BurstHandler>(
+        &self,
+        port: &Port,
+        rx: &mut RxScratch,
+        handler: &mut H,
+    ) -> usize {
+        let mut ring = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        let (n, runts) = ring.receive(&mut rx.tap_reads, BURST);
+        if runts > 0 {
+            port.counters(rx.pmd).drop(DropReason::Runt, runts);
+        }
+        if n == 0 {
+            ring.recycle();
+            return 0;
+        }
+        let (base, len) = ring.base();
+        rx.pkts.clear();
+        for &(off, got) in &rx.tap_reads {
+            // SAFETY: the read into this buffer completed (`got` ≥ VNET_HDR_LEN + 14
+            // bytes from `off`, inside the rx area) and it is not resubmitted before
+            // `recycle` below.
+            let h = unsafe { &*base.add(off as usize).cast::<[u8; 10]>() };
+            rx.pkts.push(Pkt {
+                loc: FrameLoc {
+                    head: 0,
+                    start: off + VNET_HDR_LEN,
+                    end: 0,
+                },
+                len: got - VNET_HDR_LEN,
+                vhdr: VirtioNetHdr::from_bytes(h),
+                hash: 0,
+                hashed: false,
+            });
+        }
+        // SAFETY: the rx area lives as long as `ring`; the frames of `rx.pkts` are reads
+        // that completed and are resubmitted only by `ring.recycle()` below, which needs
+        // `ring` mutably and so cannot run while `frames` borrows it.
+        let frames = unsafe { HostFrames::new(base, len, ring.no_linear()) };
+        handler.handle(port, 0, &frames, &mut rx.pkts);
+        ring.recycle();
+        n
+    }
+
+    /// Writes `batch` to the tap in one io_uring submission: each frame keeps its offload
+    /// metadata in the virtio-net header before it.
+    pub(crate) fn transmit<'m, B: RxBurst<'m>>(
+        &self,
+        batch: &TxBatch<'_, 'm, B>,
+        counters: &PortCounters,
+    ) {
+        if !self.link_up() {
+            counters.drop(DropReason::PortDown, batch.items.len() as u64);
+            return;
+        }
+        let hdr = VNET_HDR_LEN as usize;
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        tx.begin();
+        for it in batch.items {
+            let len = batch.len(it) as usize;
+            if hdr + len > BUF_SIZE as usize {
+                counters.drop(DropReason::FrameTooBig, 1);
+                continue;
+            }
+            let Some(buf) = tx.next_buf() else {
+                counters.drop(DropReason::NoTxBuffer, 1);
+                continue;
+            };
+            buf[..hdr].copy_from_slice(&batch.vhdr(it).to_bytes());
+            let got = batch.read(it, 0, &mut buf[hdr..hdr + len]);
+            if got != len {
+                counters.drop(DropReason::BadDescriptor, 1);
+                continue;
+            }
+            tx.push((hdr + len) as u32);
+        }
+        let (ok, bytes, bad) = tx.commit();
+        drop(tx);
+        if bad > 0 {
+            counters.drop(DropReason::TxError, bad);
+        }
+        counters.tx_packets.add(ok);
+        counters.tx_bytes.add(bytes);
     }
 }

@@ -25,6 +25,7 @@
 //! delivering to the uplink, under its mutex, once per batch. A thread holding a tx lock
 //! never takes another lock, so the two kinds cannot deadlock.
 
+mod io;
 pub mod xdp;
 
 use std::ffi::CString;

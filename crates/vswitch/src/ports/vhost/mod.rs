@@ -1,4 +1,220 @@
-//! vhost-user ports: the device (protocol handling) and the split virtqueues.
+//! vhost-user ports: a VM's virtio-net device over a vhost-user socket.
+//!
+//! - [`device`]: the device on rust-vmm's `vhost-user-backend` (protocol handling on
+//!   that crate's blocking threads, one set per connection);
+//! - [`virtq`]: burst access to the split virtqueues;
+//! - [`burst`]: the switch's receive side, the guest's transmit queues;
+//! - [`deliver`]: the switch's transmit side, copies into the guest's receive queues.
+//!
+//! The port outlives its connections: a guest that disconnects (reboots, is killed)
+//! leaves the port in place, and the next connection is served the same way. The
+//! service ([`VhostPort::serve_once`]) runs one connection at a time until
+//! [`VhostPort::close`].
 
+pub mod burst;
+pub mod deliver;
 pub mod device;
 pub mod virtq;
+
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwapOption;
+use tracing::{info, warn};
+use vhost::vhost_user::Listener;
+use vhost_user_backend::ShutdownHandle;
+use virtio_bindings::virtio_net::{
+    VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_ECN, VIRTIO_NET_F_GUEST_TSO4,
+    VIRTIO_NET_F_GUEST_TSO6,
+};
+
+use crate::config::{PortConfig, PortType};
+use crate::datapath::packet::TxOffloads;
+use crate::ports::SleepSet;
+use device::{Connection, Endpoint, Wakers};
+
+/// A vhost-user port: its socket, and the connection currently attached.
+pub struct VhostPort {
+    /// Server (vswitchd listens) or client (vswitchd connects).
+    pub mode: PortType,
+    /// The socket.
+    pub path: PathBuf,
+    /// Queue pairs offered (VIRTIO_NET_F_MQ).
+    pub queue_pairs: u16,
+    /// Checksum and TSO offloads offered.
+    pub offloads: bool,
+    /// The attached driver, if any; PMDs load it once per burst.
+    pub conn: ArcSwapOption<Connection>,
+    /// Connections accepted or made so far.
+    pub connections: AtomicU64,
+    /// Per queue pair: the connection whose transmit-queue kicks were last disabled
+    /// (the polling PMD disables them once per connection).
+    kicks_off_for: Box<[AtomicU64]>,
+    /// Server mode: the bound socket, used by the service.
+    listener: Mutex<Option<Listener>>,
+    /// Its fd, to unblock an accept when the port is closed (-1: none).
+    listener_fd: std::sync::atomic::AtomicI32,
+    /// Set by [`VhostPort::close`].
+    closed: AtomicBool,
+    /// The running connection's shutdown handle.
+    shutdown: Mutex<Option<ShutdownHandle>>,
+}
+
+impl VhostPort {
+    /// The port for `cfg`, not yet bound (see [`VhostPort::bind`]).
+    pub fn open(cfg: &PortConfig) -> Result<Self, String> {
+        Ok(VhostPort {
+            mode: cfg.kind,
+            path: cfg.path.clone(),
+            queue_pairs: cfg.queues,
+            offloads: cfg.offloads,
+            conn: ArcSwapOption::empty(),
+            connections: AtomicU64::new(0),
+            kicks_off_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
+            listener: Mutex::new(None),
+            listener_fd: std::sync::atomic::AtomicI32::new(-1),
+            closed: AtomicBool::new(false),
+            shutdown: Mutex::new(None),
+        })
+    }
+
+    /// Server mode: creates and binds the socket (replacing a stale file). Client mode:
+    /// nothing.
+    ///
+    /// # Errors
+    /// The socket could not be created.
+    pub fn bind(&self) -> Result<(), vhost::vhost_user::Error> {
+        if self.mode != PortType::VhostUser {
+            return Ok(());
+        }
+        let l = Listener::new(&self.path, true)?;
+        self.listener_fd.store(l.as_raw_fd(), Ordering::Release);
+        *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
+        Ok(())
+    }
+
+    /// Whether the port was closed (its service must stop).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether a driver finished feature negotiation and queue pair 0 runs.
+    pub fn link_up(&self) -> bool {
+        self.conn.load().as_ref().is_some_and(|c| c.link_up())
+    }
+
+    /// Receive queue pairs of the attached driver (0 when none is attached).
+    #[inline]
+    pub fn rx_queue_pairs(&self) -> usize {
+        self.conn.load().as_ref().map_or(0, |c| c.vrings.len() / 2)
+    }
+
+    /// The offloads the attached driver takes whole.
+    #[inline]
+    pub fn tx_offloads(&self) -> TxOffloads {
+        match self.conn.load().as_ref() {
+            Some(c) => TxOffloads {
+                csum: c.has(VIRTIO_NET_F_GUEST_CSUM),
+                tso4: c.has(VIRTIO_NET_F_GUEST_TSO4),
+                tso6: c.has(VIRTIO_NET_F_GUEST_TSO6),
+                ecn: c.has(VIRTIO_NET_F_GUEST_ECN),
+            },
+            None => TxOffloads::NONE,
+        }
+    }
+
+    /// Serves one connection: accepts (server) or connects (client), publishes it to the
+    /// PMDs through [`VhostPort::conn`], and returns when it ends. `changed(up)` is
+    /// called after the connection is published and after it is withdrawn.
+    ///
+    /// # Errors
+    /// The socket could not be accepted or connected (a client retries later).
+    pub fn serve_once(
+        &self,
+        name: &str,
+        wakers: &Arc<Wakers>,
+        changed: &dyn Fn(bool),
+    ) -> Result<(), vhost_user_backend::Error> {
+        let publish = |c: Option<Arc<Connection>>| {
+            let up = c.is_some();
+            if up {
+                self.connections.fetch_add(1, Ordering::Relaxed);
+            }
+            self.conn.store(c);
+            changed(up);
+        };
+        let path = self.path.display().to_string();
+        let mut listener = self.listener.lock().unwrap_or_else(|e| e.into_inner());
+        let endpoint = match listener.as_mut() {
+            Some(l) => Endpoint::Listen(l),
+            None => Endpoint::Connect(&path),
+        };
+        Connection::establish(
+            name,
+            self.queue_pairs,
+            self.offloads,
+            wakers,
+            endpoint,
+            &publish,
+            &self.shutdown,
+        )
+    }
+
+    /// Stops the service: the connection is closed (the guest sees its link go down),
+    /// a blocked accept returns, and a server socket is removed.
+    pub fn close(&self, name: &str) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(h) = self
+            .shutdown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            h.shutdown();
+        }
+        let fd = self.listener_fd.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            // SAFETY: shutdown(2) on the listener's fd, which stays open (the Listener
+            // is dropped with the port); it makes a blocked accept return EINVAL.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+            if let Err(e) = std::fs::remove_file(&self.path) {
+                warn!(port = name, path = %self.path.display(), error = %e, "cannot remove socket");
+            }
+        }
+        info!(port = name, "vhost-user port closed");
+    }
+
+    /// Enables kicks on transmit queue `q` and adds its kick fd to `set`; returns true
+    /// when buffers arrived meanwhile (the PMD must not sleep).
+    pub fn arm_wakeup(&self, q: u16, set: &mut SleepSet) -> bool {
+        use vhost_user_backend::VringT;
+        use virtio_queue::QueueT;
+        if let Some(k) = self.kicks_off_for.get(usize::from(q)) {
+            k.store(0, Ordering::Relaxed);
+        }
+        let Some(conn) = self.conn.load_full() else {
+            return false;
+        };
+        let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
+            return false;
+        };
+        let st = vring.get_ref();
+        if !st.get_queue().ready() || !st.is_enabled() {
+            return false;
+        }
+        let pending = {
+            use vm_memory::GuestAddressSpace;
+            let mem = conn.mem.memory();
+            virtq::SplitRing::new(&mem, st.get_queue())
+                .is_some_and(|ring| ring.set_kicks(true, st.get_queue().next_avail()))
+        };
+        let kick = st.get_kick().as_ref().map(|k| k.as_raw_fd());
+        drop(st);
+        if let Some(fd) = kick {
+            set.push_eventfd(fd, conn);
+        }
+        pending
+    }
+}

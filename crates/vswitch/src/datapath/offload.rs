@@ -1,0 +1,145 @@
+//! Software offloads: a frame that carries a partial checksum or TSO, bound for a
+//! destination that does not take it whole, is made plain here, before that
+//! destination's transmit lock is taken (DESIGN.md §5): its checksum completed, or
+//! segmented into gso_size segments by the `geneve` crate's software TSO (CWR on the
+//! first segment only).
+//!
+//! A frame is made plain at most once per burst, whatever the number of destinations
+//! that need it (a flooded TSO frame): the result is kept for the burst.
+
+use super::packet::{Pkt, RxBurst, BURST};
+use crate::model::stats::{DropReason, PortCounters};
+
+/// What making frame `i` of the burst plain gave, once tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Made {
+    /// Not tried yet in this burst.
+    Untried,
+    /// Soft buffers `first..first+count`; `segmented`: TSO (else the checksum was
+    /// completed).
+    Frames {
+        first: u32,
+        count: u32,
+        segmented: bool,
+    },
+    /// It cannot be done, for this reason.
+    Failed(DropReason),
+}
+
+/// The frames made by software offload for one burst, in buffers reused across bursts.
+pub struct SoftFrames {
+    /// Buffers; `bufs[..used]` hold this burst's frames.
+    bufs: Vec<Vec<u8>>,
+    used: usize,
+    /// A whole frame gathered from where it lies (up to 64 KiB).
+    scratch: Vec<u8>,
+    made: [Made; BURST],
+}
+
+impl Default for SoftFrames {
+    fn default() -> Self {
+        SoftFrames {
+            bufs: Vec::new(),
+            used: 0,
+            scratch: Vec::new(),
+            made: [Made::Untried; BURST],
+        }
+    }
+}
+
+impl SoftFrames {
+    /// Forgets the previous burst's frames (their buffers are kept for reuse).
+    pub fn reset(&mut self) {
+        self.used = 0;
+        self.made = [Made::Untried; BURST];
+    }
+
+    /// The made frames, for [`super::packet::TxBatch::soft`].
+    pub fn bufs(&self) -> &[Vec<u8>] {
+        &self.bufs[..self.used]
+    }
+
+    /// Makes frame `i` (`p`) of the burst plain, or returns what it made before: the
+    /// range of soft buffers holding its frames. Counts `segmented` or `csum_completed`
+    /// on `counters` (the destination's), or the drop.
+    pub fn make<'m, B: RxBurst<'m>>(
+        &mut self,
+        i: usize,
+        p: &Pkt,
+        burst: &B,
+        counters: &PortCounters,
+    ) -> Option<std::ops::Range<u32>> {
+        if self.made[i] == Made::Untried {
+            self.made[i] = self.make_new(p, burst);
+        }
+        match self.made[i] {
+            Made::Frames {
+                first,
+                count,
+                segmented,
+            } => {
+                if segmented {
+                    counters.segmented.add(1);
+                } else {
+                    counters.csum_completed.add(1);
+                }
+                Some(first..first + count)
+            }
+            Made::Failed(r) => {
+                counters.drop(r, 1);
+                None
+            }
+            Made::Untried => unreachable!("made above"),
+        }
+    }
+
+    fn make_new<'m, B: RxBurst<'m>>(&mut self, p: &Pkt, burst: &B) -> Made {
+        let Ok(meta) = p.vhdr.gso_meta() else {
+            return Made::Failed(DropReason::BadOffload);
+        };
+        self.scratch.resize(p.len as usize, 0);
+        if burst.read(p, 0, &mut self.scratch) != self.scratch.len() {
+            return Made::Failed(DropReason::BadDescriptor);
+        }
+        let first = self.used;
+        if p.vhdr.gso() == 0 {
+            if geneve::complete_checksum(&mut self.scratch, &meta).is_err() {
+                return Made::Failed(DropReason::BadOffload);
+            }
+            // The completed frame becomes the soft buffer; the buffer it replaces is the
+            // next scratch.
+            self.grow(1);
+            std::mem::swap(&mut self.bufs[first], &mut self.scratch);
+            self.used += 1;
+            return Made::Frames {
+                first: first as u32,
+                count: 1,
+                segmented: false,
+            };
+        }
+        let Ok(plan) = geneve::SegmentPlan::new(&self.scratch, &meta, 0) else {
+            return Made::Failed(DropReason::BadOffload);
+        };
+        let n = plan.count();
+        self.grow(n);
+        for (k, b) in self.bufs[first..first + n].iter_mut().enumerate() {
+            b.resize(plan.segment_len(k), 0);
+        }
+        if geneve::segment(&self.scratch, &meta, None, &mut self.bufs[first..first + n]).is_err() {
+            return Made::Failed(DropReason::BadOffload);
+        }
+        self.used += n;
+        Made::Frames {
+            first: first as u32,
+            count: n as u32,
+            segmented: true,
+        }
+    }
+
+    /// Makes `n` more buffers available after `used`.
+    fn grow(&mut self, n: usize) {
+        if self.bufs.len() < self.used + n {
+            self.bufs.resize_with(self.used + n, Vec::new);
+        }
+    }
+}

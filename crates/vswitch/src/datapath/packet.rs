@@ -1,0 +1,401 @@
+//! What the pipeline knows of a frame, and what it asks of the ports.
+//!
+//! A port kind's receive burst hands the pipeline its frames as [`Pkt`] metadata plus an
+//! [`RxBurst`] that reads their bytes where they lie (guest memory, UMEM, tap buffers);
+//! the pipeline decides an [`Action`] per frame and gives each destination port one
+//! [`TxBatch`]. Neither side sees the other's buffers: raw pointers stay in the port
+//! modules, behind the `RxBurst` borrow that ends with the burst.
+
+use crate::model::fdb::PortId;
+use crate::model::stats::DropReason;
+use crate::model::topology::DomainId;
+use crate::ports::vhost::virtq::{MemView, Seg};
+
+/// Most frames taken from one receive queue per burst.
+pub const BURST: usize = 32;
+
+/// virtio-net header flag: the checksum at `csum_start + csum_offset` is partial
+/// (virtio 1.2 §5.1.6).
+pub const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+/// virtio-net GSO type: TCP over IPv4.
+pub const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+/// virtio-net GSO type: TCP over IPv6.
+pub const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+/// virtio-net GSO flag: the TSO frame has CWR set (needs HOST_ECN / GUEST_ECN).
+pub const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
+
+/// The offload fields of a `struct virtio_net_hdr` (virtio 1.2 §5.1.6), in host order;
+/// all zero for a frame that carries no offload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VirtioNetHdr {
+    /// `VIRTIO_NET_HDR_F_*` (only NEEDS_CSUM is kept).
+    pub flags: u8,
+    /// `VIRTIO_NET_HDR_GSO_*`, with the ECN bit.
+    pub gso_type: u8,
+    /// Bytes of headers (Ethernet to TCP) of a GSO frame.
+    pub hdr_len: u16,
+    /// Payload bytes per segment of a GSO frame.
+    pub gso_size: u16,
+    /// Offset of the first byte summed by a partial checksum.
+    pub csum_start: u16,
+    /// Offset of the checksum field from `csum_start`.
+    pub csum_offset: u16,
+}
+
+impl VirtioNetHdr {
+    /// Parses the first ten bytes of a header (little endian, as VERSION_1 devices use).
+    #[inline]
+    pub fn from_bytes(b: &[u8; 10]) -> Self {
+        let w = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        VirtioNetHdr {
+            flags: b[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            gso_type: b[1],
+            hdr_len: w(2),
+            gso_size: w(4),
+            csum_start: w(6),
+            csum_offset: w(8),
+        }
+    }
+
+    /// The ten header bytes, with `num_buffers` (bytes 10..12) zero.
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0] = self.flags;
+        b[1] = self.gso_type;
+        b[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
+        b[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
+        b[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
+        b[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
+        b
+    }
+
+    /// The frame's checksum is partial.
+    #[inline]
+    pub fn needs_csum(&self) -> bool {
+        self.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0
+    }
+
+    /// The GSO type without the ECN bit (0: not a GSO frame).
+    #[inline]
+    pub fn gso(&self) -> u8 {
+        self.gso_type & !VIRTIO_NET_HDR_GSO_ECN
+    }
+
+    /// The frame carries an offload: a partial checksum or TSO.
+    #[inline]
+    pub fn has_offload(&self) -> bool {
+        self.needs_csum() || self.gso_type != 0
+    }
+
+    /// The header as the `geneve` crate's segmentation metadata.
+    ///
+    /// # Errors
+    /// The crate's, for an unknown GSO type or a GSO frame with `gso_size` 0.
+    pub fn gso_meta(&self) -> Result<geneve::GsoMeta, geneve::Error> {
+        geneve::GsoMeta::from_virtio_net_hdr(
+            self.flags,
+            self.gso_type,
+            self.hdr_len,
+            self.gso_size,
+            self.csum_start,
+            self.csum_offset,
+        )
+    }
+}
+
+/// The offloads a destination takes whole (the rest is done in software before its
+/// transmit lock is taken): for a vhost-user port its driver's GUEST_* features, for a
+/// tap all of them, for an AF_XDP uplink none (AF_XDP descriptors carry no metadata).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxOffloads {
+    /// Partial checksums (GUEST_CSUM).
+    pub csum: bool,
+    /// TCP over IPv4 TSO frames (GUEST_TSO4).
+    pub tso4: bool,
+    /// TCP over IPv6 TSO frames (GUEST_TSO6).
+    pub tso6: bool,
+    /// TSO frames with CWR set (GUEST_ECN).
+    pub ecn: bool,
+}
+
+impl TxOffloads {
+    /// Takes every offload.
+    pub const ALL: TxOffloads = TxOffloads {
+        csum: true,
+        tso4: true,
+        tso6: true,
+        ecn: true,
+    };
+    /// Takes none.
+    pub const NONE: TxOffloads = TxOffloads {
+        csum: false,
+        tso4: false,
+        tso6: false,
+        ecn: false,
+    };
+
+    /// Whether a frame with header `h` can go whole (virtio 1.2 §5.1.6.4).
+    #[inline]
+    pub fn accepts(&self, h: &VirtioNetHdr) -> bool {
+        !h.has_offload()
+            || ((!h.needs_csum() || self.csum)
+                && (h.gso_type & VIRTIO_NET_HDR_GSO_ECN == 0 || self.ecn)
+                && match h.gso() {
+                    0 => true,
+                    VIRTIO_NET_HDR_GSO_TCPV4 => self.tso4,
+                    VIRTIO_NET_HDR_GSO_TCPV6 => self.tso6,
+                    _ => false,
+                })
+    }
+}
+
+/// Where a frame lies, in the terms of the port kind that received it: a descriptor
+/// head and a range of the burst's descriptor segments (vhost-user), or an offset into
+/// the port's buffer area (AF_XDP, tap). Only that port's [`RxBurst`] reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameLoc {
+    /// Descriptor head (vhost-user) or 0.
+    pub head: u16,
+    /// Start: first segment index, or byte offset.
+    pub start: u32,
+    /// End: one past the last segment index, or a port-kind flag.
+    pub end: u32,
+}
+
+/// One received frame's metadata.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pkt {
+    /// Where its bytes are.
+    pub loc: FrameLoc,
+    /// Frame length in bytes (Ethernet header to end of payload, no virtio-net header).
+    pub len: u32,
+    /// Its offload metadata (zero when the source negotiated no offload).
+    pub vhdr: VirtioNetHdr,
+    /// Flow hash ([`flowcache::FlowKey::flow_hash`]) when `hashed`: computed at most once
+    /// per frame, for the flow cache, the choice of a multiqueue guest's rx queue and
+    /// (with the overlay) the Geneve UDP source port.
+    pub hash: u32,
+    /// `hash` is valid.
+    pub hashed: bool,
+}
+
+/// Where a frame goes: what classification decides for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// To one port.
+    Output(PortId),
+    /// To every other port of the bridge domain whose link can take it.
+    Flood(DomainId),
+    /// Dropped and counted under the reason.
+    Drop(DropReason),
+}
+
+/// The whole forwarding decision for a flow, as the flow cache stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Where the frame goes.
+    pub action: Action,
+    /// The ACL rule that dropped it, or [`NO_RULE`].
+    pub rule: u16,
+    /// FDB key of the source MAC to learn or refresh, or [`NO_LEARN`].
+    pub learn: u64,
+}
+
+// Two machine words: returned in registers and kept there by the compiler. A bigger
+// decision lives in memory, copied piecewise between the slow path, the cache and the
+// burst, and a wide reload of one just stored in pieces stalls until they reach the cache.
+const _: () = assert!(std::mem::size_of::<Decision>() <= 16);
+
+/// [`Decision::rule`] when no ACL rule dropped the frame.
+pub const NO_RULE: u16 = u16::MAX;
+/// [`Decision::learn`] when the source MAC is not learned (group address, dropped).
+pub const NO_LEARN: u64 = u64::MAX;
+
+/// The bytes of a frame being delivered.
+pub enum FrameSrc<'a, 'm> {
+    /// A guest's transmit buffers, after its virtio-net header.
+    Guest {
+        /// The source guest's memory.
+        mem: &'a MemView<'m>,
+        /// The frame's descriptor segments.
+        segs: &'a [Seg],
+        /// Bytes to skip (the virtio-net header).
+        skip: u32,
+    },
+    /// Bytes in host memory: UMEM or tap buffers, or a frame made by the switch.
+    Host(&'a [u8]),
+}
+
+/// The frames of one receive burst, readable for as long as the burst lasts.
+pub trait RxBurst<'m> {
+    /// Copies bytes `off..` of frame `p` into `out`; returns the bytes copied.
+    fn read(&self, p: &Pkt, off: u32, out: &mut [u8]) -> usize;
+    /// The frame's bytes for delivery.
+    fn frame<'a>(&'a self, p: &Pkt) -> FrameSrc<'a, 'm>;
+}
+
+/// What a port kind's receive calls with each burst: the pipeline.
+pub trait BurstHandler {
+    /// Classifies and delivers the frames `pkts` of `burst`, received on queue `queue`
+    /// of port `src`.
+    fn handle<'m, B: RxBurst<'m>>(
+        &mut self,
+        src: &crate::ports::Port,
+        queue: u16,
+        burst: &B,
+        pkts: &mut [Pkt],
+    );
+}
+
+/// One frame of a transmit batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxItem {
+    /// Frame `pkt` of the burst, whole, with its offload metadata.
+    Whole {
+        /// Index in the burst.
+        pkt: u16,
+    },
+    /// A frame the switch made from frame `pkt` (a segment, or the frame with its
+    /// checksum completed), in soft buffer `buf`; it carries no offload.
+    Soft {
+        /// Index in the burst of the frame it was made from.
+        pkt: u16,
+        /// Index of the soft buffer.
+        buf: u32,
+    },
+}
+
+impl TxItem {
+    /// The burst frame this item comes from.
+    #[inline]
+    pub fn pkt(&self) -> usize {
+        match *self {
+            TxItem::Whole { pkt } | TxItem::Soft { pkt, .. } => usize::from(pkt),
+        }
+    }
+}
+
+/// What a destination port transmits in one batch: frames of one burst, each whole or
+/// made plain by software offload beforehand.
+pub struct TxBatch<'a, 'm, B> {
+    /// The burst the frames come from.
+    pub burst: &'a B,
+    /// Its frames' metadata.
+    pub pkts: &'a [Pkt],
+    /// What to send, in order.
+    pub items: &'a [TxItem],
+    /// Frames made by software offload, indexed by [`TxItem::Soft::buf`].
+    pub soft: &'a [Vec<u8>],
+    /// The source queue (keeps a source queue's frames on one transmit queue).
+    pub src_queue: u16,
+    /// The PMD transmitting (its counters are the ones written).
+    pub pmd: usize,
+    /// Ties `'m` (the burst's memory) to the batch.
+    pub _mem: std::marker::PhantomData<&'m ()>,
+}
+
+impl<'a, 'm, B: RxBurst<'m>> TxBatch<'a, 'm, B> {
+    /// The item's offload metadata (none for soft frames).
+    #[inline]
+    pub fn vhdr(&self, it: &TxItem) -> VirtioNetHdr {
+        match *it {
+            TxItem::Whole { pkt } => self.pkts[usize::from(pkt)].vhdr,
+            TxItem::Soft { .. } => VirtioNetHdr::default(),
+        }
+    }
+
+    /// The item's length in bytes.
+    #[inline]
+    pub fn len(&self, it: &TxItem) -> u32 {
+        match *it {
+            TxItem::Whole { pkt } => self.pkts[usize::from(pkt)].len,
+            TxItem::Soft { buf, .. } => self.soft[buf as usize].len() as u32,
+        }
+    }
+
+    /// The item's bytes.
+    #[inline]
+    pub fn frame(&self, it: &TxItem) -> FrameSrc<'a, 'm> {
+        match *it {
+            TxItem::Whole { pkt } => self.burst.frame(&self.pkts[usize::from(pkt)]),
+            TxItem::Soft { buf, .. } => FrameSrc::Host(&self.soft[buf as usize]),
+        }
+    }
+
+    /// Copies bytes `off..` of the item into `out`; returns the bytes copied.
+    #[inline]
+    pub fn read(&self, it: &TxItem, off: u32, out: &mut [u8]) -> usize {
+        match *it {
+            TxItem::Whole { pkt } => self.burst.read(&self.pkts[usize::from(pkt)], off, out),
+            TxItem::Soft { buf, .. } => {
+                let b = &self.soft[buf as usize];
+                let b = &b[(off as usize).min(b.len())..];
+                let n = b.len().min(out.len());
+                out[..n].copy_from_slice(&b[..n]);
+                n
+            }
+        }
+    }
+
+    /// The item's flow hash (valid when the pipeline computed it for this destination).
+    #[inline]
+    pub fn hash(&self, it: &TxItem) -> u32 {
+        self.pkts[it.pkt()].hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtio_net_hdr_round_trip() {
+        let b = [1, 0x81, 54, 0, 0xa8, 5, 34, 0, 16, 0];
+        let h = VirtioNetHdr::from_bytes(&b);
+        assert_eq!(h.hdr_len, 54);
+        assert_eq!(h.gso_size, 1448);
+        assert_eq!(h.gso(), VIRTIO_NET_HDR_GSO_TCPV4);
+        assert!(h.needs_csum() && h.has_offload());
+        assert_eq!(&h.to_bytes()[..10], &b);
+        assert_eq!(&h.to_bytes()[10..], &[0, 0]);
+    }
+
+    #[test]
+    fn offload_acceptance_follows_the_features() {
+        let tso4 = VirtioNetHdr {
+            flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4,
+            ..Default::default()
+        };
+        let ecn = VirtioNetHdr {
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN,
+            ..tso4
+        };
+        let csum = VirtioNetHdr {
+            flags: VIRTIO_NET_HDR_F_NEEDS_CSUM,
+            ..Default::default()
+        };
+        assert!(TxOffloads::NONE.accepts(&VirtioNetHdr::default()));
+        assert!(!TxOffloads::NONE.accepts(&csum));
+        assert!(TxOffloads::ALL.accepts(&ecn));
+        let no_ecn = TxOffloads {
+            ecn: false,
+            ..TxOffloads::ALL
+        };
+        assert!(no_ecn.accepts(&tso4) && !no_ecn.accepts(&ecn));
+        let no_csum = TxOffloads {
+            csum: false,
+            ..TxOffloads::ALL
+        };
+        assert!(
+            !no_csum.accepts(&tso4),
+            "TSO needs the partial checksum taken too"
+        );
+        let udp = VirtioNetHdr {
+            gso_type: 3,
+            ..Default::default()
+        };
+        assert!(!TxOffloads::ALL.accepts(&udp), "UDP GSO is not offered");
+    }
+}

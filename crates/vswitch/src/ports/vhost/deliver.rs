@@ -1,0 +1,349 @@
+//! The switch's transmit side of a vhost-user port: one batch copied into a guest's
+//! receive queue (virtio 1.2 §5.1.6.3-4).
+//!
+//! Per batch, under that receive ring's lock: frames are copied straight from where
+//! they lie (the source guest's buffers, or host memory) into the guest's receive
+//! buffers, several chains per frame with mergeable buffers; one `used.idx` update and
+//! at most one interrupt (EVENT_IDX respected). With several queue pairs, each frame
+//! goes to the pair its flow hash picks among the ready ones, so one flow stays on one
+//! queue and flows spread (the software form of RSS).
+
+use vhost_user_backend::VringT;
+use virtio_queue::QueueT;
+use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
+
+use super::device::Connection;
+use super::virtq::{copy_sg, gather_sg, write_sg, write_sg_at, Seg, SplitRing};
+use super::VhostPort;
+use crate::datapath::packet::{FrameSrc, RxBurst, TxBatch, TxItem};
+use crate::model::stats::{DropReason, PortCounters};
+
+/// Most receive chains one frame may fill with mergeable buffers.
+const MAX_RX_CHAINS: usize = 64;
+
+/// One delivery batch into a receive ring: ring positions and what was delivered.
+struct RxCursor {
+    next_avail: u16,
+    avail: u16,
+    used: u16,
+    /// Frames and bytes delivered, added to the port's counters once per batch.
+    tx_packets: u64,
+    tx_bytes: u64,
+    /// Set when the ring ran out of buffers: later frames of the batch are dropped.
+    out_of_buffers: bool,
+}
+
+/// A receive chain taken for one frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RxChain {
+    head: u16,
+    cap: u32,
+}
+
+/// The PMD-owned arrays a delivery uses, allocated once per PMD.
+#[derive(Default)]
+pub struct TxScratch {
+    segs: Vec<Seg>,
+    chains: Vec<RxChain>,
+}
+
+impl VhostPort {
+    /// Delivers `batch` into the guest's receive queues.
+    pub(crate) fn transmit<'m, B: RxBurst<'m>>(
+        &self,
+        batch: &TxBatch<'_, 'm, B>,
+        scratch: &mut TxScratch,
+        counters: &PortCounters,
+    ) {
+        let guard = self.conn.load();
+        let Some(conn) = guard.as_ref() else {
+            counters.drop(DropReason::PortDown, batch.items.len() as u64);
+            return;
+        };
+        let pairs = conn.vrings.len() / 2;
+        if pairs <= 1 {
+            deliver(conn, 0, batch, scratch, counters, |_| true);
+            return;
+        }
+        // The ready pairs, in order; each frame goes to the one its hash picks.
+        let mut ready = [0u16; crate::config::MAX_QUEUE_PAIRS as usize];
+        let mut nready = 0;
+        for p in 0..pairs.min(ready.len()) {
+            if conn.vring_ready(2 * p) {
+                ready[nready] = p as u16;
+                nready += 1;
+            }
+        }
+        if nready <= 1 {
+            let p = if nready == 1 { ready[0] } else { 0 };
+            deliver(conn, p, batch, scratch, counters, |_| true);
+            return;
+        }
+        for (k, &p) in ready[..nready].iter().enumerate() {
+            deliver(conn, p, batch, scratch, counters, |it| {
+                batch.hash(it) as usize % nready == k
+            });
+        }
+    }
+}
+
+/// Delivers the items of `batch` that `pick` selects into receive queue pair `pair`:
+/// one batch under that ring's lock.
+fn deliver<'m, B: RxBurst<'m>>(
+    conn: &Connection,
+    pair: u16,
+    batch: &TxBatch<'_, 'm, B>,
+    scratch: &mut TxScratch,
+    counters: &PortCounters,
+    pick: impl Fn(&TxItem) -> bool,
+) {
+    let count = || batch.items.iter().filter(|it| pick(it)).count() as u64;
+    let mut st = conn.vrings[2 * usize::from(pair)].get_mut();
+    if !st.is_enabled() || !st.get_queue().ready() {
+        counters.drop(DropReason::PortDown, count());
+        return;
+    }
+    let dmem = conn.mem.memory();
+    let dst_hdr = conn.hdr_len();
+    let mergeable = conn.mergeable();
+    let queue = st.get_queue_mut();
+    let Some(ring) = SplitRing::new(&dmem, queue) else {
+        counters.drop(DropReason::PortDown, count());
+        return;
+    };
+    let next_avail = queue.next_avail();
+    let avail = ring.avail_idx();
+    if avail.wrapping_sub(next_avail) > ring.size() {
+        counters.drop(DropReason::BadDescriptor, count());
+        return;
+    }
+    // Prefetch the receive descriptors this batch will most likely take.
+    let ahead = usize::from(avail.wrapping_sub(next_avail)).min(batch.items.len());
+    for k in 0..ahead {
+        ring.prefetch_desc(ring.avail_entry(next_avail.wrapping_add(k as u16)));
+    }
+    let old_used = queue.next_used();
+    let mut cur = RxCursor {
+        next_avail,
+        avail,
+        used: old_used,
+        tx_packets: 0,
+        tx_bytes: 0,
+        out_of_buffers: false,
+    };
+    for it in batch.items {
+        if !pick(it) {
+            continue;
+        }
+        if cur.out_of_buffers {
+            counters.drop(DropReason::NoRxBuffer, 1);
+            continue;
+        }
+        // Whole frames keep their offload fields (virtio 1.2 §5.1.6.4); made ones
+        // carry none.
+        let hdr = batch.vhdr(it).to_bytes();
+        put_frame(
+            &ring,
+            &mut cur,
+            scratch,
+            mergeable,
+            dst_hdr,
+            hdr,
+            batch.frame(it),
+            batch.len(it),
+            counters,
+        );
+    }
+    let RxCursor {
+        next_avail,
+        used,
+        tx_packets,
+        tx_bytes,
+        ..
+    } = cur;
+    ring.publish_used(used);
+    queue.set_next_avail(next_avail);
+    queue.set_next_used(used);
+    if ring.needs_interrupt(old_used, used) {
+        let _ = st.signal_used_queue();
+    }
+    counters.tx_packets.add(tx_packets);
+    counters.tx_bytes.add(tx_bytes);
+}
+
+/// Delivers one frame into the receive ring: takes enough chains (mergeable buffers) for
+/// the header and `frame_len` bytes, writes the header (`hdr` with num_buffers filled in)
+/// and the frame, writes the used elements, and adds the frame to the batch's tx totals.
+/// On failure nothing is delivered: chains taken are put back (or, if a malformed chain
+/// was consumed meanwhile, returned empty), the drop is counted under its reason, and
+/// running out of buffers marks the batch so its later frames are dropped too.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn put_frame(
+    ring: &SplitRing<'_>,
+    cur: &mut RxCursor,
+    scratch: &mut TxScratch,
+    mergeable: bool,
+    dst_hdr: u32,
+    mut hdr: [u8; 12],
+    src: FrameSrc<'_, '_>,
+    frame_len: u32,
+    counters: &PortCounters,
+) {
+    // The common case in one step, inlined into the delivery loop: the next receive
+    // buffer is a single descriptor that holds the header and the whole frame.
+    let need = dst_hdr + frame_len;
+    if cur.next_avail == cur.avail {
+        cur.avail = ring.avail_idx();
+    }
+    if cur.next_avail != cur.avail {
+        let head = ring.avail_entry(cur.next_avail);
+        if let Some(buf) = ring.single_writable(head, need) {
+            hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
+            if fill_buffer(&buf, &hdr, dst_hdr as usize, &src) == need as usize {
+                cur.next_avail = cur.next_avail.wrapping_add(1);
+                ring.write_used(cur.used, head, need);
+                cur.used = cur.used.wrapping_add(1);
+                cur.tx_packets += 1;
+                cur.tx_bytes += u64::from(frame_len);
+                return;
+            }
+        }
+    }
+    if let Err(r) = put_frame_inner(
+        ring, cur, scratch, mergeable, dst_hdr, hdr, src, frame_len, counters,
+    ) {
+        counters.drop(r, 1);
+        cur.out_of_buffers |= r == DropReason::NoRxBuffer;
+    } else {
+        cur.tx_packets += 1;
+        cur.tx_bytes += u64::from(frame_len);
+    }
+}
+
+/// [`put_frame`] for any other shape: chains, mergeable buffers, malformed or missing
+/// buffers.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn put_frame_inner(
+    ring: &SplitRing<'_>,
+    cur: &mut RxCursor,
+    scratch: &mut TxScratch,
+    mergeable: bool,
+    dst_hdr: u32,
+    mut hdr: [u8; 12],
+    src: FrameSrc<'_, '_>,
+    frame_len: u32,
+    counters: &PortCounters,
+) -> Result<(), DropReason> {
+    let need = dst_hdr + frame_len;
+    let start_avail = cur.next_avail;
+    let TxScratch {
+        segs: rx_segs,
+        chains: rx_chains,
+    } = scratch;
+    rx_segs.clear();
+    rx_chains.clear();
+    let mut cap = 0u32;
+    let mut fail = None;
+    let mut bad_taken = false;
+    while cap < need {
+        if cur.next_avail == cur.avail {
+            cur.avail = ring.avail_idx();
+            if cur.next_avail == cur.avail {
+                fail = Some(DropReason::NoRxBuffer);
+                break;
+            }
+        }
+        if rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !rx_chains.is_empty()) {
+            fail = Some(DropReason::FrameTooBig);
+            break;
+        }
+        let head = ring.avail_entry(cur.next_avail);
+        cur.next_avail = cur.next_avail.wrapping_add(1);
+        match ring.walk_chain(head, true, rx_segs) {
+            Ok(c) if c >= dst_hdr || !rx_chains.is_empty() => {
+                rx_chains.push(RxChain { head, cap: c });
+                cap = cap.saturating_add(c);
+            }
+            _ => {
+                // A malformed (or header-less) receive chain: give it back empty.
+                ring.write_used(cur.used, head, 0);
+                cur.used = cur.used.wrapping_add(1);
+                counters.drop(DropReason::BadDescriptor, 1);
+                bad_taken = true;
+            }
+        }
+    }
+    if let Some(reason) = fail {
+        if bad_taken {
+            // A malformed chain was consumed meanwhile, so the available ring cannot be
+            // rewound past it: give the good chains back empty too.
+            for c in rx_chains.iter() {
+                ring.write_used(cur.used, c.head, 0);
+                cur.used = cur.used.wrapping_add(1);
+            }
+        } else {
+            // Leave the chains taken for this frame in the available ring.
+            cur.next_avail = start_avail;
+        }
+        return Err(reason);
+    }
+    hdr[10..12].copy_from_slice(&(rx_chains.len() as u16).to_le_bytes());
+    write_sg(ring.mem(), rx_segs, &hdr[..dst_hdr as usize]);
+    match src {
+        FrameSrc::Guest { mem, segs, skip } => {
+            copy_sg(mem, segs, skip, ring.mem(), rx_segs, dst_hdr);
+        }
+        FrameSrc::Host(data) => {
+            write_sg_at(ring.mem(), rx_segs, dst_hdr, data);
+        }
+    }
+    let mut left = need;
+    for c in rx_chains.iter() {
+        let n = c.cap.min(left);
+        ring.write_used(cur.used, c.head, n);
+        cur.used = cur.used.wrapping_add(1);
+        left -= n;
+    }
+    Ok(())
+}
+
+/// Writes the first `hdr_len` bytes of `hdr` (10 or 12) and then the frame `src` into
+/// the contiguous receive buffer `buf`. Returns the bytes written (short only if `src`
+/// was shorter than promised).
+#[inline(always)]
+fn fill_buffer(
+    buf: &VolatileSlice<'_>,
+    hdr: &[u8; 12],
+    hdr_len: usize,
+    src: &FrameSrc<'_, '_>,
+) -> usize {
+    // The header as two stores (8 + 4 or 8 + 2 bytes), not a memcpy call.
+    let lo = u64::from_le_bytes([
+        hdr[0], hdr[1], hdr[2], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7],
+    ]);
+    let Ok(r) = buf.get_ref::<u64>(0) else {
+        return 0;
+    };
+    r.store(lo.to_le());
+    let tail = match hdr_len {
+        12 => buf
+            .get_ref::<u32>(8)
+            .map(|r| r.store(u32::from_le_bytes([hdr[8], hdr[9], hdr[10], hdr[11]]).to_le())),
+        _ => buf
+            .get_ref::<u16>(8)
+            .map(|r| r.store(u16::from_le_bytes([hdr[8], hdr[9]]).to_le())),
+    };
+    let (Ok(()), Ok(rest)) = (tail, buf.offset(hdr_len)) else {
+        return 0;
+    };
+    hdr_len
+        + match *src {
+            FrameSrc::Guest { mem, segs, skip } => gather_sg(mem, segs, skip, &rest),
+            FrameSrc::Host(data) => {
+                rest.copy_from(data);
+                data.len().min(rest.len())
+            }
+        }
+}
