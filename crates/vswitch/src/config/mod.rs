@@ -5,13 +5,21 @@
 //! happens in [`Config::try_from`] so tests build configurations without a process
 //! (the pattern of vhost-device-vsock's `src/main.rs`).
 
+mod args;
+mod file;
+pub mod spec;
+
 use std::collections::HashSet;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 
-use clap::{Parser, ValueEnum};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
+
+pub use args::{Args, OnOff};
+pub use file::{read_file, FileConfig, StaticFdbEntry, TapConfig, UplinkConfig};
+pub use spec::{parse_port, validate_ports, PortConfig, PortFlag, MAX_UPLINK_QUEUES};
 
 /// Default control socket path, shared by `vswitchd --control` and `vswitchctl --socket`.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vswitch/vswitchd.sock";
@@ -174,234 +182,7 @@ impl fmt::Display for PortType {
     }
 }
 
-/// One port as the file writes it (`[[port]]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PortConfig {
-    /// Port name, unique in the switch.
-    pub name: String,
-    /// `vhost-user` (server) or `vhost-user-client`.
-    #[serde(rename = "type")]
-    pub kind: PortType,
-    /// The vhost-user unix socket.
-    pub path: PathBuf,
-    /// Queue pairs (VIRTIO_NET_F_MQ), 1..=16.
-    #[serde(default = "one")]
-    pub queues: u16,
-    /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
-    #[serde(default)]
-    pub vlan: Option<u16>,
-    /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6,
-    /// HOST_ECN, GUEST_ECN). Default true, as a Linux guest under QEMU expects.
-    #[serde(default = "yes")]
-    pub offloads: bool,
-    /// afxdp and tap ports: the network interface (empty for vhost-user ports).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub iface: String,
-    /// afxdp ports: the AF_XDP mode asked for (ignored for other kinds).
-    #[serde(default)]
-    pub mode: AfXdpRequest,
-}
-
-/// An AF_XDP uplink as the file writes it (`[[uplink]]`), the same as `--uplink`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UplinkConfig {
-    /// Port name, unique in the switch.
-    pub name: String,
-    /// The network interface (e.g. `eth0`).
-    pub iface: String,
-    /// `auto` (default), `native`, `generic` or `zerocopy`.
-    #[serde(default)]
-    pub mode: AfXdpRequest,
-    /// Rx queues to open an AF_XDP socket on (queues 0..N); absent: all of the NIC's.
-    #[serde(default)]
-    pub queues: Option<u16>,
-    /// Access VLAN (1..=4094); untagged when absent.
-    #[serde(default)]
-    pub vlan: Option<u16>,
-}
-
-/// A tap host port as the file writes it (`[[tap]]`), the same as `--tap`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TapConfig {
-    /// Port name, unique in the switch.
-    pub name: String,
-    /// The tap interface to create (at most 15 bytes, IFNAMSIZ - 1).
-    pub ifname: String,
-    /// Access VLAN (1..=4094); untagged when absent.
-    #[serde(default)]
-    pub vlan: Option<u16>,
-}
-
 pub use nicoffload::AfXdpRequest;
-
-/// Largest number of AF_XDP queues (sockets) an uplink may open.
-pub const MAX_UPLINK_QUEUES: u16 = 64;
-
-fn one() -> u16 {
-    1
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// A static FDB entry as the file writes it (`[[fdb_static]]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StaticFdbEntry {
-    /// The MAC address.
-    pub mac: MacAddr,
-    /// The port it lives behind.
-    pub port: String,
-    /// The VLAN domain (0 or absent: untagged ports).
-    #[serde(default)]
-    pub vlan: u16,
-}
-
-/// The TOML file: the same settings as the flags, by the same names with `_` for `-`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// CPUs for PMD threads.
-    pub pmd_cpus: Option<Vec<usize>>,
-    /// Poll mode.
-    pub poll: Option<PollMode>,
-    /// Control socket path.
-    pub control: Option<PathBuf>,
-    /// MAC aging time, seconds.
-    pub fdb_aging_secs: Option<u64>,
-    /// Ports.
-    #[serde(default)]
-    pub port: Vec<PortConfig>,
-    /// AF_XDP uplinks.
-    #[serde(default)]
-    pub uplink: Vec<UplinkConfig>,
-    /// Tap host ports.
-    #[serde(default)]
-    pub tap: Vec<TapConfig>,
-    /// Static FDB entries.
-    #[serde(default)]
-    pub fdb_static: Vec<StaticFdbEntry>,
-    /// Per-port ACL rules, in order (`[[acl]]` with `port` and the rule's fields).
-    #[serde(default)]
-    pub acl: Vec<crate::model::acl::AclEntry>,
-    /// Flow cache on (default) or off.
-    pub flow_cache: Option<bool>,
-    /// EMC insertion probability is 1/N (1 = insert every miss).
-    pub emc_insert_inv_prob: Option<u32>,
-    /// Prometheus endpoint address.
-    pub metrics: Option<std::net::SocketAddr>,
-}
-
-/// vswitchd: a vhost-user virtual switch.
-///
-/// Serves VMs (QEMU `-netdev vhost-user`, DPDK virtio-user) over vhost-user sockets and
-/// switches their Ethernet frames with a MAC-learning FDB, on PMD threads pinned to CPUs.
-/// Every flag can also be set in a TOML file given with --config (flags win; ports and
-/// static MACs from both are used). `vswitchctl` talks to the running daemon.
-///
-/// Example:
-///   vswitchd --vhost-user vm1=/tmp/vm1.sock --vhost-user vm2=/tmp/vm2.sock,queues=2 --pmd-cpus 1
-#[derive(Debug, Clone, Parser, Default)]
-#[command(name = "vswitchd", version, verbatim_doc_comment)]
-pub struct Args {
-    /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
-    /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
-    /// `[[uplink]]` {name, iface, mode, queues, vlan}, `[[tap]]` {name, ifname, vlan},
-    /// `[[fdb_static]]` {mac, port, vlan}.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
-    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable. `offloads=on` (the
-    /// default) offers checksum and TSO offloads; frames a destination cannot take whole
-    /// are segmented or checksummed in software. `offloads=off` offers none.
-    #[arg(
-        long = "vhost-user",
-        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
-    )]
-    pub vhost_user: Vec<String>,
-
-    /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
-    /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
-    /// or gone. `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable.
-    #[arg(
-        long = "vhost-user-client",
-        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
-    )]
-    pub vhost_user_client: Vec<String>,
-
-    /// AF_XDP uplink: one AF_XDP socket per rx queue of network interface IFACE, each
-    /// polled by one PMD thread; vswitchd loads and attaches the XDP program that
-    /// redirects to them (and detaches it on exit). `mode=auto` (default) picks zero-copy
-    /// when the driver reports it, else native (driver) copy mode, else generic (skb)
-    /// mode, and logs why; `queues=N` uses rx queues 0..N (default: all). Repeatable.
-    #[arg(
-        long = "uplink",
-        value_name = "NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]"
-    )]
-    pub uplink: Vec<String>,
-
-    /// Tap host port: vswitchd creates tap device IFNAME (IFF_VNET_HDR, so TSO frames pass
-    /// unsegmented), brings it up, and moves its frames in batches through io_uring.
-    /// `NAME=IFNAME[,vlan=V]`. Repeatable.
-    #[arg(long = "tap", value_name = "NAME=IFNAME[,vlan=V]")]
-    pub tap: Vec<String>,
-
-    /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
-    /// unpinned PMD thread.
-    #[arg(long, value_name = "LIST")]
-    pub pmd_cpus: Option<String>,
-
-    /// How PMD threads wait for work: busy (spin, lowest latency), adaptive (spin while
-    /// busy, sleep on kicks when idle; the default), interrupt (sleep whenever idle).
-    #[arg(long, value_enum)]
-    pub poll: Option<PollMode>,
-
-    /// Control socket for vswitchctl.
-    #[arg(long, value_name = "PATH")]
-    pub control: Option<PathBuf>,
-
-    /// MAC aging time in seconds (0 disables aging).
-    #[arg(long, value_name = "SECS")]
-    pub fdb_aging: Option<u64>,
-
-    /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
-    #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
-    pub static_mac: Vec<String>,
-
-    /// ACL rule for frames arriving on PORT, appended in order: `PORT:ACTION FIELD=VALUE...`,
-    /// e.g. `vm1:drop ip_proto=udp l4_dst=5000-5999 ip_src=10.0.0.0/8`. Fields: eth_src,
-    /// eth_dst (MAC[/MASK]), eth_type, vlan, ip_src, ip_dst (CIDR), ip_proto, ip_frag,
-    /// l4_src, l4_dst (PORT or LO-HI). First match wins; no match allows. Repeatable.
-    #[arg(long = "acl", value_name = "PORT:RULE")]
-    pub acl: Vec<String>,
-
-    /// The flow cache (last-flow check + exact-match cache per PMD): on (default) or off.
-    #[arg(long = "flow-cache", value_name = "on|off")]
-    pub flow_cache: Option<OnOff>,
-
-    /// Insert a missed flow into the exact-match cache with probability 1/N (default 1).
-    /// Larger N protects the cache from thrashing under many short flows.
-    #[arg(long, value_name = "N")]
-    pub emc_insert_inv_prob: Option<u32>,
-
-    /// Serve the counters for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9477).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<std::net::SocketAddr>,
-}
-
-/// `on` or `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    /// Enabled.
-    On,
-    /// Disabled.
-    Off,
-}
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -433,164 +214,6 @@ impl Config {
     pub fn pmd_count(&self) -> usize {
         self.pmd_cpus.as_ref().map_or(1, |c| c.len())
     }
-}
-
-/// Parses `NAME=PATH[,queues=N][,vlan=V]`.
-fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig, ConfigError> {
-    let field = format!("{flag} {spec:?}");
-    let (name, rest) = spec
-        .split_once('=')
-        .ok_or_else(|| invalid(&field, "expected NAME=PATH[,queues=N][,vlan=V]"))?;
-    let mut parts = rest.split(',');
-    let path = parts.next().unwrap_or_default();
-    let mut port = PortConfig {
-        name: name.to_string(),
-        kind,
-        path: PathBuf::from(path),
-        queues: 1,
-        vlan: None,
-        offloads: true,
-        iface: String::new(),
-        mode: AfXdpRequest::Auto,
-    };
-    for opt in parts {
-        let (k, v) = opt
-            .split_once('=')
-            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
-        match k {
-            "queues" => {
-                port.queues = v.parse().map_err(|_| {
-                    invalid(
-                        &field,
-                        format!("queues={v}: expected a number 1..={MAX_QUEUE_PAIRS}"),
-                    )
-                })?
-            }
-            "vlan" => {
-                port.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
-            "offloads" => {
-                port.offloads = match v {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(invalid(&field, format!("offloads={v}: expected on or off"))),
-                }
-            }
-            _ => {
-                return Err(invalid(
-                    &field,
-                    format!("unknown option {k:?}; expected queues=N, vlan=V or offloads=on|off"),
-                ))
-            }
-        }
-    }
-    Ok(port)
-}
-
-/// Parses `NAME=IFACE[,mode=M][,queues=N][,vlan=V]` (`--uplink`).
-fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
-    let field = format!("--uplink {spec:?}");
-    let expected = "expected NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]";
-    let (name, rest) = spec
-        .split_once('=')
-        .ok_or_else(|| invalid(&field, expected))?;
-    let mut parts = rest.split(',');
-    let mut u = UplinkConfig {
-        name: name.to_string(),
-        iface: parts.next().unwrap_or_default().to_string(),
-        mode: AfXdpRequest::Auto,
-        queues: None,
-        vlan: None,
-    };
-    for opt in parts {
-        let (k, v) = opt
-            .split_once('=')
-            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
-        match k {
-            "mode" => {
-                u.mode = match v {
-                    "auto" => AfXdpRequest::Auto,
-                    "native" => AfXdpRequest::Native,
-                    "generic" => AfXdpRequest::Generic,
-                    "zerocopy" | "zero-copy" => AfXdpRequest::ZeroCopy,
-                    _ => {
-                        return Err(invalid(
-                            &field,
-                            format!("mode={v}: expected auto, native, generic or zerocopy"),
-                        ))
-                    }
-                }
-            }
-            "queues" => {
-                u.queues = Some(v.parse().map_err(|_| {
-                    invalid(
-                        &field,
-                        format!("queues={v}: expected a number 1..={MAX_UPLINK_QUEUES}"),
-                    )
-                })?)
-            }
-            "vlan" => {
-                u.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
-            _ => {
-                return Err(invalid(
-                    &field,
-                    format!("unknown option {k:?}; expected mode=M, queues=N or vlan=V"),
-                ))
-            }
-        }
-    }
-    Ok(u)
-}
-
-/// Parses `NAME=IFNAME[,vlan=V]` (`--tap`).
-fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
-    let field = format!("--tap {spec:?}");
-    let (name, rest) = spec
-        .split_once('=')
-        .ok_or_else(|| invalid(&field, "expected NAME=IFNAME[,vlan=V]"))?;
-    let mut parts = rest.split(',');
-    let mut t = TapConfig {
-        name: name.to_string(),
-        ifname: parts.next().unwrap_or_default().to_string(),
-        vlan: None,
-    };
-    for opt in parts {
-        match opt.split_once('=') {
-            Some(("vlan", v)) => {
-                t.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
-            _ => {
-                return Err(invalid(
-                    &field,
-                    format!("unknown option {opt:?}; expected vlan=V"),
-                ))
-            }
-        }
-    }
-    Ok(t)
-}
-
-/// Checks a Linux interface name: 1..=15 bytes (IFNAMSIZ - 1), no `/`, whitespace or `:`.
-fn check_ifname(field: &str, what: &str, name: &str) -> Result<(), ConfigError> {
-    if name.is_empty()
-        || name.len() > 15
-        || name
-            .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii())
-    {
-        return Err(invalid(
-            field,
-            format!("{what} {name:?}: expected an interface name of 1..=15 ASCII characters without '/', ':' or spaces"),
-        ));
-    }
-    Ok(())
 }
 
 /// Parses `PORT=MAC[,vlan=V]`.
@@ -651,40 +274,41 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
-/// Reads and parses a TOML configuration file.
-pub fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
-        path: path.to_owned(),
-        source,
-    })?;
-    toml::from_str(&text).map_err(|e| ConfigError::ParseFile {
-        path: path.to_owned(),
-        message: e.to_string().trim_end().to_string(),
-    })
-}
-
-fn check_socket_dir(field: &str, path: &Path) -> Result<(), ConfigError> {
-    if path.as_os_str().is_empty() {
-        return Err(invalid(field, "empty socket path; expected a file path"));
+/// Every port of the file and the flags, in that order (file `[[port]]`, flags
+/// `--vhost-user`, `--vhost-user-client`, then uplinks and taps, file first), each with
+/// the field that named it and checked on its own.
+fn collect_ports(args: &Args, file: &FileConfig) -> Result<Vec<(String, PortConfig)>, ConfigError> {
+    let mut ports = Vec::new();
+    for (i, p) in file.port.iter().enumerate() {
+        let field = format!("port[{i}]");
+        spec::file_port(&field, p)?;
+        ports.push((field, p.clone()));
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(invalid(
-            field,
-            format!("socket directory {} does not exist", dir.display()),
-        ));
+    for (flag, specs) in [
+        (PortFlag::VhostUser, &args.vhost_user),
+        (PortFlag::VhostUserClient, &args.vhost_user_client),
+    ] {
+        for s in specs {
+            ports.push(parse_port(flag, s)?);
+        }
     }
-    // sockaddr_un.sun_path is 108 bytes including the terminating NUL.
-    if path.as_os_str().len() > 107 {
-        return Err(invalid(
-            field,
-            format!("socket path {} is longer than 107 bytes", path.display()),
-        ));
+    for (i, u) in file.uplink.iter().enumerate() {
+        let field = format!("uplink[{i}]");
+        let p = spec::uplink_port(&field, u.clone())?;
+        ports.push((field, p));
     }
-    Ok(())
+    for s in &args.uplink {
+        ports.push(parse_port(PortFlag::Uplink, s)?);
+    }
+    for (i, t) in file.tap.iter().enumerate() {
+        let field = format!("tap[{i}]");
+        let p = spec::tap_port(&field, t.clone())?;
+        ports.push((field, p));
+    }
+    for s in &args.tap {
+        ports.push(parse_port(PortFlag::Tap, s)?);
+    }
+    Ok(ports)
 }
 
 impl TryFrom<Args> for Config {
@@ -695,161 +319,8 @@ impl TryFrom<Args> for Config {
             Some(p) => read_file(p)?,
             None => FileConfig::default(),
         };
-        let mut ports: Vec<(String, PortConfig)> = file
-            .port
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (format!("port[{i}]"), p.clone()))
-            .collect();
-        for s in &args.vhost_user {
-            let p = parse_port_spec("--vhost-user", s, PortType::VhostUser)?;
-            ports.push((format!("--vhost-user {s:?}"), p));
-        }
-        for s in &args.vhost_user_client {
-            let p = parse_port_spec("--vhost-user-client", s, PortType::VhostUserClient)?;
-            ports.push((format!("--vhost-user-client {s:?}"), p));
-        }
-        for (field, p) in &ports {
-            if !p.kind.is_vhost() {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "type {}: [[port]] is for vhost-user ports; use [[uplink]] or [[tap]]",
-                        p.kind
-                    ),
-                ));
-            }
-            if !p.iface.is_empty() {
-                return Err(invalid(
-                    field,
-                    "iface: only [[uplink]] and [[tap]] have one",
-                ));
-            }
-        }
-        let mut uplinks: Vec<(String, UplinkConfig)> = file
-            .uplink
-            .iter()
-            .enumerate()
-            .map(|(i, u)| (format!("uplink[{i}]"), u.clone()))
-            .collect();
-        for s in &args.uplink {
-            uplinks.push((format!("--uplink {s:?}"), parse_uplink_spec(s)?));
-        }
-        let mut ifaces = HashSet::new();
-        for (field, u) in uplinks {
-            check_ifname(&field, "iface", &u.iface)?;
-            if !ifaces.insert(u.iface.clone()) {
-                return Err(invalid(
-                    &field,
-                    format!("interface {:?} is already used by another port", u.iface),
-                ));
-            }
-            if let Some(q) = u.queues {
-                if q == 0 || q > MAX_UPLINK_QUEUES {
-                    return Err(invalid(
-                        &field,
-                        format!("queues={q}: expected 1..={MAX_UPLINK_QUEUES}"),
-                    ));
-                }
-            }
-            ports.push((
-                field,
-                PortConfig {
-                    name: u.name,
-                    kind: PortType::Afxdp,
-                    path: PathBuf::new(),
-                    queues: u.queues.unwrap_or(0),
-                    vlan: u.vlan,
-                    offloads: false,
-                    iface: u.iface,
-                    mode: u.mode,
-                },
-            ));
-        }
-        let mut taps: Vec<(String, TapConfig)> = file
-            .tap
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (format!("tap[{i}]"), t.clone()))
-            .collect();
-        for s in &args.tap {
-            taps.push((format!("--tap {s:?}"), parse_tap_spec(s)?));
-        }
-        for (field, t) in taps {
-            check_ifname(&field, "ifname", &t.ifname)?;
-            if !ifaces.insert(t.ifname.clone()) {
-                return Err(invalid(
-                    &field,
-                    format!("interface {:?} is already used by another port", t.ifname),
-                ));
-            }
-            ports.push((
-                field,
-                PortConfig {
-                    name: t.name,
-                    kind: PortType::Tap,
-                    path: PathBuf::new(),
-                    queues: 1,
-                    vlan: t.vlan,
-                    offloads: false,
-                    iface: t.ifname,
-                    mode: AfXdpRequest::Auto,
-                },
-            ));
-        }
-        if let Some((field, _)) = ports.get(MAX_PORTS) {
-            return Err(invalid(
-                field,
-                format!(
-                    "too many ports: at most {MAX_PORTS} (vhost-user, AF_XDP and tap together)"
-                ),
-            ));
-        }
-        let mut names = HashSet::new();
-        let mut paths = HashSet::new();
-        for (field, p) in &ports {
-            if p.name.is_empty()
-                || p.name.len() > 32
-                || !p
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "port name {:?}: expected 1..=32 characters of A-Z a-z 0-9 - _ .",
-                        p.name
-                    ),
-                ));
-            }
-            if !names.insert(p.name.clone()) {
-                return Err(invalid(field, format!("duplicate port name {:?}", p.name)));
-            }
-            if p.kind.is_vhost() && !paths.insert(p.path.clone()) {
-                return Err(invalid(
-                    field,
-                    format!(
-                        "socket {} is already used by another port",
-                        p.path.display()
-                    ),
-                ));
-            }
-            if p.kind.is_vhost() && (p.queues == 0 || p.queues > MAX_QUEUE_PAIRS) {
-                return Err(invalid(
-                    field,
-                    format!("queues={}: expected 1..={MAX_QUEUE_PAIRS}", p.queues),
-                ));
-            }
-            if let Some(v) = p.vlan {
-                if !(1..=4094).contains(&v) {
-                    return Err(invalid(field, format!("vlan={v}: expected 1..=4094")));
-                }
-            }
-            if p.kind.is_vhost() {
-                check_socket_dir(field, &p.path)?;
-            }
-        }
+        let ports = collect_ports(&args, &file)?;
+        validate_ports(&ports)?;
         let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
 
         let pmd_cpus = match &args.pmd_cpus {
@@ -982,6 +453,7 @@ impl TryFrom<Args> for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     fn args(v: &[&str]) -> Args {
         let mut all = vec!["vswitchd"];

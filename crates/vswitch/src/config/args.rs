@@ -1,0 +1,114 @@
+//! vswitchd's command line (clap derive; the doc comments are the help).
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+use super::PollMode;
+
+/// vswitchd: a vhost-user virtual switch.
+///
+/// Serves VMs (QEMU `-netdev vhost-user`, DPDK virtio-user) over vhost-user sockets and
+/// switches their Ethernet frames with a MAC-learning FDB, on PMD threads pinned to CPUs.
+/// Every flag can also be set in a TOML file given with --config (flags win; ports and
+/// static MACs from both are used). `vswitchctl` talks to the running daemon.
+///
+/// Example:
+///   vswitchd --vhost-user vm1=/tmp/vm1.sock --vhost-user vm2=/tmp/vm2.sock,queues=2 --pmd-cpus 1
+#[derive(Debug, Clone, Parser, Default)]
+#[command(name = "vswitchd", version, verbatim_doc_comment)]
+pub struct Args {
+    /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
+    /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
+    /// `[[uplink]]` {name, iface, mode, queues, vlan}, `[[tap]]` {name, ifname, vlan},
+    /// `[[fdb_static]]` {mac, port, vlan}.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
+    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable. `offloads=on` (the
+    /// default) offers checksum and TSO offloads; frames a destination cannot take whole
+    /// are segmented or checksummed in software. `offloads=off` offers none.
+    #[arg(
+        long = "vhost-user",
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
+    )]
+    pub vhost_user: Vec<String>,
+
+    /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
+    /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent
+    /// or gone. `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable.
+    #[arg(
+        long = "vhost-user-client",
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
+    )]
+    pub vhost_user_client: Vec<String>,
+
+    /// AF_XDP uplink: one AF_XDP socket per rx queue of network interface IFACE, each
+    /// polled by one PMD thread; vswitchd loads and attaches the XDP program that
+    /// redirects to them (and detaches it on exit). `mode=auto` (default) picks zero-copy
+    /// when the driver reports it, else native (driver) copy mode, else generic (skb)
+    /// mode, and logs why; `queues=N` uses rx queues 0..N (default: all). Repeatable.
+    #[arg(
+        long = "uplink",
+        value_name = "NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]"
+    )]
+    pub uplink: Vec<String>,
+
+    /// Tap host port: vswitchd creates tap device IFNAME (IFF_VNET_HDR, so TSO frames pass
+    /// unsegmented), brings it up, and moves its frames in batches through io_uring.
+    /// `NAME=IFNAME[,vlan=V]`. Repeatable.
+    #[arg(long = "tap", value_name = "NAME=IFNAME[,vlan=V]")]
+    pub tap: Vec<String>,
+
+    /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
+    /// unpinned PMD thread.
+    #[arg(long, value_name = "LIST")]
+    pub pmd_cpus: Option<String>,
+
+    /// How PMD threads wait for work: busy (spin, lowest latency), adaptive (spin while
+    /// busy, sleep on kicks when idle; the default), interrupt (sleep whenever idle).
+    #[arg(long, value_enum)]
+    pub poll: Option<PollMode>,
+
+    /// Control socket for vswitchctl.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+
+    /// MAC aging time in seconds (0 disables aging).
+    #[arg(long, value_name = "SECS")]
+    pub fdb_aging: Option<u64>,
+
+    /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
+    #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
+    pub static_mac: Vec<String>,
+
+    /// ACL rule for frames arriving on PORT, appended in order: `PORT:ACTION FIELD=VALUE...`,
+    /// e.g. `vm1:drop ip_proto=udp l4_dst=5000-5999 ip_src=10.0.0.0/8`. Fields: eth_src,
+    /// eth_dst (MAC[/MASK]), eth_type, vlan, ip_src, ip_dst (CIDR), ip_proto, ip_frag,
+    /// l4_src, l4_dst (PORT or LO-HI). First match wins; no match allows. Repeatable.
+    #[arg(long = "acl", value_name = "PORT:RULE")]
+    pub acl: Vec<String>,
+
+    /// The flow cache (last-flow check + exact-match cache per PMD): on (default) or off.
+    #[arg(long = "flow-cache", value_name = "on|off")]
+    pub flow_cache: Option<OnOff>,
+
+    /// Insert a missed flow into the exact-match cache with probability 1/N (default 1).
+    /// Larger N protects the cache from thrashing under many short flows.
+    #[arg(long, value_name = "N")]
+    pub emc_insert_inv_prob: Option<u32>,
+
+    /// Serve the counters for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9477).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// `on` or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}

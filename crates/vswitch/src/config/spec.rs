@@ -1,0 +1,394 @@
+//! Port specs: `NAME=PATH[,…]`, `NAME=IFACE[,…]`, `NAME=IFNAME[,…]`, as vswitchd's
+//! flags and `vswitchctl add-port` write them, and the checks every set of ports passes
+//! (names, sockets and interfaces unique, values in range).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::file::{TapConfig, UplinkConfig};
+use super::{invalid, AfXdpRequest, ConfigError, PortType, MAX_PORTS, MAX_QUEUE_PAIRS};
+
+/// Largest number of AF_XDP queues (sockets) an uplink may open.
+pub const MAX_UPLINK_QUEUES: u16 = 64;
+
+/// The flag a port spec is written for: the same in `vswitchd` and `vswitchctl add-port`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortFlag {
+    /// `--vhost-user NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
+    VhostUser,
+    /// `--vhost-user-client NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
+    VhostUserClient,
+    /// `--uplink NAME=IFACE[,mode=M][,queues=N][,vlan=V]`.
+    Uplink,
+    /// `--tap NAME=IFNAME[,vlan=V]`.
+    Tap,
+}
+
+impl PortFlag {
+    /// The flag as written on the command line.
+    pub fn flag(self) -> &'static str {
+        match self {
+            PortFlag::VhostUser => "--vhost-user",
+            PortFlag::VhostUserClient => "--vhost-user-client",
+            PortFlag::Uplink => "--uplink",
+            PortFlag::Tap => "--tap",
+        }
+    }
+}
+
+/// Parses one port spec written for `flag`; returns the field to name in errors (the
+/// flag and the spec) and the port.
+///
+/// # Errors
+/// The spec is malformed or a value is out of range; the message names the flag.
+pub fn parse_port(flag: PortFlag, spec: &str) -> Result<(String, PortConfig), ConfigError> {
+    let field = format!("{} {spec:?}", flag.flag());
+    let port = match flag {
+        PortFlag::VhostUser => parse_port_spec(flag.flag(), spec, PortType::VhostUser)?,
+        PortFlag::VhostUserClient => parse_port_spec(flag.flag(), spec, PortType::VhostUserClient)?,
+        PortFlag::Uplink => uplink_port(&field, parse_uplink_spec(spec)?)?,
+        PortFlag::Tap => tap_port(&field, parse_tap_spec(spec)?)?,
+    };
+    Ok((field, port))
+}
+
+/// An `[[uplink]]` (or `--uplink`) as a port, its interface name and queues checked.
+pub fn uplink_port(field: &str, u: UplinkConfig) -> Result<PortConfig, ConfigError> {
+    check_ifname(field, "iface", &u.iface)?;
+    if let Some(q) = u.queues {
+        if q == 0 || q > MAX_UPLINK_QUEUES {
+            return Err(invalid(
+                field,
+                format!("queues={q}: expected 1..={MAX_UPLINK_QUEUES}"),
+            ));
+        }
+    }
+    Ok(PortConfig {
+        name: u.name,
+        kind: PortType::Afxdp,
+        path: PathBuf::new(),
+        queues: u.queues.unwrap_or(0),
+        vlan: u.vlan,
+        offloads: false,
+        iface: u.iface,
+        mode: u.mode,
+    })
+}
+
+/// A `[[tap]]` (or `--tap`) as a port, its interface name checked.
+pub fn tap_port(field: &str, t: TapConfig) -> Result<PortConfig, ConfigError> {
+    check_ifname(field, "ifname", &t.ifname)?;
+    Ok(PortConfig {
+        name: t.name,
+        kind: PortType::Tap,
+        path: PathBuf::new(),
+        queues: 1,
+        vlan: t.vlan,
+        offloads: false,
+        iface: t.ifname,
+        mode: AfXdpRequest::Auto,
+    })
+}
+
+/// A `[[port]]` of the file: only vhost-user kinds, without an interface.
+pub fn file_port(field: &str, p: &PortConfig) -> Result<(), ConfigError> {
+    if !p.kind.is_vhost() {
+        return Err(invalid(
+            field,
+            format!(
+                "type {}: [[port]] is for vhost-user ports; use [[uplink]] or [[tap]]",
+                p.kind
+            ),
+        ));
+    }
+    if !p.iface.is_empty() {
+        return Err(invalid(
+            field,
+            "iface: only [[uplink]] and [[tap]] have one",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a whole set of ports, each with the field that named it: at most
+/// [`MAX_PORTS`], names well formed and unique, sockets and interfaces used once,
+/// queues and VLANs in range, socket directories present.
+///
+/// # Errors
+/// The first port that fails, named by its field.
+pub fn validate_ports(ports: &[(String, PortConfig)]) -> Result<(), ConfigError> {
+    if let Some((field, _)) = ports.get(MAX_PORTS) {
+        return Err(invalid(
+            field,
+            format!("too many ports: at most {MAX_PORTS} (vhost-user, AF_XDP and tap together)"),
+        ));
+    }
+    let mut names = HashSet::new();
+    let mut paths = HashSet::new();
+    let mut ifaces = HashSet::new();
+    for (field, p) in ports {
+        if p.name.is_empty()
+            || p.name.len() > 32
+            || !p
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(invalid(
+                field,
+                format!(
+                    "port name {:?}: expected 1..=32 characters of A-Z a-z 0-9 - _ .",
+                    p.name
+                ),
+            ));
+        }
+        if !names.insert(p.name.clone()) {
+            return Err(invalid(field, format!("duplicate port name {:?}", p.name)));
+        }
+        if p.kind.is_vhost() && !paths.insert(p.path.clone()) {
+            return Err(invalid(
+                field,
+                format!(
+                    "socket {} is already used by another port",
+                    p.path.display()
+                ),
+            ));
+        }
+        if !p.kind.is_vhost() && !ifaces.insert(p.iface.clone()) {
+            return Err(invalid(
+                field,
+                format!("interface {:?} is already used by another port", p.iface),
+            ));
+        }
+        if p.kind.is_vhost() && (p.queues == 0 || p.queues > MAX_QUEUE_PAIRS) {
+            return Err(invalid(
+                field,
+                format!("queues={}: expected 1..={MAX_QUEUE_PAIRS}", p.queues),
+            ));
+        }
+        if let Some(v) = p.vlan {
+            if !(1..=4094).contains(&v) {
+                return Err(invalid(field, format!("vlan={v}: expected 1..=4094")));
+            }
+        }
+        if p.kind.is_vhost() {
+            check_socket_dir(field, &p.path)?;
+        }
+    }
+    Ok(())
+}
+
+/// One port as the file writes it (`[[port]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// Port name, unique in the switch.
+    pub name: String,
+    /// `vhost-user` (server) or `vhost-user-client`.
+    #[serde(rename = "type")]
+    pub kind: PortType,
+    /// The vhost-user unix socket.
+    pub path: PathBuf,
+    /// Queue pairs (VIRTIO_NET_F_MQ), 1..=16.
+    #[serde(default = "super::file::one")]
+    pub queues: u16,
+    /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
+    #[serde(default)]
+    pub vlan: Option<u16>,
+    /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6,
+    /// HOST_ECN, GUEST_ECN). Default true, as a Linux guest under QEMU expects.
+    #[serde(default = "super::file::yes")]
+    pub offloads: bool,
+    /// afxdp and tap ports: the network interface (empty for vhost-user ports).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub iface: String,
+    /// afxdp ports: the AF_XDP mode asked for (ignored for other kinds).
+    #[serde(default)]
+    pub mode: AfXdpRequest,
+}
+
+/// Parses `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
+fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig, ConfigError> {
+    let field = format!("{flag} {spec:?}");
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, "expected NAME=PATH[,queues=N][,vlan=V]"))?;
+    let mut parts = rest.split(',');
+    let path = parts.next().unwrap_or_default();
+    let mut port = PortConfig {
+        name: name.to_string(),
+        kind,
+        path: PathBuf::from(path),
+        queues: 1,
+        vlan: None,
+        offloads: true,
+        iface: String::new(),
+        mode: AfXdpRequest::Auto,
+    };
+    for opt in parts {
+        let (k, v) = opt
+            .split_once('=')
+            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+        match k {
+            "queues" => {
+                port.queues = v.parse().map_err(|_| {
+                    invalid(
+                        &field,
+                        format!("queues={v}: expected a number 1..={MAX_QUEUE_PAIRS}"),
+                    )
+                })?
+            }
+            "vlan" => {
+                port.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            "offloads" => {
+                port.offloads = match v {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(invalid(&field, format!("offloads={v}: expected on or off"))),
+                }
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {k:?}; expected queues=N, vlan=V or offloads=on|off"),
+                ))
+            }
+        }
+    }
+    Ok(port)
+}
+
+/// Parses `NAME=IFACE[,mode=M][,queues=N][,vlan=V]` (`--uplink`).
+fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
+    let field = format!("--uplink {spec:?}");
+    let expected = "expected NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]";
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, expected))?;
+    let mut parts = rest.split(',');
+    let mut u = UplinkConfig {
+        name: name.to_string(),
+        iface: parts.next().unwrap_or_default().to_string(),
+        mode: AfXdpRequest::Auto,
+        queues: None,
+        vlan: None,
+    };
+    for opt in parts {
+        let (k, v) = opt
+            .split_once('=')
+            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+        match k {
+            "mode" => {
+                u.mode = match v {
+                    "auto" => AfXdpRequest::Auto,
+                    "native" => AfXdpRequest::Native,
+                    "generic" => AfXdpRequest::Generic,
+                    "zerocopy" | "zero-copy" => AfXdpRequest::ZeroCopy,
+                    _ => {
+                        return Err(invalid(
+                            &field,
+                            format!("mode={v}: expected auto, native, generic or zerocopy"),
+                        ))
+                    }
+                }
+            }
+            "queues" => {
+                u.queues = Some(v.parse().map_err(|_| {
+                    invalid(
+                        &field,
+                        format!("queues={v}: expected a number 1..={MAX_UPLINK_QUEUES}"),
+                    )
+                })?)
+            }
+            "vlan" => {
+                u.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {k:?}; expected mode=M, queues=N or vlan=V"),
+                ))
+            }
+        }
+    }
+    Ok(u)
+}
+
+/// Parses `NAME=IFNAME[,vlan=V]` (`--tap`).
+fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
+    let field = format!("--tap {spec:?}");
+    let (name, rest) = spec
+        .split_once('=')
+        .ok_or_else(|| invalid(&field, "expected NAME=IFNAME[,vlan=V]"))?;
+    let mut parts = rest.split(',');
+    let mut t = TapConfig {
+        name: name.to_string(),
+        ifname: parts.next().unwrap_or_default().to_string(),
+        vlan: None,
+    };
+    for opt in parts {
+        match opt.split_once('=') {
+            Some(("vlan", v)) => {
+                t.vlan = Some(v.parse().map_err(|_| {
+                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            _ => {
+                return Err(invalid(
+                    &field,
+                    format!("unknown option {opt:?}; expected vlan=V"),
+                ))
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Checks a Linux interface name: 1..=15 bytes (IFNAMSIZ - 1), no `/`, whitespace or `:`.
+fn check_ifname(field: &str, what: &str, name: &str) -> Result<(), ConfigError> {
+    if name.is_empty()
+        || name.len() > 15
+        || name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace() || !c.is_ascii())
+    {
+        return Err(invalid(
+            field,
+            format!("{what} {name:?}: expected an interface name of 1..=15 ASCII characters without '/', ':' or spaces"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a unix socket path: not empty, its directory exists, it fits `sun_path`.
+pub fn check_socket_dir(field: &str, path: &Path) -> Result<(), ConfigError> {
+    if path.as_os_str().is_empty() {
+        return Err(invalid(field, "empty socket path; expected a file path"));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(invalid(
+            field,
+            format!("socket directory {} does not exist", dir.display()),
+        ));
+    }
+    // sockaddr_un.sun_path is 108 bytes including the terminating NUL.
+    if path.as_os_str().len() > 107 {
+        return Err(invalid(
+            field,
+            format!("socket path {} is longer than 107 bytes", path.display()),
+        ));
+    }
+    Ok(())
+}
