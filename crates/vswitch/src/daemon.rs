@@ -1,14 +1,20 @@
 //! Starting, running and stopping vswitchd.
+//!
+//! Threads: one PMD thread per `--pmd-cpus` CPU (pinned; one unpinned without it), and
+//! one small tokio runtime for everything else ([`crate::control`]), whose threads
+//! avoid the PMD CPUs. vhost-user protocol handling runs on `vhost-user-backend`'s own
+//! threads, started from the runtime's blocking pool.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
+use tokio::signal::unix::{signal, SignalKind};
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::config::{Args, Config};
+use crate::control::ops::Control;
+use crate::control::{housekeeping, metrics, netlink, notify, server};
 use crate::datapath::pmd::Pmd;
-use crate::ports::{Port, PortKind};
 use crate::switch::Switch;
 
 /// Errors that stop vswitchd from starting. Nothing is left running when one occurs.
@@ -58,25 +64,26 @@ pub enum StartError {
 pub struct Daemon {
     /// The switch.
     pub switch: Arc<Switch>,
+    /// The control plane.
+    pub control: Arc<Control>,
     pmd_threads: Vec<std::thread::JoinHandle<()>>,
     control_path: std::path::PathBuf,
 }
 
-fn spawn<F: FnOnce() + Send + 'static>(
-    name: String,
-    f: F,
-) -> Result<std::thread::JoinHandle<()>, StartError> {
-    std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(f)
-        .map_err(|source| StartError::Thread { name, source })
-}
-
 impl Daemon {
-    /// Binds every socket first (so a bad path fails before anything runs), then starts
-    /// PMD threads, port threads, housekeeping and the control socket.
-    pub fn start(config: Config) -> Result<Daemon, StartError> {
-        let switch = Switch::new(config.clone()).map_err(StartError::Ports)?;
+    /// Opens every port and binds every socket first (so a bad path fails before
+    /// anything runs), then starts the PMD threads and, on the current tokio runtime, the
+    /// port services, the control socket, metrics, rtnetlink watching and the
+    /// housekeeping; tells systemd it is ready.
+    ///
+    /// # Errors
+    /// What could not be opened, bound or started.
+    pub async fn start(config: Config, args: Args) -> Result<Daemon, StartError> {
+        let c = config.clone();
+        let switch = tokio::task::spawn_blocking(move || Switch::new(c))
+            .await
+            .map_err(|e| StartError::Ports(std::io::Error::other(e)))?
+            .map_err(StartError::Ports)?;
         let topo = switch.topo();
         for tp in topo.iter() {
             if let Some(v) = tp.port.vhost() {
@@ -89,59 +96,54 @@ impl Daemon {
         }
         let metrics = match config.metrics {
             Some(addr) => Some(
-                std::net::TcpListener::bind(addr)
+                tokio::net::TcpListener::bind(addr)
+                    .await
                     .map_err(|source| StartError::Metrics { addr, source })?,
             ),
             None => None,
         };
-
-        let control =
-            crate::control::bind(&config.control).map_err(|source| StartError::Control {
-                path: config.control.display().to_string(),
-                source,
-            })?;
+        let control = server::bind(&config.control).map_err(|source| StartError::Control {
+            path: config.control.display().to_string(),
+            source,
+        })?;
 
         let mut pmd_threads = Vec::new();
         for i in 0..switch.pmds.len() {
             let sw = switch.clone();
             let cpu = switch.pmds[i].cpu;
-            let mode = config.poll;
-            pmd_threads.push(spawn(format!("pmd{i}"), move || {
-                if let Some(cpu) = cpu {
-                    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
-                        warn!(pmd = i, cpu, "could not pin PMD thread");
+            let t = std::thread::Builder::new()
+                .name(format!("pmd{i}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                            warn!(pmd = i, cpu, "could not pin PMD thread");
+                        }
                     }
-                }
-                Pmd::new(sw, i).run(mode);
-            })?);
+                    Pmd::new(sw, i).run();
+                })
+                .map_err(|source| StartError::Thread {
+                    name: format!("pmd{i}"),
+                    source,
+                })?;
+            pmd_threads.push(t);
         }
 
+        let ctl = Control::new(switch.clone(), args);
         for tp in topo.iter() {
-            if tp.port.vhost().is_some() {
-                let sw = switch.clone();
-                let port = tp.port.clone();
-                spawn(format!("port-{}", port.name), move || port_loop(sw, port))?;
-            }
+            ctl.start_service(tp.port.clone());
         }
-
-        let sw = switch.clone();
-        spawn("housekeeping".into(), move || housekeeping(sw))?;
-        if topo
-            .iter()
-            .any(|p| matches!(p.port.kind, PortKind::Afxdp(_) | PortKind::Tap(_)))
-        {
-            let sw = switch.clone();
-            spawn("links".into(), move || watch_links(sw))?;
-        }
-        let sw = switch.clone();
-        spawn("control".into(), move || crate::control::serve(control, sw))?;
+        tokio::spawn(netlink::watch(switch.clone(), ctl.net.clone()));
+        tokio::spawn(housekeeping::run(ctl.clone()));
+        tokio::spawn(server::serve(control, ctl.clone()));
         if let Some(l) = metrics {
-            let sw = switch.clone();
-            spawn("metrics".into(), move || {
-                crate::control::metrics::serve(l, sw)
-            })?;
+            tokio::spawn(metrics::serve(l, ctl.clone()));
         }
-
+        let status = format!(
+            "{} ports, {} PMD threads, poll {}",
+            topo.iter().count(),
+            switch.pmds.len(),
+            config.poll
+        );
         info!(
             ports = topo.iter().count(),
             pmds = switch.pmds.len(),
@@ -149,155 +151,113 @@ impl Daemon {
             control = %config.control.display(),
             "vswitchd started"
         );
+        notify::ready(&status);
         Ok(Daemon {
             switch,
+            control: ctl,
             pmd_threads,
             control_path: config.control,
         })
     }
 
-    /// Stops: PMDs finish their burst and exit, every vhost-user connection is closed
-    /// (guests see the link go down), and the sockets are removed.
-    pub fn stop(self) {
+    /// Serves until SIGINT or SIGTERM; SIGHUP reloads the configuration file.
+    pub async fn run(self) {
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            warn!("cannot install signal handlers; stopping");
+            return self.stop().await;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => {
+                    info!("SIGHUP: reloading the configuration");
+                    notify::reloading();
+                    match self.control.reload().await {
+                        Ok(_) => notify::ready("reloaded"),
+                        Err(e) => {
+                            warn!(error = %e, "reload failed");
+                            notify::ready(&format!("reload failed: {e}"));
+                        }
+                    }
+                }
+            }
+        }
+        info!("shutting down");
+        self.stop().await;
+    }
+
+    /// Stops: PMDs finish their burst and exit, every port is closed (guests see their
+    /// link go down, sockets are removed, XDP programs detached), the control socket is
+    /// removed.
+    pub async fn stop(self) {
+        notify::stopping();
         self.switch.shutdown.store(true, Ordering::SeqCst);
         self.switch.wakers.wake_all();
-        for t in self.pmd_threads {
-            let _ = t.join();
-        }
-        for tp in self.switch.topo().iter() {
-            tp.port.close();
-        }
+        let threads = self.pmd_threads;
+        let _ = tokio::task::spawn_blocking(move || {
+            for t in threads {
+                let _ = t.join();
+            }
+        })
+        .await;
+        let topo = self.switch.topo();
+        let _ = tokio::task::spawn_blocking(move || {
+            for tp in topo.iter() {
+                tp.port.close();
+            }
+        })
+        .await;
         let _ = std::fs::remove_file(&self.control_path);
         info!("vswitchd stopped");
     }
 }
 
-fn port_loop(switch: Arc<Switch>, port: Arc<Port>) {
-    let Some(v) = port.vhost() else { return };
-    let changed = |up: bool| {
-        if !up {
-            let n = switch.fdb.flush_port(port.id, false);
-            info!(port = %port.name, flushed_macs = n, "port disconnected");
-        }
-        switch.wakers.wake_all();
-    };
-    let path = v.path.display().to_string();
-    let mut logged_absent = false;
-    while !switch.stopping() && !v.is_closed() {
-        match v.serve_once(&port.name, &switch.wakers, &changed) {
-            Ok(()) => logged_absent = false,
-            Err(_) if v.is_closed() || switch.stopping() => break,
-            Err(e) => {
-                if v.mode == crate::config::PortType::VhostUser {
-                    warn!(port = %port.name, error = %e, "vhost-user accept failed");
-                } else if !logged_absent {
-                    info!(port = %port.name, path, error = %e, "peer socket not available; retrying every second");
-                    logged_absent = true;
-                }
-                std::thread::sleep(Duration::from_secs(1));
+/// The control plane's runtime: two worker threads (and the blocking pool) on the CPUs
+/// the PMDs do not use, when there are such CPUs.
+///
+/// # Errors
+/// The runtime could not be built.
+pub fn runtime(pmd_cpus: Option<&[usize]>) -> std::io::Result<tokio::runtime::Runtime> {
+    let avoid: Vec<usize> = pmd_cpus.map(<[usize]>::to_vec).unwrap_or_default();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("control")
+        .enable_all()
+        .on_thread_start(move || avoid_cpus(&avoid))
+        .build()
+}
+
+/// Restricts the calling thread to the CPUs it may run on minus `avoid` (if any remain).
+fn avoid_cpus(avoid: &[usize]) {
+    if avoid.is_empty() {
+        return;
+    }
+    // SAFETY: cpu_set_t is plain data; zeroed is an empty set that sched_getaffinity
+    // fills (its size given).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: reads this thread's affinity into `set`, of the size given.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return;
+    }
+    let mut left = 0;
+    for cpu in 0..libc::CPU_SETSIZE as usize {
+        // SAFETY: `cpu` < CPU_SETSIZE, inside the set.
+        if unsafe { libc::CPU_ISSET(cpu, &set) } {
+            if avoid.contains(&cpu) {
+                // SAFETY: as above.
+                unsafe { libc::CPU_CLR(cpu, &mut set) };
+            } else {
+                left += 1;
             }
         }
     }
-}
-
-/// Keeps each AF_XDP uplink's link state and MTU, and each tap's up/down state, current
-/// from rtnetlink notifications (nicoffload's [`nicoffload::link::LinkWatch`]): a down
-/// port is skipped by floods and frames sent to it are counted as `port_down`; an
-/// uplink's MTU bounds what it transmits.
-fn watch_links(switch: Arc<Switch>) {
-    use std::os::fd::AsRawFd;
-    let mut w = match nicoffload::link::LinkWatch::new() {
-        Ok(w) => w,
-        Err(e) => {
-            warn!(error = %e, "cannot watch link state (rtnetlink); uplinks stay as found at start");
-            return;
-        }
-    };
-    // Wake up once a second to notice shutdown.
-    let tv = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: SO_RCVTIMEO with a valid timeval on the watch's own socket.
-    unsafe {
-        libc::setsockopt(
-            w.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    let mut resync = true;
-    while !switch.stopping() {
-        if resync && w.dump().is_ok() {
-            resync = false;
-        }
-        let events = match w.recv() {
-            Ok(ev) => ev,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
-            Err(e) => {
-                // ENOBUFS: notifications were lost; read the whole state again.
-                warn!(error = %e, "link notifications lost; re-reading link state");
-                resync = true;
-                continue;
-            }
-        };
-        let topo = switch.topo();
-        for ev in events {
-            for p in topo.iter().map(|tp| &tp.port) {
-                if let PortKind::Tap(t) = &p.kind {
-                    // The tap has carrier while vswitchd holds it: only IFF_UP matters.
-                    let up = ev.admin_up && !ev.removed;
-                    if t.ifindex == ev.ifindex && up != t.link_up() {
-                        info!(port = %p.name, iface = %t.ifname, link = if up { "up" } else { "down" }, "tap link state");
-                        t.set_link(up);
-                        switch.wakers.wake_all();
-                    }
-                    continue;
-                }
-                let PortKind::Afxdp(x) = &p.kind else {
-                    continue;
-                };
-                if x.ifindex != ev.ifindex {
-                    continue;
-                }
-                let up = ev.usable();
-                let mtu = if ev.mtu == 0 { x.mtu() } else { ev.mtu };
-                if up != x.link_up() || mtu != x.mtu() {
-                    info!(port = %p.name, iface = %x.iface, link = if up { "up" } else { "down" }, mtu, "uplink link state");
-                    x.set_link(up, mtu);
-                    switch.wakers.wake_all();
-                }
-            }
-        }
-    }
-}
-
-fn housekeeping(switch: Arc<Switch>) {
-    let mut was_up = std::collections::HashMap::new();
-    while !switch.stopping() {
-        std::thread::sleep(Duration::from_secs(1));
-        let aged = switch.fdb.age();
-        if aged > 0 {
-            tracing::debug!(aged, "FDB entries aged out");
-        }
-        let topo = switch.topo();
-        for p in topo.iter().map(|tp| &tp.port) {
-            let up = p.link_up();
-            if up != was_up.insert(p.id, up).unwrap_or(false) {
-                info!(port = %p.name, link = if up { "up" } else { "down" }, "link state");
-                if !up {
-                    switch.fdb.flush_port(p.id, false);
-                }
-            }
-        }
+    if left > 0 {
+        // SAFETY: sets this thread's affinity from a valid set of the size given.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     }
 }

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use serde::Serialize;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
-use crate::config::{Config, PortConfig};
+use crate::config::{Config, PollMode, PortConfig};
+use crate::control::protocol::{ShowAfxdp, ShowPort, ShowReply};
 use crate::model::acl::Acl;
-use crate::model::fdb::{Dest, Fdb, PortId, Vlan};
+use crate::model::fdb::{Dest, Fdb, PortId};
 use crate::model::stats::{Counter, PmdCounters, PortStats};
 use crate::model::topology::{DomainKey, Domains, PortAcl, TopoPort, Topology};
 use crate::ports::vhost::device::{feature_names, Wakers};
@@ -39,6 +39,10 @@ pub struct PmdShared {
     pub dump: Mutex<Option<Vec<String>>>,
     /// The topology generation the PMD runs (it no longer uses older snapshots).
     pub generation_seen: AtomicU64,
+    /// Bumped by the running thread at least once a second (for the health check).
+    pub heartbeat: AtomicU64,
+    /// The thread runs (set when it starts, cleared when it ends, also by a panic).
+    pub alive: AtomicBool,
 }
 
 impl PmdShared {
@@ -65,6 +69,8 @@ pub struct Switch {
     pub shutdown: AtomicBool,
     /// The configuration in force (the start's, then each reload's).
     config: ArcSwap<Config>,
+    /// Its poll mode, read by idle PMDs.
+    poll: std::sync::atomic::AtomicU8,
     /// Serializes topology editors; readers never take it.
     edit: Mutex<()>,
 }
@@ -104,6 +110,8 @@ impl Switch {
                 dump_request: AtomicBool::new(false),
                 dump: Mutex::new(None),
                 generation_seen: AtomicU64::new(0),
+                heartbeat: AtomicU64::new(0),
+                alive: AtomicBool::new(false),
             }));
         }
         let sw = Switch {
@@ -113,6 +121,7 @@ impl Switch {
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),
+            poll: std::sync::atomic::AtomicU8::new(config.poll as u8),
             config: ArcSwap::from_pointee(config.clone()),
             edit: Mutex::new(()),
         };
@@ -142,7 +151,18 @@ impl Switch {
 
     /// Replaces the configuration in force (after a reload applied it).
     pub fn set_config(&self, c: Config) {
+        self.poll.store(c.poll as u8, Ordering::Relaxed);
         self.config.store(Arc::new(c));
+    }
+
+    /// How idle PMDs wait now (`--poll`; a reload may change it).
+    #[inline]
+    pub fn poll_mode(&self) -> PollMode {
+        match self.poll.load(Ordering::Relaxed) {
+            x if x == PollMode::Busy as u8 => PollMode::Busy,
+            x if x == PollMode::Interrupt as u8 => PollMode::Interrupt,
+            _ => PollMode::Adaptive,
+        }
     }
 
     /// The current topology snapshot.
@@ -371,94 +391,4 @@ fn show_port(topo: &Topology, tp: &TopoPort) -> ShowPort {
             _ => None,
         },
     }
-}
-
-/// `vswitchctl show`.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub struct ShowReply {
-    /// Poll mode.
-    pub poll: String,
-    /// FDB size.
-    pub fdb_entries: usize,
-    /// Topology generation (bumped by every port, VLAN, ACL or queue change).
-    #[serde(default)]
-    pub generation: u64,
-    /// Ports.
-    pub ports: Vec<ShowPort>,
-}
-
-/// One port in `vswitchctl show`.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub struct ShowPort {
-    /// Port id.
-    pub id: PortId,
-    /// Name.
-    pub name: String,
-    /// `vhost-user`, `vhost-user-client`, `afxdp` or `tap`.
-    pub kind: String,
-    /// Socket path.
-    pub path: String,
-    /// Access VLAN (0: untagged).
-    pub vlan: Vlan,
-    /// Bridge domain (`untagged`, `vlan 10`).
-    #[serde(default)]
-    pub domain: String,
-    /// `up` or `down`.
-    pub link: String,
-    /// A driver is attached to the socket.
-    pub connected: bool,
-    /// Connections so far.
-    pub connections: u64,
-    /// Queue pairs offered.
-    pub queue_pairs: u16,
-    /// Queue pairs the driver enabled.
-    pub ready_queue_pairs: Vec<u16>,
-    /// Negotiated virtio features.
-    pub negotiated_features: Vec<String>,
-    /// The negotiated offload features (CSUM, GUEST_CSUM, HOST/GUEST_TSO4/6,
-    /// HOST/GUEST_ECN): what frames from and to this port may carry.
-    #[serde(default)]
-    pub offloads: Vec<String>,
-    /// Whether the port offers offloads (`offloads=on`).
-    #[serde(default)]
-    pub offloads_offered: bool,
-    /// PMD index polling each source queue (vhost-user: queue pair's transmit queue;
-    /// afxdp: NIC rx queue; tap: the tap).
-    pub pmd_of_queue: Vec<usize>,
-    /// Frames taken from each source queue so far.
-    #[serde(default)]
-    pub queue_packets: Vec<u64>,
-    /// afxdp and tap ports: the network interface.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub iface: String,
-    /// afxdp ports: the AF_XDP mode in use and why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub afxdp: Option<ShowAfxdp>,
-}
-
-/// An AF_XDP uplink in `vswitchctl show`.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub struct ShowAfxdp {
-    /// `zero-copy`, `native-copy` or `generic`.
-    pub mode: String,
-    /// Why this mode (nicoffload's decision, or the fallback taken).
-    pub reason: String,
-    /// AF_XDP sockets (NIC rx queues 0..N).
-    pub queues: u16,
-    /// Frames received by each socket.
-    #[serde(default)]
-    pub rx_per_queue: Vec<u64>,
-    /// Multi-buffer (`XDP_USE_SG`) is on: frames larger than a UMEM frame pass.
-    #[serde(default)]
-    pub multi_buffer: bool,
-    /// The interface's MTU (bytes), as last reported by the kernel.
-    #[serde(default)]
-    pub mtu: u32,
-    /// Largest frame the uplink transmits (bytes, with Ethernet and VLAN headers).
-    #[serde(default)]
-    pub max_frame: u32,
-    /// The kernel's AF_XDP socket counters, summed over the sockets: drops the switch
-    /// never saw.
-    #[serde(default)]
-    pub kernel: crate::ports::afxdp::KernelXskStats,
 }

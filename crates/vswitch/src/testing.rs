@@ -454,5 +454,6 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         flow_cache,
         emc_insert_inv_prob: 1,
         metrics: None,
+        pmd_auto_rebalance: false,
     }
 }

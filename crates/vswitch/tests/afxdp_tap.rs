@@ -517,7 +517,7 @@ fn tap_and_uplink(dir: &TempDir, tap: &str, host: &str, mode: &str) -> Vswitchd 
 }
 
 /// A port's drop counter for `reason` (0 when absent).
-fn dropped(s: &vswitch::control::PortStatsOwned, reason: &str) -> u64 {
+fn dropped(s: &vswitch::control::protocol::PortStatsOwned, reason: &str) -> u64 {
     s.drops.get(reason).copied().unwrap_or(0)
 }
 

@@ -142,7 +142,16 @@ fn sigterm_stops_cleanly_and_removes_sockets() {
         .spawn()
         .unwrap();
     wait_for(&ctl);
-    let show = vswitch::control::request(&ctl, "show").expect("control socket answers");
+    let show = match vswitch::control::call(
+        &ctl,
+        vswitch::control::Request::Show,
+        Duration::from_secs(10),
+    )
+    .expect("control socket answers")
+    {
+        vswitch::control::Response::Show(s) => serde_json::to_value(s).unwrap(),
+        other => panic!("unexpected reply {other:?}"),
+    };
     assert_eq!(show["ports"].as_array().unwrap().len(), 2);
     assert_eq!(d.entries(), ["a.sock", "b.sock", "ctl.sock"]);
     // SAFETY: kill(2) on our own child's pid.

@@ -21,7 +21,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::{read_pcap, serial, setup_host, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd};
+use common::{
+    pmd_stats, read_pcap, serial, setup_host, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd,
+};
 
 /// QEMU device options that turn off every offload a Linux guest would negotiate.
 const OFFLOADS_OFF: &str = ",csum=off,guest_csum=off,host_tso4=off,host_tso6=off,\
@@ -518,7 +520,7 @@ fn tso_frames_are_segmented_for_a_vm_without_offloads() {
 /// meet when its peer powered off first (the stats are read after both exited):
 /// port_down for a unicast frame, no_destination for a flooded one (seen once in a
 /// clean-clone CI run: one no_destination on the port whose peer had gone).
-fn assert_only_ring_full_drops(ports: &[&vswitch::control::PortStatsOwned]) {
+fn assert_only_ring_full_drops(ports: &[&vswitch::control::protocol::PortStatsOwned]) {
     for s in ports {
         assert_eq!(
             s.drops_total
@@ -699,9 +701,7 @@ fn multiqueue_vms_use_both_queue_pairs() {
         let f = vm.lines("FEATURES");
         assert!(f[0].ends_with("queues=2"), "{}: {f:?}", vm.name);
     }
-    let rows: Vec<vswitch::control::PmdStatsRow> =
-        serde_json::from_value(vswitch::control::request(&sw.control, "pmd-stats").unwrap())
-            .unwrap();
+    let rows = pmd_stats(&sw.control);
     let mut per_queue = HashMap::new();
     for r in &rows {
         for (q, n) in r.queues.iter().zip(&r.queue_packets) {

@@ -478,9 +478,7 @@ fn acl_drops_part_of_many_flows_and_the_cache_hits() {
     );
     b.cmd("stop");
     drop(b);
-    let rows: Vec<vswitch::control::AclRow> =
-        serde_json::from_value(vswitch::control::request(&sw.control, "acl-list").unwrap())
-            .unwrap();
+    let rows = acl_list(&sw.control);
     assert_eq!(rows.len(), 1);
     let acl_drops = rows[0].drops;
     assert_eq!(
@@ -510,9 +508,7 @@ fn acl_drops_part_of_many_flows_and_the_cache_hits() {
             f[29]
         );
     }
-    let pmd: Vec<vswitch::control::PmdStatsRow> =
-        serde_json::from_value(vswitch::control::request(&sw.control, "pmd-stats").unwrap())
-            .unwrap();
+    let pmd = pmd_stats(&sw.control);
     let hit = pmd[0].cache_hit_percent;
     eprintln!(
         "a sent {a_tx}: {acl_drops} dropped by the ACL ({:.1}%), b got {} frames in its pcap; cache hit {hit:.1}%",

@@ -4,15 +4,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use vswitch::config::DEFAULT_CONTROL_SOCKET;
-use vswitch::control::{
-    request, request_args, AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, StatsRow,
+use vswitch::config::{PortFlag, DEFAULT_CONTROL_SOCKET};
+use vswitch::control::protocol::{
+    call, FdbRowNamed, OffloadsRow, PmdStatsRow, Request, Response, ShowReply, StatsRow,
 };
-use vswitch::switch::ShowReply;
 
-/// vswitchctl: query a running vswitchd over its control socket.
+/// vswitchctl: query and change a running vswitchd over its control socket.
+///
+/// The socket (default /run/vswitch/vswitchd.sock) has mode 0660: root and the members
+/// of group `vswitch` may use it. Every command takes --json for the daemon's reply as
+/// JSON. Exit status: 0 done, 1 the daemon refused or could not be reached, 2 bad usage.
 #[derive(Parser)]
-#[command(name = "vswitchctl", version)]
+#[command(name = "vswitchctl", version, verbatim_doc_comment)]
 struct Cli {
     /// vswitchd's control socket (vswitchd --control).
     #[arg(long, global = true, default_value = DEFAULT_CONTROL_SOCKET)]
@@ -47,6 +50,25 @@ enum Cmd {
     /// Per-port ingress ACLs: ordered rules, first match wins, no match allows.
     #[command(subcommand)]
     Acl(AclCmd),
+    /// Add a port while vswitchd runs, written exactly as vswitchd's flag takes it:
+    /// `vswitchctl add-port --vhost-user vm3=/run/vswitch/vm3.sock,queues=2,vlan=10`.
+    AddPort(AddPortArgs),
+    /// Delete any port: its guest sees the link go down, its queues leave their PMDs,
+    /// its MAC entries and cached flows go, its socket is removed (an uplink's XDP
+    /// program is detached, a tap device removed).
+    DelPort {
+        /// Port name.
+        name: String,
+    },
+    /// Reassign rx queues to PMD threads by the load measured since the last rebalance
+    /// (busiest queue first, to the least loaded PMD); prints the new assignment.
+    PmdRebalance,
+    /// Re-read vswitchd's configuration file (--config) and apply the difference: ports
+    /// added, deleted, changed (VLAN, ACL) or replaced, static MACs, aging, poll mode.
+    /// The running set becomes the file's plus vswitchd's command-line flags: ports
+    /// and ACL rules added with vswitchctl and absent from both go. A file with an
+    /// error changes nothing; the error is printed. Same as SIGHUP to vswitchd.
+    Reload,
     /// Live per-port rates: one line per port every INTERVAL seconds, COUNT times, then
     /// a summary (Mpps and Gbit/s of Ethernet frames, excluding preamble and FCS).
     Top {
@@ -57,6 +79,35 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         count: u64,
     },
+}
+
+/// `add-port`: exactly one port spec.
+#[derive(clap::Args)]
+#[group(required = true, multiple = false)]
+struct AddPortArgs {
+    /// Server-mode vhost-user port: `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
+    #[arg(long = "vhost-user", value_name = "NAME=PATH[,...]")]
+    vhost_user: Option<String>,
+    /// Client-mode vhost-user port: `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
+    #[arg(long = "vhost-user-client", value_name = "NAME=PATH[,...]")]
+    vhost_user_client: Option<String>,
+    /// AF_XDP uplink: `NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]`.
+    #[arg(long, value_name = "NAME=IFACE[,...]")]
+    uplink: Option<String>,
+    /// Tap host port: `NAME=IFNAME[,vlan=V]`.
+    #[arg(long, value_name = "NAME=IFNAME[,vlan=V]")]
+    tap: Option<String>,
+}
+
+impl AddPortArgs {
+    fn spec(self) -> Option<(PortFlag, String)> {
+        None.or(self.vhost_user.map(|s| (PortFlag::VhostUser, s)))
+            .or(self
+                .vhost_user_client
+                .map(|s| (PortFlag::VhostUserClient, s)))
+            .or(self.uplink.map(|s| (PortFlag::Uplink, s)))
+            .or(self.tap.map(|s| (PortFlag::Tap, s)))
+    }
 }
 
 #[derive(Subcommand)]
@@ -97,67 +148,14 @@ fn main() -> ExitCode {
     if let Cmd::Top { interval, count } = cli.cmd {
         return top(&cli.socket, interval, count);
     }
-    let (cmd, args): (&str, Vec<String>) = match &cli.cmd {
-        Cmd::Flows { pmd } => ("flows", pmd.iter().map(|p| p.to_string()).collect()),
-        Cmd::Acl(AclCmd::Add {
-            port,
-            position,
-            rule,
-        }) => {
-            let mut a = vec![port.clone()];
-            a.extend(position.map(|p| p.to_string()));
-            a.extend(rule.iter().cloned());
-            ("acl-add", a)
+    let req = match request_of(cli.cmd) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("vswitchctl: {e}");
+            return ExitCode::from(2);
         }
-        Cmd::Acl(AclCmd::Del { port, index }) => ("acl-del", vec![port.clone(), index.to_string()]),
-        Cmd::Acl(AclCmd::List { port }) => ("acl-list", port.iter().cloned().collect()),
-        _ => ("", Vec::new()),
     };
-    if !cmd.is_empty() {
-        let v = match request_args(&cli.socket, cmd, &args) {
-            Ok(v) => v,
-            Err(e) => {
-                eprintln!("vswitchctl: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        if cli.json || cmd == "acl-add" || cmd == "acl-del" {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-            return ExitCode::SUCCESS;
-        }
-        let r = match cmd {
-            "flows" => serde_json::from_value::<Vec<FlowsReply>>(v).map(|rows| {
-                for r in rows {
-                    println!("pmd{}: {} flows", r.pmd, r.flows.len());
-                    for f in r.flows {
-                        println!("  {f}");
-                    }
-                }
-            }),
-            _ => serde_json::from_value::<Vec<AclRow>>(v).map(|rows| {
-                println!("{:<12} {:>5} {:>12}  rule", "port", "index", "drops");
-                for r in rows {
-                    println!("{:<12} {:>5} {:>12}  {}", r.port, r.index, r.drops, r.rule);
-                }
-            }),
-        };
-        return match r {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("vswitchctl: unexpected reply: {e}");
-                ExitCode::from(1)
-            }
-        };
-    }
-    let cmd = match cli.cmd {
-        Cmd::Top { .. } | Cmd::Flows { .. } | Cmd::Acl(_) => unreachable!(),
-        Cmd::Show => "show",
-        Cmd::Stats => "stats",
-        Cmd::Fdb => "fdb",
-        Cmd::PmdStats => "pmd-stats",
-        Cmd::Offloads => "offloads",
-    };
-    let v = match request(&cli.socket, cmd) {
+    let reply = match call(&cli.socket, req, REPLY_TIMEOUT) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("vswitchctl: {e}");
@@ -165,21 +163,107 @@ fn main() -> ExitCode {
         }
     };
     if cli.json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let v = match &reply {
+            Response::Show(x) => serde_json::to_value(x),
+            Response::Stats(x) => serde_json::to_value(x),
+            Response::Fdb(x) => serde_json::to_value(x),
+            Response::PmdStats(x) => serde_json::to_value(x),
+            Response::Flows(x) => serde_json::to_value(x),
+            Response::Offloads(x) => serde_json::to_value(x),
+            Response::AclList(x) => serde_json::to_value(x),
+            other => serde_json::to_value(other),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v.unwrap_or_default()).unwrap_or_default()
+        );
         return ExitCode::SUCCESS;
     }
-    let r = match cmd {
-        "show" => serde_json::from_value::<ShowReply>(v).map(print_show),
-        "stats" => serde_json::from_value::<Vec<StatsRow>>(v).map(print_stats),
-        "fdb" => serde_json::from_value::<Vec<FdbRowNamed>>(v).map(print_fdb),
-        "offloads" => serde_json::from_value::<Vec<OffloadsRow>>(v).map(print_offloads),
-        _ => serde_json::from_value::<Vec<PmdStatsRow>>(v).map(print_pmd),
-    };
+    print_reply(reply);
+    ExitCode::SUCCESS
+}
+
+/// How long to wait for a reply (a reload or a port with many queues takes seconds).
+const REPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn request_of(cmd: Cmd) -> Result<Request, String> {
+    Ok(match cmd {
+        Cmd::Show => Request::Show,
+        Cmd::Stats => Request::Stats,
+        Cmd::Fdb => Request::Fdb,
+        Cmd::PmdStats => Request::PmdStats,
+        Cmd::Offloads => Request::Offloads,
+        Cmd::Flows { pmd } => Request::Flows { pmd },
+        Cmd::Acl(AclCmd::Add {
+            port,
+            position,
+            rule,
+        }) => Request::AclAdd {
+            port,
+            position,
+            rule: rule.join(" "),
+        },
+        Cmd::Acl(AclCmd::Del { port, index }) => Request::AclDel { port, index },
+        Cmd::Acl(AclCmd::List { port }) => Request::AclList { port },
+        Cmd::AddPort(a) => {
+            let (flag, spec) = a.spec().ok_or(
+                "add-port: give one of --vhost-user, --vhost-user-client, --uplink or --tap",
+            )?;
+            Request::AddPort { flag, spec }
+        }
+        Cmd::DelPort { name } => Request::DelPort { name },
+        Cmd::PmdRebalance => Request::PmdRebalance,
+        Cmd::Reload => Request::Reload,
+        Cmd::Top { .. } => unreachable!("handled before"),
+    })
+}
+
+fn print_reply(r: Response) {
     match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("vswitchctl: unexpected reply: {e}");
-            ExitCode::from(1)
+        Response::Show(s) => print_show(s),
+        Response::Stats(s) => print_stats(s),
+        Response::Fdb(s) => print_fdb(s),
+        Response::PmdStats(s) => print_pmd(s),
+        Response::Offloads(s) => print_offloads(s),
+        Response::Flows(rows) => {
+            for r in rows {
+                println!("pmd{}: {} flows", r.pmd, r.flows.len());
+                for f in r.flows {
+                    println!("  {f}");
+                }
+            }
+        }
+        Response::AclList(rows) => {
+            println!("{:<12} {:>5} {:>12}  rule", "port", "index", "drops");
+            for r in rows {
+                println!("{:<12} {:>5} {:>12}  {}", r.port, r.index, r.drops, r.rule);
+            }
+        }
+        Response::AclAdded { port, index } => println!("{port}: rule added at index {index}"),
+        Response::AclDeleted { port, removed } => println!("{port}: removed {removed}"),
+        Response::PortAdded { name, id } => println!("port {name} added (id {id})"),
+        Response::PortDeleted { name } => println!("port {name} deleted"),
+        Response::Rebalanced(r) => {
+            println!("{} queues moved", r.moved);
+            for p in r.pmds {
+                println!("pmd{}: {:.1} % of the measured load", p.pmd, p.percent);
+                for (q, c) in p.queues.iter().zip(&p.cycles) {
+                    println!("    {q}: {c} cycles");
+                }
+            }
+        }
+        Response::Reloaded(r) => {
+            let list = |v: &[String]| {
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            println!("added: {}", list(&r.added));
+            println!("deleted: {}", list(&r.deleted));
+            println!("changed in place: {}", list(&r.changed));
+            println!("replaced: {}", list(&r.replaced));
         }
     }
 }
@@ -200,20 +284,19 @@ fn print_offloads(rows: Vec<OffloadsRow>) {
 }
 
 fn print_show(s: ShowReply) {
-    println!("poll mode: {}   fdb entries: {}", s.poll, s.fdb_entries);
+    println!(
+        "poll mode: {}   fdb entries: {}   topology generation: {}",
+        s.poll, s.fdb_entries, s.generation
+    );
     for p in s.ports {
         println!(
-            "port {} ({}) {} {}  link {}  vlan {}  queues {} (ready {:?})  connections {}",
+            "port {} ({}) {} {}  link {}  {}  queues {} (ready {:?})  connections {}",
             p.id,
             p.name,
             p.kind,
             p.path,
             p.link,
-            if p.vlan == 0 {
-                "untagged".to_string()
-            } else {
-                p.vlan.to_string()
-            },
+            p.domain,
             p.queue_pairs,
             p.ready_queue_pairs,
             p.connections
@@ -258,8 +341,9 @@ fn print_show(s: ShowReply) {
         let pmds: Vec<String> = p
             .pmd_of_queue
             .iter()
+            .zip(p.queue_packets.iter().chain(std::iter::repeat(&0)))
             .enumerate()
-            .map(|(q, m)| format!("q{q}->pmd{m}"))
+            .map(|(q, (m, n))| format!("q{q}->pmd{m} ({n} frames)"))
             .collect();
         println!("    pmd: {}", pmds.join(" "));
     }
@@ -329,8 +413,10 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
 }
 
 fn fetch_stats(socket: &std::path::Path) -> Result<Vec<StatsRow>, String> {
-    let v = request(socket, "stats")?;
-    serde_json::from_value(v).map_err(|e| format!("unexpected reply: {e}"))
+    match call(socket, Request::Stats, REPLY_TIMEOUT)? {
+        Response::Stats(s) => Ok(s),
+        other => Err(format!("unexpected reply: {other:?}")),
+    }
 }
 
 /// Prints per-port rates every `interval` seconds.

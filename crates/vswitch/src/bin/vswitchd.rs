@@ -3,11 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use tracing_subscriber::EnvFilter;
 use vswitch::config::{Args, Config};
-use vswitch::daemon::Daemon;
+use vswitch::daemon::{runtime, Daemon};
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -17,31 +15,30 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let config = match Config::try_from(args) {
+    let config = match Config::try_from(args.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("vswitchd: {e}");
             return ExitCode::from(2);
         }
     };
-    // Block the signals before any thread starts, so that only this iterator sees them.
-    let mut signals = match Signals::new([SIGINT, SIGTERM]) {
-        Ok(s) => s,
+    let rt = match runtime(config.pmd_cpus.as_deref()) {
+        Ok(rt) => rt,
         Err(e) => {
-            eprintln!("vswitchd: cannot install signal handlers: {e}");
+            eprintln!("vswitchd: cannot start the control plane's runtime: {e}");
             return ExitCode::from(1);
         }
     };
-    let daemon = match Daemon::start(config) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("vswitchd: {e}");
-            return ExitCode::from(2);
+    rt.block_on(async move {
+        match Daemon::start(config, args).await {
+            Ok(d) => {
+                d.run().await;
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("vswitchd: {e}");
+                ExitCode::from(2)
+            }
         }
-    };
-    if let Some(sig) = signals.forever().next() {
-        tracing::info!(signal = sig, "shutting down");
-    }
-    daemon.stop();
-    ExitCode::SUCCESS
+    })
 }

@@ -99,6 +99,13 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub emc_insert_inv_prob: Option<u32>,
 
+    /// Reassign rx queues to PMDs by measured load when the busiest PMD stays at 95 %
+    /// busy or more for 30 s and moving queues would lower its load by 25 % or more
+    /// (checked every 10 s, at most once a minute; like Open vSwitch's pmd-auto-lb).
+    /// `vswitchctl pmd-rebalance` does it on demand.
+    #[arg(long)]
+    pub pmd_auto_rebalance: bool,
+
     /// Serve the counters for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9477).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,

@@ -91,6 +91,8 @@ pub struct FileConfig {
     pub flow_cache: Option<bool>,
     /// EMC insertion probability is 1/N (1 = insert every miss).
     pub emc_insert_inv_prob: Option<u32>,
+    /// Rebalance rx queues over the PMDs automatically (`--pmd-auto-rebalance`).
+    pub pmd_auto_rebalance: Option<bool>,
     /// Prometheus endpoint address.
     pub metrics: Option<std::net::SocketAddr>,
 }

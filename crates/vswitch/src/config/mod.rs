@@ -207,6 +207,8 @@ pub struct Config {
     pub emc_insert_inv_prob: u32,
     /// Prometheus endpoint, if any.
     pub metrics: Option<std::net::SocketAddr>,
+    /// Rebalance rx queues over the PMDs automatically.
+    pub pmd_auto_rebalance: bool,
 }
 
 impl Config {
@@ -437,6 +439,7 @@ impl TryFrom<Args> for Config {
                 .unwrap_or(true),
             emc_insert_inv_prob,
             metrics: args.metrics.or(file.metrics),
+            pmd_auto_rebalance: args.pmd_auto_rebalance || file.pmd_auto_rebalance.unwrap_or(false),
             ports,
             pmd_cpus,
             poll: args.poll.or(file.poll).unwrap_or_default(),

@@ -1,20 +1,30 @@
-//! Prometheus export (`vswitchd --metrics ADDR`): the same counters `vswitchctl` shows,
-//! in the OpenMetrics text format, encoded by `prometheus-client` on each scrape from
-//! the per-PMD counters (nothing is added to the data path).
+//! Prometheus export (`vswitchd --metrics ADDR`) through hyper on the control plane's
+//! runtime: the same counters `vswitchctl` shows, in the OpenMetrics text format,
+//! encoded by `prometheus-client` on each scrape from the per-PMD counters (nothing is
+//! added to the data path), and a health check.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::model::stats::{DropReason, PortStats};
 use crate::switch::Switch;
+
+use super::ops::Control;
 
 /// Reads the switch's counters on each scrape.
 #[derive(Debug)]
@@ -144,45 +154,92 @@ impl Collector for SwitchCollector {
     }
 }
 
-/// Serves `GET /metrics` on `listener` until the switch stops.
-pub fn serve(listener: TcpListener, switch: Arc<Switch>) {
+/// Longest a client may take to send its request headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest a whole connection may last (request, encoding, reply).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most connections served at once; more wait in the kernel's accept queue.
+const MAX_CONNECTIONS: usize = 256;
+
+/// Serves the metrics endpoint on the tokio runtime until it stops: `GET /metrics`
+/// (OpenMetrics text, [`SwitchCollector`]), `GET /healthz` (200 `ok` while every PMD
+/// thread runs, else 503 with the reason). Every connection is its own task, bounded in
+/// time ([`HEADER_TIMEOUT`], [`CONNECTION_TIMEOUT`]), so a slow or idle client never
+/// holds up another scrape.
+pub async fn serve(listener: TcpListener, ctl: Arc<Control>) {
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(SwitchCollector(switch.clone())));
+    registry.register_collector(Box::new(SwitchCollector(ctl.switch.clone())));
     let registry = Arc::new(registry);
-    for stream in listener.incoming() {
-        if switch.stopping() {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        if let Err(e) = serve_one(stream, &registry) {
-            warn!(error = %e, "metrics client");
-        }
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                warn!(error = %e, "metrics accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (registry, ctl) = (registry.clone(), ctl.clone());
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let r = respond(&req, &registry, &ctl);
+                async move { Ok::<_, std::convert::Infallible>(r) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service);
+            if tokio::time::timeout(CONNECTION_TIMEOUT, conn)
+                .await
+                .is_err()
+            {
+                debug!("metrics client too slow; disconnected");
+            }
+            drop(permit);
+        });
     }
 }
 
-fn serve_one(stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    // Skip the request headers.
-    let mut line = String::new();
-    while reader.read_line(&mut line)? > 2 {
-        line.clear();
+/// The reply to one HTTP request.
+fn respond(req: &Request<Incoming>, registry: &Registry, ctl: &Control) -> Response<Full<Bytes>> {
+    let text = |status: StatusCode, body: String| {
+        Response::builder()
+            .status(status)
+            .header("content-type", "text/plain; charset=utf-8")
+            .body(Full::new(Bytes::from(body)))
+            .expect("a valid response")
+    };
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into());
     }
-    let mut w = stream;
-    if !request.starts_with("GET /metrics") {
-        return write!(
-            w,
-            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        );
+    match req.uri().path() {
+        "/metrics" => {
+            let mut body = String::new();
+            if let Err(e) = prometheus_client::encoding::text::encode(&mut body, registry) {
+                return text(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"));
+            }
+            Response::builder()
+                .header(
+                    "content-type",
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )
+                .body(Full::new(Bytes::from(body)))
+                .expect("a valid response")
+        }
+        "/healthz" => match ctl.health() {
+            Ok(()) => text(StatusCode::OK, "ok\n".into()),
+            Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        },
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found; try /metrics or /healthz\n".into(),
+        ),
     }
-    let mut body = String::new();
-    prometheus_client::encoding::text::encode(&mut body, registry)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    write!(
-        w,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
 }

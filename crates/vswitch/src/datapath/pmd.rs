@@ -113,11 +113,19 @@ impl Pmd {
         (work, t0)
     }
 
-    /// Runs the PMD loop until shutdown.
-    pub fn run(mut self, mode: PollMode) {
+    /// Runs the PMD loop until shutdown, waiting as `--poll` says when idle (read again
+    /// at every idle round: a reload may change it).
+    pub fn run(mut self) {
+        let shared = self.shared.clone();
+        let _alive = Alive::new(&shared);
         let mut idle_rounds: u32 = 0;
+        let mut rounds: u32 = 0;
         let mut last = cycles();
         while !self.switch.stopping() {
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(1024) {
+                self.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
+            }
             let (work, now) = self.round(last);
             let now = if work > 0 { now } else { cycles() };
             let shared = self.shared.clone();
@@ -130,13 +138,14 @@ impl Pmd {
             }
             c.idle_cycles.add(now.wrapping_sub(last));
             idle_rounds = idle_rounds.saturating_add(1);
-            let sleep = match mode {
+            let sleep = match self.switch.poll_mode() {
                 PollMode::Busy => false,
                 PollMode::Adaptive => idle_rounds >= ADAPTIVE_IDLE_ROUNDS,
                 PollMode::Interrupt => true,
             };
             if sleep {
                 self.sleep();
+                self.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
                 idle_rounds = 0;
                 // Sleeping time counts as idle.
                 let woke = cycles();
@@ -162,5 +171,21 @@ impl Pmd {
         }
         self.shared.counters.sleeps.add(1);
         set.wait(MAX_SLEEP_MS);
+    }
+}
+
+/// Marks a PMD thread alive while it exists (cleared on return and on unwind).
+struct Alive<'a>(&'a PmdShared);
+
+impl<'a> Alive<'a> {
+    fn new(s: &'a PmdShared) -> Self {
+        s.alive.store(true, Ordering::Release);
+        Alive(s)
+    }
+}
+
+impl Drop for Alive<'_> {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
     }
 }

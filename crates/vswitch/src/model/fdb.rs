@@ -78,7 +78,8 @@ type Map = HashMap<u64, FdbEntry, BuildHasherDefault<FxHasher>>;
 pub struct Fdb {
     map: RwLock<Map>,
     epoch: Instant,
-    aging: Duration,
+    /// Aging time, seconds (0: no aging); a reload may change it.
+    aging: AtomicU64,
     /// Bumped on every change that can alter a forwarding decision.
     generation: AtomicU64,
 }
@@ -98,7 +99,7 @@ impl Fdb {
         Fdb {
             map: RwLock::new(Map::default()),
             epoch: Instant::now(),
-            aging,
+            aging: AtomicU64::new(aging.as_secs()),
             generation: AtomicU64::new(0),
         }
     }
@@ -165,13 +166,18 @@ impl Fdb {
         self.generation.fetch_add(1, Relaxed);
     }
 
+    /// Sets the aging time (zero disables aging).
+    pub fn set_aging(&self, aging: Duration) {
+        self.aging.store(aging.as_secs(), Relaxed);
+    }
+
     /// Removes dynamic entries older than the aging time; returns how many.
     pub fn age(&self) -> usize {
-        if self.aging.is_zero() {
+        let max = self.aging.load(Relaxed);
+        if max == 0 {
             return 0;
         }
         let now = self.now();
-        let max = self.aging.as_secs();
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         let before = map.len();
         map.retain(|_, e| e.is_static || now.saturating_sub(e.last_seen.load(Relaxed)) < max);

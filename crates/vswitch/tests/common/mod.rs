@@ -10,7 +10,38 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use vswitch::control::{request, StatsRow};
+use vswitch::control::protocol::{
+    call, AclRow, PmdStatsRow, Request, Response, ShowReply, StatsRow,
+};
+
+/// Sends `req` to the daemon at `control` and returns its reply.
+pub fn ctl(control: &Path, req: Request) -> Result<Response, String> {
+    call(control, req, Duration::from_secs(60))
+}
+
+/// `show`, as JSON.
+pub fn show_json(control: &Path) -> Result<serde_json::Value, String> {
+    match ctl(control, Request::Show)? {
+        Response::Show(s) => Ok(serde_json::to_value::<ShowReply>(s).expect("show as JSON")),
+        other => Err(format!("unexpected reply {other:?}")),
+    }
+}
+
+/// `pmd-stats`.
+pub fn pmd_stats(control: &Path) -> Vec<PmdStatsRow> {
+    match ctl(control, Request::PmdStats).expect("pmd-stats") {
+        Response::PmdStats(s) => s,
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+/// `acl-list`.
+pub fn acl_list(control: &Path) -> Vec<AclRow> {
+    match ctl(control, Request::AclList { port: None }).expect("acl-list") {
+        Response::AclList(s) => s,
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
 
 /// Serializes the tests that run guests: two cores cannot host two sets of spinning
 /// testpmd forwarding cores at once.
@@ -124,13 +155,16 @@ impl Vswitchd {
             log,
         };
         wait_for(Duration::from_secs(10), "vswitchd control socket", || {
-            request(&v.control, "show").ok()
+            show_json(&v.control).ok()
         });
         v
     }
 
     pub fn stats(&self) -> Vec<StatsRow> {
-        serde_json::from_value(request(&self.control, "stats").expect("stats")).expect("stats json")
+        match ctl(&self.control, Request::Stats).expect("stats") {
+            Response::Stats(s) => s,
+            other => panic!("unexpected reply {other:?}"),
+        }
     }
 
     pub fn port(&self, name: &str) -> StatsRow {
@@ -141,7 +175,7 @@ impl Vswitchd {
     }
 
     pub fn show(&self) -> serde_json::Value {
-        request(&self.control, "show").expect("show")
+        show_json(&self.control).expect("show")
     }
 
     pub fn log(&self) -> String {

@@ -1,0 +1,243 @@
+//! Answers to the control requests that read or edit the switch in place: show,
+//! counters, the FDB, flows, offloads and ACLs. Port additions and deletions, reloads
+//! and rebalances are in [`super::ops`].
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::ops::Control;
+use super::protocol::{
+    AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, Request, Response, StatsRow,
+};
+use crate::model::fdb::Dest;
+use crate::model::topology::Topology;
+use crate::ports::PortKind;
+use crate::switch::Switch;
+
+/// How long `flows` waits for a PMD to dump its cache.
+const FLOWS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Answers one request.
+///
+/// # Errors
+/// A message for the client: what was wrong with the request, or what failed.
+pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Response, String> {
+    let sw = &ctl.switch;
+    Ok(match req {
+        Request::Show => Response::Show(sw.show()),
+        Request::Stats => Response::Stats(stats(&sw.topo())),
+        Request::Fdb => Response::Fdb(fdb(sw)),
+        Request::PmdStats => Response::PmdStats(pmd_stats(sw)),
+        Request::Flows { pmd } => Response::Flows(flows(sw, pmd).await?),
+        Request::Offloads => Response::Offloads(offloads(&sw.topo())),
+        Request::AclList { port } => Response::AclList(acl_list(&sw.topo(), port.as_deref())?),
+        Request::AclAdd {
+            port,
+            position,
+            rule,
+        } => {
+            let _g = ctl.ops.lock().await;
+            acl_add(sw, port, position, &rule)?
+        }
+        Request::AclDel { port, index } => {
+            let _g = ctl.ops.lock().await;
+            acl_del(sw, port, index)?
+        }
+        Request::AddPort { flag, spec } => ctl.add_port(flag, &spec).await?,
+        Request::DelPort { name } => ctl.del_port(&name).await?,
+        Request::PmdRebalance => ctl.rebalance().await?,
+        Request::Reload => ctl.reload().await?,
+    })
+}
+
+fn port_id(topo: &Topology, name: &str) -> Result<u16, String> {
+    topo.by_name(name)
+        .map(|p| p.port.id)
+        .ok_or_else(|| format!("no port named {name:?}"))
+}
+
+/// Per-port counters.
+pub fn stats(topo: &Topology) -> Vec<StatsRow> {
+    topo.iter()
+        .map(|p| StatsRow {
+            port: p.port.name.clone(),
+            link: if p.port.link_up() { "up" } else { "down" }.into(),
+            stats: p.port.stats().into(),
+        })
+        .collect()
+}
+
+fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {
+    let topo = sw.topo();
+    sw.fdb
+        .rows()
+        .into_iter()
+        .map(|r| FdbRowNamed {
+            vlan: sw.domains.key(r.domain).map_or(0, |k| k.vlan()),
+            mac: r.mac.to_string(),
+            port: match r.dest {
+                Dest::Port(p) => topo
+                    .port(p)
+                    .map_or_else(|| p.to_string(), |p| p.port.name.clone()),
+            },
+            age_secs: r.age_secs,
+            is_static: r.is_static,
+        })
+        .collect()
+}
+
+fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
+    let topo = sw.topo();
+    sw.pmds
+        .iter()
+        .map(|m| {
+            let c = &m.counters;
+            let (p, b, busy, idle) = (
+                c.packets.get(),
+                c.batches.get(),
+                c.busy_cycles.get(),
+                c.idle_cycles.get(),
+            );
+            let queues = topo.pmd_queues.get(m.index).map_or(&[][..], Vec::as_slice);
+            let hits = m.cache_stats[0].get() + m.cache_stats[1].get();
+            let lookups = hits + m.cache_stats[2].get();
+            PmdStatsRow {
+                pmd: m.index,
+                cpu: m.cpu,
+                queues: queues
+                    .iter()
+                    .map(|&(port, q)| {
+                        let name = topo.port(port).map_or("?", |p| p.port.name.as_str());
+                        format!("{name}/{q}")
+                    })
+                    .collect(),
+                queue_packets: queues
+                    .iter()
+                    .map(|&(port, q)| {
+                        topo.port(port)
+                            .and_then(|p| p.port.queue_load(q))
+                            .map_or(0, |l| l.packets.load(Ordering::Relaxed))
+                    })
+                    .collect(),
+                packets: p,
+                batches: b,
+                mean_batch: ratio(p, b, 1.0),
+                busy_cycles: busy,
+                idle_cycles: idle,
+                busy_percent: ratio(busy, busy + idle, 100.0),
+                cycles_per_packet: ratio(busy, p, 1.0),
+                sleeps: c.sleeps.get(),
+                cache_last_flow_hits: m.cache_stats[0].get(),
+                cache_emc_hits: m.cache_stats[1].get(),
+                cache_misses: m.cache_stats[2].get(),
+                cache_stale_misses: m.cache_stats[3].get(),
+                cache_hit_percent: ratio(hits, lookups, 100.0),
+            }
+        })
+        .collect()
+}
+
+fn ratio(a: u64, b: u64, scale: f64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        scale * a as f64 / b as f64
+    }
+}
+
+/// Asks each PMD (or only `only`) for its cached flows and waits for the answers.
+async fn flows(sw: &Switch, only: Option<usize>) -> Result<Vec<FlowsReply>, String> {
+    if let Some(o) = only {
+        if o >= sw.pmds.len() {
+            return Err(format!("flows: no PMD {o}; there are {}", sw.pmds.len()));
+        }
+    }
+    let mut out = Vec::new();
+    for m in &sw.pmds {
+        if only.is_some_and(|o| o != m.index) {
+            continue;
+        }
+        *m.dump.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        m.dump_request.store(true, Ordering::Release);
+        let _ = m.wake.write(1);
+        let deadline = Instant::now() + FLOWS_TIMEOUT;
+        let flows = loop {
+            if let Some(f) = m.dump.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                break f;
+            }
+            if Instant::now() > deadline {
+                return Err(format!("pmd{} did not answer within 3 s", m.index));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        out.push(FlowsReply {
+            pmd: m.index,
+            flows,
+        });
+    }
+    Ok(out)
+}
+
+fn offloads(topo: &Topology) -> Vec<OffloadsRow> {
+    topo.iter()
+        .filter_map(|p| match &p.port.kind {
+            PortKind::Afxdp(x) => Some(OffloadsRow {
+                port: p.port.name.clone(),
+                iface: x.iface.clone(),
+                afxdp_mode: x.mode.to_string(),
+                afxdp_reason: x.reason.clone(),
+                plan: x.plan.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn acl_list(topo: &Topology, only: Option<&str>) -> Result<Vec<AclRow>, String> {
+    let only = only.map(|n| port_id(topo, n)).transpose()?;
+    let mut rows = Vec::new();
+    for p in topo.iter() {
+        if only.is_some_and(|o| o != p.port.id) {
+            continue;
+        }
+        for (i, r) in p.acl.rules.rules().iter().enumerate() {
+            rows.push(AclRow {
+                port: p.port.name.clone(),
+                index: i,
+                rule: r.to_string(),
+                drops: p.acl.drops(i),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+fn acl_add(
+    sw: &Switch,
+    port: String,
+    position: Option<usize>,
+    rule: &str,
+) -> Result<Response, String> {
+    let id = port_id(&sw.topo(), &port)?;
+    let rule: crate::model::acl::AclRule = rule
+        .parse()
+        .map_err(|e: crate::model::acl::AclError| e.to_string())?;
+    let index = sw
+        .edit_acl(id, |a| match position {
+            Some(i) => a.insert(i, rule).map(|()| i),
+            None => a.push(rule),
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(Response::AclAdded { port, index })
+}
+
+fn acl_del(sw: &Switch, port: String, index: usize) -> Result<Response, String> {
+    let id = port_id(&sw.topo(), &port)?;
+    let removed = sw
+        .edit_acl(id, |a| a.remove(index))
+        .map_err(|e| e.to_string())?;
+    Ok(Response::AclDeleted {
+        port,
+        removed: removed.to_string(),
+    })
+}

@@ -1,0 +1,638 @@
+//! Changing the switch while it runs: ports added and deleted, the configuration file
+//! reloaded, rx queues rebalanced over the PMDs.
+//!
+//! Every change is a new topology snapshot (one generation); PMDs pick it up between
+//! bursts, so frames of other ports are neither dropped nor delayed. A deleted port is
+//! torn down only once every PMD runs a snapshot without it. Changes are serialized by
+//! [`Control::ops`].
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use super::protocol::{PmdLoad, RebalanceReply, ReloadReply, Response};
+use crate::config::{Args, Config, PortConfig, PortFlag};
+use crate::model::fdb::PortId;
+use crate::model::topology::{PortAcl, Topology};
+use crate::ports::Port;
+use crate::switch::Switch;
+
+/// How long a change waits for every PMD to run the new topology.
+const ADOPT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a deletion waits for a vhost-user port's service to end.
+const SERVICE_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The control plane's state: the switch, the command line (a reload re-reads the file
+/// it names and keeps its flags), the running vhost-user services, and the lock that
+/// serializes changes.
+pub struct Control {
+    /// The switch.
+    pub switch: Arc<Switch>,
+    args: Args,
+    services: Mutex<HashMap<String, JoinHandle<()>>>,
+    /// Held by every change (ports, reloads, rebalances, ACL edits).
+    pub ops: tokio::sync::Mutex<()>,
+    /// Queue loads (cycles) at the last rebalance, to measure the load since.
+    rebalanced_at: Mutex<HashMap<(String, u16), u64>>,
+    /// Each PMD's last heartbeat value and when it changed (for the health check).
+    pub(super) beats: Mutex<Vec<(u64, std::time::Instant)>>,
+    /// The kernel's network state (links, addresses, routes, neighbours).
+    pub net: Arc<std::sync::RwLock<super::netlink::NetState>>,
+}
+
+impl Control {
+    /// The control plane of `switch`, started from `args`.
+    pub fn new(switch: Arc<Switch>, args: Args) -> Arc<Self> {
+        Arc::new(Control {
+            switch,
+            args,
+            services: Mutex::new(HashMap::new()),
+            ops: tokio::sync::Mutex::new(()),
+            rebalanced_at: Mutex::new(HashMap::new()),
+            beats: Mutex::new(Vec::new()),
+            net: Arc::default(),
+        })
+    }
+
+    /// Starts serving the vhost-user port `port` (accepting or connecting; a client
+    /// retries every second), on the runtime's blocking threads.
+    pub fn start_service(self: &Arc<Self>, port: Arc<Port>) {
+        if port.vhost().is_none() {
+            return;
+        }
+        let name = port.name.clone();
+        let task = tokio::spawn(serve_vhost(self.switch.clone(), port));
+        if let Some(old) = self
+            .services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name, task)
+        {
+            old.abort();
+        }
+    }
+
+    /// Adds the port `flag` `spec` describes.
+    ///
+    /// # Errors
+    /// The spec is invalid, clashes with a port (name, socket, interface), or the port
+    /// cannot be opened; nothing changed.
+    pub async fn add_port(
+        self: &Arc<Self>,
+        flag: PortFlag,
+        spec: &str,
+    ) -> Result<Response, String> {
+        let _g = self.ops.lock().await;
+        let (field, cfg) = crate::config::parse_port(flag, spec).map_err(|e| e.to_string())?;
+        let mut config = (**self.switch.config()).clone();
+        let mut all = named_ports(&config);
+        all.push((field, cfg.clone()));
+        crate::config::validate_ports(&all).map_err(|e| e.to_string())?;
+        config.ports.push(cfg.clone());
+        let id = self
+            .switch
+            .topo()
+            .free_id()
+            .ok_or("too many ports: every port number is taken")?;
+        let port = self.open(id, cfg.clone()).await?;
+        let tp = self
+            .switch
+            .placed(port.clone(), &cfg, &config)
+            .map_err(|e| e.to_string())?;
+        let (_, generation) = self.switch.publish(|t| {
+            t.insert(tp);
+            Ok::<_, String>(())
+        })?;
+        self.switch.set_config(config);
+        self.start_service(port.clone());
+        self.adopted(generation).await;
+        info!(port = %cfg.name, id, kind = %cfg.kind, "port added");
+        Ok(Response::PortAdded { name: cfg.name, id })
+    }
+
+    /// Deletes port `name`: its queues leave their PMDs, then its guest sees the link go
+    /// down (or its XDP program is detached, its tap removed), its socket is removed, its
+    /// FDB entries and cached flows go.
+    ///
+    /// # Errors
+    /// No port has that name.
+    pub async fn del_port(self: &Arc<Self>, name: &str) -> Result<Response, String> {
+        let _g = self.ops.lock().await;
+        let mut config = (**self.switch.config()).clone();
+        self.remove_ports(&[name.to_string()], &mut config).await?;
+        self.switch.set_config(config);
+        info!(port = name, "port deleted");
+        Ok(Response::PortDeleted { name: name.into() })
+    }
+
+    /// Removes `names` from the topology in one generation, waits until no PMD uses
+    /// them, then tears them down. `config` loses them too.
+    async fn remove_ports(
+        self: &Arc<Self>,
+        names: &[String],
+        config: &mut Config,
+    ) -> Result<(), String> {
+        let (removed, generation) = self.switch.publish(|t| {
+            let mut out = Vec::new();
+            for n in names {
+                let id = t
+                    .by_name(n)
+                    .map(|p| p.port.id)
+                    .ok_or_else(|| format!("no port named {n:?}"))?;
+                out.extend(t.remove(id));
+            }
+            Ok::<_, String>(out)
+        })?;
+        config.ports.retain(|p| !names.contains(&p.name));
+        config.acl.retain(|(p, _)| !names.contains(p));
+        config.fdb_static.retain(|e| !names.contains(&e.port));
+        self.adopted(generation).await;
+        for tp in removed {
+            self.teardown(tp.port).await;
+        }
+        Ok(())
+    }
+
+    /// Closes a port no PMD uses any more and waits for its service to end.
+    async fn teardown(&self, port: Arc<Port>) {
+        let p = port.clone();
+        let _ = tokio::task::spawn_blocking(move || p.close()).await;
+        let task = self
+            .services
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&port.name);
+        if let Some(task) = task {
+            if tokio::time::timeout(SERVICE_STOP_TIMEOUT, task)
+                .await
+                .is_err()
+            {
+                warn!(port = %port.name, "vhost-user service did not stop within 5 s");
+            }
+        }
+        let n = self.switch.fdb.flush_port(port.id, true);
+        info!(port = %port.name, flushed_macs = n, "port torn down");
+        // The last references go with `port` here (the topology no longer has it): an
+        // uplink's sockets and UMEM, a tap device.
+        let _ = tokio::task::spawn_blocking(move || drop(port)).await;
+    }
+
+    /// Opens (and binds) a port on a blocking thread.
+    async fn open(&self, id: PortId, cfg: PortConfig) -> Result<Arc<Port>, String> {
+        let pmds = self.switch.pmds.len();
+        tokio::task::spawn_blocking(move || {
+            let port = Port::open(id, &cfg, pmds).map_err(|e| e.to_string())?;
+            if let Some(v) = port.vhost() {
+                v.bind().map_err(|e| {
+                    format!(
+                        "port {}: cannot listen on {}: {e}",
+                        cfg.name,
+                        v.path.display()
+                    )
+                })?;
+            }
+            Ok(Arc::new(port))
+        })
+        .await
+        .map_err(|e| format!("opening the port failed: {e}"))?
+    }
+
+    /// Waits until every PMD runs `generation`.
+    async fn adopted(&self, generation: u64) {
+        let sw = self.switch.clone();
+        let ok = tokio::task::spawn_blocking(move || sw.wait_adopted(generation, ADOPT_TIMEOUT))
+            .await
+            .unwrap_or(false);
+        if !ok && !self.switch.stopping() {
+            warn!(
+                generation,
+                "a PMD did not pick up the new topology within 5 s"
+            );
+        }
+    }
+
+    /// Re-reads the configuration file and applies the difference: ports added,
+    /// deleted, changed in place (VLAN, ACL) or replaced (anything else), static MACs,
+    /// aging and poll mode.
+    ///
+    /// # Errors
+    /// The file does not parse or validate, or changes a setting that needs a restart:
+    /// nothing changed. A replaced port that cannot be opened again is reported (the
+    /// rest was applied).
+    pub async fn reload(self: &Arc<Self>) -> Result<Response, String> {
+        let _g = self.ops.lock().await;
+        let new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
+        let old = (**self.switch.config()).clone();
+        restart_needed(&old, &new)?;
+        let plan = ReloadPlan::new(&old, &new);
+        // Ports that are only new are opened first: if one fails, nothing changed.
+        let mut opened = Vec::new();
+        let mut next_id = (*self.switch.topo()).clone();
+        for cfg in &plan.added {
+            let id = next_id.free_id().ok_or("too many ports")?;
+            let port = match self.open(id, cfg.clone()).await {
+                Ok(p) => p,
+                Err(e) => {
+                    for p in opened.iter().map(|(p, _): &(Arc<Port>, _)| p) {
+                        p.close();
+                    }
+                    return Err(format!("reload: {e}; nothing changed"));
+                }
+            };
+            // Reserve the id for the next port opened.
+            next_id.insert(
+                self.switch
+                    .placed(port.clone(), cfg, &new)
+                    .map_err(|e| e.to_string())?,
+            );
+            opened.push((port, cfg.clone()));
+        }
+        let mut config = old.clone();
+        let gone: Vec<String> = plan
+            .deleted
+            .iter()
+            .chain(&plan.replaced)
+            .map(|p| p.name.clone())
+            .collect();
+        self.remove_ports(&gone, &mut config).await?;
+        let pmds = self.switch.pmds.len();
+        let placed: Vec<_> = opened
+            .iter()
+            .map(|(p, cfg)| self.switch.placed(p.clone(), cfg, &new))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        let sw = self.switch.clone();
+        let (changed, generation) = self.switch.publish(|t| {
+            for tp in placed {
+                t.insert(tp);
+            }
+            Ok::<_, String>(apply_in_place(&sw, t, &new, pmds))
+        })?;
+        for (p, _) in opened {
+            self.start_service(p);
+        }
+        self.adopted(generation).await;
+        for name in &changed.domain_changed {
+            if let Some(p) = self.switch.topo().by_name(name) {
+                self.switch.fdb.flush_port(p.port.id, false);
+            }
+        }
+        let mut failed = Vec::new();
+        for cfg in &plan.replaced {
+            if let Err(e) = self.add_replaced(cfg, &new).await {
+                failed.push(e);
+            }
+        }
+        self.switch.install_static_macs(&new);
+        self.switch
+            .fdb
+            .set_aging(Duration::from_secs(new.fdb_aging_secs));
+        self.switch.set_config(new);
+        let reply = ReloadReply {
+            added: plan.added.iter().map(|p| p.name.clone()).collect(),
+            deleted: plan.deleted.iter().map(|p| p.name.clone()).collect(),
+            changed: changed.names,
+            replaced: plan.replaced.iter().map(|p| p.name.clone()).collect(),
+        };
+        info!(?reply, "configuration reloaded");
+        if !failed.is_empty() {
+            return Err(format!("reload applied except: {}", failed.join("; ")));
+        }
+        Ok(Response::Reloaded(reply))
+    }
+
+    /// Opens a replaced port again under its new configuration.
+    async fn add_replaced(
+        self: &Arc<Self>,
+        cfg: &PortConfig,
+        config: &Config,
+    ) -> Result<(), String> {
+        let id = self.switch.topo().free_id().ok_or("too many ports")?;
+        let port = self.open(id, cfg.clone()).await?;
+        let tp = self
+            .switch
+            .placed(port.clone(), cfg, config)
+            .map_err(|e| e.to_string())?;
+        let (_, generation) = self.switch.publish(|t| {
+            t.insert(tp);
+            Ok::<_, String>(())
+        })?;
+        self.start_service(port);
+        self.adopted(generation).await;
+        Ok(())
+    }
+
+    /// Reassigns rx queues to PMDs by the load measured since the last rebalance
+    /// (greedy, busiest queue first to the least loaded PMD, as Open vSwitch's `cycles`
+    /// assignment does).
+    ///
+    /// # Errors
+    /// None today; the signature leaves room for a refused rebalance.
+    pub async fn rebalance(self: &Arc<Self>) -> Result<Response, String> {
+        let _g = self.ops.lock().await;
+        Ok(Response::Rebalanced(self.rebalance_locked()))
+    }
+
+    /// The busiest PMD's measured load (cycles since the last rebalance) now, and under
+    /// the assignment a rebalance would make.
+    pub(super) fn rebalance_gain(&self) -> (f64, f64) {
+        let topo = self.switch.topo();
+        let last = self.rebalanced_at.lock().unwrap_or_else(|e| e.into_inner());
+        let loads = queue_loads(&topo, &last);
+        let mut now = vec![0u64; self.switch.pmds.len()];
+        for &(p, q, l) in &loads {
+            if let Some(m) = topo.pmd_of(p, q) {
+                now[m] += l;
+            }
+        }
+        let plan = assign(&loads, self.switch.pmds.len());
+        let after = plan
+            .iter()
+            .map(|qs| qs.iter().map(|q| q.2).sum::<u64>())
+            .max()
+            .unwrap_or(0);
+        (now.into_iter().max().unwrap_or(0) as f64, after as f64)
+    }
+
+    pub(super) fn rebalance_locked(&self) -> RebalanceReply {
+        let topo = self.switch.topo();
+        let mut last = self.rebalanced_at.lock().unwrap_or_else(|e| e.into_inner());
+        let loads = queue_loads(&topo, &last);
+        let plan = assign(&loads, self.switch.pmds.len());
+        let moved = plan
+            .iter()
+            .enumerate()
+            .map(|(pmd, qs)| {
+                qs.iter()
+                    .filter(|q| topo.pmd_of(q.0, q.1) != Some(pmd))
+                    .count()
+            })
+            .sum();
+        if moved > 0 {
+            let plan = plan.clone();
+            let _ = self.switch.publish(|t| {
+                t.pmd_queues = plan
+                    .iter()
+                    .map(|qs| qs.iter().map(|&(p, q, _)| (p, q)).collect())
+                    .collect();
+                Ok::<_, ()>(())
+            });
+        }
+        *last = cumulative_loads(&topo);
+        let total: u64 = loads.iter().map(|l| l.2).sum::<u64>().max(1);
+        let pmds = plan
+            .iter()
+            .enumerate()
+            .map(|(pmd, qs)| PmdLoad {
+                pmd,
+                queues: qs
+                    .iter()
+                    .map(|&(p, q, _)| {
+                        format!("{}/{q}", topo.port(p).map_or("?", |p| p.port.name.as_str()))
+                    })
+                    .collect(),
+                cycles: qs.iter().map(|q| q.2).collect(),
+                percent: 100.0 * qs.iter().map(|q| q.2).sum::<u64>() as f64 / total as f64,
+            })
+            .collect();
+        if moved > 0 {
+            info!(moved, "rx queues rebalanced over the PMDs");
+        }
+        RebalanceReply { moved, pmds }
+    }
+}
+
+/// Serves a vhost-user port until it is closed: one connection at a time on a blocking
+/// thread; a client-mode port that finds no peer retries every second.
+async fn serve_vhost(switch: Arc<Switch>, port: Arc<Port>) {
+    let mut logged_absent = false;
+    loop {
+        let v = port.vhost().expect("a vhost-user port");
+        if v.is_closed() || switch.stopping() {
+            return;
+        }
+        let (sw, p) = (switch.clone(), port.clone());
+        let r = tokio::task::spawn_blocking(move || {
+            let changed = |up: bool| {
+                if !up {
+                    let n = sw.fdb.flush_port(p.id, false);
+                    info!(port = %p.name, flushed_macs = n, "port disconnected");
+                }
+                sw.wakers.wake_all();
+            };
+            let v = p.vhost().expect("a vhost-user port");
+            v.serve_once(&p.name, &sw.wakers, &changed)
+        })
+        .await;
+        let v = port.vhost().expect("a vhost-user port");
+        match r {
+            Ok(Ok(())) => logged_absent = false,
+            Ok(Err(_)) | Err(_) if v.is_closed() || switch.stopping() => return,
+            Ok(Err(e)) => {
+                if v.mode == crate::config::PortType::VhostUser {
+                    warn!(port = %port.name, error = %e, "vhost-user accept failed");
+                } else if !logged_absent {
+                    info!(port = %port.name, path = %v.path.display(), error = %e,
+                          "peer socket not available; retrying every second");
+                    logged_absent = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(e) => {
+                warn!(port = %port.name, error = %e, "vhost-user service thread failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// `config`'s ports, each named by its name (for errors about the port set).
+fn named_ports(config: &Config) -> Vec<(String, PortConfig)> {
+    config
+        .ports
+        .iter()
+        .map(|p| (format!("port {:?}", p.name), p.clone()))
+        .collect()
+}
+
+/// Settings that cannot change while vswitchd runs.
+fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
+    let mut what = Vec::new();
+    if old.pmd_cpus != new.pmd_cpus {
+        what.push("pmd_cpus");
+    }
+    if old.control != new.control {
+        what.push("control");
+    }
+    if old.metrics != new.metrics {
+        what.push("metrics");
+    }
+    if old.flow_cache != new.flow_cache {
+        what.push("flow_cache");
+    }
+    if old.emc_insert_inv_prob != new.emc_insert_inv_prob {
+        what.push("emc_insert_inv_prob");
+    }
+    if what.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "reload: {} cannot change while vswitchd runs (restart it to apply); nothing changed",
+            what.join(", ")
+        ))
+    }
+}
+
+/// Which ports a reload adds, deletes and replaces (compared by name).
+struct ReloadPlan {
+    added: Vec<PortConfig>,
+    deleted: Vec<PortConfig>,
+    replaced: Vec<PortConfig>,
+}
+
+impl ReloadPlan {
+    fn new(old: &Config, new: &Config) -> Self {
+        let find = |c: &Config, n: &str| c.ports.iter().find(|p| p.name == n).cloned();
+        let mut plan = ReloadPlan {
+            added: Vec::new(),
+            deleted: Vec::new(),
+            replaced: Vec::new(),
+        };
+        for p in &new.ports {
+            match find(old, &p.name) {
+                None => plan.added.push(p.clone()),
+                Some(o) if !same_but_domain(&o, p) => plan.replaced.push(p.clone()),
+                Some(_) => {}
+            }
+        }
+        for p in &old.ports {
+            if find(new, &p.name).is_none() {
+                plan.deleted.push(p.clone());
+            }
+        }
+        plan
+    }
+}
+
+/// Whether two configurations of a port differ at most in what changes in place.
+fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
+    PortConfig {
+        vlan: b.vlan,
+        ..a.clone()
+    } == *b
+}
+
+/// Ports a reload changed in place; those whose domain changed lose their learned MACs.
+struct InPlace {
+    names: Vec<String>,
+    domain_changed: Vec<String>,
+}
+
+/// Gives every port of `t` that `new` keeps its new VLAN and ACL.
+fn apply_in_place(sw: &Switch, t: &mut Topology, new: &Config, pmds: usize) -> InPlace {
+    let mut out = InPlace {
+        names: Vec::new(),
+        domain_changed: Vec::new(),
+    };
+    for tp in t.ports.iter_mut().flatten() {
+        let Some(cfg) = new.ports.iter().find(|p| p.name == tp.port.name) else {
+            continue;
+        };
+        let Ok(placed) = sw.placed(tp.port.clone(), cfg, new) else {
+            continue;
+        };
+        let mut changed = false;
+        if placed.domain != tp.domain {
+            out.domain_changed.push(cfg.name.clone());
+            tp.domain = placed.domain;
+            tp.domain_key = placed.domain_key;
+            changed = true;
+        }
+        if placed.acl.rules.rules() != tp.acl.rules.rules() {
+            tp.acl = Arc::new(PortAcl::new(placed.acl.rules.clone(), pmds));
+            changed = true;
+        }
+        tp.config = placed.config;
+        if changed {
+            out.names.push(cfg.name.clone());
+        }
+    }
+    out
+}
+
+/// Cumulative cycles per (port name, queue).
+fn cumulative_loads(topo: &Topology) -> HashMap<(String, u16), u64> {
+    let mut m = HashMap::new();
+    for tp in topo.iter() {
+        for q in 0..tp.port.rx_queues() {
+            if let Some(l) = tp.port.queue_load(q) {
+                m.insert((tp.port.name.clone(), q), l.cycles.load(Ordering::Relaxed));
+            }
+        }
+    }
+    m
+}
+
+/// Each queue of `topo` with the cycles it took since `since` was measured.
+fn queue_loads(topo: &Topology, since: &HashMap<(String, u16), u64>) -> Vec<(PortId, u16, u64)> {
+    let mut v = Vec::new();
+    for tp in topo.iter() {
+        for q in 0..tp.port.rx_queues() {
+            let now = tp
+                .port
+                .queue_load(q)
+                .map_or(0, |l| l.cycles.load(Ordering::Relaxed));
+            let before = since.get(&(tp.port.name.clone(), q)).copied().unwrap_or(0);
+            v.push((tp.port.id, q, now.saturating_sub(before)));
+        }
+    }
+    v
+}
+
+/// Assigns queues to `pmds` PMDs: busiest first, each to the PMD with the least load so
+/// far (fewest queues on a tie). Returns each PMD's (port, queue, load).
+pub fn assign(loads: &[(PortId, u16, u64)], pmds: usize) -> Vec<Vec<(PortId, u16, u64)>> {
+    let mut sorted = loads.to_vec();
+    sorted.sort_by(|a, b| b.2.cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
+    let mut out: Vec<Vec<(PortId, u16, u64)>> = vec![Vec::new(); pmds.max(1)];
+    let mut total = vec![0u64; pmds.max(1)];
+    for l in sorted {
+        let i = (0..out.len())
+            .min_by_key(|&i| (total[i], out[i].len()))
+            .expect("at least one PMD");
+        total[i] += l.2;
+        out[i].push(l);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::assign;
+
+    #[test]
+    fn busiest_queues_go_to_the_least_loaded_pmds() {
+        // Two busy queues and two idle ones over two PMDs: one busy queue each.
+        let loads = [(0, 0, 900), (1, 0, 10), (2, 0, 800), (3, 0, 0)];
+        let a = assign(&loads, 2);
+        let busy: Vec<u64> = a.iter().map(|qs| qs.iter().map(|q| q.2).sum()).collect();
+        assert_eq!(busy, vec![900, 810]);
+        assert!(a[0].iter().any(|q| q.0 == 0) && a[1].iter().any(|q| q.0 == 2));
+        // Every queue is placed exactly once.
+        let mut all: Vec<_> = a.iter().flatten().map(|q| (q.0, q.1)).collect();
+        all.sort();
+        assert_eq!(all, vec![(0, 0), (1, 0), (2, 0), (3, 0)]);
+    }
+
+    #[test]
+    fn idle_queues_spread_by_count() {
+        let loads: Vec<_> = (0..6).map(|p| (p, 0, 0)).collect();
+        let a = assign(&loads, 3);
+        assert!(a.iter().all(|qs| qs.len() == 2), "{a:?}");
+    }
+}

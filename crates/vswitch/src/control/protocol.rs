@@ -1,0 +1,490 @@
+//! The control protocol: one JSON message per line over the control socket, a typed
+//! request and a typed reply shared by `vswitchd` and `vswitchctl`.
+//!
+//! A request is `{"version":1,"cmd":"stats"}` (a [`Request`] tagged by `cmd`, with its
+//! fields beside it); a reply is `{"version":1,"ok":{"reply":"stats","data":[…]}}` or
+//! `{"version":1,"error":"…"}`. A client may send several requests on one connection,
+//! one line each, and gets one reply line per request, in order.
+//!
+//! Limits (the server's): a request line is at most [`MAX_REQUEST_BYTES`] (a longer
+//! one gets an error reply and the connection is closed); a client that sends nothing
+//! for [`IDLE_TIMEOUT`] is disconnected. Any number of clients are served at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::PortFlag;
+
+/// The protocol version this build speaks. A request with another version is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Longest request line the server reads (bytes, newline included).
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// A client that sends no complete request for this long is disconnected.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A request to the daemon.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// Ports, link, queues, features, PMD of each queue.
+    Show,
+    /// Per-port counters and drops by reason.
+    Stats,
+    /// The MAC table.
+    Fdb,
+    /// Per-PMD counters and flow-cache hits.
+    PmdStats,
+    /// The flows each PMD (or only `pmd`) has cached.
+    Flows {
+        /// Only this PMD.
+        #[serde(default)]
+        pmd: Option<usize>,
+    },
+    /// Per AF_XDP uplink, the offload plan.
+    Offloads,
+    /// ACL rules with their drop counts (of every port, or only `port`).
+    AclList {
+        /// Only this port.
+        #[serde(default)]
+        port: Option<String>,
+    },
+    /// Adds a rule to `port`'s ACL, at the end or at `position`.
+    AclAdd {
+        /// Port name.
+        port: String,
+        /// Insert at this index instead of appending.
+        #[serde(default)]
+        position: Option<usize>,
+        /// The rule in the one-line syntax (`drop ip_proto=udp l4_dst=5000-5999`).
+        rule: String,
+    },
+    /// Deletes rule `index` of `port`'s ACL.
+    AclDel {
+        /// Port name.
+        port: String,
+        /// Rule index.
+        index: usize,
+    },
+    /// Adds a port, written exactly as vswitchd's flag `flag` takes it.
+    AddPort {
+        /// The flag the spec is written for.
+        flag: PortFlag,
+        /// `NAME=PATH[,…]`, `NAME=IFACE[,…]` or `NAME=IFNAME[,…]`.
+        spec: String,
+    },
+    /// Deletes a port of any kind.
+    DelPort {
+        /// Port name.
+        name: String,
+    },
+    /// Reassigns rx queues to PMDs by measured load.
+    PmdRebalance,
+    /// Re-reads the configuration file and applies the difference.
+    Reload,
+}
+
+/// A request line: the protocol version and the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestLine {
+    /// [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The request.
+    #[serde(flatten)]
+    pub request: Request,
+}
+
+/// A successful reply's data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "reply", content = "data", rename_all = "kebab-case")]
+pub enum Response {
+    /// To [`Request::Show`].
+    Show(ShowReply),
+    /// To [`Request::Stats`].
+    Stats(Vec<StatsRow>),
+    /// To [`Request::Fdb`].
+    Fdb(Vec<FdbRowNamed>),
+    /// To [`Request::PmdStats`].
+    PmdStats(Vec<PmdStatsRow>),
+    /// To [`Request::Flows`].
+    Flows(Vec<FlowsReply>),
+    /// To [`Request::Offloads`].
+    Offloads(Vec<OffloadsRow>),
+    /// To [`Request::AclList`].
+    AclList(Vec<AclRow>),
+    /// To [`Request::AclAdd`]: where the rule went.
+    AclAdded {
+        /// Port name.
+        port: String,
+        /// The rule's index.
+        index: usize,
+    },
+    /// To [`Request::AclDel`]: the rule removed.
+    AclDeleted {
+        /// Port name.
+        port: String,
+        /// The rule, in the one-line syntax.
+        removed: String,
+    },
+    /// To [`Request::AddPort`].
+    PortAdded {
+        /// Port name.
+        name: String,
+        /// Its id.
+        id: u16,
+    },
+    /// To [`Request::DelPort`].
+    PortDeleted {
+        /// Port name.
+        name: String,
+    },
+    /// To [`Request::PmdRebalance`].
+    Rebalanced(RebalanceReply),
+    /// To [`Request::Reload`].
+    Reloaded(ReloadReply),
+}
+
+/// A reply line: the protocol version and either the data or an error message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplyLine {
+    /// [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The data, on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<Response>,
+    /// What went wrong, on failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ReplyLine {
+    /// The reply to a request that succeeded or failed.
+    pub fn new(r: Result<Response, String>) -> Self {
+        match r {
+            Ok(v) => ReplyLine {
+                version: PROTOCOL_VERSION,
+                ok: Some(v),
+                error: None,
+            },
+            Err(e) => ReplyLine {
+                version: PROTOCOL_VERSION,
+                ok: None,
+                error: Some(e),
+            },
+        }
+    }
+}
+
+/// Sends `req` to the daemon at `socket` and returns its reply (blocking; the client side
+/// used by vswitchctl and the tests). Waits up to `timeout` for the reply.
+///
+/// # Errors
+/// The socket cannot be reached, the daemon answered with an error, or the reply is
+/// not one this build understands.
+pub fn call(socket: &Path, req: Request, timeout: Duration) -> Result<Response, String> {
+    let mut s = UnixStream::connect(socket).map_err(|e| {
+        format!(
+            "cannot reach vswitchd at {}: {e} (is it running? use --socket PATH)",
+            socket.display()
+        )
+    })?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(&RequestLine {
+        version: PROTOCOL_VERSION,
+        request: req,
+    })
+    .map_err(|e| e.to_string())?;
+    writeln!(s, "{line}").map_err(|e| format!("cannot send the request: {e}"))?;
+    let mut reply = String::new();
+    BufReader::new(s)
+        .read_line(&mut reply)
+        .map_err(|e| format!("no reply from vswitchd: {e}"))?;
+    if reply.is_empty() {
+        return Err("vswitchd closed the connection without replying".into());
+    }
+    let r: ReplyLine =
+        serde_json::from_str(&reply).map_err(|e| format!("bad reply from vswitchd: {e}"))?;
+    match (r.ok, r.error) {
+        (_, Some(e)) => Err(e),
+        (Some(v), None) => Ok(v),
+        (None, None) => Err("empty reply from vswitchd".into()),
+    }
+}
+
+/// Moves of one `pmd-rebalance`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RebalanceReply {
+    /// Queues that changed PMD.
+    pub moved: usize,
+    /// The assignment now in force.
+    pub pmds: Vec<PmdLoad>,
+}
+
+/// One PMD's queues after a rebalance, with the load each was measured at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PmdLoad {
+    /// PMD index.
+    pub pmd: usize,
+    /// `port/queue` polled.
+    pub queues: Vec<String>,
+    /// Measured load of each queue (TSC cycles over the measurement window).
+    pub cycles: Vec<u64>,
+    /// The PMD's share of all measured cycles, percent.
+    pub percent: f64,
+}
+
+/// What a reload changed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReloadReply {
+    /// Ports added.
+    pub added: Vec<String>,
+    /// Ports deleted.
+    pub deleted: Vec<String>,
+    /// Ports whose VLAN or ACL changed in place.
+    pub changed: Vec<String>,
+    /// Ports deleted and added again (a setting that needs a new socket or device).
+    pub replaced: Vec<String>,
+}
+
+/// One ACL rule in `acl-list`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AclRow {
+    /// Port name.
+    pub port: String,
+    /// Position in the port's list (first match wins).
+    pub index: usize,
+    /// The rule in the one-line syntax.
+    pub rule: String,
+    /// Frames it dropped since the port's ACL last changed.
+    pub drops: u64,
+}
+
+/// One uplink in `offloads`: the AF_XDP mode in use and nicoffload's plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OffloadsRow {
+    /// Port name.
+    pub port: String,
+    /// Network interface.
+    pub iface: String,
+    /// AF_XDP mode in use (`zero-copy`, `native-copy`, `generic`).
+    pub afxdp_mode: String,
+    /// Why that mode.
+    pub afxdp_reason: String,
+    /// Per job (tunnel TSO, checksums, LRO/GRO, inner RSS, AF_XDP mode): hardware,
+    /// software or unavailable, and why.
+    pub plan: nicoffload::OffloadPlan,
+}
+
+/// One PMD's flows in `flows`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowsReply {
+    /// PMD index.
+    pub pmd: usize,
+    /// Cached flows: key, freshness, actions.
+    pub flows: Vec<String>,
+}
+
+/// One port's counters in `stats`.
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct StatsRow {
+    /// Port name.
+    pub port: String,
+    /// Link state.
+    pub link: String,
+    /// Counters.
+    #[serde(flatten)]
+    pub stats: PortStatsOwned,
+}
+
+/// [`PortStats`] with owned keys, for deserializing in vswitchctl.
+#[derive(Debug, Serialize, Deserialize, Clone, Default)]
+pub struct PortStatsOwned {
+    /// Frames received from the guest.
+    pub rx_packets: u64,
+    /// Bytes received from the guest.
+    pub rx_bytes: u64,
+    /// Frames delivered to the guest.
+    pub tx_packets: u64,
+    /// Bytes delivered to the guest.
+    pub tx_bytes: u64,
+    /// TSO frames segmented in software for this guest.
+    #[serde(default)]
+    pub segmented: u64,
+    /// Partial checksums completed in software for this guest.
+    #[serde(default)]
+    pub csum_completed: u64,
+    /// Drops by reason.
+    pub drops: std::collections::BTreeMap<String, u64>,
+    /// All drops.
+    pub drops_total: u64,
+}
+
+impl From<crate::model::stats::PortStats> for PortStatsOwned {
+    fn from(s: crate::model::stats::PortStats) -> Self {
+        PortStatsOwned {
+            rx_packets: s.rx_packets,
+            rx_bytes: s.rx_bytes,
+            tx_packets: s.tx_packets,
+            tx_bytes: s.tx_bytes,
+            segmented: s.segmented,
+            csum_completed: s.csum_completed,
+            drops: s
+                .drops
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            drops_total: s.drops_total,
+        }
+    }
+}
+
+/// One FDB row in `fdb`, with the port's name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FdbRowNamed {
+    /// VLAN domain.
+    pub vlan: u16,
+    /// MAC.
+    pub mac: String,
+    /// Port name.
+    pub port: String,
+    /// Seconds since last seen.
+    pub age_secs: u64,
+    /// Static entry.
+    pub is_static: bool,
+}
+
+/// One PMD in `pmd-stats`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PmdStatsRow {
+    /// PMD index.
+    pub pmd: usize,
+    /// Pinned CPU.
+    pub cpu: Option<usize>,
+    /// Transmit queues polled, as `port/queue`.
+    pub queues: Vec<String>,
+    /// Frames taken from each of `queues` (same order).
+    #[serde(default)]
+    pub queue_packets: Vec<u64>,
+    /// Frames processed.
+    pub packets: u64,
+    /// Non-empty bursts.
+    pub batches: u64,
+    /// packets / batches.
+    pub mean_batch: f64,
+    /// Cycles in rounds that found work.
+    pub busy_cycles: u64,
+    /// Cycles in empty rounds and sleeping.
+    pub idle_cycles: u64,
+    /// busy / (busy + idle), percent.
+    pub busy_percent: f64,
+    /// busy cycles per packet.
+    pub cycles_per_packet: f64,
+    /// Times it slept waiting for a kick.
+    pub sleeps: u64,
+    /// Flow cache: frames decided by the previous frame of the burst.
+    pub cache_last_flow_hits: u64,
+    /// Flow cache: exact-match cache hits.
+    pub cache_emc_hits: u64,
+    /// Flow cache: misses (slow path).
+    pub cache_misses: u64,
+    /// Flow cache: misses on entries invalidated by a configuration or FDB change.
+    pub cache_stale_misses: u64,
+    /// Flow cache: (last-flow + EMC hits) / frames, percent.
+    pub cache_hit_percent: f64,
+}
+
+/// `vswitchctl show`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShowReply {
+    /// Poll mode.
+    pub poll: String,
+    /// FDB size.
+    pub fdb_entries: usize,
+    /// Topology generation (bumped by every port, VLAN, ACL or queue change).
+    #[serde(default)]
+    pub generation: u64,
+    /// Ports.
+    pub ports: Vec<ShowPort>,
+}
+
+/// One port in `vswitchctl show`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShowPort {
+    /// Port id.
+    pub id: u16,
+    /// Name.
+    pub name: String,
+    /// `vhost-user`, `vhost-user-client`, `afxdp` or `tap`.
+    pub kind: String,
+    /// Socket path.
+    pub path: String,
+    /// Access VLAN (0: untagged).
+    pub vlan: u16,
+    /// Bridge domain (`untagged`, `vlan 10`).
+    #[serde(default)]
+    pub domain: String,
+    /// `up` or `down`.
+    pub link: String,
+    /// A driver is attached to the socket.
+    pub connected: bool,
+    /// Connections so far.
+    pub connections: u64,
+    /// Queue pairs offered.
+    pub queue_pairs: u16,
+    /// Queue pairs the driver enabled.
+    pub ready_queue_pairs: Vec<u16>,
+    /// Negotiated virtio features.
+    pub negotiated_features: Vec<String>,
+    /// The negotiated offload features (CSUM, GUEST_CSUM, HOST/GUEST_TSO4/6,
+    /// HOST/GUEST_ECN): what frames from and to this port may carry.
+    #[serde(default)]
+    pub offloads: Vec<String>,
+    /// Whether the port offers offloads (`offloads=on`).
+    #[serde(default)]
+    pub offloads_offered: bool,
+    /// PMD index polling each source queue (vhost-user: queue pair's transmit queue;
+    /// afxdp: NIC rx queue; tap: the tap).
+    pub pmd_of_queue: Vec<usize>,
+    /// Frames taken from each source queue so far.
+    #[serde(default)]
+    pub queue_packets: Vec<u64>,
+    /// afxdp and tap ports: the network interface.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub iface: String,
+    /// afxdp ports: the AF_XDP mode in use and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub afxdp: Option<ShowAfxdp>,
+}
+
+/// An AF_XDP uplink in `vswitchctl show`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShowAfxdp {
+    /// `zero-copy`, `native-copy` or `generic`.
+    pub mode: String,
+    /// Why this mode (nicoffload's decision, or the fallback taken).
+    pub reason: String,
+    /// AF_XDP sockets (NIC rx queues 0..N).
+    pub queues: u16,
+    /// Frames received by each socket.
+    #[serde(default)]
+    pub rx_per_queue: Vec<u64>,
+    /// Multi-buffer (`XDP_USE_SG`) is on: frames larger than a UMEM frame pass.
+    #[serde(default)]
+    pub multi_buffer: bool,
+    /// The interface's MTU (bytes), as last reported by the kernel.
+    #[serde(default)]
+    pub mtu: u32,
+    /// Largest frame the uplink transmits (bytes, with Ethernet and VLAN headers).
+    #[serde(default)]
+    pub max_frame: u32,
+    /// The kernel's AF_XDP socket counters, summed over the sockets: drops the switch
+    /// never saw.
+    #[serde(default)]
+    pub kernel: crate::ports::afxdp::KernelXskStats,
+}

@@ -1,0 +1,178 @@
+//! The control socket on the tokio runtime: any number of clients at once, each served
+//! by its own task; requests bounded in size ([`MAX_REQUEST_BYTES`]) and in idle time
+//! ([`IDLE_TIMEOUT`]), so no client can stall the others or hold memory.
+//!
+//! The socket is created with mode 0660 (owner root, group `vswitch` when that group
+//! exists): root and the members of `vswitch` may use `vswitchctl`, nobody else. It is
+//! bound under a temporary name and renamed into place once its mode is set, so it is
+//! never reachable with looser permissions.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tracing::{debug, warn};
+
+use super::ops::Control;
+use super::protocol::{ReplyLine, RequestLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES, PROTOCOL_VERSION};
+
+/// The group allowed to use the control socket besides root.
+pub const CONTROL_GROUP: &str = "vswitch";
+
+/// The socket's permissions: read and write for owner and group.
+const SOCKET_MODE: u32 = 0o660;
+
+/// Binds the control socket at `path`: creates its directory if needed, refuses a path
+/// a live daemon serves, replaces a stale socket file, and sets mode 0660 (group
+/// `vswitch` if it exists) before the socket appears under its name.
+///
+/// # Errors
+/// The directory cannot be made, another vswitchd answers there, or binding fails.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    if path.exists() {
+        // A live daemon answers; a stale file from a crashed run does not.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("another vswitchd is serving {}", path.display()),
+            ));
+        }
+        std::fs::remove_file(path)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    let listener = std::os::unix::net::UnixListener::bind(&tmp)?;
+    let r = restrict(&tmp).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    listener.set_nonblocking(true)?;
+    UnixListener::from_std(listener)
+}
+
+/// Sets mode 0660 and, when group `vswitch` exists, that group on `path`.
+fn restrict(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))?;
+    if let Some(gid) = group_id(CONTROL_GROUP) {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: chown(2) with a NUL-terminated path; -1 keeps the owner.
+        if unsafe { libc::chown(c.as_ptr(), u32::MAX, gid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The id of group `name`, if it exists.
+pub fn group_id(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    let mut grp: libc::group = unsafe_zeroed_group();
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut out: *mut libc::group = std::ptr::null_mut();
+    // SAFETY: getgrnam_r with a NUL-terminated name, a group struct and a buffer we own
+    // (their sizes given), and an out pointer; reentrant.
+    let r = unsafe {
+        libc::getgrnam_r(
+            c.as_ptr(),
+            &mut grp,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut out,
+        )
+    };
+    (r == 0 && !out.is_null()).then_some(grp.gr_gid)
+}
+
+fn unsafe_zeroed_group() -> libc::group {
+    // SAFETY: `struct group` is plain data (pointers and integers); all-zero is a valid
+    // value that getgrnam_r overwrites.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Serves the control socket until the runtime stops.
+pub async fn serve(listener: UnixListener, ctl: Arc<Control>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                tokio::spawn(client(stream, ctl.clone()));
+            }
+            Err(e) => {
+                // EMFILE and the like: wait a moment rather than spin.
+                warn!(error = %e, "control socket accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Serves one client: request lines in, reply lines out, until it closes, sends
+/// nothing for [`IDLE_TIMEOUT`], or sends a line longer than [`MAX_REQUEST_BYTES`].
+async fn client(stream: UnixStream, ctl: Arc<Control>) {
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::new(rd);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = (MAX_REQUEST_BYTES + 1) as u64;
+        let read = tokio::time::timeout(
+            IDLE_TIMEOUT,
+            (&mut rd).take(limit).read_until(b'\n', &mut line),
+        )
+        .await;
+        let n = match read {
+            Err(_) => {
+                debug!("control client idle; disconnected");
+                let _ = reply(&mut wr, Err("idle for 10 s; disconnected".into())).await;
+                return;
+            }
+            Ok(Err(_)) | Ok(Ok(0)) => return,
+            Ok(Ok(n)) => n,
+        };
+        if n > MAX_REQUEST_BYTES || !line.ends_with(b"\n") && n as u64 == limit {
+            let _ = reply(
+                &mut wr,
+                Err(format!(
+                    "request line longer than {MAX_REQUEST_BYTES} bytes; connection closed"
+                )),
+            )
+            .await;
+            return;
+        }
+        let answer = match serde_json::from_slice::<RequestLine>(&line) {
+            Ok(r) if r.version != PROTOCOL_VERSION => Err(format!(
+                "protocol version {} not supported; this vswitchd speaks {PROTOCOL_VERSION}",
+                r.version
+            )),
+            Ok(r) => super::handlers::dispatch(&ctl, r.request).await,
+            Err(e) => Err(format!("bad request: {e}")),
+        };
+        if reply(&mut wr, answer).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn reply(
+    wr: &mut tokio::net::unix::OwnedWriteHalf,
+    r: Result<super::protocol::Response, String>,
+) -> std::io::Result<()> {
+    let mut s = serde_json::to_vec(&ReplyLine::new(r)).map_err(std::io::Error::other)?;
+    s.push(b'\n');
+    // A client that does not read its reply is dropped like an idle one.
+    tokio::time::timeout(IDLE_TIMEOUT, wr.write_all(&s))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+}
