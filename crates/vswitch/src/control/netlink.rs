@@ -230,11 +230,10 @@ fn apply_links(switch: &Switch, net: &RwLock<NetState>) {
                 let mtu = l.map_or(x.mtu(), |l| if l.mtu == 0 { x.mtu() } else { l.mtu });
                 if up != x.link_up() || mtu != x.mtu() {
                     info!(port = %p.name, iface = %x.iface, link = if up { "up" } else { "down" }, mtu, "uplink link state");
+                    // Learned MACs stay: frames switched to a down uplink are counted
+                    // as `port_down` until it comes back or they age out.
                     x.set_link(up, mtu);
                     changed = true;
-                    if !up {
-                        switch.fdb.flush_port(p.id, false);
-                    }
                 }
             }
             PortKind::Vhost(_) => {}
