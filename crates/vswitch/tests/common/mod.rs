@@ -178,6 +178,14 @@ impl Vswitchd {
         show_json(&self.control).expect("show")
     }
 
+    /// Sends signal `sig` to the daemon.
+    pub fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
