@@ -98,7 +98,10 @@ fn control_socket_serves_many_clients_and_bounds_lines_and_idle_clients() {
     let mut rest = Vec::new();
     let _ = big.read_to_end(&mut rest);
     assert!(rest.is_empty(), "nothing after the error");
-    assert!(!w.join().unwrap(), "the daemon stopped reading the oversized line");
+    assert!(
+        !w.join().unwrap(),
+        "the daemon stopped reading the oversized line"
+    );
     let t = Instant::now();
     assert!(vswitchctl(&ctl, &["stats"]).status.success());
     assert!(t.elapsed() < Duration::from_secs(2));
@@ -116,12 +119,17 @@ fn control_socket_serves_many_clients_and_bounds_lines_and_idle_clients() {
             serde_json::from_str(&l).unwrap()
         })
         .collect();
-    assert!(matches!(replies[0].ok, Some(Response::Fdb(_))), "{replies:?}");
+    assert!(
+        matches!(replies[0].ok, Some(Response::Fdb(_))),
+        "{replies:?}"
+    );
     assert!(replies[1].error.as_ref().unwrap().contains("version 99"));
     assert!(replies[2].error.as_ref().unwrap().contains("bad request"));
 
     // The silent client is dropped after the idle timeout, told why.
-    silent.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let mut line = String::new();
     BufReader::new(&mut silent).read_line(&mut line).unwrap();
     assert!(line.contains("idle"), "{line}");
@@ -168,7 +176,10 @@ fn metrics_answer_32_scrapes_within_a_second_beside_a_silent_client() {
     write!(s, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut body = String::new();
     s.read_to_string(&mut body).unwrap();
-    assert!(body.starts_with("HTTP/1.1 200 OK") && body.ends_with("ok\n"), "{body}");
+    assert!(
+        body.starts_with("HTTP/1.1 200 OK") && body.ends_with("ok\n"),
+        "{body}"
+    );
     drop(sw);
 }
 
@@ -177,7 +188,8 @@ fn readiness_is_notified_once_the_ports_exist() {
     let dir = TempDir::new("notify");
     let notify = dir.path("notify.sock");
     let sock = UnixDatagram::bind(&notify).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let (a, b) = (dir.path("a.sock"), dir.path("b.sock"));
     let ctl = dir.path("ctl.sock");
     let mut child = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
@@ -225,7 +237,10 @@ fn ports_are_added_and_deleted_by_their_flag_spec() {
     // A clash is refused with the reason, and nothing changes.
     let g = generation(ctl);
     for (args, want) in [
-        (vec!["add-port", "--vhost-user", &spec], "duplicate port name \"c\""),
+        (
+            vec!["add-port", "--vhost-user", &spec],
+            "duplicate port name \"c\"",
+        ),
         (
             vec!["add-port", "--tap", "c2=bad/name"],
             "expected an interface name",
@@ -244,7 +259,9 @@ fn ports_are_added_and_deleted_by_their_flag_spec() {
     assert!(!dir.path("c.sock").exists(), "the socket is removed");
     assert_eq!(ports(ctl), vec![("a".into(), 0)]);
     // The name and socket can be used again.
-    assert!(vswitchctl(ctl, &["add-port", "--vhost-user", &spec]).status.success());
+    assert!(vswitchctl(ctl, &["add-port", "--vhost-user", &spec])
+        .status
+        .success());
     assert_eq!(ports(ctl), vec![("a".into(), 0), ("c".into(), 10)]);
 }
 
@@ -303,12 +320,22 @@ fn reload_applies_the_difference_and_a_broken_file_changes_nothing() {
     write(&[("p1", Some(5000))], "");
     let out = vswitchctl(ctl, &["reload"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("port[0]") && err.contains("vlan=5000"), "{err}");
-    write(&[("p1", Some(20)), ("p2", None), ("p4", None)], "pmd_cpus = [0]\n");
+    assert!(
+        err.contains("port[0]") && err.contains("vlan=5000"),
+        "{err}"
+    );
+    write(
+        &[("p1", Some(20)), ("p2", None), ("p4", None)],
+        "pmd_cpus = [0]\n",
+    );
     let out = vswitchctl(ctl, &["reload"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pmd_cpus cannot change"), "{err}");
-    assert_eq!(show_json(ctl).unwrap(), before, "a failed reload changes nothing");
+    assert_eq!(
+        show_json(ctl).unwrap(),
+        before,
+        "a failed reload changes nothing"
+    );
 
     // SIGHUP reloads too.
     write(&[("p1", Some(20)), ("p2", Some(30))], "");

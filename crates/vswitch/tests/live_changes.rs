@@ -1,0 +1,440 @@
+//! Changing the switch while it forwards: a DPDK testpmd guest loops frames between
+//! ports a and b at full rate while other ports are added, used and deleted (vhost-user
+//! guests, an AF_XDP uplink, a tap) and while the configuration is reloaded. The loop's
+//! ports must count zero drops and every frame the switch took from one of them must
+//! have been delivered to the other.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use vswitch::control::protocol::{PortStatsOwned, Request, Response};
+
+const MAC_A: &str = "02:00:00:00:00:01";
+const MAC_B: &str = "02:00:00:00:00:02";
+const MAC_C: &str = "02:00:00:00:00:03";
+
+/// Runs a command, panicking with its output if it fails.
+fn run(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn vswitchctl(ctl: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
+        .arg("--socket")
+        .arg(ctl)
+        .args(args)
+        .output()
+        .expect("run vswitchctl");
+    assert!(out.status.success(), "vswitchctl {args:?}: {out:?}");
+}
+
+/// vswitchd with loop ports a and b (MACs static, so no frame of the loop is flooded)
+/// plus `extra` flags.
+fn start_loop_switch(dir: &TempDir, extra: &[String]) -> Vswitchd {
+    let mut args = vec![
+        "--vhost-user".to_string(),
+        format!("a={}", dir.path("a.sock").display()),
+        "--vhost-user".into(),
+        format!("b={}", dir.path("b.sock").display()),
+        "--static-mac".into(),
+        format!("a={MAC_A}"),
+        "--static-mac".into(),
+        format!("b={MAC_B}"),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    args.extend_from_slice(extra);
+    Vswitchd::start(dir, &args)
+}
+
+/// One testpmd guest with two ports, on a (MAC A) and b (MAC B), in MAC forwarding
+/// mode: a frame received on one port leaves the other addressed to the first's MAC, so
+/// the switch carries a→b and b→a forever. 4 bursts per port are injected.
+fn start_loop_guest(dir: &TempDir) -> Testpmd {
+    let vdev_b = format!(
+        "net_virtio_user1,path={},queues=1,mac={MAC_B}",
+        dir.path("b.sock").display()
+    );
+    let peers = [
+        format!("--eth-peer=0,{MAC_B}"),
+        format!("--eth-peer=1,{MAC_A}"),
+    ];
+    let sa = dir.path("a.sock");
+    let extra = [vdev_b];
+    let mut g = Testpmd::start(GuestSpec {
+        prefix: "vsloop",
+        socket: &sa,
+        mac: MAC_A,
+        queues: 1,
+        server: false,
+        extra_vdevs: &extra,
+        args: &["--forward-mode=mac", &peers[0], &peers[1]],
+    });
+    g.cmd("start tx_first 4");
+    g
+}
+
+/// Waits until the loop's counters stop moving after its guest stopped forwarding.
+fn settled(sw: &Vswitchd) -> (PortStatsOwned, PortStatsOwned) {
+    let mut last = (sw.port("a").stats, sw.port("b").stats);
+    wait_for(
+        Duration::from_secs(10),
+        "the loop's counters to settle",
+        || {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = (sw.port("a").stats, sw.port("b").stats);
+            let same =
+                now.0.rx_packets == last.0.rx_packets && now.1.rx_packets == last.1.rx_packets;
+            last = now.clone();
+            same.then_some(now)
+        },
+    )
+}
+
+/// The loop's accounting: no drop on a or b; every frame taken from a was delivered to
+/// b; every frame taken from b, and each of the `injected` frames other ports sent to
+/// A, was delivered to a.
+fn assert_loop_whole(a: &PortStatsOwned, b: &PortStatsOwned, injected: u64) {
+    assert_eq!(a.drops_total, 0, "drops on a: {a:?}");
+    assert_eq!(b.drops_total, 0, "drops on b: {b:?}");
+    assert_eq!(b.tx_packets, a.rx_packets, "a → b: {a:?} {b:?}");
+    assert_eq!(a.tx_packets, b.rx_packets + injected, "b → a: {a:?} {b:?}");
+    assert!(a.rx_packets > 20_000, "the loop ran: {a:?}");
+}
+
+/// A third port is added, used by its own guest (32 frames to A, which join the loop)
+/// and deleted 20 times while the loop runs; the loop loses nothing and never stops.
+#[test]
+fn a_port_comes_and_goes_20_times_while_a_loop_runs() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("churn");
+    let sw = start_loop_switch(&dir, &[]);
+    let mut lg = start_loop_guest(&dir);
+    wait_for(Duration::from_secs(20), "the loop running", || {
+        (sw.port("a").stats.rx_packets > 10_000).then_some(())
+    });
+    let sc = dir.path("c.sock");
+    let spec = format!("c={},queues=1", sc.display());
+    let peer = format!("--eth-peer=0,{MAC_A}");
+    let mut injected = 0;
+    let mut slowest = u64::MAX;
+    for i in 0..20 {
+        let moved = sw.port("a").stats.rx_packets;
+        vswitchctl(&sw.control, &["add-port", "--vhost-user", &spec]);
+        let mut c = Testpmd::start(GuestSpec {
+            prefix: "vschurn",
+            socket: &sc,
+            mac: MAC_C,
+            queues: 1,
+            server: false,
+            extra_vdevs: &[],
+            args: &["--forward-mode=io", &peer],
+        });
+        c.cmd("start tx_first 1");
+        let cs = wait_for(Duration::from_secs(20), "c's 32 frames", || {
+            let s = sw.port("c").stats;
+            (s.rx_packets == 32).then_some(s)
+        });
+        c.cmd("stop");
+        assert_eq!(cs.drops_total, 0, "iteration {i}: {cs:?}");
+        injected += cs.rx_packets;
+        // Deleted while its guest is attached: the guest sees its link go down.
+        vswitchctl(&sw.control, &["del-port", "c"]);
+        assert!(!sc.exists(), "iteration {i}: c's socket removed");
+        if i == 0 {
+            wait_for(
+                Duration::from_secs(10),
+                "c's guest to see link down",
+                || {
+                    c.cmd("show port info 0")
+                        .contains("Link status: down")
+                        .then_some(())
+                },
+            );
+        }
+        drop(c);
+        slowest = slowest.min(sw.port("a").stats.rx_packets - moved);
+    }
+    let fdb = match ctl(&sw.control, Request::Fdb).unwrap() {
+        Response::Fdb(rows) => rows,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        fdb.iter().all(|r| r.mac != MAC_C),
+        "c's learned MAC went with it: {fdb:?}"
+    );
+    lg.cmd("stop");
+    let (a, b) = settled(&sw);
+    eprintln!(
+        "loop: a {a:?}\nb {b:?}\ninjected {injected}, fewest frames in one iteration {slowest}"
+    );
+    assert_eq!(injected, 20 * 32);
+    assert!(slowest > 0, "the loop never stopped while c came and went");
+    assert_loop_whole(&a, &b, injected);
+}
+
+/// A veth pair whose far end is in namespace `ns` with address `addr`/24.
+struct Veth {
+    ns: String,
+    host: String,
+    peer: String,
+}
+
+impl Veth {
+    fn new(tag: &str, addr: &str) -> Veth {
+        let id = std::process::id() % 10000;
+        let v = Veth {
+            ns: format!("vs{tag}{id}"),
+            host: format!("vs{tag}{id}a"),
+            peer: format!("vs{tag}{id}b"),
+        };
+        v.cleanup();
+        run(&["ip", "netns", "add", &v.ns]);
+        run(&[
+            "ip", "link", "add", &v.host, "type", "veth", "peer", "name", &v.peer,
+        ]);
+        run(&["ip", "link", "set", &v.peer, "netns", &v.ns]);
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.host),
+            "1",
+        )
+        .unwrap();
+        v.exec(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", v.peer),
+        ]);
+        v.exec(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &v.peer]);
+        v.exec(&["ip", "link", "set", &v.peer, "up"]);
+        run(&["ip", "link", "set", &v.host, "up"]);
+        v
+    }
+
+    fn exec(&self, args: &[&str]) -> String {
+        let mut a = vec!["ip", "netns", "exec", &self.ns];
+        a.extend_from_slice(args);
+        run(&a)
+    }
+
+    fn peer_rx(&self) -> u64 {
+        self.exec(&[
+            "cat",
+            &format!("/sys/class/net/{}/statistics/rx_packets", self.peer),
+        ])
+        .trim()
+        .parse()
+        .unwrap()
+    }
+
+    fn peer_mac(&self) -> String {
+        self.exec(&["cat", &format!("/sys/class/net/{}/address", self.peer)])
+            .trim()
+            .to_string()
+    }
+
+    fn cleanup(&self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .status();
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// An AF_XDP uplink and a tap are added in VLAN 30 while the loop runs, carry frames
+/// both ways (the tap's side injected with scapy, the namespace's side pinged), and are
+/// deleted: the XDP program leaves the interface, the tap device goes, the loop loses
+/// nothing.
+#[test]
+fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("uptap");
+    let veth = Veth::new("lu", "198.51.100.1");
+    let tap = format!("vslt{}", std::process::id() % 10000);
+    let sw = start_loop_switch(&dir, &[]);
+    let mut lg = start_loop_guest(&dir);
+    wait_for(Duration::from_secs(20), "the loop running", || {
+        (sw.port("a").stats.rx_packets > 10_000).then_some(())
+    });
+    vswitchctl(
+        &sw.control,
+        &[
+            "add-port",
+            "--uplink",
+            &format!("u={},mode=generic,vlan=30", veth.host),
+        ],
+    );
+    vswitchctl(
+        &sw.control,
+        &["add-port", "--tap", &format!("t={tap},vlan=30")],
+    );
+    std::fs::write(format!("/proc/sys/net/ipv6/conf/{tap}/disable_ipv6"), "1").unwrap();
+    assert!(run(&["ip", "link", "show", "dev", &veth.host]).contains("xdp"));
+
+    // Tap → uplink: ten frames written into the tap by scapy reach the namespace.
+    let before = veth.peer_rx();
+    let script = format!(
+        "from scapy.all import *\n\
+         sendp([Ether(src='02:00:00:00:00:33', dst='{}')/IP(src='198.51.100.3', dst='198.51.100.1')/UDP(dport=9)/Raw(b'x'*64)]*10, iface='{tap}', verbose=0)\n",
+        veth.peer_mac()
+    );
+    // Debian's python (python3-scapy), whatever python3 comes first in PATH.
+    run(&["/usr/bin/python3", "-c", &script]);
+    wait_for(
+        Duration::from_secs(10),
+        "ten frames in the namespace",
+        || (veth.peer_rx() >= before + 10).then_some(()),
+    );
+    assert_eq!(sw.port("t").stats.rx_packets, 10);
+    assert_eq!(sw.port("u").stats.tx_packets, 10);
+    // Uplink → tap: the namespace's pings (to a static neighbour) are flooded in VLAN
+    // 30, which is the tap alone.
+    veth.exec(&[
+        "ip",
+        "neigh",
+        "add",
+        "198.51.100.9",
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        &veth.peer,
+    ]);
+    let _ = veth.exec(&["sh", "-c", "ping -c 3 -i 0.05 -W 1 198.51.100.9 || true"]);
+    let t = sw.port("t").stats;
+    assert!(t.tx_packets >= 3, "{t:?}");
+
+    vswitchctl(&sw.control, &["del-port", "u"]);
+    vswitchctl(&sw.control, &["del-port", "t"]);
+    assert!(
+        !run(&["ip", "link", "show", "dev", &veth.host]).contains("xdp"),
+        "the XDP program was detached"
+    );
+    let gone = Command::new("ip")
+        .args(["link", "show", "dev", &tap])
+        .output()
+        .unwrap();
+    assert!(!gone.status.success(), "the tap device was removed");
+    lg.cmd("stop");
+    let (a, b) = settled(&sw);
+    assert_loop_whole(&a, &b, 0);
+}
+
+/// A reload under a running loop adds a port, moves another to a VLAN and deletes a
+/// third; the loop's guest stays connected throughout (its port is unchanged) and loses
+/// nothing.
+#[test]
+fn reload_under_a_running_loop_changes_only_what_the_file_says() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("reloadloop");
+    let file = dir.path("vswitchd.toml");
+    let port = |name: &str, extra: &str| {
+        format!(
+            "[[port]]\nname = \"{name}\"\ntype = \"vhost-user\"\npath = \"{}\"\n{extra}\n",
+            dir.path(&format!("{name}.sock")).display()
+        )
+    };
+    let statics = format!(
+        "[[fdb_static]]\nmac = \"{MAC_A}\"\nport = \"a\"\n\n[[fdb_static]]\nmac = \"{MAC_B}\"\nport = \"b\"\n"
+    );
+    let v1 = format!(
+        "poll = \"adaptive\"\n{}{}{}{}{statics}",
+        port("a", ""),
+        port("b", ""),
+        port("x", ""),
+        port("y", "vlan = 7")
+    );
+    std::fs::write(&file, v1).unwrap();
+    let sw = Vswitchd::start(&dir, &["--config".into(), file.display().to_string()]);
+    let mut lg = start_loop_guest(&dir);
+    wait_for(Duration::from_secs(20), "the loop running", || {
+        (sw.port("a").stats.rx_packets > 10_000).then_some(())
+    });
+    let connections = |sw: &Vswitchd, name: &str| {
+        sw.show()["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["connections"].as_u64().unwrap())
+    };
+    let before = (connections(&sw, "a"), connections(&sw, "b"));
+    let v2 = format!(
+        "poll = \"adaptive\"\n{}{}{}{}{statics}",
+        port("a", ""),
+        port("b", ""),
+        port("y", "vlan = 8"),
+        port("z", "")
+    );
+    std::fs::write(&file, v2).unwrap();
+    match ctl(&sw.control, Request::Reload).unwrap() {
+        Response::Reloaded(r) => {
+            assert_eq!(
+                (r.added, r.deleted, r.changed),
+                (
+                    vec!["z".to_string()],
+                    vec!["x".to_string()],
+                    vec!["y".to_string()]
+                )
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        (connections(&sw, "a"), connections(&sw, "b")),
+        before,
+        "a and b untouched"
+    );
+    assert_eq!(connections(&sw, "x"), None);
+    let mut vlans: Vec<(String, u64)> = sw.show()["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["vlan"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    vlans.sort();
+    assert_eq!(
+        vlans,
+        vec![
+            ("a".into(), 0),
+            ("b".into(), 0),
+            ("y".into(), 8),
+            ("z".into(), 0)
+        ]
+    );
+    let moved = sw.port("a").stats.rx_packets;
+    wait_for(
+        Duration::from_secs(10),
+        "the loop running after the reload",
+        || (sw.port("a").stats.rx_packets > moved + 10_000).then_some(()),
+    );
+    lg.cmd("stop");
+    let (a, b) = settled(&sw);
+    assert_loop_whole(&a, &b, 0);
+}
