@@ -14,7 +14,10 @@
 #   vswitchd-nocache  the same with --flow-cache off (not in the default list)
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
-#   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (compare another build)
+#   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (run another build as "vswitchd")
+#   VSWITCHD_ALT=DIR   a second build (DIR/vswitchd, DIR/vswitchctl) as switch "vswitchd-alt",
+#                      interleaved with the others: --only "vswitchd-alt vswitchd" compares the
+#                      two builds in one run (e.g. the build before a change and after it)
 #   --multi-flow       inject frames of 256 flows (testpmd --txonly-multi-flow: 198.18.X.3)
 #   --flows N          instead of tx_first, inject F frames of N distinct IPv4/UDP flows (src
 #                      10.0.x.y, src port 1024+i; half a->b, half b->a) from a scapy-written
@@ -29,7 +32,9 @@
 #   --acl-rules R      R ingress ACL rules on a and b that match nothing (drop ip_src=172.16.x.0/24),
 #                      all scanned by the slow path; default 100 with --flows, else 0
 #   --vswitchd-args A  extra vswitchd flags, e.g. "--flow-cache off"
-#   PVP_PMD_STATS=1    print vswitchd's pmd-stats (cycles/packet) after each measurement
+#   PVP_PMD_STATS=1    print vswitchd's pmd-stats after each measurement
+#   Every vswitchd measurement also records the switch's own busy TSC cycles per packet over
+#   the measured window (pmd-stats busy_cycles and packets, read at its start and end).
 #   CARGO_TARGET_DIR   honoured: vswitchd and vswitchctl are taken from its release/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,13 +51,13 @@ while [ $# -gt 0 ]; do
         --frames) frames=$2; shift 2 ;;
         --acl-rules) aclrules=$2; shift 2 ;;
         --vswitchd-args) vsargs=$2; shift 2 ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 if [ -n "$flows" ]; then
     for sw in $only; do
-        case "$sw" in vswitchd|vswitchd-nocache) ;;
+        case "$sw" in vswitchd|vswitchd-nocache|vswitchd-alt) ;;
         *) echo "bench-pvp.sh: --flows injects through a third switch port; only vswitchd and vswitchd-nocache have one (not $sw)" >&2; exit 2 ;;
         esac
     done
@@ -142,7 +147,7 @@ start_switch() {
         $vsctl add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuserclient \
             "options:vhost-server-path=$work/b.sock"
         ;;
-    vswitchd|vswitchd-nocache)
+    vswitchd|vswitchd-nocache|vswitchd-alt)
         local extra=()
         [ "$1" = vswitchd-nocache ] && extra+=(--flow-cache off)
         if [ -n "$flows" ]; then
@@ -153,7 +158,9 @@ start_switch() {
             local net="172.$((16 + i / 256)).$((i % 256)).0/24"
             extra+=(--acl "a:drop ip_src=$net" --acl "b:drop ip_src=$net")
         done
-        "${VSWITCHD:-$bin/vswitchd}" --vhost-user-client "a=$work/a.sock" \
+        local exe="${VSWITCHD:-$bin/vswitchd}"
+        [ "$1" = vswitchd-alt ] && exe="$VSWITCHD_ALT/vswitchd"
+        "$exe" --vhost-user-client "a=$work/a.sock" \
             --vhost-user-client "b=$work/b.sock" --pmd-cpus 0 --poll busy \
             --control "$work/ctl.sock" "${extra[@]}" $vsargs 2>"$work/vswitchd.log" &
         pids+=($!)
@@ -240,28 +247,46 @@ measure() { # switch size -> prints Mpps
         echo "start tx_first 64" >&3
     fi
     sleep 2
+    local ctl=""
+    case "$sw" in
+    vswitchd|vswitchd-nocache) ctl="$bin/vswitchctl" ;;
+    vswitchd-alt) ctl="$VSWITCHD_ALT/vswitchctl" ;;
+    esac
+    local c0="" c1=""
+    [ -n "$ctl" ] && c0=$(pmd_counters "$ctl")
     echo "clear port stats all" >&3
     sleep "$secs"
     : > "$work/guest.log"
     echo "show port stats all" >&3
+    [ -n "$ctl" ] && c1=$(pmd_counters "$ctl")
     sleep 0.5
     local rx
     rx=$(grep -ao "RX-packets: *[0-9]*" "$work/guest.log" | awk '{s+=$2} END {print s+0}')
-    if [ "${sw%-nocache}" = vswitchd ] && [ -n "${PVP_PMD_STATS:-}" ]; then
-        "$bin/vswitchctl" --socket "$work/ctl.sock" pmd-stats >&2 || true
-        echo "cached flows: $("$bin/vswitchctl" --socket "$work/ctl.sock" flows | grep -c current || true)" >&2
+    if [ -n "$ctl" ] && [ -n "${PVP_PMD_STATS:-}" ]; then
+        "$ctl" --socket "$work/ctl.sock" pmd-stats >&2 || true
+        echo "cached flows: $("$ctl" --socket "$work/ctl.sock" flows | grep -c current || true)" >&2
     fi
     echo "stop" >&3
     stop_all
-    python3 -c "print(f'{$rx / $secs / 1e6:.3f}')"
+    python3 -c "
+c0, c1 = '$c0'.split(), '$c1'.split()
+cpp = (int(c1[0]) - int(c0[0])) / max(1, int(c1[1]) - int(c0[1])) if len(c0) == 2 and len(c1) == 2 else float('nan')
+print(f'{$rx / $secs / 1e6:.3f}\t{cpp:.1f}')"
 }
 
-printf "round\tswitch\tsize\tmpps\n" > "$results"
+pmd_counters() { # vswitchctl -> prints "busy_cycles packets" summed over the PMDs
+    "$1" --socket "$work/ctl.sock" --json pmd-stats 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+print(sum(r["busy_cycles"] for r in rows), sum(r["packets"] for r in rows))' || true
+}
+
+printf "round\tswitch\tsize\tmpps\tcycles_per_packet\n" > "$results"
 for r in $(seq "$rounds"); do
     for size in $sizes; do
         for sw in $only; do
-            mpps=$(measure "$sw" "$size")
-            printf "%s\t%s\t%s\t%s\n" "$r" "$sw" "$size" "$mpps" | tee -a "$results"
+            m=$(measure "$sw" "$size")
+            printf "%s\t%s\t%s\t%s\n" "$r" "$sw" "$size" "$m" | tee -a "$results"
         done
     done
 done
@@ -269,11 +294,12 @@ done
 python3 - "$results" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-med = {}
+med, cpp = {}, {}
 for r in rows:
     med.setdefault((r["switch"], int(r["size"])), []).append(float(r["mpps"]))
+    cpp.setdefault((r["switch"], int(r["size"])), []).append(float(r["cycles_per_packet"]))
 sizes = sorted({s for _, s in med})
-switches = [s for s in ("limit", "ovs", "vswitchd", "vswitchd-nocache") if any(k[0] == s for k in med)]
+switches = [s for s in ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache") if any(k[0] == s for k in med)]
 print("\nmedian over rounds (Mpps / Gbit/s of frames, guest RX):")
 print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit  cache on/off")
 for size in sizes:
@@ -287,4 +313,13 @@ for size in sizes:
     rl = m.get("vswitchd", 0) / m["limit"] if m.get("limit") else float("nan")
     rc = m.get("vswitchd", 0) / m["vswitchd-nocache"] if m.get("vswitchd-nocache") else float("nan")
     print(line + f"   {ro:>12.2f}  {rl:>14.2f}  {rc:>12.2f}")
+mine = [s for s in switches if s.startswith("vswitchd")]
+if mine:
+    print("\nmedian switch busy cycles per packet (pmd-stats over the measured window):")
+    print("size  " + "".join(f"{s:>18}" for s in mine) + ("   vswitchd/vswitchd-alt Mpps" if "vswitchd-alt" in mine else ""))
+    for size in sizes:
+        line = f"{size:<6}" + "".join(f"{statistics.median(cpp.get((s, size), [float('nan')])):>18.1f}" for s in mine)
+        if "vswitchd-alt" in mine and med.get(("vswitchd-alt", size)):
+            line += f"   {statistics.median(med[('vswitchd', size)]) / statistics.median(med[('vswitchd-alt', size)]):>26.3f}"
+        print(line)
 PY

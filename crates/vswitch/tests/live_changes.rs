@@ -438,3 +438,96 @@ fn reload_under_a_running_loop_changes_only_what_the_file_says() {
     let (a, b) = settled(&sw);
     assert_loop_whole(&a, &b, 0);
 }
+
+/// Two busy transmit queues on one PMD (a and c; b, idle, has the other PMD) are split
+/// over the two PMDs by `pmd-rebalance`, which measured their load; `show` and
+/// `pmd-stats` print the new assignment, and both queues keep flowing.
+#[test]
+fn pmd_rebalance_splits_busy_queues_that_share_a_pmd() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("rebal");
+    let sock = |n: &str| format!("{n}={}", dir.path(&format!("{n}.sock")).display());
+    let sw = Vswitchd::start(
+        &dir,
+        &[
+            "--vhost-user".into(),
+            sock("a"),
+            "--vhost-user".into(),
+            sock("b"),
+            "--vhost-user".into(),
+            sock("c"),
+            "--static-mac".into(),
+            format!("a={MAC_A}"),
+            "--static-mac".into(),
+            format!("c={MAC_C}"),
+            "--pmd-cpus".into(),
+            "0,1".into(),
+            "--poll".into(),
+            "adaptive".into(),
+        ],
+    );
+    let pmd_of = |sw: &Vswitchd, name: &str| -> u64 {
+        sw.show()["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()["pmd_of_queue"][0]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        pmd_of(&sw, "a"),
+        pmd_of(&sw, "c"),
+        "a and c start on one PMD"
+    );
+    assert_ne!(pmd_of(&sw, "a"), pmd_of(&sw, "b"));
+    // One guest sends on a (to C) and on c (to A).
+    let vdev_c = format!(
+        "net_virtio_user1,path={},queues=1,mac={MAC_C}",
+        dir.path("c.sock").display()
+    );
+    let peers = [
+        format!("--eth-peer=0,{MAC_C}"),
+        format!("--eth-peer=1,{MAC_A}"),
+    ];
+    let sa = dir.path("a.sock");
+    let extra = [vdev_c];
+    let mut g = Testpmd::start(GuestSpec {
+        prefix: "vsrebal",
+        socket: &sa,
+        mac: MAC_A,
+        queues: 1,
+        server: false,
+        extra_vdevs: &extra,
+        args: &["--forward-mode=txonly", &peers[0], &peers[1]],
+    });
+    g.cmd("start");
+    let taken = |sw: &Vswitchd, name: &str| sw.port(name).stats.rx_packets;
+    wait_for(Duration::from_secs(20), "load on a and c", || {
+        (taken(&sw, "a") > 100_000 && taken(&sw, "c") > 100_000).then_some(())
+    });
+    let r = match ctl(&sw.control, Request::PmdRebalance).unwrap() {
+        Response::Rebalanced(r) => r,
+        other => panic!("{other:?}"),
+    };
+    eprintln!("{r:?}");
+    assert!(r.moved >= 1, "{r:?}");
+    assert_ne!(pmd_of(&sw, "a"), pmd_of(&sw, "c"), "a and c split: {r:?}");
+    let on_pmd: Vec<Vec<String>> = pmd_stats(&sw.control)
+        .into_iter()
+        .map(|p| p.queues)
+        .collect();
+    assert!(
+        on_pmd
+            .iter()
+            .all(|qs| qs.contains(&"a/0".to_string()) != qs.contains(&"c/0".to_string())),
+        "pmd-stats shows the split: {on_pmd:?}"
+    );
+    let (a0, c0) = (taken(&sw, "a"), taken(&sw, "c"));
+    wait_for(Duration::from_secs(10), "both queues flowing after", || {
+        (taken(&sw, "a") > a0 + 10_000 && taken(&sw, "c") > c0 + 10_000).then_some(())
+    });
+    g.cmd("stop");
+}

@@ -34,6 +34,8 @@ pub struct SoftFrames {
     /// A whole frame gathered from where it lies (up to 64 KiB).
     scratch: Vec<u8>,
     made: [Made; BURST],
+    /// `made` has an entry other than `Untried` (so `reset` has work).
+    tried: bool,
 }
 
 impl Default for SoftFrames {
@@ -43,15 +45,20 @@ impl Default for SoftFrames {
             used: 0,
             scratch: Vec::new(),
             made: [Made::Untried; BURST],
+            tried: false,
         }
     }
 }
 
 impl SoftFrames {
     /// Forgets the previous burst's frames (their buffers are kept for reuse).
+    #[inline]
     pub fn reset(&mut self) {
         self.used = 0;
-        self.made = [Made::Untried; BURST];
+        if self.tried {
+            self.made = [Made::Untried; BURST];
+            self.tried = false;
+        }
     }
 
     /// The made frames, for [`super::packet::TxBatch::soft`].
@@ -71,6 +78,7 @@ impl SoftFrames {
     ) -> Option<std::ops::Range<u32>> {
         if self.made[i] == Made::Untried {
             self.made[i] = self.make_new(p, burst);
+            self.tried = true;
         }
         match self.made[i] {
             Made::Frames {
