@@ -16,12 +16,7 @@ use common::*;
 use vswitch::control::protocol::{ReplyLine, Request, Response};
 
 fn vswitchctl(ctl: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
-        .arg("--socket")
-        .arg(ctl)
-        .args(args)
-        .output()
-        .expect("run vswitchctl")
+    vswitchctl_out(ctl, args)
 }
 
 fn ports(ctl: &Path) -> Vec<(String, u64)> {

@@ -17,28 +17,8 @@ const MAC_A: &str = "02:00:00:00:00:01";
 const MAC_B: &str = "02:00:00:00:00:02";
 const MAC_C: &str = "02:00:00:00:00:03";
 
-/// Runs a command, panicking with its output if it fails.
-fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn vswitchctl(ctl: &Path, args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
-        .arg("--socket")
-        .arg(ctl)
-        .args(args)
-        .output()
-        .expect("run vswitchctl");
+    let out = vswitchctl_out(ctl, args);
     assert!(out.status.success(), "vswitchctl {args:?}: {out:?}");
 }
 
@@ -188,79 +168,6 @@ fn a_port_comes_and_goes_20_times_while_a_loop_runs() {
     assert_loop_whole(&a, &b, injected);
 }
 
-/// A veth pair whose far end is in namespace `ns` with address `addr`/24.
-struct Veth {
-    ns: String,
-    host: String,
-    peer: String,
-}
-
-impl Veth {
-    fn new(tag: &str, addr: &str) -> Veth {
-        let id = std::process::id() % 10000;
-        let v = Veth {
-            ns: format!("vs{tag}{id}"),
-            host: format!("vs{tag}{id}a"),
-            peer: format!("vs{tag}{id}b"),
-        };
-        v.cleanup();
-        run(&["ip", "netns", "add", &v.ns]);
-        run(&[
-            "ip", "link", "add", &v.host, "type", "veth", "peer", "name", &v.peer,
-        ]);
-        run(&["ip", "link", "set", &v.peer, "netns", &v.ns]);
-        std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.host),
-            "1",
-        )
-        .unwrap();
-        v.exec(&[
-            "sysctl",
-            "-qw",
-            &format!("net.ipv6.conf.{}.disable_ipv6=1", v.peer),
-        ]);
-        v.exec(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &v.peer]);
-        v.exec(&["ip", "link", "set", &v.peer, "up"]);
-        run(&["ip", "link", "set", &v.host, "up"]);
-        v
-    }
-
-    fn exec(&self, args: &[&str]) -> String {
-        let mut a = vec!["ip", "netns", "exec", &self.ns];
-        a.extend_from_slice(args);
-        run(&a)
-    }
-
-    fn peer_rx(&self) -> u64 {
-        self.exec(&[
-            "cat",
-            &format!("/sys/class/net/{}/statistics/rx_packets", self.peer),
-        ])
-        .trim()
-        .parse()
-        .unwrap()
-    }
-
-    fn peer_mac(&self) -> String {
-        self.exec(&["cat", &format!("/sys/class/net/{}/address", self.peer)])
-            .trim()
-            .to_string()
-    }
-
-    fn cleanup(&self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host])
-            .status();
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        self.cleanup();
-    }
-}
-
 /// An AF_XDP uplink and a tap are added in VLAN 30 while the loop runs, carry frames
 /// both ways (the tap's side injected with scapy, the namespace's side pinged), and are
 /// deleted: the XDP program leaves the interface, the tap device goes, the loop loses
@@ -270,7 +177,7 @@ fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("uptap");
-    let veth = Veth::new("lu", "198.51.100.1");
+    let veth = Veth::new("lu", 1, "198.51.100.1");
     let tap = format!("vslt{}", std::process::id() % 10000);
     let sw = start_loop_switch(&dir, &[]);
     let mut lg = start_loop_guest(&dir);
@@ -293,7 +200,7 @@ fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
     assert!(run(&["ip", "link", "show", "dev", &veth.host]).contains("xdp"));
 
     // Tap → uplink: ten frames written into the tap by scapy reach the namespace.
-    let before = veth.peer_rx();
+    let before = veth.peer_stat("rx_packets");
     let script = format!(
         "from scapy.all import *\n\
          sendp([Ether(src='02:00:00:00:00:33', dst='{}')/IP(src='198.51.100.3', dst='198.51.100.1')/UDP(dport=9)/Raw(b'x'*64)]*10, iface='{tap}', verbose=0)\n",
@@ -304,7 +211,7 @@ fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
     wait_for(
         Duration::from_secs(10),
         "ten frames in the namespace",
-        || (veth.peer_rx() >= before + 10).then_some(()),
+        || (veth.peer_stat("rx_packets") >= before + 10).then_some(()),
     );
     assert_eq!(sw.port("t").stats.rx_packets, 10);
     assert_eq!(sw.port("u").stats.tx_packets, 10);

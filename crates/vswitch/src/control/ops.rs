@@ -94,25 +94,58 @@ impl Control {
         all.push((field, cfg.clone()));
         crate::config::validate_ports(&all).map_err(|e| e.to_string())?;
         config.ports.push(cfg.clone());
+        let id = self.install(&cfg).await?;
+        self.switch.set_config(config);
+        info!(port = %cfg.name, id, kind = %cfg.kind, "port added");
+        Ok(Response::PortAdded { name: cfg.name, id })
+    }
+
+    /// Opens port `cfg` under the lowest free id, places it in the topology (its domain
+    /// from `cfg`, its ACL from the configuration in force), starts its service and waits
+    /// until every PMD runs it. Returns its id.
+    async fn install(self: &Arc<Self>, cfg: &PortConfig) -> Result<PortId, String> {
         let id = self
             .switch
             .topo()
             .free_id()
             .ok_or("too many ports: every port number is taken")?;
         let port = self.open(id, cfg.clone()).await?;
-        let tp = self
-            .switch
-            .placed(port.clone(), &cfg, &config)
+        self.publish_opened(vec![(port, cfg.clone())], None).await?;
+        Ok(id)
+    }
+
+    /// Places ports already opened in the topology, each with the VLAN and ACL of
+    /// `config` (a reload's; else the configuration in force), in one generation; with
+    /// a reload's `config`, the ports it keeps get its VLAN and ACL at the same time.
+    /// Starts their services and waits until every PMD runs the result. Returns the
+    /// ports changed in place.
+    async fn publish_opened(
+        self: &Arc<Self>,
+        opened: Vec<(Arc<Port>, PortConfig)>,
+        reload: Option<&Config>,
+    ) -> Result<InPlace, String> {
+        let current = self.switch.config();
+        let config = reload.unwrap_or(&current);
+        let placed: Vec<_> = opened
+            .iter()
+            .map(|(p, cfg)| self.switch.placed(p.clone(), cfg, config))
+            .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-        let (_, generation) = self.switch.publish(|t| {
-            t.insert(tp);
-            Ok::<_, String>(())
+        let (sw, pmds) = (self.switch.clone(), self.switch.pmds.len());
+        let (changed, generation) = self.switch.publish(|t| {
+            for tp in placed {
+                t.insert(tp);
+            }
+            Ok::<_, String>(match reload {
+                Some(new) => apply_in_place(&sw, t, new, pmds),
+                None => InPlace::default(),
+            })
         })?;
-        self.switch.set_config(config);
-        self.start_service(port.clone());
+        for (p, _) in opened {
+            self.start_service(p);
+        }
         self.adopted(generation).await;
-        info!(port = %cfg.name, id, kind = %cfg.kind, "port added");
-        Ok(Response::PortAdded { name: cfg.name, id })
+        Ok(changed)
     }
 
     /// Deletes port `name`: its queues leave their PMDs, then its guest sees the link go
@@ -221,9 +254,9 @@ impl Control {
     /// aging and poll mode.
     ///
     /// # Errors
-    /// The file does not parse or validate, or changes a setting that needs a restart:
-    /// nothing changed. A replaced port that cannot be opened again is reported (the
-    /// rest was applied).
+    /// The file does not parse or validate, changes a setting that needs a restart, or
+    /// a new port cannot be opened: nothing changed. A replaced port that cannot be
+    /// opened again is reported (the rest was applied).
     pub async fn reload(self: &Arc<Self>) -> Result<Response, String> {
         let _g = self.ops.lock().await;
         let new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
@@ -231,60 +264,20 @@ impl Control {
         restart_needed(&old, &new)?;
         let plan = ReloadPlan::new(&old, &new);
         // Ports that are only new are opened first: if one fails, nothing changed.
-        let mut opened = Vec::new();
-        let mut next_id = (*self.switch.topo()).clone();
-        for cfg in &plan.added {
-            let id = next_id.free_id().ok_or("too many ports")?;
-            let port = match self.open(id, cfg.clone()).await {
-                Ok(p) => p,
-                Err(e) => {
-                    for p in opened.iter().map(|(p, _): &(Arc<Port>, _)| p) {
-                        p.close();
-                    }
-                    return Err(format!("reload: {e}; nothing changed"));
-                }
-            };
-            // Reserve the id for the next port opened.
-            next_id.insert(
-                self.switch
-                    .placed(port.clone(), cfg, &new)
-                    .map_err(|e| e.to_string())?,
-            );
-            opened.push((port, cfg.clone()));
-        }
-        let mut config = old.clone();
-        let gone: Vec<String> = plan
-            .deleted
-            .iter()
-            .chain(&plan.replaced)
-            .map(|p| p.name.clone())
-            .collect();
-        self.remove_ports(&gone, &mut config).await?;
-        let pmds = self.switch.pmds.len();
-        let placed: Vec<_> = opened
-            .iter()
-            .map(|(p, cfg)| self.switch.placed(p.clone(), cfg, &new))
-            .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?;
-        let sw = self.switch.clone();
-        let (changed, generation) = self.switch.publish(|t| {
-            for tp in placed {
-                t.insert(tp);
-            }
-            Ok::<_, String>(apply_in_place(&sw, t, &new, pmds))
-        })?;
-        for (p, _) in opened {
-            self.start_service(p);
-        }
-        self.adopted(generation).await;
+        let opened = self.open_new(&plan.added, &new).await?;
+        let mut config = old;
+        self.remove_ports(&plan.gone(), &mut config).await?;
+        let changed = self.publish_opened(opened, Some(&new)).await?;
         for name in &changed.domain_changed {
             if let Some(p) = self.switch.topo().by_name(name) {
                 self.switch.fdb.flush_port(p.port.id, false);
             }
         }
+        self.switch.set_config(new.clone());
+        // Replaced ports are opened again once the old ones released their sockets.
         let mut failed = Vec::new();
         for cfg in &plan.replaced {
-            if let Err(e) = self.add_replaced(cfg, &new).await {
+            if let Err(e) = self.install(cfg).await {
                 failed.push(e);
             }
         }
@@ -292,13 +285,7 @@ impl Control {
         self.switch
             .fdb
             .set_aging(Duration::from_secs(new.fdb_aging_secs));
-        self.switch.set_config(new);
-        let reply = ReloadReply {
-            added: plan.added.iter().map(|p| p.name.clone()).collect(),
-            deleted: plan.deleted.iter().map(|p| p.name.clone()).collect(),
-            changed: changed.names,
-            replaced: plan.replaced.iter().map(|p| p.name.clone()).collect(),
-        };
+        let reply = plan.reply(changed.names);
         info!(?reply, "configuration reloaded");
         if !failed.is_empty() {
             return Err(format!("reload applied except: {}", failed.join("; ")));
@@ -306,25 +293,34 @@ impl Control {
         Ok(Response::Reloaded(reply))
     }
 
-    /// Opens a replaced port again under its new configuration.
-    async fn add_replaced(
-        self: &Arc<Self>,
-        cfg: &PortConfig,
+    /// Opens `ports` under free ids, or none of them.
+    async fn open_new(
+        &self,
+        ports: &[PortConfig],
         config: &Config,
-    ) -> Result<(), String> {
-        let id = self.switch.topo().free_id().ok_or("too many ports")?;
-        let port = self.open(id, cfg.clone()).await?;
-        let tp = self
-            .switch
-            .placed(port.clone(), cfg, config)
-            .map_err(|e| e.to_string())?;
-        let (_, generation) = self.switch.publish(|t| {
-            t.insert(tp);
-            Ok::<_, String>(())
-        })?;
-        self.start_service(port);
-        self.adopted(generation).await;
-        Ok(())
+    ) -> Result<Vec<(Arc<Port>, PortConfig)>, String> {
+        let mut opened: Vec<(Arc<Port>, PortConfig)> = Vec::new();
+        // A copy of the topology reserves each id taken for the next port.
+        let mut ids = (*self.switch.topo()).clone();
+        for cfg in ports {
+            let id = ids.free_id().ok_or("too many ports")?;
+            let port = match self.open(id, cfg.clone()).await {
+                Ok(p) => p,
+                Err(e) => {
+                    for (p, _) in &opened {
+                        p.close();
+                    }
+                    return Err(format!("reload: {e}; nothing changed"));
+                }
+            };
+            let tp = self
+                .switch
+                .placed(port.clone(), cfg, config)
+                .map_err(|e| e.to_string())?;
+            ids.insert(tp);
+            opened.push((port, cfg.clone()));
+        }
+        Ok(opened)
     }
 
     /// Reassigns rx queues to PMDs by the load measured since the last rebalance
@@ -496,6 +492,26 @@ struct ReloadPlan {
 }
 
 impl ReloadPlan {
+    /// The ports that leave the topology: deleted, or replaced (added again after).
+    fn gone(&self) -> Vec<String> {
+        self.deleted
+            .iter()
+            .chain(&self.replaced)
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    /// The reply, with the ports `changed` in place.
+    fn reply(&self, changed: Vec<String>) -> ReloadReply {
+        let names = |v: &[PortConfig]| v.iter().map(|p| p.name.clone()).collect();
+        ReloadReply {
+            added: names(&self.added),
+            deleted: names(&self.deleted),
+            changed,
+            replaced: names(&self.replaced),
+        }
+    }
+
     fn new(old: &Config, new: &Config) -> Self {
         let find = |c: &Config, n: &str| c.ports.iter().find(|p| p.name == n).cloned();
         let mut plan = ReloadPlan {
@@ -528,6 +544,7 @@ fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
 }
 
 /// Ports a reload changed in place; those whose domain changed lose their learned MACs.
+#[derive(Default)]
 struct InPlace {
     names: Vec<String>,
     domain_changed: Vec<String>,

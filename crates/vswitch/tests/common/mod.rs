@@ -512,3 +512,124 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     }
     frames
 }
+
+/// Runs a command, panicking with its output if it fails.
+pub fn run(args: &[&str]) -> String {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A veth pair: `host` in the root namespace (the uplink), `peer` in namespace `ns` with
+/// address `addr`/24. IPv6 is off on both ends so that nothing but the test's traffic
+/// crosses the link.
+pub struct Veth {
+    pub ns: String,
+    pub host: String,
+    pub peer: String,
+}
+
+impl Veth {
+    pub fn new(tag: &str, queues: u16, addr: &str) -> Veth {
+        let id = std::process::id() % 10000;
+        let v = Veth {
+            ns: format!("vs{tag}{id}"),
+            host: format!("vs{tag}{id}a"),
+            peer: format!("vs{tag}{id}b"),
+        };
+        v.cleanup();
+        let q = queues.to_string();
+        run(&["ip", "netns", "add", &v.ns]);
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &v.host,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &v.peer,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+        ]);
+        run(&["ip", "link", "set", &v.peer, "netns", &v.ns]);
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.host),
+            "1",
+        )
+        .unwrap();
+        v.exec(&[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", v.peer),
+        ]);
+        // AF_XDP frames carry no checksum metadata: the namespace computes its checksums
+        // in software, as frames on a wire have them.
+        v.exec(&["ethtool", "-K", &v.peer, "tx", "off"]);
+        v.exec(&["ip", "addr", "add", &format!("{addr}/24"), "dev", &v.peer]);
+        v.exec(&["ip", "link", "set", &v.peer, "up"]);
+        run(&["ip", "link", "set", &v.host, "up"]);
+        v
+    }
+
+    pub fn exec(&self, args: &[&str]) -> String {
+        let mut a = vec!["ip", "netns", "exec", &self.ns];
+        a.extend_from_slice(args);
+        run(&a)
+    }
+
+    /// A counter of the namespace end (`rx_packets`, `rx_dropped`, ...).
+    pub fn peer_stat(&self, name: &str) -> u64 {
+        self.exec(&[
+            "cat",
+            &format!("/sys/class/net/{}/statistics/{name}", self.peer),
+        ])
+        .trim()
+        .parse()
+        .unwrap()
+    }
+
+    pub fn peer_mac(&self) -> String {
+        self.exec(&["cat", &format!("/sys/class/net/{}/address", self.peer)])
+            .trim()
+            .to_string()
+    }
+
+    pub fn cleanup(&self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host])
+            .status();
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// Runs `vswitchctl --socket CTL ARGS...` and returns its output.
+pub fn vswitchctl_out(ctl: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vswitchctl"))
+        .arg("--socket")
+        .arg(ctl)
+        .args(args)
+        .output()
+        .expect("run vswitchctl")
+}
