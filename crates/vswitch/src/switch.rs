@@ -12,13 +12,13 @@ use arc_swap::ArcSwap;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
 use crate::config::{Config, PollMode, PortConfig};
-use crate::control::protocol::{ShowAfxdp, ShowPort, ShowReply};
+use crate::control::protocol::ShowReply;
 use crate::model::acl::Acl;
 use crate::model::fdb::{Dest, Fdb, PortId};
 use crate::model::stats::{Counter, PmdCounters, PortStats};
 use crate::model::topology::{DomainKey, Domains, PortAcl, TopoPort, Topology};
-use crate::ports::vhost::device::{feature_names, Wakers};
-use crate::ports::{OpenError, Port, PortKind};
+use crate::ports::vhost::device::Wakers;
+use crate::ports::{OpenError, Port};
 
 /// What one PMD thread shares with the control plane.
 pub struct PmdShared {
@@ -303,7 +303,7 @@ impl Switch {
             poll: self.config().poll.to_string(),
             fdb_entries: self.fdb.len(),
             generation: topo.generation,
-            ports: topo.iter().map(|tp| show_port(&topo, tp)).collect(),
+            ports: topo.iter().map(|tp| tp.port.show(&topo, tp)).collect(),
         }
     }
 }
@@ -313,82 +313,5 @@ impl std::fmt::Debug for Switch {
         f.debug_struct("Switch")
             .field("generation", &self.topology.load().generation)
             .finish()
-    }
-}
-
-/// One port's `show` view.
-fn show_port(topo: &Topology, tp: &TopoPort) -> ShowPort {
-    let p = &tp.port;
-    let cfg = &tp.config;
-    let (features, ready, connected, connections) = match &p.kind {
-        PortKind::Vhost(v) => {
-            let conn = v.conn.load();
-            match conn.as_ref() {
-                Some(c) => (
-                    feature_names(c.acked_features.load(Ordering::Relaxed))
-                        .into_iter()
-                        .map(String::from)
-                        .collect(),
-                    c.ready_pairs(),
-                    true,
-                    v.connections.load(Ordering::Relaxed),
-                ),
-                None => (
-                    Vec::new(),
-                    Vec::new(),
-                    false,
-                    v.connections.load(Ordering::Relaxed),
-                ),
-            }
-        }
-        _ => (Vec::new(), Vec::new(), false, 0),
-    };
-    let queues = p.rx_queues();
-    ShowPort {
-        id: p.id,
-        name: p.name.clone(),
-        kind: cfg.kind.to_string(),
-        path: cfg.path.display().to_string(),
-        vlan: tp.domain_key.vlan(),
-        domain: tp.domain_key.to_string(),
-        link: if p.link_up() { "up" } else { "down" }.into(),
-        connected,
-        connections,
-        queue_pairs: if cfg.kind.is_vhost() {
-            cfg.queues
-        } else {
-            queues
-        },
-        ready_queue_pairs: ready,
-        offloads: features
-            .iter()
-            .filter(|f: &&String| f.contains("CSUM") || f.contains("TSO") || f.contains("ECN"))
-            .cloned()
-            .collect(),
-        offloads_offered: cfg.offloads && cfg.kind.is_vhost(),
-        negotiated_features: features,
-        pmd_of_queue: (0..queues)
-            .map(|q| topo.pmd_of(p.id, q).unwrap_or(usize::MAX))
-            .collect(),
-        queue_packets: (0..queues)
-            .map(|q| {
-                p.queue_load(q)
-                    .map_or(0, |l| l.packets.load(Ordering::Relaxed))
-            })
-            .collect(),
-        iface: cfg.iface.clone(),
-        afxdp: match &p.kind {
-            PortKind::Afxdp(x) => Some(ShowAfxdp {
-                mode: x.mode.to_string(),
-                reason: x.reason.clone(),
-                queues: x.xsks.len() as u16,
-                rx_per_queue: x.xsks.iter().map(|q| q.rx_frames.get()).collect(),
-                multi_buffer: x.sg,
-                mtu: x.mtu(),
-                max_frame: x.max_tx_frame(),
-                kernel: x.kernel_stats(),
-            }),
-            _ => None,
-        },
     }
 }

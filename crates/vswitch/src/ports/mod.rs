@@ -19,9 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::{PortConfig, PortType};
+use crate::control::protocol::ShowPort;
 use crate::datapath::packet::{BurstHandler, RxBurst, TxBatch, TxOffloads};
 use crate::model::fdb::PortId;
 use crate::model::stats::{PortCounters, PortStats};
+use crate::model::topology::{TopoPort, Topology};
 
 pub use afxdp::AfxdpPort;
 pub use tap::TapPort;
@@ -249,6 +251,45 @@ impl Port {
             l.packets.fetch_add(packets, Ordering::Relaxed);
             l.cycles.fetch_add(cycles, Ordering::Relaxed);
         }
+    }
+
+    /// The port's `show` view, placed as `tp` in `topo`.
+    pub fn show(&self, topo: &Topology, tp: &TopoPort) -> ShowPort {
+        let cfg = &tp.config;
+        let queues = self.rx_queues();
+        let mut s = ShowPort {
+            id: self.id,
+            name: self.name.clone(),
+            kind: cfg.kind.to_string(),
+            path: cfg.path.display().to_string(),
+            vlan: tp.domain_key.vlan(),
+            domain: tp.domain_key.to_string(),
+            link: if self.link_up() { "up" } else { "down" }.into(),
+            connected: false,
+            connections: 0,
+            queue_pairs: queues,
+            ready_queue_pairs: Vec::new(),
+            negotiated_features: Vec::new(),
+            offloads: Vec::new(),
+            offloads_offered: false,
+            pmd_of_queue: (0..queues)
+                .map(|q| topo.pmd_of(self.id, q).unwrap_or(usize::MAX))
+                .collect(),
+            queue_packets: (0..queues)
+                .map(|q| {
+                    self.queue_load(q)
+                        .map_or(0, |l| l.packets.load(Ordering::Relaxed))
+                })
+                .collect(),
+            iface: cfg.iface.clone(),
+            afxdp: None,
+        };
+        match &self.kind {
+            PortKind::Vhost(v) => v.show(&mut s),
+            PortKind::Afxdp(x) => s.afxdp = Some(x.show()),
+            PortKind::Tap(_) => {}
+        }
+        s
     }
 
     /// Stops the port's service (vhost-user: closes the connection, the guest sees its

@@ -654,6 +654,20 @@ impl AfxdpPort {
         (self.mtu() + 18).min(umem)
     }
 
+    /// The uplink's part of a `show` view.
+    pub fn show(&self) -> crate::control::protocol::ShowAfxdp {
+        crate::control::protocol::ShowAfxdp {
+            mode: self.mode.to_string(),
+            reason: self.reason.clone(),
+            queues: self.xsks.len() as u16,
+            rx_per_queue: self.xsks.iter().map(|q| q.rx_frames.get()).collect(),
+            multi_buffer: self.sg,
+            mtu: self.mtu(),
+            max_frame: self.max_tx_frame(),
+            kernel: self.kernel_stats(),
+        }
+    }
+
     /// The kernel's socket counters summed over the uplink's sockets.
     pub fn kernel_stats(&self) -> KernelXskStats {
         let mut t = KernelXskStats::default();

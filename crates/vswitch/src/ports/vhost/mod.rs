@@ -162,6 +162,29 @@ impl VhostPort {
         )
     }
 
+    /// Fills the vhost-user part of a `show` view: the driver's negotiated features and
+    /// offloads, the queue pairs it runs, the connections so far.
+    pub fn show(&self, s: &mut crate::control::protocol::ShowPort) {
+        s.queue_pairs = self.queue_pairs;
+        s.offloads_offered = self.offloads;
+        s.connections = self.connections.load(Ordering::Relaxed);
+        let Some(c) = self.conn.load_full() else {
+            return;
+        };
+        s.connected = true;
+        s.negotiated_features = device::feature_names(c.acked_features.load(Ordering::Relaxed))
+            .into_iter()
+            .map(String::from)
+            .collect();
+        s.offloads = s
+            .negotiated_features
+            .iter()
+            .filter(|f| f.contains("CSUM") || f.contains("TSO") || f.contains("ECN"))
+            .cloned()
+            .collect();
+        s.ready_queue_pairs = c.ready_pairs();
+    }
+
     /// Stops the service: the connection is closed (the guest sees its link go down),
     /// a blocked accept returns, and a server socket is removed.
     pub fn close(&self, name: &str) {
