@@ -46,8 +46,6 @@ impl Pipeline {
         // (Bursts never exceed BURST; the bound only keeps the arrays below in range.)
         let cached = self.use_cache && !l2_only && pkts.len() <= BURST;
         let mut keys = [FlowKey::default(); BURST];
-        // A frame too short for an Ethernet header, found while keys are extracted.
-        let mut runt = [false; BURST];
         // Each frame's first bytes, copied from where it lies. One buffer for the burst:
         // only the bytes just read (`..n`) are ever looked at.
         let mut hdr = [0u8; KEY_BYTES];
@@ -60,7 +58,7 @@ impl Pipeline {
                 let first = want.min(64);
                 let n = burst.read(p, 0, &mut hdr[..first]);
                 if n < 14 {
-                    runt[i] = true;
+                    // Left unhashed: a runt, dropped below.
                     continue;
                 }
                 keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], u32::from(src.port.id), None) {
@@ -97,7 +95,7 @@ impl Pipeline {
             // whose load of the just-made decision waits for its pieces.
             let p = &pkts[i];
             let d = if cached {
-                if runt[i] {
+                if !p.hashed {
                     counters.drop(DropReason::Runt, 1);
                     self.actions.push(Action::Drop(DropReason::Runt));
                     continue;

@@ -2,19 +2,31 @@
 //! domain's ports, software offloads done per destination, and one transmit batch per
 //! destination port.
 
-use super::packet::{Action, Pkt, RxBurst, TxBatch, TxItem};
+use super::packet::{Action, Pkt, RxBurst, TxBatch, TxItem, TxPlan, BURST};
 use super::pipeline::Pipeline;
 use crate::model::fdb::PortId;
 use crate::model::stats::DropReason;
 use crate::model::topology::{DomainId, TopoPort, Topology};
 
 /// The frames of one burst bound for one port.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Group {
     /// The destination.
     port: PortId,
-    /// Indices of its frames in the burst, in burst order.
-    sel: Vec<u16>,
+    /// Indices of its frames in the burst, in burst order: `sel[..n]` (a port gets each
+    /// frame of a burst at most once).
+    sel: [u16; BURST],
+    n: usize,
+}
+
+impl Default for Group {
+    fn default() -> Self {
+        Group {
+            port: 0,
+            sel: [0; BURST],
+            n: 0,
+        }
+    }
 }
 
 /// The burst's destinations (reused across bursts: `groups[..active]` are this burst's).
@@ -50,12 +62,14 @@ impl Groups {
             }
             let g = &mut self.groups[self.active];
             g.port = port;
-            g.sel.clear();
+            g.n = 0;
             self.active += 1;
             self.active - 1
         };
         *hint = g;
-        self.groups[g].sel.push(i);
+        let g = &mut self.groups[g];
+        g.sel[g.n] = i;
+        g.n += 1;
     }
 
     /// The ports a frame flooded in `domain` from `src` goes to: the domain's members
@@ -93,7 +107,7 @@ impl Pipeline {
             let port = self.groups.groups[g].port;
             let Some(dst) = topo.port(port).map(|tp| &tp.port) else {
                 // The FDB still held a deleted port's MAC for a moment.
-                let n = self.groups.groups[g].sel.len() as u64;
+                let n = self.groups.groups[g].n as u64;
                 src.port
                     .counters(self.pmd)
                     .drop(DropReason::NoDestination, n);
@@ -154,13 +168,13 @@ impl Pipeline {
         burst: &B,
         pkts: &mut [Pkt],
     ) {
-        let takes = dst.tx_offloads();
-        let hashed = dst.spreads_by_hash();
+        let TxPlan { takes, spreads } = dst.tx_plan();
         let counters = dst.counters(self.pmd);
         self.items.clear();
-        for &i in &self.groups.groups[g].sel {
+        let group = &self.groups.groups[g];
+        for &i in &group.sel[..group.n] {
             let p = &mut pkts[usize::from(i)];
-            if hashed {
+            if spreads {
                 self.ensure_hash(src, burst, p);
             }
             if takes.accepts(&p.vhdr) {

@@ -150,6 +150,16 @@ impl TxOffloads {
     }
 }
 
+/// What a destination takes, read once per batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxPlan {
+    /// The offloads it takes whole.
+    pub takes: TxOffloads,
+    /// It spreads a batch over several receive queues by flow hash, so every frame
+    /// sent there needs its hash.
+    pub spreads: bool,
+}
+
 /// Where a frame lies, in the terms of the port kind that received it: a descriptor
 /// head and a range of the burst's descriptor segments (vhost-user), or an offset into
 /// the port's buffer area (AF_XDP, tap). Only that port's [`RxBurst`] reads it.

@@ -23,8 +23,6 @@ pub struct Pipeline {
     pub(super) pmd: usize,
     pub(super) switch: Arc<Switch>,
     pub(super) shared: Arc<PmdShared>,
-    /// The topology the PMD runs (replaced between bursts).
-    pub(super) topo: Arc<Topology>,
     pub(super) cache: FlowCache<Decision>,
     pub(super) use_cache: bool,
     /// One action per frame of the burst being processed.
@@ -39,13 +37,12 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// The pipeline of PMD `pmd`, running `topo`.
-    pub fn new(switch: Arc<Switch>, pmd: usize, topo: Arc<Topology>) -> Self {
+    /// The pipeline of PMD `pmd`.
+    pub fn new(switch: Arc<Switch>, pmd: usize) -> Self {
         let settings = switch.config();
         Pipeline {
             pmd,
             shared: switch.pmds[pmd].clone(),
-            topo,
             cache: FlowCache::new(EmcConfig {
                 insert_inv_prob: settings.emc_insert_inv_prob,
                 ..EmcConfig::default()
@@ -61,9 +58,10 @@ impl Pipeline {
         }
     }
 
-    /// Answers a `vswitchctl flows` request: one line per cached flow.
-    pub(super) fn dump_flows(&self) -> Vec<String> {
-        let generation = self.topo.generation + self.switch.fdb.generation();
+    /// Answers a `vswitchctl flows` request: one line per cached flow (`topo` names
+    /// the ports).
+    pub(super) fn dump_flows(&self, topo: &Topology) -> Vec<String> {
+        let generation = topo.generation + self.switch.fdb.generation();
         self.cache
             .iter()
             .map(|e| {
@@ -75,25 +73,30 @@ impl Pipeline {
                     } else {
                         "stale"
                     },
-                    describe(&self.topo, e.action)
+                    describe(topo, e.action)
                 )
             })
             .collect()
     }
 }
 
-impl BurstHandler for Pipeline {
+/// The pipeline running one topology snapshot: what a port's receive hands its bursts to.
+pub struct Run<'a> {
+    /// The pipeline.
+    pub pipeline: &'a mut Pipeline,
+    /// The topology the PMD runs.
+    pub topo: &'a Topology,
+}
+
+impl BurstHandler for Run<'_> {
     fn handle<'m, B: RxBurst<'m>>(&mut self, src: &Port, queue: u16, burst: &B, pkts: &mut [Pkt]) {
-        // One reference count per burst, so the stages can borrow the topology while they
-        // change the pipeline's own state.
-        let topo = Arc::clone(&self.topo);
-        let Some(tp) = topo.port(src.id) else {
+        let Some(tp) = self.topo.port(src.id) else {
             // A PMD polls only the ports of the topology it runs.
             debug_assert!(false, "port {} polled outside its topology", src.name);
             return;
         };
-        self.classify(&topo, tp, burst, pkts);
-        self.forward(&topo, tp, queue, burst, pkts);
+        self.pipeline.classify(self.topo, tp, burst, pkts);
+        self.pipeline.forward(self.topo, tp, queue, burst, pkts);
     }
 }
 

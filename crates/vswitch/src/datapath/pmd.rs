@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::pipeline::Pipeline;
+use super::pipeline::{Pipeline, Run};
 use crate::config::PollMode;
 use crate::model::stats::cycles;
 use crate::model::topology::Topology;
@@ -32,54 +32,61 @@ const MAX_SLEEP_MS: i32 = 1000;
 pub struct Pmd {
     switch: Arc<Switch>,
     shared: Arc<PmdShared>,
+    snap: Snapshot,
+    rx: RxScratch,
+    pipeline: Pipeline,
+}
+
+/// The topology a PMD runs, and what it polls in it.
+struct Snapshot {
     topo: arc_swap::Cache<Arc<ArcSwap<Topology>>, Arc<Topology>>,
     /// The queues it polls, from the topology it runs.
     queues: Vec<(Arc<Port>, u16)>,
     /// The generation of that topology.
     generation: u64,
-    rx: RxScratch,
-    pipeline: Pipeline,
+}
+
+impl Snapshot {
+    /// Picks up a new topology if one was published: the queue list is rebuilt and the
+    /// generation published in `shared`. Returns the snapshot and the queue list built
+    /// from it (so every port polled is in it), borrowed for one round.
+    #[inline]
+    fn adopt(&mut self, shared: &PmdShared) -> (&Topology, &[(Arc<Port>, u16)]) {
+        let topo = self.topo.load();
+        if topo.generation != self.generation {
+            let mine = topo
+                .pmd_queues
+                .get(shared.index)
+                .map_or(&[][..], Vec::as_slice);
+            self.queues = mine
+                .iter()
+                .filter_map(|&(p, q)| topo.port(p).map(|tp| (tp.port.clone(), q)))
+                .collect();
+            self.generation = topo.generation;
+            shared
+                .generation_seen
+                .store(self.generation, Ordering::Release);
+        }
+        (topo, &self.queues)
+    }
 }
 
 impl Pmd {
     /// The data-path state of PMD `index` of `switch`.
     pub fn new(switch: Arc<Switch>, index: usize) -> Self {
-        let mut topo = arc_swap::Cache::new(switch.topology.clone());
-        let current = topo.load().clone();
         let mut pmd = Pmd {
             shared: switch.pmds[index].clone(),
-            topo,
-            queues: Vec::new(),
-            generation: 0,
+            snap: Snapshot {
+                topo: arc_swap::Cache::new(switch.topology.clone()),
+                queues: Vec::new(),
+                generation: 0,
+            },
             rx: RxScratch::new(index),
-            pipeline: Pipeline::new(switch.clone(), index, current),
+            pipeline: Pipeline::new(switch.clone(), index),
             switch,
         };
-        pmd.adopt();
+        pmd.snap.adopt(&pmd.shared);
         pmd
-    }
-
-    /// Picks up a new topology if one was published: the queue list is rebuilt, the
-    /// pipeline runs the new snapshot, and its generation is published.
-    #[inline]
-    fn adopt(&mut self) {
-        let topo = self.topo.load();
-        if topo.generation == self.generation {
-            return;
-        }
-        let mine = topo
-            .pmd_queues
-            .get(self.shared.index)
-            .map_or(&[][..], Vec::as_slice);
-        self.queues = mine
-            .iter()
-            .filter_map(|&(p, q)| topo.port(p).map(|tp| (tp.port.clone(), q)))
-            .collect();
-        self.generation = topo.generation;
-        self.pipeline.topo = topo.clone();
-        self.shared
-            .generation_seen
-            .store(self.generation, Ordering::Release);
     }
 
     /// Polls every owned queue once; returns the number of frames taken.
@@ -91,15 +98,19 @@ impl Pmd {
     /// every owned queue once, charging each non-empty burst's cycles to its queue.
     /// Returns the frames taken and the time at the end.
     fn round(&mut self, mut t0: u64) -> (usize, u64) {
-        self.adopt();
+        let (topo, queues) = self.snap.adopt(&self.shared);
         if self.shared.dump_request.load(Ordering::Acquire) {
-            let lines = self.pipeline.dump_flows();
+            let lines = self.pipeline.dump_flows(topo);
             *self.shared.dump.lock().unwrap_or_else(|e| e.into_inner()) = Some(lines);
             self.shared.dump_request.store(false, Ordering::Release);
         }
+        let mut run = Run {
+            pipeline: &mut self.pipeline,
+            topo,
+        };
         let mut work = 0;
-        for (port, q) in &self.queues {
-            let n = port.receive(*q, &mut self.rx, &mut self.pipeline);
+        for (port, q) in queues {
+            let n = port.receive(*q, &mut self.rx, &mut run);
             if n > 0 {
                 let t1 = cycles();
                 port.account(*q, n as u64, t1.wrapping_sub(t0));
@@ -163,10 +174,15 @@ impl Pmd {
     fn sleep(&mut self) {
         let mut set = SleepSet::new(self.shared.wake_fd());
         let mut pending = false;
-        for (port, q) in &self.queues {
+        let generation = self.snap.generation;
+        let (topo, queues) = self.snap.adopt(&self.shared);
+        if topo.generation != generation {
+            return;
+        }
+        for (port, q) in queues {
             pending |= port.arm_wakeup(*q, &mut set);
         }
-        if pending || self.topo.load().generation != self.generation {
+        if pending {
             return;
         }
         self.shared.counters.sleeps.add(1);

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::config::{PortConfig, PortType};
 use crate::control::protocol::ShowPort;
-use crate::datapath::packet::{BurstHandler, RxBurst, TxBatch, TxOffloads};
+use crate::datapath::packet::{BurstHandler, RxBurst, TxBatch, TxOffloads, TxPlan};
 use crate::model::fdb::PortId;
 use crate::model::stats::{PortCounters, PortStats};
 use crate::model::topology::{TopoPort, Topology};
@@ -171,23 +171,20 @@ impl Port {
         }
     }
 
-    /// The offloads the port takes whole now.
+    /// What the port takes now: the offloads it takes whole, and whether it spreads
+    /// frames over several receive queues by flow hash.
     #[inline]
-    pub fn tx_offloads(&self) -> TxOffloads {
+    pub fn tx_plan(&self) -> TxPlan {
         match &self.kind {
-            PortKind::Vhost(v) => v.tx_offloads(),
-            PortKind::Afxdp(_) => TxOffloads::NONE,
-            PortKind::Tap(_) => TxOffloads::ALL,
-        }
-    }
-
-    /// The port spreads a batch over several receive queues by flow hash, so the
-    /// pipeline must hash every frame it sends there.
-    #[inline]
-    pub fn spreads_by_hash(&self) -> bool {
-        match &self.kind {
-            PortKind::Vhost(v) => v.rx_queue_pairs() > 1,
-            PortKind::Afxdp(_) | PortKind::Tap(_) => false,
+            PortKind::Vhost(v) => v.tx_plan(),
+            PortKind::Afxdp(_) => TxPlan {
+                takes: TxOffloads::NONE,
+                spreads: false,
+            },
+            PortKind::Tap(_) => TxPlan {
+                takes: TxOffloads::ALL,
+                spreads: false,
+            },
         }
     }
 

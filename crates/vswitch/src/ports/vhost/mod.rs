@@ -31,7 +31,7 @@ use virtio_bindings::virtio_net::{
 };
 
 use crate::config::{PortConfig, PortType};
-use crate::datapath::packet::TxOffloads;
+use crate::datapath::packet::{TxOffloads, TxPlan};
 use crate::ports::SleepSet;
 use device::{Connection, Endpoint, Wakers};
 
@@ -105,23 +105,21 @@ impl VhostPort {
         self.conn.load().as_ref().is_some_and(|c| c.link_up())
     }
 
-    /// Receive queue pairs of the attached driver (0 when none is attached).
+    /// What the attached driver takes: the offloads it negotiated (GUEST_*), and
+    /// whether it has several receive queue pairs (frames spread by flow hash).
     #[inline]
-    pub fn rx_queue_pairs(&self) -> usize {
-        self.conn.load().as_ref().map_or(0, |c| c.vrings.len() / 2)
-    }
-
-    /// The offloads the attached driver takes whole.
-    #[inline]
-    pub fn tx_offloads(&self) -> TxOffloads {
+    pub fn tx_plan(&self) -> TxPlan {
         match self.conn.load().as_ref() {
-            Some(c) => TxOffloads {
-                csum: c.has(VIRTIO_NET_F_GUEST_CSUM),
-                tso4: c.has(VIRTIO_NET_F_GUEST_TSO4),
-                tso6: c.has(VIRTIO_NET_F_GUEST_TSO6),
-                ecn: c.has(VIRTIO_NET_F_GUEST_ECN),
+            Some(c) => TxPlan {
+                takes: TxOffloads {
+                    csum: c.has(VIRTIO_NET_F_GUEST_CSUM),
+                    tso4: c.has(VIRTIO_NET_F_GUEST_TSO4),
+                    tso6: c.has(VIRTIO_NET_F_GUEST_TSO6),
+                    ecn: c.has(VIRTIO_NET_F_GUEST_ECN),
+                },
+                spreads: c.vrings.len() / 2 > 1,
             },
-            None => TxOffloads::NONE,
+            None => TxPlan::default(),
         }
     }
 
