@@ -440,6 +440,8 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
                 path: format!("/nonexistent/{name}.sock").into(),
                 queues: 1,
                 vlan,
+                vni: None,
+                mtu: None,
                 offloads: false,
                 iface: String::new(),
                 mode: Default::default(),
@@ -455,5 +457,7 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         emc_insert_inv_prob: 1,
         metrics: None,
         pmd_auto_rebalance: false,
+        geneve: Vec::new(),
+        vnis: Vec::new(),
     }
 }

@@ -61,6 +61,19 @@ pub struct Args {
     #[arg(long = "tap", value_name = "NAME=IFNAME[,vlan=V]")]
     pub tap: Vec<String>,
 
+    /// Geneve tunnel endpoint (RFC 8926) on AF_XDP uplink UPLINK: LOCAL_IP (IPv4 or
+    /// IPv6) must be an address the host kernel has on the uplink's interface, which
+    /// keeps its ARP/ND, ICMP and routes; the uplink's XDP program steers only Geneve
+    /// for LOCAL_IP to vswitchd. `remote=` lists the remote endpoints every VNI floods
+    /// to (`[[vni]]` in the file gives a VNI its own list); `csum=` the outer UDP
+    /// checksum (default off over IPv4, on over IPv6); `opt=CLASS:TYPE:HEX` an option
+    /// sent with every frame. Ports join a VNI with `vni=N`. Repeatable.
+    #[arg(
+        long = "geneve",
+        value_name = "NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]"
+    )]
+    pub geneve: Vec<String>,
+
     /// CPUs to pin PMD threads to, one thread per CPU: "1,2" or "2-3". Default: one
     /// unpinned PMD thread.
     #[arg(long, value_name = "LIST")]

@@ -24,6 +24,12 @@ pub struct UplinkConfig {
     /// Access VLAN (1..=4094); untagged when absent.
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// Geneve VNI of the logical switch the port joins; never with `vlan`.
+    #[serde(default)]
+    pub vni: Option<u32>,
+    /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
+    #[serde(default)]
+    pub mtu: Option<u16>,
 }
 
 /// A tap host port as the file writes it (`[[tap]]`), the same as `--tap`.
@@ -37,6 +43,12 @@ pub struct TapConfig {
     /// Access VLAN (1..=4094); untagged when absent.
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// Geneve VNI of the logical switch the port joins; never with `vlan`.
+    #[serde(default)]
+    pub vni: Option<u32>,
+    /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
+    #[serde(default)]
+    pub mtu: Option<u16>,
 }
 
 pub(crate) fn one() -> u16 {
@@ -84,6 +96,12 @@ pub struct FileConfig {
     /// Static FDB entries.
     #[serde(default)]
     pub fdb_static: Vec<StaticFdbEntry>,
+    /// Geneve tunnel endpoints.
+    #[serde(default)]
+    pub geneve: Vec<super::GeneveConfig>,
+    /// Per-VNI flood lists.
+    #[serde(default)]
+    pub vni: Vec<super::VniConfig>,
     /// Per-port ACL rules, in order (`[[acl]]` with `port` and the rule's fields).
     #[serde(default)]
     pub acl: Vec<crate::model::acl::AclEntry>,

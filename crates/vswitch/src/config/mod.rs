@@ -7,6 +7,7 @@
 
 mod args;
 mod file;
+pub mod geneve;
 pub mod spec;
 
 use std::collections::HashSet;
@@ -19,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 pub use args::{Args, OnOff};
 pub use file::{read_file, FileConfig, StaticFdbEntry, TapConfig, UplinkConfig};
-pub use spec::{parse_port, validate_ports, PortConfig, PortFlag, MAX_UPLINK_QUEUES};
+pub use geneve::{parse_geneve_spec, GeneveConfig, VniConfig};
+pub use spec::{parse_port, validate_ports, PortConfig, PortFlag, MAX_UPLINK_QUEUES, MAX_VNI};
 
 /// Default control socket path, shared by `vswitchd --control` and `vswitchctl --socket`.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vswitch/vswitchd.sock";
@@ -209,6 +211,10 @@ pub struct Config {
     pub metrics: Option<std::net::SocketAddr>,
     /// Rebalance rx queues over the PMDs automatically.
     pub pmd_auto_rebalance: bool,
+    /// Geneve tunnel endpoints.
+    pub geneve: Vec<GeneveConfig>,
+    /// Per-VNI flood lists.
+    pub vnis: Vec<VniConfig>,
 }
 
 impl Config {
@@ -324,6 +330,22 @@ impl TryFrom<Args> for Config {
         let ports = collect_ports(&args, &file)?;
         validate_ports(&ports)?;
         let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
+        let mut teps: Vec<(String, GeneveConfig)> = file
+            .geneve
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (format!("geneve[{i}]"), g.clone()))
+            .collect();
+        for s in &args.geneve {
+            teps.push((format!("--geneve {s:?}"), parse_geneve_spec(s)?));
+        }
+        let vnis: Vec<(String, VniConfig)> = file
+            .vni
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("vni[{i}]"), v.clone()))
+            .collect();
+        geneve::validate_tunnels(&teps, &vnis, &ports)?;
 
         let pmd_cpus = match &args.pmd_cpus {
             Some(s) => Some(parse_cpu_list(s).map_err(|e| invalid("--pmd-cpus", e))?),
@@ -440,6 +462,8 @@ impl TryFrom<Args> for Config {
             emc_insert_inv_prob,
             metrics: args.metrics.or(file.metrics),
             pmd_auto_rebalance: args.pmd_auto_rebalance || file.pmd_auto_rebalance.unwrap_or(false),
+            geneve: teps.into_iter().map(|(_, g)| g).collect(),
+            vnis: vnis.into_iter().map(|(_, v)| v).collect(),
             ports,
             pmd_cpus,
             poll: args.poll.or(file.poll).unwrap_or_default(),

@@ -13,6 +13,9 @@ use super::{invalid, AfXdpRequest, ConfigError, PortType, MAX_PORTS, MAX_QUEUE_P
 /// Largest number of AF_XDP queues (sockets) an uplink may open.
 pub const MAX_UPLINK_QUEUES: u16 = 64;
 
+/// Largest Geneve VNI (24 bits, RFC 8926 §3.4).
+pub const MAX_VNI: u32 = (1 << 24) - 1;
+
 /// The flag a port spec is written for: the same in `vswitchd` and `vswitchctl add-port`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -72,6 +75,8 @@ pub fn uplink_port(field: &str, u: UplinkConfig) -> Result<PortConfig, ConfigErr
         path: PathBuf::new(),
         queues: u.queues.unwrap_or(0),
         vlan: u.vlan,
+        vni: u.vni,
+        mtu: u.mtu,
         offloads: false,
         iface: u.iface,
         mode: u.mode,
@@ -87,6 +92,8 @@ pub fn tap_port(field: &str, t: TapConfig) -> Result<PortConfig, ConfigError> {
         path: PathBuf::new(),
         queues: 1,
         vlan: t.vlan,
+        vni: t.vni,
+        mtu: t.mtu,
         offloads: false,
         iface: t.ifname,
         mode: AfXdpRequest::Auto,
@@ -174,6 +181,28 @@ pub fn validate_ports(ports: &[(String, PortConfig)]) -> Result<(), ConfigError>
                 return Err(invalid(field, format!("vlan={v}: expected 1..=4094")));
             }
         }
+        if let Some(v) = p.vni {
+            if v > MAX_VNI {
+                return Err(invalid(field, format!("vni={v}: expected 0..={MAX_VNI}")));
+            }
+            if p.vlan.is_some() {
+                return Err(invalid(
+                    field,
+                    "vlan= and vni= both given: a port is in one bridge domain, an access VLAN or a Geneve VNI",
+                ));
+            }
+        }
+        if let Some(m) = p.mtu {
+            if p.vni.is_none() {
+                return Err(invalid(
+                    field,
+                    format!("mtu={m}: only a port on a VNI has one (the overlay's inner MTU)"),
+                ));
+            }
+            if m < 68 {
+                return Err(invalid(field, format!("mtu={m}: expected 68..=65535")));
+            }
+        }
         if p.kind.is_vhost() {
             check_socket_dir(field, &p.path)?;
         }
@@ -198,6 +227,14 @@ pub struct PortConfig {
     /// Access VLAN (1..=4094); untagged (VLAN 0 domain) when absent.
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// Geneve VNI (0..=16777215) of the logical switch the port joins; never with `vlan`.
+    #[serde(default)]
+    pub vni: Option<u32>,
+    /// On a VNI: the MTU of the network behind the port (bytes of IP packet). Absent:
+    /// the underlay's MTU minus the tunnel overhead, offered to guests
+    /// (VIRTIO_NET_F_MTU) and set on taps.
+    #[serde(default)]
+    pub mtu: Option<u16>,
     /// Offer checksum and TSO offloads (CSUM, GUEST_CSUM, HOST_TSO4/6, GUEST_TSO4/6,
     /// HOST_ECN, GUEST_ECN). Default true, as a Linux guest under QEMU expects.
     #[serde(default = "super::file::yes")]
@@ -210,28 +247,89 @@ pub struct PortConfig {
     pub mode: AfXdpRequest,
 }
 
-/// Parses `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`.
-fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig, ConfigError> {
-    let field = format!("{flag} {spec:?}");
+/// The options every port kind takes: its bridge domain (an access VLAN or a Geneve
+/// VNI, never both) and, on a VNI, the MTU of the network behind it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DomainOpts {
+    /// `vlan=V`.
+    pub vlan: Option<u16>,
+    /// `vni=N`.
+    pub vni: Option<u32>,
+    /// `mtu=M`.
+    pub mtu: Option<u16>,
+}
+
+impl DomainOpts {
+    /// Takes `k=v` if it is one of these options (`Ok(false)`: not one).
+    fn take(&mut self, field: &str, k: &str, v: &str) -> Result<bool, ConfigError> {
+        match k {
+            "vlan" => {
+                self.vlan = Some(v.parse().map_err(|_| {
+                    invalid(field, format!("vlan={v}: expected a VLAN id 1..=4094"))
+                })?)
+            }
+            "vni" => {
+                self.vni =
+                    Some(v.parse().map_err(|_| {
+                        invalid(field, format!("vni={v}: expected a VNI 0..=16777215"))
+                    })?)
+            }
+            "mtu" => {
+                self.mtu = Some(v.parse().map_err(|_| {
+                    invalid(
+                        field,
+                        format!("mtu={v}: expected an MTU 68..=65535 (bytes)"),
+                    )
+                })?)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Splits `NAME=FIRST,KEY=VALUE,...` into the name, the first value and the options.
+fn split_spec<'a>(
+    field: &str,
+    spec: &'a str,
+    expected: &str,
+) -> Result<(&'a str, &'a str, Vec<(&'a str, &'a str)>), ConfigError> {
     let (name, rest) = spec
         .split_once('=')
-        .ok_or_else(|| invalid(&field, "expected NAME=PATH[,queues=N][,vlan=V]"))?;
+        .ok_or_else(|| invalid(field, expected.to_string()))?;
     let mut parts = rest.split(',');
-    let path = parts.next().unwrap_or_default();
+    let first = parts.next().unwrap_or_default();
+    let opts = parts
+        .map(|opt| {
+            opt.split_once('=')
+                .ok_or_else(|| invalid(field, format!("option {opt:?}: expected KEY=VALUE")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((name, first, opts))
+}
+
+/// Parses `NAME=PATH[,queues=N][,vlan=V|vni=N][,mtu=M][,offloads=on|off]`.
+fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig, ConfigError> {
+    let field = format!("{flag} {spec:?}");
+    let expected = "expected NAME=PATH[,queues=N][,vlan=V|vni=N][,mtu=M][,offloads=on|off]";
+    let (name, path, opts) = split_spec(&field, spec, expected)?;
     let mut port = PortConfig {
         name: name.to_string(),
         kind,
         path: PathBuf::from(path),
         queues: 1,
         vlan: None,
+        vni: None,
+        mtu: None,
         offloads: true,
         iface: String::new(),
         mode: AfXdpRequest::Auto,
     };
-    for opt in parts {
-        let (k, v) = opt
-            .split_once('=')
-            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+    let mut d = DomainOpts::default();
+    for (k, v) in opts {
+        if d.take(&field, k, v)? {
+            continue;
+        }
         match k {
             "queues" => {
                 port.queues = v.parse().map_err(|_| {
@@ -241,48 +339,48 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
                     )
                 })?
             }
-            "vlan" => {
-                port.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
-            "offloads" => {
-                port.offloads = match v {
-                    "on" => true,
-                    "off" => false,
-                    _ => return Err(invalid(&field, format!("offloads={v}: expected on or off"))),
-                }
-            }
+            "offloads" => port.offloads = on_off(&field, k, v)?,
             _ => {
                 return Err(invalid(
                     &field,
-                    format!("unknown option {k:?}; expected queues=N, vlan=V or offloads=on|off"),
+                    format!("unknown option {k:?}; expected queues=N, vlan=V, vni=N, mtu=M or offloads=on|off"),
                 ))
             }
         }
     }
+    (port.vlan, port.vni, port.mtu) = (d.vlan, d.vni, d.mtu);
     Ok(port)
 }
 
-/// Parses `NAME=IFACE[,mode=M][,queues=N][,vlan=V]` (`--uplink`).
+/// `on` or `off` for option `k`.
+pub(crate) fn on_off(field: &str, k: &str, v: &str) -> Result<bool, ConfigError> {
+    match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(invalid(field, format!("{k}={v}: expected on or off"))),
+    }
+}
+
+/// Parses `NAME=IFACE[,mode=M][,queues=N][,vlan=V|vni=N][,mtu=M]` (`--uplink`).
 fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
     let field = format!("--uplink {spec:?}");
-    let expected = "expected NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]";
-    let (name, rest) = spec
-        .split_once('=')
-        .ok_or_else(|| invalid(&field, expected))?;
-    let mut parts = rest.split(',');
+    let expected =
+        "expected NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V|vni=N]";
+    let (name, iface, opts) = split_spec(&field, spec, expected)?;
     let mut u = UplinkConfig {
         name: name.to_string(),
-        iface: parts.next().unwrap_or_default().to_string(),
+        iface: iface.to_string(),
         mode: AfXdpRequest::Auto,
         queues: None,
         vlan: None,
+        vni: None,
+        mtu: None,
     };
-    for opt in parts {
-        let (k, v) = opt
-            .split_once('=')
-            .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
+    let mut d = DomainOpts::default();
+    for (k, v) in opts {
+        if d.take(&field, k, v)? {
+            continue;
+        }
         match k {
             "mode" => {
                 u.mode = match v {
@@ -306,50 +404,39 @@ fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
                     )
                 })?)
             }
-            "vlan" => {
-                u.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
             _ => {
                 return Err(invalid(
                     &field,
-                    format!("unknown option {k:?}; expected mode=M, queues=N or vlan=V"),
+                    format!("unknown option {k:?}; expected mode=M, queues=N, vlan=V or vni=N"),
                 ))
             }
         }
     }
+    (u.vlan, u.vni, u.mtu) = (d.vlan, d.vni, d.mtu);
     Ok(u)
 }
 
-/// Parses `NAME=IFNAME[,vlan=V]` (`--tap`).
+/// Parses `NAME=IFNAME[,vlan=V|vni=N][,mtu=M]` (`--tap`).
 fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
     let field = format!("--tap {spec:?}");
-    let (name, rest) = spec
-        .split_once('=')
-        .ok_or_else(|| invalid(&field, "expected NAME=IFNAME[,vlan=V]"))?;
-    let mut parts = rest.split(',');
-    let mut t = TapConfig {
-        name: name.to_string(),
-        ifname: parts.next().unwrap_or_default().to_string(),
-        vlan: None,
-    };
-    for opt in parts {
-        match opt.split_once('=') {
-            Some(("vlan", v)) => {
-                t.vlan = Some(v.parse().map_err(|_| {
-                    invalid(&field, format!("vlan={v}: expected a VLAN id 1..=4094"))
-                })?)
-            }
-            _ => {
-                return Err(invalid(
-                    &field,
-                    format!("unknown option {opt:?}; expected vlan=V"),
-                ))
-            }
+    let (name, ifname, opts) =
+        split_spec(&field, spec, "expected NAME=IFNAME[,vlan=V|vni=N][,mtu=M]")?;
+    let mut d = DomainOpts::default();
+    for (k, v) in opts {
+        if !d.take(&field, k, v)? {
+            return Err(invalid(
+                &field,
+                format!("unknown option {k:?}; expected vlan=V, vni=N or mtu=M"),
+            ));
         }
     }
-    Ok(t)
+    Ok(TapConfig {
+        name: name.to_string(),
+        ifname: ifname.to_string(),
+        vlan: d.vlan,
+        vni: d.vni,
+        mtu: d.mtu,
+    })
 }
 
 /// Checks a Linux interface name: 1..=15 bytes (IFNAMSIZ - 1), no `/`, whitespace or `:`.
