@@ -92,14 +92,14 @@ pub fn parse_option(s: &str) -> Result<(u16, u8, Vec<u8>), String> {
     };
     let class = num(c, 0xffff)? as u16;
     let typ = num(t, 0xff)? as u8;
-    if d.len() % 2 != 0 || !d.chars().all(|c| c.is_ascii_hexdigit()) {
+    if !d.len().is_multiple_of(2) || !d.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(expected());
     }
     let data: Vec<u8> = (0..d.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&d[i..i + 2], 16).expect("hex digits checked"))
         .collect();
-    if data.len() % 4 != 0 || data.len() > 124 {
+    if !data.len().is_multiple_of(4) || data.len() > 124 {
         return Err(format!(
             "{s:?}: option data is {} bytes; expected a multiple of 4, at most 124",
             data.len()

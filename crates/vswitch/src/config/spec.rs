@@ -288,12 +288,15 @@ impl DomainOpts {
     }
 }
 
+/// A spec split: the name, the first value, and the `KEY=VALUE` options.
+type SplitSpec<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>);
+
 /// Splits `NAME=FIRST,KEY=VALUE,...` into the name, the first value and the options.
 fn split_spec<'a>(
     field: &str,
     spec: &'a str,
     expected: &str,
-) -> Result<(&'a str, &'a str, Vec<(&'a str, &'a str)>), ConfigError> {
+) -> Result<SplitSpec<'a>, ConfigError> {
     let (name, rest) = spec
         .split_once('=')
         .ok_or_else(|| invalid(field, expected.to_string()))?;
