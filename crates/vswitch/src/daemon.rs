@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use crate::config::{Args, Config};
 use crate::control::ops::Control;
-use crate::control::{housekeeping, metrics, netlink, notify, server};
+use crate::control::{housekeeping, metrics, netlink, notify, overlay, server};
 use crate::datapath::pmd::Pmd;
 use crate::switch::Switch;
 
@@ -50,6 +50,10 @@ pub enum StartError {
     /// and what failed), or the PMDs' eventfds could not be made.
     #[error("{0}")]
     Ports(std::io::Error),
+    /// The overlay does not fit the host: an endpoint's address is not on its uplink,
+    /// or a VNI port's MTU plus the tunnel overhead exceeds the uplink's MTU.
+    #[error("{0}")]
+    Overlay(String),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Thread {
@@ -79,6 +83,7 @@ impl Daemon {
     /// # Errors
     /// What could not be opened, bound or started.
     pub async fn start(config: Config, args: Args) -> Result<Daemon, StartError> {
+        crate::config::geneve::check_host(&config).map_err(StartError::Overlay)?;
         let c = config.clone();
         let switch = tokio::task::spawn_blocking(move || Switch::new(c))
             .await
@@ -132,7 +137,12 @@ impl Daemon {
         for tp in topo.iter() {
             ctl.start_service(tp.port.clone());
         }
-        tokio::spawn(netlink::watch(switch.clone(), ctl.net.clone()));
+        tokio::spawn(netlink::watch(
+            switch.clone(),
+            ctl.net.clone(),
+            ctl.net_changed.clone(),
+        ));
+        tokio::spawn(overlay::run(ctl.clone()));
         tokio::spawn(housekeeping::run(ctl.clone()));
         tokio::spawn(server::serve(control, ctl.clone()));
         if let Some(l) = metrics {

@@ -59,6 +59,8 @@ pub struct Switch {
     pub topology: Arc<ArcSwap<Topology>>,
     /// The bridge domains registered so far.
     pub domains: Domains,
+    /// The remote tunnel endpoints registered so far.
+    pub remotes: crate::model::tunnel::Remotes,
     /// The MAC table.
     pub fdb: Fdb,
     /// PMD thread state.
@@ -117,6 +119,7 @@ impl Switch {
         let sw = Switch {
             topology: Arc::new(ArcSwap::from_pointee(Topology::new(npmd))),
             domains: Domains::default(),
+            remotes: Default::default(),
             fdb: Fdb::new(Duration::from_secs(config.fdb_aging_secs)),
             pmds,
             wakers,
@@ -127,7 +130,8 @@ impl Switch {
         };
         let mut ports = Vec::new();
         for (i, p) in config.ports.iter().enumerate() {
-            let port = Port::open(i as PortId, p, npmd).map_err(std::io::Error::other)?;
+            let ctx = crate::ports::OpenCtx::new(&config, &p.name, npmd);
+            let port = Port::open(i as PortId, p, &ctx).map_err(std::io::Error::other)?;
             ports.push(
                 sw.placed(Arc::new(port), p, &config)
                     .map_err(std::io::Error::other)?,
@@ -181,7 +185,7 @@ impl Switch {
         cfg: &PortConfig,
         config: &Config,
     ) -> Result<TopoPort, EditError> {
-        let key = DomainKey::Vlan(cfg.vlan.unwrap_or(0));
+        let key = DomainKey::of(cfg.vlan, cfg.vni);
         let domain = self
             .domains
             .intern(key)
@@ -200,6 +204,66 @@ impl Switch {
             domain_key: key,
             port,
         })
+    }
+
+    /// The overlay part of topology `t` under configuration `config`: its local
+    /// endpoints (kept, with their counters and paths, when unchanged), the domain of
+    /// each VNI a port of `t` is in, and each such domain's flood list (the VNI's
+    /// `[[vni]]` list, else every endpoint's `remote=`).
+    pub fn build_tunnels(&self, config: &Config, t: &Topology) -> crate::model::tunnel::Tunnels {
+        use crate::model::tunnel::{Tep, Tunnels};
+        let old = &t.tunnels;
+        let mut out = Tunnels::default();
+        for g in &config.geneve {
+            let Some(uplink) = t.by_name(&g.uplink).map(|u| u.port.id) else {
+                continue;
+            };
+            let kept = old
+                .teps
+                .iter()
+                .position(|x| x.config == *g && x.uplink == uplink);
+            let (tep, paths) = match kept {
+                Some(i) => (
+                    old.teps[i].clone(),
+                    old.paths.get(i).cloned().unwrap_or_default(),
+                ),
+                None => match Tep::new(g.clone(), uplink, self.pmds.len()) {
+                    Ok(tep) => (Arc::new(tep), Default::default()),
+                    Err(e) => {
+                        tracing::warn!(tep = %g.name, error = %e, "tunnel endpoint not usable");
+                        continue;
+                    }
+                },
+            };
+            out.teps.push(tep);
+            out.paths.push(paths);
+        }
+        for tp in t.iter() {
+            if let DomainKey::Vni(v) = tp.domain_key {
+                out.vni_domains.insert(v, tp.domain);
+            }
+        }
+        out.flood = vec![Vec::new(); self.domains.len()];
+        for (&vni, &d) in &out.vni_domains {
+            let ips: Vec<std::net::IpAddr> = match config.vnis.iter().find(|v| v.id == vni) {
+                Some(v) => v.remotes.clone(),
+                None => config
+                    .geneve
+                    .iter()
+                    .flat_map(|g| g.remotes.clone())
+                    .collect(),
+            };
+            let mut ids: Vec<_> = ips
+                .iter()
+                .filter_map(|ip| self.remotes.intern(*ip))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if let Some(f) = out.flood.get_mut(usize::from(d)) {
+                *f = ids;
+            }
+        }
+        out
     }
 
     /// Installs `config`'s static FDB entries (replacing any present).
@@ -228,6 +292,7 @@ impl Switch {
         let mut t = (**self.topology.load()).clone();
         let r = edit(&mut t)?;
         t.generation += 1;
+        t.tunnels = self.build_tunnels(&self.config(), &t);
         t.rebuild_domains(self.domains.len());
         let generation = t.generation;
         self.topology.store(Arc::new(t));

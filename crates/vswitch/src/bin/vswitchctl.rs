@@ -38,6 +38,9 @@ enum Cmd {
     Offloads,
     /// Per-port counters: rx (from the guest), tx (to the guest), drops by reason.
     Stats,
+    /// Geneve tunnel endpoints: local address, uplink, remotes with their next hops and
+    /// neighbour state, frames and bytes each way, drops by reason.
+    Tunnels,
     /// The MAC table: VLAN, MAC, port, age.
     Fdb,
     /// Per-PMD packets, bursts, mean burst size, busy and idle cycles, flow-cache hits.
@@ -171,6 +174,7 @@ fn main() -> ExitCode {
             Response::Flows(x) => serde_json::to_value(x),
             Response::Offloads(x) => serde_json::to_value(x),
             Response::AclList(x) => serde_json::to_value(x),
+            Response::Tunnels(x) => serde_json::to_value(x),
             other => serde_json::to_value(other),
         };
         println!(
@@ -214,6 +218,7 @@ fn request_of(cmd: Cmd) -> Result<Request, String> {
         Cmd::DelPort { name } => Request::DelPort { name },
         Cmd::PmdRebalance => Request::PmdRebalance,
         Cmd::Reload => Request::Reload,
+        Cmd::Tunnels => Request::Tunnels,
         Cmd::Top { .. } => unreachable!("handled before"),
     })
 }
@@ -252,6 +257,7 @@ fn print_reply(r: Response) {
                 }
             }
         }
+        Response::Tunnels(rows) => print_tunnels(rows),
         Response::Reloaded(r) => {
             let list = |v: &[String]| {
                 if v.is_empty() {
@@ -264,6 +270,44 @@ fn print_reply(r: Response) {
             println!("deleted: {}", list(&r.deleted));
             println!("changed in place: {}", list(&r.changed));
             println!("replaced: {}", list(&r.replaced));
+        }
+    }
+}
+
+fn print_tunnels(rows: Vec<vswitch::control::protocol::TunnelRow>) {
+    if rows.is_empty() {
+        println!("no tunnel endpoints");
+    }
+    for t in rows {
+        println!(
+            "tunnel {} local {} on {} (link {})  udp {}  checksum {}{}",
+            t.name,
+            t.local,
+            t.uplink,
+            t.link,
+            t.udp_port,
+            if t.udp_checksum { "on" } else { "off" },
+            if t.options.is_empty() {
+                String::new()
+            } else {
+                format!("  options {}", t.options.join(" "))
+            }
+        );
+        println!(
+            "    rx {} frames {} bytes  tx {} frames {} bytes  segmented {}  options received {}",
+            t.rx_packets, t.rx_bytes, t.tx_packets, t.tx_bytes, t.segmented, t.rx_options
+        );
+        for (k, v) in t.drops.iter().filter(|(_, v)| **v > 0) {
+            println!("    drop {k}: {v}");
+        }
+        for r in t.remotes {
+            println!(
+                "    remote {}  {}  next hops [{}]  flood VNIs {:?}",
+                r.ip,
+                r.state,
+                r.next_hops.join(" "),
+                r.flood_vnis
+            );
         }
     }
 }

@@ -277,6 +277,144 @@ pub fn validate_tunnels(
     Ok(())
 }
 
+/// The XDP filter of uplink port `uplink`: the addresses and ports of the tunnel
+/// endpoints on it (None when it carries none).
+pub fn tep_filter(
+    teps: &[GeneveConfig],
+    uplink: &str,
+) -> Option<crate::ports::afxdp::xdp::TepFilter> {
+    let mut f = crate::ports::afxdp::xdp::TepFilter::default();
+    let mut any = false;
+    for g in teps.iter().filter(|g| g.uplink == uplink) {
+        any = true;
+        match g.local {
+            IpAddr::V4(a) => f.v4 = Some((a.octets(), g.port)),
+            IpAddr::V6(a) => f.v6 = Some((a.octets(), g.port)),
+        }
+    }
+    any.then_some(f)
+}
+
+/// The MTU of network interface `iface` (sysfs), if it exists.
+pub fn iface_mtu(iface: &str) -> Option<u32> {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The inner MTU the overlay carries: the smallest of every endpoint's uplink MTU
+/// minus its overhead (None without endpoints, or when an uplink's MTU cannot be read).
+pub fn inner_mtu(config: &super::Config) -> Option<u32> {
+    config
+        .geneve
+        .iter()
+        .map(|g| {
+            let iface = &config.ports.iter().find(|p| p.name == g.uplink)?.iface;
+            Some(iface_mtu(iface)?.saturating_sub(g.overhead() as u32))
+        })
+        .collect::<Option<Vec<u32>>>()?
+        .into_iter()
+        .min()
+}
+
+/// Checks the overlay against the host: each endpoint's address is on its uplink's
+/// interface (the kernel owns the underlay), and every port on a VNI fits the
+/// underlay: its `mtu=` (or the overlay's inner MTU) plus the tunnel overhead at most
+/// the uplink's MTU.
+///
+/// # Errors
+/// What does not fit, with the numbers, or the missing address.
+pub fn check_host(config: &super::Config) -> Result<(), String> {
+    for g in &config.geneve {
+        let Some(u) = config.ports.iter().find(|p| p.name == g.uplink) else {
+            continue;
+        };
+        if !iface_has_addr(&u.iface, g.local) {
+            return Err(format!(
+                "tunnel endpoint {}: {} is not an address of {} (the uplink {}); add it with `ip addr add {}/PREFIX dev {}`",
+                g.name, g.local, u.iface, u.name, g.local, u.iface
+            ));
+        }
+        let Some(mtu) = iface_mtu(&u.iface) else {
+            return Err(format!(
+                "tunnel endpoint {}: cannot read the MTU of {}",
+                g.name, u.iface
+            ));
+        };
+        let over = g.overhead() as u32;
+        let room = mtu.saturating_sub(over);
+        if room < 576 {
+            return Err(format!(
+                "tunnel endpoint {}: {}'s MTU {mtu} leaves {room} bytes for the overlay after {over} bytes of Geneve overhead; raise the underlay's MTU (1700 or 9000 recommended)",
+                g.name, u.iface
+            ));
+        }
+        for p in config.ports.iter().filter(|p| p.vni.is_some()) {
+            if let Some(m) = p.mtu {
+                if u32::from(m) + over > mtu {
+                    return Err(format!(
+                        "port {}: mtu={m} + {over} bytes of Geneve overhead ({} over {}) = {} > {}'s MTU {mtu}; lower mtu= to {room} or raise the underlay's MTU (1700 or 9000 recommended)",
+                        p.name,
+                        g.name,
+                        if g.local.is_ipv4() { "IPv4" } else { "IPv6" },
+                        u32::from(m) + over,
+                        u.iface
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether interface `iface` has address `ip` (getifaddrs(3)).
+fn iface_has_addr(iface: &str, ip: IpAddr) -> bool {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return false;
+    }
+    let mut found = false;
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if name.to_bytes() != iface.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr points at a sockaddr whose family says which struct it is.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let addr = match family {
+            libc::AF_INET => {
+                // SAFETY: an AF_INET address is a sockaddr_in.
+                let a = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+                IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes())
+            }
+            libc::AF_INET6 => {
+                // SAFETY: an AF_INET6 address is a sockaddr_in6.
+                let a = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
+                IpAddr::from(a.sin6_addr.s6_addr)
+            }
+            _ => continue,
+        };
+        if addr == ip {
+            found = true;
+            break;
+        }
+    }
+    // SAFETY: frees the list getifaddrs allocated, once.
+    unsafe { libc::freeifaddrs(head) };
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,7 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::DelPort { name } => ctl.del_port(&name).await?,
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
+        Request::Tunnels => Response::Tunnels(tunnels(sw)),
     })
 }
 
@@ -74,11 +75,19 @@ fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {
         .into_iter()
         .map(|r| FdbRowNamed {
             vlan: sw.domains.key(r.domain).map_or(0, |k| k.vlan()),
+            domain: sw
+                .domains
+                .key(r.domain)
+                .map_or_else(String::new, |k| k.to_string()),
             mac: r.mac.to_string(),
             port: match r.dest {
                 Dest::Port(p) => topo
                     .port(p)
                     .map_or_else(|| p.to_string(), |p| p.port.name.clone()),
+                Dest::Remote(r) => sw
+                    .remotes
+                    .ip(r)
+                    .map_or_else(|| format!("remote {r}"), |ip| format!("remote {ip}")),
             },
             age_secs: r.age_secs,
             is_static: r.is_static,
@@ -240,4 +249,73 @@ fn acl_del(sw: &Switch, port: String, index: usize) -> Result<Response, String> 
         port,
         removed: removed.to_string(),
     })
+}
+
+/// Every local tunnel endpoint with its remotes and counters.
+fn tunnels(sw: &Switch) -> Vec<super::protocol::TunnelRow> {
+    use crate::model::tunnel::TunnelDrop;
+    let topo = sw.topo();
+    let t = &topo.tunnels;
+    let mac = |m: &[u8; 6]| crate::config::MacAddr(*m).to_string();
+    t.teps
+        .iter()
+        .enumerate()
+        .map(|(i, tep)| {
+            let mut row = super::protocol::TunnelRow {
+                name: tep.config.name.clone(),
+                local: tep.config.local.to_string(),
+                uplink: tep.config.uplink.clone(),
+                link: match topo.port(tep.uplink) {
+                    Some(u) if u.port.link_up() => "up",
+                    _ => "down",
+                }
+                .into(),
+                udp_port: tep.config.port,
+                udp_checksum: tep.config.udp_checksum(),
+                options: tep.config.options.clone(),
+                ..Default::default()
+            };
+            for c in tep.counters.iter() {
+                row.rx_packets += c.rx_packets.get();
+                row.rx_bytes += c.rx_bytes.get();
+                row.tx_packets += c.tx_packets.get();
+                row.tx_bytes += c.tx_bytes.get();
+                row.segmented += c.segmented.get();
+                row.rx_options += c.rx_options.get();
+                for r in geneve::decap::DropReason::ALL {
+                    *row.drops.entry(r.as_str().to_string()).or_default() +=
+                        c.decap_drops[r.index()].get();
+                }
+                for r in TunnelDrop::ALL {
+                    *row.drops.entry(r.name().to_string()).or_default() +=
+                        c.drops[r as usize].get();
+                }
+            }
+            for (rid, ip) in sw.remotes.all().into_iter().enumerate() {
+                if ip.is_ipv4() != tep.config.local.is_ipv4() {
+                    continue;
+                }
+                let rid = rid as crate::model::tunnel::RemoteId;
+                let path = t.paths.get(i).and_then(|m| m.get(&rid));
+                row.remotes.push(super::protocol::RemoteRow {
+                    ip: ip.to_string(),
+                    flood_vnis: t
+                        .vni_domains
+                        .iter()
+                        .filter(|(_, d)| t.flood_of(**d).contains(&rid))
+                        .map(|(v, _)| *v)
+                        .collect(),
+                    next_hops: path.map_or_else(Vec::new, |p| p.hops.iter().map(mac).collect()),
+                    state: match path {
+                        Some(p) if !p.hops.is_empty() => "resolved",
+                        Some(_) => "unresolved",
+                        None => "no path",
+                    }
+                    .into(),
+                });
+            }
+            row.remotes.sort_by(|a, b| a.ip.cmp(&b.ip));
+            row
+        })
+        .collect()
 }

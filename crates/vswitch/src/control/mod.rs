@@ -10,6 +10,7 @@
 //! - [`ops`]: ports added and deleted, reloads, rebalances;
 //! - [`metrics`]: Prometheus and the health check, through hyper;
 //! - [`netlink`]: links, addresses, routes and neighbours from the kernel;
+//! - [`overlay`]: the tunnels' paths (next hops, neighbours) from those tables;
 //! - [`notify`]: systemd readiness.
 
 pub mod handlers;
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod netlink;
 pub mod notify;
 pub mod ops;
+pub mod overlay;
 pub mod protocol;
 pub mod server;
 

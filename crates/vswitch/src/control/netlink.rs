@@ -39,6 +39,8 @@ pub struct Link {
     pub running: bool,
     /// MTU, bytes.
     pub mtu: u32,
+    /// Its MAC address.
+    pub mac: Option<[u8; 6]>,
 }
 
 impl Link {
@@ -85,7 +87,11 @@ pub struct NetState {
 /// Follows the kernel's network state into `net` and the switch's ports until the
 /// runtime stops. Without rtnetlink (an error opening the socket) ports keep the link
 /// state they were opened with; that is logged.
-pub async fn watch(switch: Arc<Switch>, net: Arc<RwLock<NetState>>) {
+pub async fn watch(
+    switch: Arc<Switch>,
+    net: Arc<RwLock<NetState>>,
+    changed: Arc<tokio::sync::Notify>,
+) {
     let groups = [
         MulticastGroup::Link,
         MulticastGroup::Ipv4Ifaddr,
@@ -109,6 +115,7 @@ pub async fn watch(switch: Arc<Switch>, net: Arc<RwLock<NetState>>) {
                 Ok(state) => {
                     *net.write().unwrap_or_else(|e| e.into_inner()) = state;
                     apply_links(&switch, &net);
+                    changed.notify_one();
                 }
                 Err(e) => warn!(error = %e, "reading the kernel's network state failed"),
             },
@@ -123,6 +130,7 @@ pub async fn watch(switch: Arc<Switch>, net: Arc<RwLock<NetState>>) {
                     if links {
                         apply_links(&switch, &net);
                     }
+                    changed.notify_one();
                 }
             }
         }
@@ -250,11 +258,15 @@ fn link(m: &LinkMessage) -> (u32, Link) {
         admin_up: m.header.flags.contains(LinkFlags::Up),
         running: m.header.flags.contains(LinkFlags::Running),
         mtu: 0,
+        mac: None,
     };
     for a in &m.attributes {
         match a {
             LinkAttribute::IfName(n) => l.name = n.clone(),
             LinkAttribute::Mtu(v) => l.mtu = *v,
+            LinkAttribute::Address(b) if b.len() == 6 => {
+                l.mac = Some([b[0], b[1], b[2], b[3], b[4], b[5]])
+            }
             _ => {}
         }
     }

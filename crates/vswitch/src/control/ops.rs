@@ -43,6 +43,8 @@ pub struct Control {
     pub(super) beats: Mutex<Vec<(u64, std::time::Instant)>>,
     /// The kernel's network state (links, addresses, routes, neighbours).
     pub net: Arc<std::sync::RwLock<super::netlink::NetState>>,
+    /// Notified when the kernel's state changed.
+    pub net_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Control {
@@ -56,6 +58,7 @@ impl Control {
             rebalanced_at: Mutex::new(HashMap::new()),
             beats: Mutex::new(Vec::new()),
             net: Arc::default(),
+            net_changed: Arc::default(),
         })
     }
 
@@ -94,8 +97,29 @@ impl Control {
         all.push((field, cfg.clone()));
         crate::config::validate_ports(&all).map_err(|e| e.to_string())?;
         config.ports.push(cfg.clone());
-        let id = self.install(&cfg).await?;
+        let teps: Vec<_> = config
+            .geneve
+            .iter()
+            .map(|g| (format!("geneve {:?}", g.name), g.clone()))
+            .collect();
+        let vnis: Vec<_> = config
+            .vnis
+            .iter()
+            .map(|v| (format!("vni {}", v.id), v.clone()))
+            .collect();
+        crate::config::geneve::validate_tunnels(&teps, &vnis, &config.ports)
+            .map_err(|e| e.to_string())?;
+        crate::config::geneve::check_host(&config)?;
+        let previous = (**self.switch.config()).clone();
+        // In force before the port is placed: the topology's overlay is built from it.
         self.switch.set_config(config);
+        let id = match self.install(&cfg).await {
+            Ok(id) => id,
+            Err(e) => {
+                self.switch.set_config(previous);
+                return Err(e);
+            }
+        };
         info!(port = %cfg.name, id, kind = %cfg.kind, "port added");
         Ok(Response::PortAdded { name: cfg.name, id })
     }
@@ -109,7 +133,7 @@ impl Control {
             .topo()
             .free_id()
             .ok_or("too many ports: every port number is taken")?;
-        let port = self.open(id, cfg.clone()).await?;
+        let port = self.open(id, cfg.clone(), &self.switch.config()).await?;
         self.publish_opened(vec![(port, cfg.clone())], None).await?;
         Ok(id)
     }
@@ -215,11 +239,17 @@ impl Control {
         let _ = tokio::task::spawn_blocking(move || drop(port)).await;
     }
 
-    /// Opens (and binds) a port on a blocking thread.
-    async fn open(&self, id: PortId, cfg: PortConfig) -> Result<Arc<Port>, String> {
-        let pmds = self.switch.pmds.len();
+    /// Opens (and binds) a port on a blocking thread, as `config` describes its context
+    /// (the tunnel endpoints an uplink carries, the overlay's MTU).
+    async fn open(
+        &self,
+        id: PortId,
+        cfg: PortConfig,
+        config: &Config,
+    ) -> Result<Arc<Port>, String> {
+        let ctx = crate::ports::OpenCtx::new(config, &cfg.name, self.switch.pmds.len());
         tokio::task::spawn_blocking(move || {
-            let port = Port::open(id, &cfg, pmds).map_err(|e| e.to_string())?;
+            let port = Port::open(id, &cfg, &ctx).map_err(|e| e.to_string())?;
             if let Some(v) = port.vhost() {
                 v.bind().map_err(|e| {
                     format!(
@@ -262,18 +292,23 @@ impl Control {
         let new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
         let old = (**self.switch.config()).clone();
         restart_needed(&old, &new)?;
+        crate::config::geneve::check_host(&new)
+            .map_err(|e| format!("reload: {e}; nothing changed"))?;
         let plan = ReloadPlan::new(&old, &new);
+        let old_teps = old.geneve.clone();
         // Ports that are only new are opened first: if one fails, nothing changed.
         let opened = self.open_new(&plan.added, &new).await?;
         let mut config = old;
         self.remove_ports(&plan.gone(), &mut config).await?;
+        // In force before the ports are placed: the topology's overlay is built from it.
+        self.switch.set_config(new.clone());
         let changed = self.publish_opened(opened, Some(&new)).await?;
+        self.refilter(&old_teps, &new);
         for name in &changed.domain_changed {
             if let Some(p) = self.switch.topo().by_name(name) {
                 self.switch.fdb.flush_port(p.port.id, false);
             }
         }
-        self.switch.set_config(new.clone());
         // Replaced ports are opened again once the old ones released their sockets.
         let mut failed = Vec::new();
         for cfg in &plan.replaced {
@@ -293,6 +328,26 @@ impl Control {
         Ok(Response::Reloaded(reply))
     }
 
+    /// Gives every kept uplink whose tunnel endpoints changed (from `old` to `new`'s)
+    /// its new XDP filter.
+    fn refilter(&self, old: &[crate::config::GeneveConfig], new: &Config) {
+        use crate::config::geneve::tep_filter;
+        for tp in self.switch.topo().iter() {
+            let crate::ports::PortKind::Afxdp(x) = &tp.port.kind else {
+                continue;
+            };
+            let (a, b) = (
+                tep_filter(old, &tp.port.name),
+                tep_filter(&new.geneve, &tp.port.name),
+            );
+            if a != b {
+                if let Err(e) = x.set_filter(b.as_ref()) {
+                    warn!(port = %tp.port.name, error = %e, "cannot change the uplink's XDP filter");
+                }
+            }
+        }
+    }
+
     /// Opens `ports` under free ids, or none of them.
     async fn open_new(
         &self,
@@ -304,7 +359,7 @@ impl Control {
         let mut ids = (*self.switch.topo()).clone();
         for cfg in ports {
             let id = ids.free_id().ok_or("too many ports")?;
-            let port = match self.open(id, cfg.clone()).await {
+            let port = match self.open(id, cfg.clone(), config).await {
                 Ok(p) => p,
                 Err(e) => {
                     for (p, _) in &opened {

@@ -87,6 +87,8 @@ pub enum Request {
     PmdRebalance,
     /// Re-reads the configuration file and applies the difference.
     Reload,
+    /// Tunnel endpoints: remotes with their next hops, counters, drops by reason.
+    Tunnels,
 }
 
 /// A request line: the protocol version and the request.
@@ -147,6 +149,8 @@ pub enum Response {
     Rebalanced(RebalanceReply),
     /// To [`Request::Reload`].
     Reloaded(ReloadReply),
+    /// To [`Request::Tunnels`].
+    Tunnels(Vec<TunnelRow>),
 }
 
 /// A reply line: the protocol version and either the data or an error message.
@@ -237,6 +241,54 @@ pub struct PmdLoad {
     pub cycles: Vec<u64>,
     /// The PMD's share of all measured cycles, percent.
     pub percent: f64,
+}
+
+/// One local tunnel endpoint in `tunnels`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TunnelRow {
+    /// Name.
+    pub name: String,
+    /// Local address.
+    pub local: String,
+    /// The AF_XDP uplink it uses, and that uplink's link state.
+    pub uplink: String,
+    /// `up` or `down`.
+    pub link: String,
+    /// UDP destination port.
+    pub udp_port: u16,
+    /// Outer UDP checksum computed.
+    pub udp_checksum: bool,
+    /// Options sent with every frame.
+    pub options: Vec<String>,
+    /// Geneve frames received (outer).
+    pub rx_packets: u64,
+    /// Their bytes.
+    pub rx_bytes: u64,
+    /// Frames sent (outer, after segmentation).
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// TSO frames segmented while encapsulated.
+    pub segmented: u64,
+    /// Geneve options received.
+    pub rx_options: u64,
+    /// Drops by reason (the decapsulator's and the tunnel's).
+    pub drops: std::collections::BTreeMap<String, u64>,
+    /// Remote endpoints of its address family.
+    pub remotes: Vec<RemoteRow>,
+}
+
+/// A remote endpoint in `tunnels`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RemoteRow {
+    /// Its address.
+    pub ip: String,
+    /// VNIs that flood to it.
+    pub flood_vnis: Vec<u32>,
+    /// Next-hop MACs (several for ECMP; none while the neighbour is unresolved).
+    pub next_hops: Vec<String>,
+    /// `resolved`, `unresolved` (the kernel was asked), or `no path`.
+    pub state: String,
 }
 
 /// What a reload changed.
@@ -347,11 +399,14 @@ impl From<crate::model::stats::PortStats> for PortStatsOwned {
 /// One FDB row in `fdb`, with the port's name.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FdbRowNamed {
-    /// VLAN domain.
+    /// VLAN (0: untagged or a VNI).
     pub vlan: u16,
+    /// Bridge domain (`untagged`, `vlan 10`, `vni 5001`).
+    #[serde(default)]
+    pub domain: String,
     /// MAC.
     pub mac: String,
-    /// Port name.
+    /// Port name, or `remote IP` for a MAC behind a tunnel endpoint.
     pub port: String,
     /// Seconds since last seen.
     pub age_secs: u64,

@@ -9,10 +9,11 @@ use flowcache::FlowKey;
 
 use super::packet::{Action, Decision, Pkt, RxBurst, BURST, NO_LEARN, NO_RULE};
 use super::pipeline::Pipeline;
+use super::pipeline::Source;
 use crate::model::acl;
 use crate::model::fdb::{fdb_key, Dest, FdbReader};
 use crate::model::stats::DropReason;
-use crate::model::topology::{TopoPort, Topology};
+use crate::model::topology::Topology;
 
 /// Bytes of each frame read for its flow key: Ethernet, two VLAN tags, IPv6 with
 /// extension headers, and the L4 ports.
@@ -24,7 +25,7 @@ impl Pipeline {
     pub(super) fn classify<'m, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
-        src: &TopoPort,
+        src: &Source<'_>,
         burst: &B,
         pkts: &mut [Pkt],
     ) {
@@ -61,7 +62,7 @@ impl Pipeline {
                     // Left unhashed: a runt, dropped below.
                     continue;
                 }
-                keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], u32::from(src.port.id), None) {
+                keys[i] = match FlowKey::extract_ipv4_l4(&hdr[..n], src.in_port, None) {
                     Some(k) => k,
                     None => {
                         let n = if n == first && want > first {
@@ -69,7 +70,7 @@ impl Pipeline {
                         } else {
                             n
                         };
-                        FlowKey::extract(&hdr[..n], u32::from(src.port.id), None)
+                        FlowKey::extract(&hdr[..n], src.in_port, None)
                     }
                 };
                 p.hash = keys[i].flow_hash();
@@ -144,13 +145,13 @@ impl Pipeline {
                     let tagged = ethertype == 0x8100 || ethertype == 0x88a8;
                     l2_decide(src, &smac, &dmac, tagged, &fdb)
                 } else {
-                    let key = FlowKey::extract(&hdr[..n], u32::from(src.port.id), None);
+                    let key = FlowKey::extract(&hdr[..n], src.in_port, None);
                     slow_path(src, &key, &fdb, acl)
                 }
             };
             if d.learn != NO_LEARN && d.learn != last_learn {
                 last_learn = d.learn;
-                if let Some(l) = fdb.observe(d.learn, Dest::Port(src.port.id)) {
+                if let Some(l) = fdb.observe(d.learn, src.learn) {
                     if !self.learns.contains(&l) {
                         self.learns.push(l);
                     }
@@ -191,20 +192,20 @@ impl Pipeline {
 
     /// Computes frame `p`'s flow hash if classification did not (a destination spreads
     /// frames over its queues by it).
-    pub(super) fn ensure_hash<'m, B: RxBurst<'m>>(&self, src: &TopoPort, burst: &B, p: &mut Pkt) {
+    pub(super) fn ensure_hash<'m, B: RxBurst<'m>>(&self, src: &Source<'_>, burst: &B, p: &mut Pkt) {
         if p.hashed {
             return;
         }
         let mut hdr = [0u8; KEY_BYTES];
         let n = burst.read(p, 0, &mut hdr[..(p.len as usize).min(KEY_BYTES)]);
-        p.hash = FlowKey::extract(&hdr[..n], u32::from(src.port.id), None).flow_hash();
+        p.hash = FlowKey::extract(&hdr[..n], src.in_port, None).flow_hash();
         p.hashed = true;
     }
 }
 
 /// The slow path: domain admission, the ingress ACL, then the FDB. Decides from the
 /// flow key and the configuration only, so the decision can be cached for the key.
-pub fn slow_path(src: &TopoPort, key: &FlowKey, fdb: &FdbReader<'_>, acl: &acl::Acl) -> Decision {
+pub fn slow_path(src: &Source<'_>, key: &FlowKey, fdb: &FdbReader<'_>, acl: &acl::Acl) -> Decision {
     if src.domain_key.is_access() && key.vlan_tci().is_some() {
         return l2_decide(src, &key.eth_src(), &key.eth_dst(), true, fdb);
     }
@@ -226,7 +227,7 @@ pub fn slow_path(src: &TopoPort, key: &FlowKey, fdb: &FdbReader<'_>, acl: &acl::
 /// (flood for group and unknown MACs).
 #[inline]
 pub fn l2_decide(
-    src: &TopoPort,
+    src: &Source<'_>,
     smac: &[u8; 6],
     dmac: &[u8; 6],
     tagged: bool,
@@ -248,8 +249,11 @@ pub fn l2_decide(
         Action::Flood(src.domain)
     } else {
         match fdb.lookup(fdb_key(src.domain, dmac)) {
-            Some(Dest::Port(port)) if port == src.port.id => Action::Drop(DropReason::SamePort),
+            Some(d) if d == src.learn => Action::Drop(DropReason::SamePort),
             Some(Dest::Port(port)) => Action::Output(port),
+            // A tunnelled frame never goes back into a tunnel (split horizon).
+            Some(Dest::Remote(_)) if src.tep.is_some() => Action::Drop(DropReason::SplitHorizon),
+            Some(Dest::Remote(r)) => Action::Encap(r),
             None => Action::Flood(src.domain),
         }
     };

@@ -1,42 +1,62 @@
-//! Forwarding: the burst grouped by destination once, flooded frames expanded to their
-//! domain's ports, software offloads done per destination, and one transmit batch per
-//! destination port.
+//! Forwarding: the burst grouped by destination once (a local port, or a remote tunnel
+//! endpoint), flooded frames expanded to their domain's ports and (head-end
+//! replication) its VNI's remotes, software offloads done per destination, and one
+//! transmit batch per destination.
 
 use super::packet::{Action, Pkt, RxBurst, TxBatch, TxItem, TxPlan, BURST};
-use super::pipeline::Pipeline;
+use super::pipeline::{Pipeline, Source};
 use crate::model::fdb::PortId;
 use crate::model::stats::DropReason;
-use crate::model::topology::{DomainId, TopoPort, Topology};
+use crate::model::topology::{DomainId, Topology};
+use crate::model::tunnel::RemoteId;
 
-/// The frames of one burst bound for one port.
+/// A destination of a burst's frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A local port.
+    Port(PortId),
+    /// A remote tunnel endpoint.
+    Remote(RemoteId),
+}
+
+/// The frames of one burst bound for one destination.
 #[derive(Debug)]
 pub struct Group {
     /// The destination.
-    port: PortId,
-    /// Indices of its frames in the burst, in burst order: `sel[..n]` (a port gets each
-    /// frame of a burst at most once).
-    sel: [u16; BURST],
-    n: usize,
+    pub target: Target,
+    /// Indices of its frames in the burst, in burst order: `sel[..n]` (a destination
+    /// gets each frame of a burst at most once).
+    pub sel: [u16; BURST],
+    /// Frames in `sel`.
+    pub n: usize,
 }
 
 impl Default for Group {
     fn default() -> Self {
         Group {
-            port: 0,
+            target: Target::Port(0),
             sel: [0; BURST],
             n: 0,
         }
     }
 }
 
+impl Group {
+    /// The group's frames.
+    #[inline]
+    pub fn frames(&self) -> &[u16] {
+        &self.sel[..self.n]
+    }
+}
+
 /// The burst's destinations (reused across bursts: `groups[..active]` are this burst's).
 #[derive(Debug, Default)]
 pub struct Groups {
-    groups: Vec<Group>,
-    active: usize,
+    pub(super) groups: Vec<Group>,
+    pub(super) active: usize,
     /// Flood targets computed in this burst: (domain, start, len) into `targets`.
     floods: Vec<(DomainId, u32, u32)>,
-    targets: Vec<PortId>,
+    targets: Vec<Target>,
 }
 
 impl Groups {
@@ -46,14 +66,15 @@ impl Groups {
         self.targets.clear();
     }
 
-    /// Adds frame `i` to `port`'s group (after the last group used, which is usually it).
+    /// Adds frame `i` to `target`'s group (after the last group used, which is usually
+    /// it).
     #[inline]
-    fn push(&mut self, port: PortId, i: u16, hint: &mut usize) {
-        let g = if *hint < self.active && self.groups[*hint].port == port {
+    fn push(&mut self, target: Target, i: u16, hint: &mut usize) {
+        let g = if *hint < self.active && self.groups[*hint].target == target {
             *hint
         } else if let Some(g) = self.groups[..self.active]
             .iter()
-            .position(|g| g.port == port)
+            .position(|g| g.target == target)
         {
             g
         } else {
@@ -61,7 +82,7 @@ impl Groups {
                 self.groups.push(Group::default());
             }
             let g = &mut self.groups[self.active];
-            g.port = port;
+            g.target = target;
             g.n = 0;
             self.active += 1;
             self.active - 1
@@ -72,17 +93,26 @@ impl Groups {
         g.n += 1;
     }
 
-    /// The ports a frame flooded in `domain` from `src` goes to: the domain's members
-    /// other than the source whose link can take it. Computed once per burst and domain.
-    fn flood_targets(&mut self, topo: &Topology, src: PortId, domain: DomainId) -> (u32, u32) {
+    /// Where a frame flooded in `domain` from `src` goes: the domain's members other
+    /// than the source whose link can take it, and, for a frame that did not come from
+    /// a tunnel, the remotes of the domain's VNI. Computed once per burst and domain.
+    fn flood_targets(&mut self, topo: &Topology, src: &Source<'_>, domain: DomainId) -> (u32, u32) {
         if let Some(&(_, s, n)) = self.floods.iter().find(|f| f.0 == domain) {
             return (s, n);
         }
         let start = self.targets.len() as u32;
         for &p in topo.domain_ports(domain) {
-            if p != src && topo.port(p).is_some_and(|tp| tp.port.can_flood()) {
-                self.targets.push(p);
+            if p != src.port.id && topo.port(p).is_some_and(|tp| tp.port.can_flood()) {
+                self.targets.push(Target::Port(p));
             }
+        }
+        if src.tep.is_none() {
+            self.targets.extend(
+                topo.tunnels
+                    .flood_of(domain)
+                    .iter()
+                    .map(|&r| Target::Remote(r)),
+            );
         }
         let n = self.targets.len() as u32 - start;
         self.floods.push((domain, start, n));
@@ -96,7 +126,7 @@ impl Pipeline {
     pub(super) fn forward<'m, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
-        src: &TopoPort,
+        src: &Source<'_>,
         queue: u16,
         burst: &B,
         pkts: &mut [Pkt],
@@ -104,7 +134,13 @@ impl Pipeline {
         self.group(topo, src);
         self.soft.reset();
         for g in 0..self.groups.active {
-            let port = self.groups.groups[g].port;
+            let port = match self.groups.groups[g].target {
+                Target::Port(p) => p,
+                Target::Remote(r) => {
+                    self.encap(topo, src, r, g, queue, burst, pkts);
+                    continue;
+                }
+            };
             let Some(dst) = topo.port(port).map(|tp| &tp.port) else {
                 // The FDB still held a deleted port's MAC for a moment.
                 let n = self.groups.groups[g].n as u64;
@@ -128,22 +164,23 @@ impl Pipeline {
     }
 
     /// Fills `self.groups` from `self.actions`: one pass over the burst.
-    fn group(&mut self, topo: &Topology, src: &TopoPort) {
+    fn group(&mut self, topo: &Topology, src: &Source<'_>) {
         let groups = &mut self.groups;
         groups.clear();
         let mut hint = 0;
         let mut unflooded = 0u64;
         for (i, a) in self.actions.iter().enumerate() {
             match *a {
-                Action::Output(p) => groups.push(p, i as u16, &mut hint),
+                Action::Output(p) => groups.push(Target::Port(p), i as u16, &mut hint),
+                Action::Encap(r) => groups.push(Target::Remote(r), i as u16, &mut hint),
                 Action::Flood(d) => {
-                    let (s, n) = groups.flood_targets(topo, src.port.id, d);
+                    let (s, n) = groups.flood_targets(topo, src, d);
                     if n == 0 {
                         unflooded += 1;
                     }
                     for k in s..s + n {
-                        let p = groups.targets[k as usize];
-                        groups.push(p, i as u16, &mut hint);
+                        let t = groups.targets[k as usize];
+                        groups.push(t, i as u16, &mut hint);
                     }
                 }
                 Action::Drop(_) => {}
@@ -163,7 +200,7 @@ impl Pipeline {
     fn prepare<'m, B: RxBurst<'m>>(
         &mut self,
         g: usize,
-        src: &TopoPort,
+        src: &Source<'_>,
         dst: &crate::ports::Port,
         burst: &B,
         pkts: &mut [Pkt],
@@ -172,7 +209,7 @@ impl Pipeline {
         let counters = dst.counters(self.pmd);
         self.items.clear();
         let group = &self.groups.groups[g];
-        for &i in &group.sel[..group.n] {
+        for &i in group.frames() {
             let p = &mut pkts[usize::from(i)];
             if spreads {
                 self.ensure_hash(src, burst, p);

@@ -5,7 +5,8 @@
 //! - [`pipeline`]: the per-PMD state and the burst handler;
 //! - [`classify`]: the flow cache and the slow path;
 //! - [`forward`]: grouping by destination, flooding, one batch per destination;
-//! - [`offload`]: software checksum completion and segmentation.
+//! - [`offload`]: software checksum completion and segmentation;
+//! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay).
 
 pub mod classify;
 pub mod forward;
@@ -15,3 +16,4 @@ pub mod pipeline;
 pub mod pmd;
 #[cfg(test)]
 mod tests;
+pub mod tunnel;

@@ -195,8 +195,11 @@ pub struct Pkt {
 pub enum Action {
     /// To one port.
     Output(PortId),
-    /// To every other port of the bridge domain whose link can take it.
+    /// To every other port of the bridge domain whose link can take it, and (unless it
+    /// came from a tunnel) one copy to each remote endpoint of the domain's VNI.
     Flood(DomainId),
+    /// Into a Geneve tunnel to a remote endpoint.
+    Encap(crate::model::tunnel::RemoteId),
     /// Dropped and counted under the reason.
     Drop(DropReason),
 }
@@ -243,6 +246,9 @@ pub trait RxBurst<'m> {
     fn read(&self, p: &Pkt, off: u32, out: &mut [u8]) -> usize;
     /// The frame's bytes for delivery.
     fn frame<'a>(&'a self, p: &Pkt) -> FrameSrc<'a, 'm>;
+    /// The frame as one slice, when it lies in host memory (an uplink's or a tap's
+    /// frames; a guest's are scattered over its buffers).
+    fn bytes(&self, p: &Pkt) -> Option<&[u8]>;
 }
 
 /// What a port kind's receive calls with each burst: the pipeline.

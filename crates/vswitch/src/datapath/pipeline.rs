@@ -12,10 +12,48 @@ use flowcache::{EmcConfig, FlowCache};
 use super::forward::Groups;
 use super::offload::SoftFrames;
 use super::packet::{Action, BurstHandler, Decision, Pkt, RxBurst, TxItem, BURST};
-use crate::model::fdb::Learn;
-use crate::model::topology::Topology;
+use super::tunnel::{EncapItem, Templates};
+use crate::model::fdb::{Dest, Learn};
+use crate::model::topology::{DomainId, DomainKey, PortAcl, TopoPort, Topology};
+use crate::model::tunnel::RemoteId;
 use crate::ports::{Port, TxScratch};
 use crate::switch::{PmdShared, Switch};
+
+/// Where a burst's frames come from: a local port in its domain, or a tunnel (the
+/// uplink that carries it, the VNI's domain, the remote that sent them).
+pub struct Source<'a> {
+    /// The port the frames arrived on (its counters are charged).
+    pub port: &'a Port,
+    /// Their bridge domain.
+    pub domain: DomainId,
+    /// What that domain is.
+    pub domain_key: DomainKey,
+    /// The ingress ACL (empty for tunnelled frames).
+    pub acl: &'a PortAcl,
+    /// Where their source MACs are learned: the port, or the remote endpoint.
+    pub learn: Dest,
+    /// The local endpoint that decapsulated them (split horizon), if tunnelled.
+    pub tep: Option<usize>,
+    /// The flow key's `in_port`: the port and the domain, so that flows of two VNIs
+    /// arriving on one uplink never share a cached decision.
+    pub in_port: u32,
+}
+
+impl<'a> Source<'a> {
+    /// Frames from local port `tp`.
+    #[inline]
+    pub fn local(tp: &'a TopoPort) -> Self {
+        Source {
+            port: &tp.port,
+            domain: tp.domain,
+            domain_key: tp.domain_key,
+            acl: &tp.acl,
+            learn: Dest::Port(tp.port.id),
+            tep: None,
+            in_port: u32::from(tp.port.id) | u32::from(tp.domain) << 16,
+        }
+    }
+}
 
 /// One PMD's pipeline state.
 pub struct Pipeline {
@@ -34,6 +72,19 @@ pub struct Pipeline {
     pub(super) items: Vec<TxItem>,
     pub(super) soft: SoftFrames,
     pub(super) tx: TxScratch,
+    /// Decapsulated frames of a burst and where each came from (domain, remote,
+    /// endpoint).
+    pub(super) inner: Vec<Pkt>,
+    pub(super) inner_from: Vec<(DomainId, RemoteId, usize)>,
+    /// The last remote heard from.
+    pub(super) last_remote: Option<(std::net::IpAddr, RemoteId)>,
+    /// Outer header templates.
+    pub(super) templates: Templates,
+    /// One encapsulation batch.
+    pub(super) encap_items: Vec<EncapItem>,
+    pub(super) encap_sel: Vec<u16>,
+    /// A TSO frame gathered to be segmented and encapsulated.
+    pub(super) encap_scratch: Vec<u8>,
 }
 
 impl Pipeline {
@@ -54,6 +105,13 @@ impl Pipeline {
             items: Vec::with_capacity(BURST),
             soft: SoftFrames::default(),
             tx: TxScratch::default(),
+            inner: Vec::with_capacity(BURST),
+            inner_from: Vec::with_capacity(BURST),
+            last_remote: None,
+            templates: Templates::default(),
+            encap_items: Vec::with_capacity(BURST),
+            encap_sel: Vec::with_capacity(BURST),
+            encap_scratch: Vec::new(),
             switch,
         }
     }
@@ -95,8 +153,13 @@ impl BurstHandler for Run<'_> {
             debug_assert!(false, "port {} polled outside its topology", src.name);
             return;
         };
-        self.pipeline.classify(self.topo, tp, burst, pkts);
-        self.pipeline.forward(self.topo, tp, queue, burst, pkts);
+        if self.topo.tunnels.is_underlay(src.id) {
+            self.pipeline.decap(self.topo, src, queue, burst, pkts);
+            return;
+        }
+        let src = Source::local(tp);
+        self.pipeline.classify(self.topo, &src, burst, pkts);
+        self.pipeline.forward(self.topo, &src, queue, burst, pkts);
     }
 }
 
@@ -106,6 +169,7 @@ fn describe(topo: &Topology, d: &Decision) -> String {
             .port(p)
             .map_or_else(|| p.to_string(), |tp| tp.port.name.clone()),
         Action::Flood(_) => "flood".into(),
+        Action::Encap(r) => format!("encap(remote {r})"),
         Action::Drop(crate::model::stats::DropReason::Acl) => format!("drop(acl rule {})", d.rule),
         Action::Drop(r) => format!("drop({})", r.name()),
     }

@@ -31,6 +31,8 @@ pub type Vlan = u16;
 pub enum Dest {
     /// Behind a port of this switch.
     Port(PortId),
+    /// Behind a remote tunnel endpoint (learned from decapsulated frames).
+    Remote(crate::model::tunnel::RemoteId),
 }
 
 /// FDB key: bridge domain in bits 48..64, MAC in bits 0..48.

@@ -5,3 +5,4 @@ pub mod acl;
 pub mod fdb;
 pub mod stats;
 pub mod topology;
+pub mod tunnel;

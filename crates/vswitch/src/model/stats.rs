@@ -47,11 +47,14 @@ pub enum DropReason {
     /// The kernel refused a frame written to a tap device (e.g. the tap was down, or the
     /// virtio-net header was refused), or an AF_XDP transmit was not accepted.
     TxError,
+    /// A frame from a Geneve tunnel was bound for a MAC behind another tunnel: tunnelled
+    /// frames never go back into a tunnel (split horizon).
+    SplitHorizon,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -64,6 +67,7 @@ impl DropReason {
         DropReason::BadOffload,
         DropReason::NoTxBuffer,
         DropReason::TxError,
+        DropReason::SplitHorizon,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -81,6 +85,7 @@ impl DropReason {
             DropReason::BadOffload => "bad_offload",
             DropReason::NoTxBuffer => "no_tx_buffer",
             DropReason::TxError => "tx_error",
+            DropReason::SplitHorizon => "split_horizon",
         }
     }
 }

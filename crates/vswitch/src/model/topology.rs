@@ -34,6 +34,8 @@ pub const MAX_DOMAINS: usize = (1 << 16) - 1;
 pub enum DomainKey {
     /// An access VLAN (1..=4094), or 0: the ports without one (untagged).
     Vlan(u16),
+    /// A Geneve VNI (24 bits): a logical switch that spans hosts.
+    Vni(u32),
 }
 
 impl DomainKey {
@@ -43,13 +45,32 @@ impl DomainKey {
     pub fn is_access(&self) -> bool {
         match *self {
             DomainKey::Vlan(v) => v != 0,
+            DomainKey::Vni(_) => true,
         }
     }
 
-    /// The VLAN id shown for the domain (0: untagged).
+    /// The VLAN id shown for the domain (0: untagged or a VNI).
     pub fn vlan(&self) -> u16 {
         match *self {
             DomainKey::Vlan(v) => v,
+            DomainKey::Vni(_) => 0,
+        }
+    }
+
+    /// The VNI, for a VNI domain.
+    #[inline]
+    pub fn vni(&self) -> Option<u32> {
+        match *self {
+            DomainKey::Vni(v) => Some(v),
+            DomainKey::Vlan(_) => None,
+        }
+    }
+
+    /// The domain a port configured with `vlan` / `vni` is in.
+    pub fn of(vlan: Option<u16>, vni: Option<u32>) -> Self {
+        match vni {
+            Some(v) => DomainKey::Vni(v),
+            None => DomainKey::Vlan(vlan.unwrap_or(0)),
         }
     }
 }
@@ -59,6 +80,7 @@ impl fmt::Display for DomainKey {
         match *self {
             DomainKey::Vlan(0) => f.write_str("untagged"),
             DomainKey::Vlan(v) => write!(f, "vlan {v}"),
+            DomainKey::Vni(v) => write!(f, "vni {v}"),
         }
     }
 }
@@ -189,6 +211,8 @@ pub struct Topology {
     pub domains: Vec<Vec<PortId>>,
     /// The source queues each PMD polls: (port, queue).
     pub pmd_queues: Vec<Vec<(PortId, u16)>>,
+    /// The overlay: local endpoints, VNI flood lists, paths to remotes.
+    pub tunnels: crate::model::tunnel::Tunnels,
 }
 
 impl Topology {
@@ -199,6 +223,7 @@ impl Topology {
             ports: Vec::new(),
             domains: Vec::new(),
             pmd_queues: vec![Vec::new(); pmds],
+            tunnels: Default::default(),
         }
     }
 
@@ -275,10 +300,14 @@ impl Topology {
     }
 
     /// Rebuilds the domain member lists from the ports (after any edit of ports or
-    /// domains); `ndomains` is the registry's size.
+    /// domains); `ndomains` is the registry's size. An uplink that carries a tunnel
+    /// endpoint is the underlay, in no domain.
     pub fn rebuild_domains(&mut self, ndomains: usize) {
         let mut d: Vec<Vec<PortId>> = vec![Vec::new(); ndomains];
         for p in self.iter() {
+            if self.tunnels.is_underlay(p.port.id) {
+                continue;
+            }
             if let Some(m) = d.get_mut(usize::from(p.domain)) {
                 m.push(p.port.id);
             }

@@ -67,4 +67,9 @@ impl<'m> RxBurst<'m> for HostFrames<'_> {
     fn frame<'b>(&'b self, p: &Pkt) -> FrameSrc<'b, 'm> {
         FrameSrc::Host(self.bytes(p))
     }
+
+    #[inline]
+    fn bytes(&self, p: &Pkt) -> Option<&[u8]> {
+        Some(HostFrames::bytes(self, p))
+    }
 }

@@ -90,12 +90,15 @@ impl Port {
         }
     }
 
-    /// Opens what the configuration describes: binds a vhost-user server socket, or
-    /// opens an AF_XDP uplink or a tap. Nothing runs yet (see [`vhost::serve`]).
+    /// Opens what the configuration describes: a vhost-user port (not yet bound), an
+    /// AF_XDP uplink (with `tep`, the filter of the tunnel endpoints it carries), or a
+    /// tap. Nothing runs yet.
     ///
     /// # Errors
     /// What failed, with the port named.
-    pub fn open(id: PortId, cfg: &PortConfig, pmds: usize) -> Result<Port, OpenError> {
+    pub fn open(id: PortId, cfg: &PortConfig, ctx: &OpenCtx) -> Result<Port, OpenError> {
+        let pmds = ctx.pmds;
+        let tep = ctx.tep.as_ref();
         let named = |e: String| OpenError {
             port: cfg.name.clone(),
             message: e,
@@ -105,7 +108,7 @@ impl Port {
                 PortKind::Vhost(VhostPort::open(cfg).map_err(named)?)
             }
             PortType::Afxdp => {
-                let x = AfxdpPort::open(&cfg.iface, cfg.mode, cfg.queues)
+                let x = AfxdpPort::open(&cfg.iface, cfg.mode, cfg.queues, tep)
                     .map_err(|e| named(e.to_string()))?;
                 tracing::info!(
                     port = %cfg.name,
@@ -119,7 +122,15 @@ impl Port {
             }
             PortType::Tap => {
                 let t = TapPort::open(&cfg.iface).map_err(|e| named(e.to_string()))?;
-                tracing::info!(port = %cfg.name, ifname = %cfg.iface, "tap port open");
+                let mtu = cfg
+                    .mtu
+                    .map(u32::from)
+                    .or(ctx.inner_mtu.filter(|_| cfg.vni.is_some()));
+                if let Some(m) = mtu {
+                    tap::set_mtu(&cfg.iface, m)
+                        .map_err(|e| named(format!("cannot set MTU {m}: {e}")))?;
+                }
+                tracing::info!(port = %cfg.name, ifname = %cfg.iface, mtu, "tap port open");
                 PortKind::Tap(Box::new(t))
             }
         };
@@ -297,6 +308,28 @@ impl Port {
             PortKind::Vhost(v) => v.close(&self.name),
             PortKind::Afxdp(x) => x.detach(),
             PortKind::Tap(_) => {}
+        }
+    }
+}
+
+/// What opening a port needs besides its configuration.
+#[derive(Debug, Clone, Default)]
+pub struct OpenCtx {
+    /// PMD threads (one set of counters each).
+    pub pmds: usize,
+    /// For an uplink that carries tunnel endpoints: its XDP filter.
+    pub tep: Option<afxdp::xdp::TepFilter>,
+    /// The overlay's inner MTU, for ports on a VNI without their own `mtu=`.
+    pub inner_mtu: Option<u32>,
+}
+
+impl OpenCtx {
+    /// What opening port `name` under `config` needs, with `pmds` PMD threads.
+    pub fn new(config: &crate::config::Config, name: &str, pmds: usize) -> Self {
+        OpenCtx {
+            pmds,
+            tep: crate::config::geneve::tep_filter(&config.geneve, name),
+            inner_mtu: crate::config::geneve::inner_mtu(config),
         }
     }
 }

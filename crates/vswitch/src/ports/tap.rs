@@ -276,6 +276,36 @@ impl TapPort {
     }
 }
 
+/// Sets `ifname`'s MTU (SIOCSIFMTU): a tap on a VNI gets the overlay's inner MTU, so
+/// the host stack's segments fit the underlay once encapsulated.
+pub fn set_mtu(ifname: &str, mtu: u32) -> io::Result<()> {
+    // SAFETY: socket(2) with constant arguments.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nothing else owns.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    #[repr(C)]
+    struct IfReqMtu {
+        name: [u8; 16],
+        mtu: libc::c_int,
+        _pad: [u8; 20],
+    }
+    let mut req = IfReqMtu {
+        name: [0; 16],
+        mtu: mtu as libc::c_int,
+        _pad: [0; 20],
+    };
+    let b = ifname.as_bytes();
+    req.name[..b.len().min(15)].copy_from_slice(&b[..b.len().min(15)]);
+    // SAFETY: SIOCSIFMTU reads a struct ifreq (name and the int member of its union).
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCSIFMTU, &req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Brings `ifname` up (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP).
 fn set_up(ifname: &str) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments.

@@ -1,9 +1,13 @@
 //! An uplink's bursts: received frames handed to the pipeline in place in the UMEM, and
 //! delivery batches copied into UMEM transmit frames.
 
+use geneve::encap::TunnelTemplate;
+
 use super::{AfxdpPort, FRAME_SIZE};
 use crate::datapath::packet::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, BURST};
+use crate::datapath::tunnel::EncapItem;
 use crate::model::stats::{DropReason, PortCounters};
+use crate::model::tunnel::{TepCounters, TunnelDrop};
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::ports::{Port, RxScratch};
 
@@ -110,4 +114,173 @@ impl AfxdpPort {
         counters.tx_packets.add(packets - lost.min(packets));
         counters.tx_bytes.add(bytes);
     }
+}
+
+/// A UMEM tx frame as a segment buffer for `geneve::segment` (which writes segments
+/// straight into the frames the uplink sends).
+pub(crate) struct TxBuf {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a TxBuf only points into a UMEM tx frame that the thread holding the socket's
+// tx lock took from the free list; it is used and dropped under that lock.
+unsafe impl Send for TxBuf {}
+
+impl AsMut<[u8]> for TxBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: built by `encap_tso` from a frame taken from the free list under the
+        // tx lock (exclusive to this thread until pushed), `len` ≤ FRAME_SIZE inside the
+        // UMEM area, and used before the lock is released.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl AfxdpPort {
+    /// Encapsulates `items` (frames of a burst, each with its outer header template)
+    /// into UMEM tx frames and sends them in one batch on the socket of the source
+    /// queue's index: a TSO or partially checksummed frame is gathered once and
+    /// segmented (or completed) and encapsulated by `geneve::segment` straight into the
+    /// UMEM; a plain frame is copied in behind the outer header, which is then written
+    /// in front of it. Counts on the endpoint (`tep`) and on the uplink port (`port`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn transmit_encap<'m, B: RxBurst<'m>>(
+        &self,
+        burst: &B,
+        pkts: &[Pkt],
+        items: &[EncapItem],
+        templates: &mut [TunnelTemplate],
+        scratch: &mut Vec<u8>,
+        src_queue: u16,
+        tep: &TepCounters,
+        port: &PortCounters,
+    ) {
+        let xsk = &self.xsks[usize::from(src_queue) % self.xsks.len()];
+        let mut tx = xsk.tx.lock().unwrap_or_else(|e| e.into_inner());
+        tx.begin();
+        let max = self.max_tx_frame().min(FRAME_SIZE);
+        let (mut packets, mut bytes, mut lost) = (0u64, 0u64, 0u64);
+        for it in items {
+            let p = &pkts[usize::from(it.pkt)];
+            let t = &mut templates[it.tmpl as usize];
+            let sent = if p.vhdr.has_offload() {
+                encap_tso(xsk, &mut tx, burst, p, t, scratch, max)
+            } else {
+                encap_one(xsk, &mut tx, burst, p, t, max)
+            };
+            match sent {
+                Ok((n, b, l)) => {
+                    if p.vhdr.gso() != 0 {
+                        tep.segmented.add(1);
+                    }
+                    packets += n;
+                    bytes += b;
+                    lost += l;
+                }
+                Err(r) => tep.drop(r, 1),
+            }
+        }
+        lost += tx.commit() as u64;
+        drop(tx);
+        if lost > 0 {
+            tep.drop(TunnelDrop::NoTxBuffer, lost);
+        }
+        let ok = packets - lost.min(packets);
+        tep.tx_packets.add(ok);
+        tep.tx_bytes.add(bytes);
+        port.tx_packets.add(ok);
+        port.tx_bytes.add(bytes);
+    }
+}
+
+/// Sent: (frames, bytes, frames the ring did not take).
+type Sent = Result<(u64, u64, u64), TunnelDrop>;
+
+/// Encapsulates a plain frame into one UMEM tx frame.
+fn encap_one<'m, B: RxBurst<'m>>(
+    xsk: &super::Xsk,
+    tx: &mut super::XskTx,
+    burst: &B,
+    p: &Pkt,
+    t: &mut TunnelTemplate,
+    max: u32,
+) -> Sent {
+    let h = t.header_len();
+    let total = h + p.len as usize;
+    if total > max as usize {
+        return Err(TunnelDrop::TooBig);
+    }
+    let (lost, room) = tx.make_room(1);
+    if !room {
+        return Err(TunnelDrop::NoTxBuffer);
+    }
+    let addr = tx.take().expect("a free frame counted above");
+    // SAFETY: `addr` was just taken from this socket's free list under its tx lock.
+    let buf = unsafe { xsk.tx_frame(addr) };
+    if burst.read(p, 0, &mut buf[h..total]) != p.len as usize
+        || t.encapsulate_in_place(&mut buf[..total], p.len as usize)
+            .is_err()
+    {
+        tx.give_back(addr);
+        return Err(TunnelDrop::TooBig);
+    }
+    tx.push(addr, total as u32);
+    Ok((1, total as u64, lost as u64))
+}
+
+/// Gathers an offload frame, then segments (or completes its checksum) and
+/// encapsulates it into as many UMEM tx frames as it has segments.
+fn encap_tso<'m, B: RxBurst<'m>>(
+    xsk: &super::Xsk,
+    tx: &mut super::XskTx,
+    burst: &B,
+    p: &Pkt,
+    t: &mut TunnelTemplate,
+    scratch: &mut Vec<u8>,
+    max: u32,
+) -> Sent {
+    let meta = p.vhdr.gso_meta().map_err(|_| TunnelDrop::TooBig)?;
+    scratch.resize(p.len as usize, 0);
+    if burst.read(p, 0, scratch) != scratch.len() {
+        return Err(TunnelDrop::TooBig);
+    }
+    let plan =
+        geneve::SegmentPlan::new(scratch, &meta, t.header_len()).map_err(|_| TunnelDrop::TooBig)?;
+    let n = plan.count();
+    if (0..n).any(|k| plan.segment_len(k) > max as usize) {
+        return Err(TunnelDrop::TooBig);
+    }
+    let (lost, room) = tx.make_room(n);
+    if !room {
+        return Err(TunnelDrop::NoTxBuffer);
+    }
+    let mut addrs = std::mem::take(&mut tx.seg_addrs);
+    let mut bufs = std::mem::take(&mut tx.seg_bufs);
+    addrs.clear();
+    bufs.clear();
+    for k in 0..n {
+        let addr = tx.take().expect("free frames counted above");
+        // SAFETY: `addr` was just taken from this socket's free list under its tx lock;
+        // the frame is FRAME_SIZE bytes inside the UMEM and no one else touches it.
+        let buf = unsafe { xsk.tx_frame(addr) };
+        bufs.push(TxBuf {
+            ptr: std::ptr::NonNull::from(&mut buf[0]),
+            len: plan.segment_len(k),
+        });
+        addrs.push(addr);
+    }
+    let r = geneve::segment(scratch, &meta, Some(t), &mut bufs);
+    let mut bytes = 0u64;
+    for (&a, b) in addrs.iter().zip(&bufs) {
+        if r.is_ok() {
+            tx.push(a, b.len as u32);
+            bytes += b.len as u64;
+        } else {
+            tx.give_back(a);
+        }
+    }
+    tx.seg_addrs = addrs;
+    tx.seg_bufs = bufs;
+    r.map_err(|_| TunnelDrop::TooBig)?;
+    Ok((n as u64, bytes, lost as u64))
 }

@@ -25,7 +25,7 @@
 //! delivering to the uplink, under its mutex, once per batch. A thread holding a tx lock
 //! never takes another lock, so the two kinds cannot deadlock.
 
-mod io;
+pub(crate) mod io;
 pub mod xdp;
 
 use std::ffi::CString;
@@ -235,6 +235,9 @@ pub struct XskTx {
     copy_mode: bool,
     /// Multi-buffer is on: frames may span several tx frames.
     sg: bool,
+    /// The tx frames one TSO frame is segmented into, and their buffers (reused).
+    pub(crate) seg_addrs: Vec<u64>,
+    pub(crate) seg_bufs: Vec<io::TxBuf>,
 }
 
 /// One AF_XDP socket bound to one NIC rx queue.
@@ -473,6 +476,11 @@ impl XskTx {
         self.free.pop()
     }
 
+    /// Returns a frame taken but not pushed to the free list.
+    pub fn give_back(&mut self, addr: u64) {
+        self.free.push(addr);
+    }
+
     /// Free tx frames (a frame of `len` bytes needs `len.div_ceil(FRAME_SIZE)`).
     pub fn free_frames(&self) -> usize {
         self.free.len()
@@ -679,7 +687,12 @@ impl AfxdpPort {
 
     /// Probes `iface`, picks the mode (`request`; see [`nicoffload::OffloadPlan`]), attaches
     /// the XDP program and opens one socket on each of rx queues `0..queues` (0: all).
-    pub fn open(iface: &str, request: AfXdpRequest, queues: u16) -> Result<Self, AfxdpError> {
+    pub fn open(
+        iface: &str,
+        request: AfXdpRequest,
+        queues: u16,
+        filter: Option<&crate::ports::afxdp::xdp::TepFilter>,
+    ) -> Result<Self, AfxdpError> {
         let cname = CString::new(iface).map_err(|_| AfxdpError::NoInterface(iface.into()))?;
         // SAFETY: if_nametoindex reads a NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
@@ -724,12 +737,13 @@ impl AfxdpPort {
             AfXdpMode::Generic => XDP_FLAGS_SKB_MODE,
             _ => XDP_FLAGS_DRV_MODE,
         };
-        let prog = match XdpProgram::attach(ifindex, u32::from(nq), flags(mode)) {
+        let prog = match XdpProgram::attach(ifindex, u32::from(nq), flags(mode), filter) {
             Ok(p) => p,
             Err(e) if request == AfXdpRequest::Auto && mode != AfXdpMode::Generic => {
                 reason = format!("{reason}; but {e}, so generic");
                 mode = AfXdpMode::Generic;
-                XdpProgram::attach(ifindex, u32::from(nq), XDP_FLAGS_SKB_MODE).map_err(xdp_err)?
+                XdpProgram::attach(ifindex, u32::from(nq), XDP_FLAGS_SKB_MODE, filter)
+                    .map_err(xdp_err)?
             }
             Err(e) => return Err(xdp_err(e)),
         };
@@ -776,6 +790,25 @@ impl AfxdpPort {
             mtu: AtomicU32::new(caps.mtu),
             prog: Mutex::new(Some(prog)),
         })
+    }
+
+    /// Steers only `filter`'s Geneve frames to the sockets from now on (or, with none,
+    /// every frame): the uplink's program is replaced, its sockets stay.
+    ///
+    /// # Errors
+    /// The new program could not be loaded or attached; the old one stays.
+    pub fn set_filter(
+        &self,
+        filter: Option<&crate::ports::afxdp::xdp::TepFilter>,
+    ) -> Result<(), AfxdpError> {
+        let mut p = self.prog.lock().unwrap_or_else(|e| e.into_inner());
+        match p.as_mut() {
+            Some(p) => p.set_filter(filter).map_err(|source| AfxdpError::Xdp {
+                iface: self.iface.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Detaches the XDP program (frames go back to the kernel stack). Idempotent; also
@@ -884,6 +917,8 @@ fn open_xsk(
             batch: Vec::with_capacity(RING as usize),
             copy_mode: mode != AfXdpMode::ZeroCopy,
             sg,
+            seg_addrs: Vec::new(),
+            seg_bufs: Vec::new(),
         }),
         rx_frames: Default::default(),
         sg,

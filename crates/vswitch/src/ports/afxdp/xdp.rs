@@ -72,6 +72,129 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
     }
 }
 
+/// What an uplink that carries Geneve tunnel endpoints steers to its sockets: UDP to
+/// a local endpoint's address and port; everything else (ARP, ND, ICMP, the host's own
+/// traffic) goes to the kernel stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TepFilter {
+    /// The IPv4 endpoint's address and UDP port.
+    pub v4: Option<([u8; 4], u16)>,
+    /// The IPv6 endpoint's address and UDP port.
+    pub v6: Option<([u8; 16], u16)>,
+}
+
+/// The program with a tunnel endpoint filter, in C (offsets of an untagged frame; a
+/// frame the filter does not match, or too short for it, goes to the kernel):
+///
+/// ```c
+/// if (eth->h_proto == htons(ETH_P_IP) && data + 42 <= end && ip->version_ihl == 0x45
+///     && ip->protocol == IPPROTO_UDP && !(ip->frag_off & htons(0x3fff))
+///     && ip->daddr == LOCAL4 && udp->dest == htons(PORT4))
+///         return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+/// if (eth->h_proto == htons(ETH_P_IPV6) && data + 62 <= end && ip6->nexthdr == IPPROTO_UDP
+///     && ip6->daddr == LOCAL6 && udp->dest == htons(PORT6))
+///         return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+/// return XDP_PASS;
+/// ```
+///
+/// Loads from the packet are in host (little-endian) order, so the constants are the
+/// frame's bytes read as little-endian integers.
+fn tep_program(map_fd: i32, f: &TepFilter) -> Vec<BpfInsn> {
+    let mut a = Asm::default();
+    let le16 = |b: [u8; 2]| i32::from(u16::from_le_bytes(b));
+    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i32;
+    // r6 = ctx; r2 = data; r3 = data_end
+    a.op(insn(0xbf, 6, 1, 0, 0));
+    a.op(insn(0x61, 2, 1, 0, 0));
+    a.op(insn(0x61, 3, 1, 4, 0));
+    // if data + 14 > end: pass
+    a.op(insn(0xbf, 4, 2, 0, 0));
+    a.op(insn(0x07, 4, 0, 0, 14));
+    a.jmp(insn(0x2d, 4, 3, 0, 0), "pass");
+    a.op(insn(0x69, 5, 2, 12, 0));
+    if let Some((ip, port)) = f.v4 {
+        a.jmp(insn(0x55, 5, 0, 0, le16([0x08, 0x00])), "not4");
+        a.op(insn(0xbf, 4, 2, 0, 0));
+        a.op(insn(0x07, 4, 0, 0, 42));
+        a.jmp(insn(0x2d, 4, 3, 0, 0), "pass");
+        a.op(insn(0x71, 4, 2, 14, 0));
+        a.jmp(insn(0x55, 4, 0, 0, 0x45), "pass");
+        a.op(insn(0x71, 4, 2, 23, 0));
+        a.jmp(insn(0x55, 4, 0, 0, 17), "pass");
+        a.op(insn(0x69, 4, 2, 20, 0));
+        a.op(insn(0x57, 4, 0, 0, le16([0x3f, 0xff])));
+        a.jmp(insn(0x55, 4, 0, 0, 0), "pass");
+        a.op(insn(0x61, 4, 2, 30, 0));
+        a.jmp(insn(0x56, 4, 0, 0, le32(&ip)), "pass");
+        a.op(insn(0x69, 4, 2, 36, 0));
+        a.jmp(insn(0x55, 4, 0, 0, le16(port.to_be_bytes())), "pass");
+        a.jmp(insn(0x05, 0, 0, 0, 0), "redirect");
+        a.label("not4");
+    }
+    if let Some((ip, port)) = f.v6 {
+        a.jmp(insn(0x55, 5, 0, 0, le16([0x86, 0xdd])), "pass");
+        a.op(insn(0xbf, 4, 2, 0, 0));
+        a.op(insn(0x07, 4, 0, 0, 62));
+        a.jmp(insn(0x2d, 4, 3, 0, 0), "pass");
+        a.op(insn(0x71, 4, 2, 20, 0));
+        a.jmp(insn(0x55, 4, 0, 0, 17), "pass");
+        for k in 0..4 {
+            a.op(insn(0x61, 4, 2, 38 + 4 * k as i16, 0));
+            a.jmp(insn(0x56, 4, 0, 0, le32(&ip[4 * k..])), "pass");
+        }
+        a.op(insn(0x69, 4, 2, 56, 0));
+        a.jmp(insn(0x55, 4, 0, 0, le16(port.to_be_bytes())), "pass");
+        a.jmp(insn(0x05, 0, 0, 0, 0), "redirect");
+    }
+    a.jmp(insn(0x05, 0, 0, 0, 0), "pass");
+    a.label("redirect");
+    // r2 = ctx->rx_queue_index; r1 = &xsks; r3 = XDP_PASS; return redirect_map(...)
+    a.op(insn(0x61, 2, 6, XDP_MD_RX_QUEUE_INDEX, 0));
+    a.op(insn(0x18, 1, 1, 0, map_fd));
+    a.op(insn(0, 0, 0, 0, 0));
+    a.op(insn(0xb7, 3, 0, 0, XDP_PASS));
+    a.op(insn(0x85, 0, 0, 0, BPF_FUNC_REDIRECT_MAP));
+    a.op(insn(0x95, 0, 0, 0, 0));
+    a.label("pass");
+    a.op(insn(0xb7, 0, 0, 0, XDP_PASS));
+    a.op(insn(0x95, 0, 0, 0, 0));
+    a.finish()
+}
+
+/// A few BPF instructions with forward jumps to labels, resolved at the end.
+#[derive(Default)]
+struct Asm {
+    insns: Vec<BpfInsn>,
+    labels: Vec<(&'static str, usize)>,
+    fixups: Vec<(usize, &'static str)>,
+}
+
+impl Asm {
+    fn op(&mut self, i: BpfInsn) {
+        self.insns.push(i);
+    }
+    fn jmp(&mut self, i: BpfInsn, to: &'static str) {
+        self.fixups.push((self.insns.len(), to));
+        self.insns.push(i);
+    }
+    fn label(&mut self, name: &'static str) {
+        self.labels.push((name, self.insns.len()));
+    }
+    fn finish(mut self) -> Vec<BpfInsn> {
+        for (at, to) in self.fixups {
+            let target = self
+                .labels
+                .iter()
+                .find(|l| l.0 == to)
+                .map(|l| l.1)
+                .expect("every label is placed");
+            // A jump's offset counts from the next instruction.
+            self.insns[at].off = (target - at - 1) as i16;
+        }
+        self.insns
+    }
+}
+
 /// The program, with the XSKMAP's fd patched into instruction 1 (`BPF_PSEUDO_MAP_FD`).
 fn program(map_fd: i32) -> [BpfInsn; 6] {
     [
@@ -168,10 +291,16 @@ pub struct XdpProgram {
 }
 
 impl XdpProgram {
-    /// Creates the XSKMAP (`max_entries` queues), loads the program, detaches any program
-    /// already on `ifindex` (logging its id), and attaches ours with `flags`
-    /// ([`XDP_FLAGS_DRV_MODE`] or [`XDP_FLAGS_SKB_MODE`]).
-    pub fn attach(ifindex: u32, max_entries: u32, flags: u32) -> Result<Self, XdpError> {
+    /// Creates the XSKMAP (`max_entries` queues), loads the program (with `filter`, the
+    /// tunnel endpoints' filter, if any), detaches any program already on `ifindex`
+    /// (logging its id), and attaches ours with `flags` ([`XDP_FLAGS_DRV_MODE`] or
+    /// [`XDP_FLAGS_SKB_MODE`]).
+    pub fn attach(
+        ifindex: u32,
+        max_entries: u32,
+        flags: u32,
+        filter: Option<&TepFilter>,
+    ) -> Result<Self, XdpError> {
         let name = c"vswitch_xsks";
         // SAFETY: plain libbpf call; the name is NUL-terminated, opts may be NULL.
         let rc = unsafe {
@@ -187,7 +316,72 @@ impl XdpProgram {
         let map = check(rc).map_err(XdpError::CreateMap)?;
         // SAFETY: `map` is a new fd that nothing else owns.
         let map = unsafe { OwnedFd::from_raw_fd(map) };
-        let insns = program(map.as_raw_fd());
+        let (prog, frags) = load(map.as_raw_fd(), filter)?;
+        let ifindex = ifindex as i32;
+        for (f, mode) in [
+            (XDP_FLAGS_SKB_MODE, "generic"),
+            (XDP_FLAGS_DRV_MODE, "native"),
+        ] {
+            let mut id = 0u32;
+            // SAFETY: `id` is a valid u32 to write.
+            let rc = unsafe { bpf_xdp_query_id(ifindex, f as c_int, &mut id) };
+            if rc == 0 && id != 0 {
+                tracing::warn!(
+                    ifindex,
+                    prog_id = id,
+                    mode,
+                    "replacing an XDP program already attached (a stale one of a crashed run?)"
+                );
+                // SAFETY: plain libbpf call; opts may be NULL.
+                unsafe { bpf_xdp_detach(ifindex, f, std::ptr::null()) };
+            }
+        }
+        attach_fd(ifindex, &prog, flags)?;
+        Ok(XdpProgram {
+            ifindex,
+            flags,
+            map,
+            prog,
+            attached: true,
+            frags,
+        })
+    }
+
+    /// Replaces the attached program by one with `filter` (or none: every frame to the
+    /// sockets), keeping the XSKMAP and its sockets.
+    ///
+    /// # Errors
+    /// Loading or attaching the new program failed; the old one stays.
+    pub fn set_filter(&mut self, filter: Option<&TepFilter>) -> Result<(), XdpError> {
+        let (prog, _) = load(self.map.as_raw_fd(), filter)?;
+        attach_fd(self.ifindex, &prog, self.flags)?;
+        self.prog = prog;
+        Ok(())
+    }
+}
+
+/// Attaches program `prog` to `ifindex` with `flags` (replacing ours if attached).
+fn attach_fd(ifindex: i32, prog: &OwnedFd, flags: u32) -> Result<(), XdpError> {
+    // SAFETY: plain libbpf call with an fd we own; opts may be NULL.
+    let rc = unsafe { bpf_xdp_attach(ifindex, prog.as_raw_fd(), flags, std::ptr::null()) };
+    check(rc).map(|_| ()).map_err(|source| XdpError::Attach {
+        mode: if flags & XDP_FLAGS_SKB_MODE != 0 {
+            "generic"
+        } else {
+            "native"
+        },
+        source,
+    })
+}
+
+/// Loads the program for XSKMAP `map_fd` (with `filter` if any); returns it and whether
+/// it takes multi-buffer frames.
+fn load(map_fd: i32, filter: Option<&TepFilter>) -> Result<(OwnedFd, bool), XdpError> {
+    {
+        let insns = match filter {
+            Some(f) => tep_program(map_fd, f),
+            None => program(map_fd).to_vec(),
+        };
         let license: &CStr = c"GPL";
         let load = |prog_flags: u32| {
             let opts = ProgLoadOpts {
@@ -221,46 +415,11 @@ impl XdpProgram {
         };
         let prog = rc.map_err(XdpError::LoadProgram)?;
         // SAFETY: `prog` is a new fd that nothing else owns.
-        let prog = unsafe { OwnedFd::from_raw_fd(prog) };
-        let ifindex = ifindex as i32;
-        for (f, mode) in [
-            (XDP_FLAGS_SKB_MODE, "generic"),
-            (XDP_FLAGS_DRV_MODE, "native"),
-        ] {
-            let mut id = 0u32;
-            // SAFETY: `id` is a valid u32 to write.
-            let rc = unsafe { bpf_xdp_query_id(ifindex, f as c_int, &mut id) };
-            if rc == 0 && id != 0 {
-                tracing::warn!(
-                    ifindex,
-                    prog_id = id,
-                    mode,
-                    "replacing an XDP program already attached (a stale one of a crashed run?)"
-                );
-                // SAFETY: plain libbpf call; opts may be NULL.
-                unsafe { bpf_xdp_detach(ifindex, f, std::ptr::null()) };
-            }
-        }
-        // SAFETY: plain libbpf call with fds we own; opts may be NULL.
-        let rc = unsafe { bpf_xdp_attach(ifindex, prog.as_raw_fd(), flags, std::ptr::null()) };
-        check(rc).map_err(|source| XdpError::Attach {
-            mode: if flags & XDP_FLAGS_SKB_MODE != 0 {
-                "generic"
-            } else {
-                "native"
-            },
-            source,
-        })?;
-        Ok(XdpProgram {
-            ifindex,
-            flags,
-            map,
-            prog,
-            attached: true,
-            frags,
-        })
+        Ok((unsafe { OwnedFd::from_raw_fd(prog) }, frags))
     }
+}
 
+impl XdpProgram {
     /// Points rx queue `queue` at the AF_XDP socket `xsk_fd`.
     pub fn insert(&self, queue: u32, xsk_fd: i32) -> Result<(), XdpError> {
         // SAFETY: key and value point at valid u32/i32 values of the map's sizes.

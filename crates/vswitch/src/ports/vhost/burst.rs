@@ -53,6 +53,10 @@ impl<'m> RxBurst<'m> for GuestFrames<'_, 'm> {
             skip: self.hdr,
         }
     }
+
+    fn bytes(&self, _p: &Pkt) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl VhostPort {

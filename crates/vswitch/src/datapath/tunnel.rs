@@ -1,0 +1,301 @@
+//! The overlay in the data path (DESIGN.md §3, §6): Geneve frames received on an
+//! uplink that carries a tunnel endpoint are decapsulated and switched in their VNI's
+//! domain, their source MACs learned behind the remote that sent them; frames bound
+//! for a remote endpoint are encapsulated (segmented to the inner MSS in the same pass
+//! when they are TSO frames) straight into the uplink's UMEM.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use geneve::encap::{TunnelConfig, TunnelTemplate};
+
+use super::packet::{FrameLoc, Pkt, RxBurst};
+use super::pipeline::{Pipeline, Source};
+use crate::model::fdb::Dest;
+use crate::model::topology::Topology;
+use crate::model::tunnel::{RemoteId, Tep, TunnelDrop};
+use crate::ports::{Port, PortKind};
+
+/// The ACL of tunnelled frames: none.
+static NO_ACL: std::sync::LazyLock<crate::model::topology::PortAcl> =
+    std::sync::LazyLock::new(|| crate::model::topology::PortAcl::new(Default::default(), 0));
+
+/// ETHERTYPE of an outer IPv6 header, in the frame's byte order.
+const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
+
+/// One frame of an encapsulation batch: burst frame `pkt` with template `tmpl`.
+#[derive(Debug, Clone, Copy)]
+pub struct EncapItem {
+    /// Index in the burst.
+    pub pkt: u16,
+    /// Index in the PMD's templates.
+    pub tmpl: u32,
+}
+
+/// A PMD's outer header templates (each holds its own IPv4 ID counter), built on first
+/// use for (endpoint, remote, VNI, next hop) and dropped when the topology changes
+/// (paths may have moved).
+#[derive(Debug, Default)]
+pub struct Templates {
+    generation: u64,
+    index: HashMap<(usize, RemoteId, u32, usize), u32>,
+    /// The templates.
+    pub list: Vec<TunnelTemplate>,
+}
+
+impl Templates {
+    fn reset_if(&mut self, generation: u64) {
+        if self.generation != generation {
+            self.generation = generation;
+            self.index.clear();
+            self.list.clear();
+        }
+    }
+
+    /// The template for `key`, built with `cfg` if new; None if it cannot be built.
+    fn get(
+        &mut self,
+        key: (usize, RemoteId, u32, usize),
+        cfg: impl FnOnce() -> TunnelConfig,
+    ) -> Option<u32> {
+        if let Some(&i) = self.index.get(&key) {
+            return Some(i);
+        }
+        let t = TunnelTemplate::new(&cfg()).ok()?;
+        let i = self.list.len() as u32;
+        self.list.push(t);
+        self.index.insert(key, i);
+        Some(i)
+    }
+}
+
+impl Pipeline {
+    /// Decapsulates a burst from uplink `port` (which carries tunnel endpoints) and
+    /// switches the inner frames, in runs of one (domain, remote).
+    pub(super) fn decap<'m, B: RxBurst<'m>>(
+        &mut self,
+        topo: &Topology,
+        port: &Port,
+        queue: u16,
+        burst: &B,
+        pkts: &mut [Pkt],
+    ) {
+        let mut inner = std::mem::take(&mut self.inner);
+        let mut from = std::mem::take(&mut self.inner_from);
+        inner.clear();
+        from.clear();
+        for p in pkts.iter() {
+            let Some(bytes) = burst.bytes(p) else {
+                continue;
+            };
+            let v6 = bytes.get(12..14) == Some(&ETHERTYPE_IPV6[..]);
+            let Some((t, tep)) = topo
+                .tunnels
+                .on_uplink(port.id)
+                .find(|(_, t)| t.config.local.is_ipv6() == v6)
+            else {
+                continue;
+            };
+            let c = tep.counters(self.pmd);
+            c.rx_packets.add(1);
+            c.rx_bytes.add(u64::from(p.len));
+            let d = match tep.decap.decapsulate(bytes) {
+                Ok(d) => d,
+                Err(r) => {
+                    c.decap_drops[r.index()].add(1);
+                    continue;
+                }
+            };
+            if !d.options.is_empty() {
+                let n = geneve::wire::OptionIter::new(d.options).count();
+                c.rx_options.add(n as u64);
+            }
+            if d.protocol_type != geneve::wire::ETHERTYPE_TEB || d.inner.len() < 14 {
+                c.decap_drops[geneve::decap::DropReason::Truncated.index()].add(1);
+                continue;
+            }
+            let Some(&domain) = topo.tunnels.vni_domains.get(&d.vni) else {
+                c.drop(TunnelDrop::UnknownVni, 1);
+                continue;
+            };
+            let Some(remote) = self.remote_id(d.outer_src) else {
+                continue;
+            };
+            inner.push(Pkt {
+                loc: FrameLoc {
+                    head: 0,
+                    start: p.loc.start + d.inner_offset as u32,
+                    end: p.loc.end,
+                },
+                len: d.inner.len() as u32,
+                ..Pkt::default()
+            });
+            from.push((domain, remote, t));
+        }
+        let mut i = 0;
+        while i < inner.len() {
+            let (domain, remote, tep) = from[i];
+            let j = i + from[i..].iter().take_while(|f| **f == from[i]).count();
+            let src = Source {
+                port,
+                domain,
+                domain_key: self
+                    .switch
+                    .domains
+                    .key(domain)
+                    .unwrap_or(crate::model::topology::DomainKey::Vni(0)),
+                acl: &NO_ACL,
+                learn: Dest::Remote(remote),
+                tep: Some(tep),
+                in_port: u32::from(port.id) | u32::from(domain) << 16,
+            };
+            self.classify(topo, &src, burst, &mut inner[i..j]);
+            self.forward(topo, &src, queue, burst, &mut inner[i..j]);
+            i = j;
+        }
+        self.inner = inner;
+        self.inner_from = from;
+    }
+
+    /// The id of remote `ip` (remembering the last one: a burst mostly comes from one).
+    fn remote_id(&mut self, ip: IpAddr) -> Option<RemoteId> {
+        if let Some((last, id)) = self.last_remote {
+            if last == ip {
+                return Some(id);
+            }
+        }
+        let id = self.switch.remotes.intern(ip)?;
+        self.last_remote = Some((ip, id));
+        Some(id)
+    }
+
+    /// Encapsulates group `g` toward remote `remote`: each frame through the local
+    /// endpoint of the remote's family its flow hash picks among those whose uplink is
+    /// up, and the next hop its hash picks among the path's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn encap<'m, B: RxBurst<'m>>(
+        &mut self,
+        topo: &Topology,
+        src: &Source<'_>,
+        remote: RemoteId,
+        g: usize,
+        queue: u16,
+        burst: &B,
+        pkts: &mut [Pkt],
+    ) {
+        let Some(vni) = src.domain_key.vni() else {
+            return;
+        };
+        let Some(ip) = self.switch.remotes.ip(remote) else {
+            return;
+        };
+        self.templates.reset_if(topo.generation);
+        let mut cands = [0usize; 4];
+        let mut n = 0;
+        for (i, t) in topo.tunnels.teps.iter().enumerate() {
+            let up = topo.port(t.uplink).is_some_and(|u| u.port.link_up());
+            if t.config.local.is_ipv4() == ip.is_ipv4() && up && n < cands.len() {
+                cands[n] = i;
+                n += 1;
+            }
+        }
+        let frames = copy_into(self.groups.groups[g].frames(), &mut self.encap_sel);
+        if n == 0 {
+            self.no_endpoint(topo, ip, frames.len() as u64);
+            return;
+        }
+        for (k, &t) in cands[..n].iter().enumerate() {
+            self.encap_items.clear();
+            let tep = &topo.tunnels.teps[t];
+            for &i in frames.iter() {
+                let p = &mut pkts[usize::from(i)];
+                self.ensure_hash(src, burst, p);
+                if p.hash as usize % n != k {
+                    continue;
+                }
+                let Some(tmpl) = self.template(topo, t, tep, remote, ip, vni, p.hash) else {
+                    continue;
+                };
+                self.encap_items.push(EncapItem { pkt: i, tmpl });
+            }
+            if self.encap_items.is_empty() {
+                continue;
+            }
+            let Some(uplink) = topo.port(tep.uplink) else {
+                continue;
+            };
+            let PortKind::Afxdp(x) = &uplink.port.kind else {
+                continue;
+            };
+            x.transmit_encap(
+                burst,
+                pkts,
+                &self.encap_items,
+                &mut self.templates.list,
+                &mut self.encap_scratch,
+                queue,
+                tep.counters(self.pmd),
+                uplink.port.counters(self.pmd),
+            );
+        }
+        self.encap_sel = frames;
+    }
+
+    /// The template for a frame of flow hash `hash` to `remote` through endpoint `t`, or
+    /// None (counted) when no neighbour is known for the path yet.
+    #[allow(clippy::too_many_arguments)]
+    fn template(
+        &mut self,
+        topo: &Topology,
+        t: usize,
+        tep: &Tep,
+        remote: RemoteId,
+        ip: IpAddr,
+        vni: u32,
+        hash: u32,
+    ) -> Option<u32> {
+        let path = topo.tunnels.paths.get(t).and_then(|m| m.get(&remote));
+        let Some(path) = path.filter(|p| !p.hops.is_empty()) else {
+            tep.counters(self.pmd).drop(TunnelDrop::NoNeighbour, 1);
+            if let Some(p) = path {
+                p.want();
+            }
+            return None;
+        };
+        // The next hop from the upper half of the hash (the endpoint took the lower).
+        let hop = (hash >> 16) as usize % path.hops.len();
+        let r = self.templates.get((t, remote, vni, hop), || {
+            let mut c = TunnelConfig::new(path.src_mac, path.hops[hop], tep.config.local, ip, vni);
+            c.options = tep.options;
+            c.udp_checksum = tep.config.udp_checksum();
+            c.destination_port = tep.config.port;
+            c
+        });
+        if r.is_none() {
+            tep.counters(self.pmd).drop(TunnelDrop::TooBig, 1);
+        }
+        r
+    }
+
+    /// Counts frames to remote `ip` that no endpoint could send (every uplink of its
+    /// family down), on the first endpoint of the family.
+    fn no_endpoint(&self, topo: &Topology, ip: IpAddr, n: u64) {
+        if let Some(t) = topo
+            .tunnels
+            .teps
+            .iter()
+            .find(|t| t.config.local.is_ipv4() == ip.is_ipv4())
+        {
+            t.counters(self.pmd).drop(TunnelDrop::NoEndpoint, n);
+        }
+    }
+}
+
+/// `s` copied into the vector taken out of `v` (no allocation once warm; the caller
+/// puts it back).
+fn copy_into<T: Copy>(s: &[T], v: &mut Vec<T>) -> Vec<T> {
+    let mut out = std::mem::take(v);
+    out.clear();
+    out.extend_from_slice(s);
+    out
+}

@@ -1,0 +1,255 @@
+//! The overlay's model (DESIGN.md §6): local tunnel endpoints (TEPs) on AF_XDP
+//! uplinks, remote endpoints, the VNIs' flood lists, and the path to each remote
+//! (next-hop MACs from the kernel's routes and neighbours), as part of the topology
+//! snapshot.
+//!
+//! Remote endpoints get dense ids ([`RemoteId`]) from an append-only registry, as
+//! domains do: an FDB entry can point at a remote (`Dest::Remote`) and a cached decision
+//! can say `Encap(remote)` in two machine words, and an id keeps its meaning while
+//! entries use it. A PMD registers a remote it hears from for the first time (rare: one
+//! write lock); the control plane then finds its path.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::config::GeneveConfig;
+use crate::model::fdb::PortId;
+use crate::model::stats::Counter;
+use crate::model::topology::DomainId;
+
+/// Dense id of a remote tunnel endpoint (see [`Remotes`]).
+pub type RemoteId = u16;
+
+/// Most remote endpoints a switch keeps.
+pub const MAX_REMOTES: usize = (1 << 16) - 1;
+
+/// The registry of remote endpoints: ids are handed out once and never reused.
+#[derive(Debug, Default)]
+pub struct Remotes {
+    inner: RwLock<(HashMap<IpAddr, RemoteId>, Vec<IpAddr>)>,
+}
+
+impl Remotes {
+    /// The id of `ip`, registering it if new; None when the registry is full.
+    pub fn intern(&self, ip: IpAddr) -> Option<RemoteId> {
+        if let Some(&id) = self.read().0.get(&ip) {
+            return Some(id);
+        }
+        let mut g = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = g.0.get(&ip) {
+            return Some(id);
+        }
+        if g.1.len() >= MAX_REMOTES {
+            return None;
+        }
+        let id = g.1.len() as RemoteId;
+        g.1.push(ip);
+        g.0.insert(ip, id);
+        Some(id)
+    }
+
+    /// The address of remote `id`.
+    pub fn ip(&self, id: RemoteId) -> Option<IpAddr> {
+        self.read().1.get(usize::from(id)).copied()
+    }
+
+    /// Every remote registered so far, by id.
+    pub fn all(&self) -> Vec<IpAddr> {
+        self.read().1.clone()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, (HashMap<IpAddr, RemoteId>, Vec<IpAddr>)> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Why a frame to or from a tunnel was dropped besides the decapsulator's reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TunnelDrop {
+    /// No neighbour (MAC) known yet for the next hop toward the remote; the kernel was
+    /// asked to resolve it.
+    NoNeighbour = 0,
+    /// A VNI no local port is in.
+    UnknownVni,
+    /// No local endpoint of the remote's address family has its uplink up.
+    NoEndpoint,
+    /// The encapsulated frame does not fit the uplink (MTU, UMEM) or the frame's
+    /// offload metadata is unusable.
+    TooBig,
+    /// No free UMEM transmit frame.
+    NoTxBuffer,
+    /// A tunnelled frame from a remote would go back into a tunnel (split horizon).
+    SplitHorizon,
+}
+
+impl TunnelDrop {
+    /// Every reason, in counter order.
+    pub const ALL: [TunnelDrop; 6] = [
+        TunnelDrop::NoNeighbour,
+        TunnelDrop::UnknownVni,
+        TunnelDrop::NoEndpoint,
+        TunnelDrop::TooBig,
+        TunnelDrop::NoTxBuffer,
+        TunnelDrop::SplitHorizon,
+    ];
+
+    /// The name used in `vswitchctl tunnels` and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            TunnelDrop::NoNeighbour => "tunnel_no_neighbour",
+            TunnelDrop::UnknownVni => "unknown_vni",
+            TunnelDrop::NoEndpoint => "no_endpoint",
+            TunnelDrop::TooBig => "tunnel_too_big",
+            TunnelDrop::NoTxBuffer => "tunnel_no_tx_buffer",
+            TunnelDrop::SplitHorizon => "split_horizon",
+        }
+    }
+}
+
+/// Counters one PMD keeps for one local endpoint (single writer).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct TepCounters {
+    /// Geneve frames received (outer frames, decapsulated or dropped).
+    pub rx_packets: Counter,
+    /// Their bytes (outer).
+    pub rx_bytes: Counter,
+    /// Frames sent (outer, after segmentation).
+    pub tx_packets: Counter,
+    /// Their bytes (outer).
+    pub tx_bytes: Counter,
+    /// TSO frames segmented while encapsulated.
+    pub segmented: Counter,
+    /// Geneve options received.
+    pub rx_options: Counter,
+    /// Decapsulation drops by `geneve::decap::DropReason::index`.
+    pub decap_drops: [Counter; geneve::decap::DropReason::COUNT],
+    /// Other drops by [`TunnelDrop`].
+    pub drops: [Counter; 6],
+}
+
+impl TepCounters {
+    /// Counts `n` drops for `r`.
+    #[inline]
+    pub fn drop(&self, r: TunnelDrop, n: u64) {
+        self.drops[r as usize].add(n);
+    }
+}
+
+/// A local tunnel endpoint as the topology places it.
+#[derive(Debug)]
+pub struct Tep {
+    /// Its configuration.
+    pub config: GeneveConfig,
+    /// The AF_XDP uplink it uses.
+    pub uplink: PortId,
+    /// Counters, one set per PMD.
+    pub counters: Box<[TepCounters]>,
+    /// The decapsulator (UDP port, the options it understands).
+    pub decap: geneve::decap::Decapsulator,
+    /// The options sent with every frame.
+    pub options: geneve::wire::OptionList,
+}
+
+impl Tep {
+    /// The endpoint `config` on uplink `uplink`, counting for `pmds` PMDs.
+    ///
+    /// # Errors
+    /// An option that does not fit the option list.
+    pub fn new(config: GeneveConfig, uplink: PortId, pmds: usize) -> Result<Self, String> {
+        let mut options = geneve::wire::OptionList::new();
+        let mut decap = geneve::decap::Decapsulator {
+            udp_port: config.port,
+            allow_ipv6_zero_checksum: false,
+            ..Default::default()
+        };
+        for o in &config.options {
+            let (class, typ, data) = crate::config::geneve::parse_option(o)?;
+            options
+                .push(class, typ, &data)
+                .map_err(|e| format!("option {o}: {e}"))?;
+            decap.registry.insert(class, typ);
+        }
+        Ok(Tep {
+            config,
+            uplink,
+            counters: (0..pmds.max(1)).map(|_| TepCounters::default()).collect(),
+            decap,
+            options,
+        })
+    }
+
+    /// The counters PMD `pmd` writes.
+    #[inline]
+    pub fn counters(&self, pmd: usize) -> &TepCounters {
+        &self.counters[pmd.min(self.counters.len() - 1)]
+    }
+}
+
+/// The way to one remote through one local endpoint: the next hops' MACs (several for
+/// an ECMP route; frames pick one by flow hash), empty while no neighbour is known.
+#[derive(Debug, Default)]
+pub struct Path {
+    /// Outer source MAC: the uplink's.
+    pub src_mac: [u8; 6],
+    /// Outer destination MACs, one per usable next hop.
+    pub hops: Vec<[u8; 6]>,
+    /// Set by a PMD that dropped a frame for want of a neighbour (the control plane
+    /// asks the kernel to resolve it).
+    pub wanted: AtomicBool,
+}
+
+impl Path {
+    /// Marks the path as wanted by traffic.
+    #[inline]
+    pub fn want(&self) {
+        if !self.wanted.load(Ordering::Relaxed) {
+            self.wanted.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The overlay part of a topology snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Tunnels {
+    /// Local endpoints, by index.
+    pub teps: Vec<Arc<Tep>>,
+    /// The domain of each VNI that has a local port.
+    pub vni_domains: HashMap<u32, DomainId>,
+    /// The remotes each VNI domain floods to, by [`DomainId`].
+    pub flood: Vec<Vec<RemoteId>>,
+    /// The path to each remote through each local endpoint: `paths[tep][remote]`
+    /// (absent: not computed yet).
+    pub paths: Vec<HashMap<RemoteId, Arc<Path>>>,
+}
+
+impl Tunnels {
+    /// The endpoints on uplink port `port` (at most one per address family).
+    #[inline]
+    pub fn on_uplink(&self, port: PortId) -> impl Iterator<Item = (usize, &Arc<Tep>)> {
+        self.teps
+            .iter()
+            .enumerate()
+            .filter(move |(_, t)| t.uplink == port)
+    }
+
+    /// Whether port `port` carries a tunnel endpoint.
+    #[inline]
+    pub fn is_underlay(&self, port: PortId) -> bool {
+        self.teps.iter().any(|t| t.uplink == port)
+    }
+
+    /// The remotes domain `d` floods to.
+    #[inline]
+    pub fn flood_of(&self, d: DomainId) -> &[RemoteId] {
+        self.flood.get(usize::from(d)).map_or(&[], Vec::as_slice)
+    }
+
+    /// The endpoint named `name`.
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Tep>> {
+        self.teps.iter().find(|t| t.config.name == name)
+    }
+}
