@@ -13,16 +13,6 @@ use common::*;
 
 const MAC_A: &str = "02:00:00:00:00:01";
 
-/// A child process killed (and reaped) when the test ends, passed or failed.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn mac_bytes(s: &str) -> [u8; 6] {
     let mut m = [0u8; 6];
     for (b, p) in m.iter_mut().zip(s.split(':')) {
@@ -420,52 +410,6 @@ fn show_uplink(sw: &Vswitchd, name: &str) -> serde_json::Value {
         .find(|p| p["name"] == name)
         .unwrap_or_else(|| panic!("no port {name}: {show}"))
         .clone()
-}
-
-/// Sends `mb` MiB over TCP from `client_ns` (None: the host) to `server_ip` in
-/// `server_ns`, and checks the byte count and sha256 at the receiver.
-fn tcp_transfer(server_ns: Option<&str>, client_ns: Option<&str>, server_ip: &str, mb: usize) {
-    let netns = |ns: Option<&str>| -> Vec<String> {
-        match ns {
-            Some(n) => vec!["ip".into(), "netns".into(), "exec".into(), n.into()],
-            None => vec![],
-        }
-    };
-    let mut sargs = netns(server_ns);
-    sargs.extend(["python3".into(), "-c".into()]);
-    sargs.push(format!(
-        "import socket,hashlib\n\
-         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('{server_ip}',5202)); s.listen(1); print('ready',flush=True)\n\
-         c,_=s.accept(); h=hashlib.sha256(); n=0\n\
-         while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
-         print(n,h.hexdigest(),flush=True)\n"
-    ));
-    let mut server = Command::new(&sargs[0])
-        .args(&sargs[1..])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
-    let _server = KillOnDrop(server);
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let mut cargs = netns(client_ns);
-    cargs.extend(["timeout".into(), "60".into(), "python3".into(), "-c".into()]);
-    cargs.push(format!(
-        "import socket,hashlib\n\
-         data=bytes((i*11)&255 for i in range(1<<20))*{mb}\n\
-         s=socket.create_connection(('{server_ip}',5202),timeout=30)\n\
-         s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
-    ));
-    let client = Command::new(&cargs[0]).args(&cargs[1..]).output().unwrap();
-    assert!(client.status.success(), "{client:?}");
-    let sent = String::from_utf8_lossy(&client.stdout).trim().to_string();
-    line.clear();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), sent, "bytes and sha256 received vs sent");
-    assert!(sent.starts_with(&format!("{} ", mb << 20)));
 }
 
 /// Jumbo frames (MTU 9000) through an AF_XDP uplink in `mode`, between the host stack

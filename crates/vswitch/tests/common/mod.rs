@@ -138,9 +138,24 @@ impl Vswitchd {
     /// Starts vswitchd with `args` plus `--control` in `dir`, and waits for its control
     /// socket to answer.
     pub fn start(dir: &TempDir, args: &[String]) -> Self {
-        let control = dir.path("ctl.sock");
-        let log = dir.path("vswitchd.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_vswitchd"))
+        Self::start_in(None, dir, "", args)
+    }
+
+    /// As [`Vswitchd::start`], in network namespace `ns` (a "host" of a multi-host
+    /// test), its control socket and log named with `tag`.
+    pub fn start_in(ns: Option<&str>, dir: &TempDir, tag: &str, args: &[String]) -> Self {
+        let control = dir.path(&format!("ctl{tag}.sock"));
+        let log = dir.path(&format!("vswitchd{tag}.log"));
+        let mut cmd = match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns])
+                    .arg(env!("CARGO_BIN_EXE_vswitchd"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_vswitchd")),
+        };
+        let child = cmd
             .args(args)
             .arg("--control")
             .arg(&control)
@@ -632,4 +647,60 @@ pub fn vswitchctl_out(ctl: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("run vswitchctl")
+}
+
+/// A child process killed (and reaped) when the test ends, passed or failed.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends `mb` MiB over TCP from `client_ns` (None: the host) to `server_ip` in
+/// `server_ns`, and checks the byte count and sha256 at the receiver.
+pub fn tcp_transfer(server_ns: Option<&str>, client_ns: Option<&str>, server_ip: &str, mb: usize) {
+    let netns = |ns: Option<&str>| -> Vec<String> {
+        match ns {
+            Some(n) => vec!["ip".into(), "netns".into(), "exec".into(), n.into()],
+            None => vec![],
+        }
+    };
+    let mut sargs = netns(server_ns);
+    sargs.extend(["python3".into(), "-c".into()]);
+    sargs.push(format!(
+        "import socket,hashlib\n\
+         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('{server_ip}',5202)); s.listen(1); print('ready',flush=True)\n\
+         c,_=s.accept(); h=hashlib.sha256(); n=0\n\
+         while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
+         print(n,h.hexdigest(),flush=True)\n"
+    ));
+    let mut server = Command::new(&sargs[0])
+        .args(&sargs[1..])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let _server = KillOnDrop(server);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let mut cargs = netns(client_ns);
+    cargs.extend(["timeout".into(), "60".into(), "python3".into(), "-c".into()]);
+    cargs.push(format!(
+        "import socket,hashlib\n\
+         data=bytes((i*11)&255 for i in range(1<<20))*{mb}\n\
+         s=socket.create_connection(('{server_ip}',5202),timeout=30)\n\
+         s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
+    ));
+    let client = Command::new(&cargs[0]).args(&cargs[1..]).output().unwrap();
+    assert!(client.status.success(), "{client:?}");
+    let sent = String::from_utf8_lossy(&client.stdout).trim().to_string();
+    line.clear();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), sent, "bytes and sha256 received vs sent");
+    assert!(sent.starts_with(&format!("{} ", mb << 20)));
 }
