@@ -121,9 +121,8 @@ fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
     let id = std::process::id() % 10000;
     let taps = [format!("vov{id}a"), format!("vov{id}b")];
     let sw: Vec<Vswitchd> = (0..2).map(|k| hosts.vswitchd(k, &dir, &taps[k])).collect();
-    for k in 0..2 {
+    for (k, tap) in taps.iter().enumerate() {
         let ns = &hosts.ns[k];
-        let tap = &taps[k];
         hosts.exec(
             ns,
             &[
