@@ -178,6 +178,16 @@ impl<'a> MergedRef<'a> {
             .map(move |s| &frames[s.frame as usize][h..h + s.len as usize])
     }
 
+    /// Where each payload is, in order: the index of its frame in the batch and the
+    /// byte range within that frame (for a consumer that keeps its own handles to the
+    /// batch's frames rather than the slices).
+    pub fn parts(&self) -> impl ExactSizeIterator<Item = (usize, core::ops::Range<usize>)> + 'a {
+        let h = self.header.len();
+        self.spans
+            .iter()
+            .map(move |s| (s.frame as usize, h..h + s.len as usize))
+    }
+
     /// Bytes of the merged frame (header and payloads).
     pub fn len(&self) -> usize {
         self.len
@@ -1747,6 +1757,9 @@ mod tests {
                 CoalescedRef::Merged(m) => {
                     assert!(m.payloads().all(within), "a payload was copied");
                     assert_eq!(m.payloads().len(), m.segments);
+                    for ((i, r), p) in m.parts().zip(m.payloads()) {
+                        assert!(std::ptr::eq(&refs[i][r], p), "parts() names each payload");
+                    }
                     out.push((m.to_vec(), Some((m.meta, m.segments))));
                 }
             }

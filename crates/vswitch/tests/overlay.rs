@@ -11,32 +11,46 @@ use std::time::Duration;
 use common::*;
 use vswitch::control::protocol::{Request, Response, TunnelRow};
 
-/// Two hosts joined by one veth pair.
-struct TwoHosts {
-    ns: [String; 2],
-    link: [String; 2],
+/// Hosts joined by a Linux bridge in a "fabric" namespace: host k's uplink is one end
+/// of a veth pair, the other end a bridge port; the underlay is 198.51.100.0/24 with
+/// host k at .(k+1), MTU `mtu` everywhere. Captures run on the bridge, where the
+/// underlay's frames pass as on a wire (a host's own veth end has its XDP program).
+struct Fabric {
+    fabric: String,
+    ns: Vec<String>,
+    link: Vec<String>,
+    /// The bridge port of each host (in the fabric namespace).
+    port: Vec<String>,
 }
 
-impl TwoHosts {
-    fn new(tag: &str, mtu: u32) -> Self {
+impl Fabric {
+    fn new(tag: &str, hosts: usize, mtu: u32) -> Self {
         let id = std::process::id() % 10000;
-        let h = TwoHosts {
-            ns: [format!("vo{tag}{id}a"), format!("vo{tag}{id}b")],
-            link: [format!("vo{tag}{id}ua"), format!("vo{tag}{id}ub")],
+        let f = Fabric {
+            fabric: format!("vo{tag}{id}f"),
+            ns: (0..hosts).map(|k| format!("vo{tag}{id}h{k}")).collect(),
+            link: (0..hosts).map(|k| format!("vo{tag}{id}u{k}")).collect(),
+            port: (0..hosts).map(|k| format!("vo{tag}{id}p{k}")).collect(),
         };
-        h.cleanup();
-        for ns in &h.ns {
+        f.cleanup();
+        let m = mtu.to_string();
+        run(&["ip", "netns", "add", &f.fabric]);
+        f.exec(&f.fabric, &["ip", "link", "add", "br0", "type", "bridge"]);
+        f.exec(&f.fabric, &["ip", "link", "set", "br0", "mtu", &m, "up"]);
+        for k in 0..hosts {
+            let (ns, dev, port) = (&f.ns[k], &f.link[k], f.port[k].clone());
             run(&["ip", "netns", "add", ns]);
-            h.exec(ns, &["ip", "link", "set", "lo", "up"]);
-        }
-        run(&[
-            "ip", "link", "add", &h.link[0], "type", "veth", "peer", "name", &h.link[1],
-        ]);
-        for k in 0..2 {
-            run(&["ip", "link", "set", &h.link[k], "netns", &h.ns[k]]);
-            let ns = &h.ns[k];
-            let dev = &h.link[k];
-            h.exec(
+            f.exec(ns, &["ip", "link", "set", "lo", "up"]);
+            run(&[
+                "ip", "link", "add", dev, "type", "veth", "peer", "name", &port,
+            ]);
+            run(&["ip", "link", "set", dev, "netns", ns]);
+            run(&["ip", "link", "set", &port, "netns", &f.fabric]);
+            f.exec(
+                &f.fabric,
+                &["ip", "link", "set", &port, "mtu", &m, "master", "br0", "up"],
+            );
+            f.exec(
                 ns,
                 &[
                     "sysctl",
@@ -44,8 +58,8 @@ impl TwoHosts {
                     &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
                 ],
             );
-            h.exec(ns, &["ip", "link", "set", dev, "mtu", &mtu.to_string()]);
-            h.exec(
+            f.exec(ns, &["ip", "link", "set", dev, "mtu", &m]);
+            f.exec(
                 ns,
                 &[
                     "ip",
@@ -56,9 +70,9 @@ impl TwoHosts {
                     dev,
                 ],
             );
-            h.exec(ns, &["ip", "link", "set", dev, "up"]);
+            f.exec(ns, &["ip", "link", "set", dev, "up"]);
         }
-        h
+        f
     }
 
     fn exec(&self, ns: &str, args: &[&str]) -> String {
@@ -67,63 +81,31 @@ impl TwoHosts {
         run(&a)
     }
 
-    /// vswitchd on host `k`: uplink `u` on its veth end, endpoint `t` flooding to the
-    /// other host, tap `vm` in VNI 5001.
+    /// vswitchd on host `k`: uplink `u` on its veth end, endpoint `t` flooding to every
+    /// other host, tap `vm` in VNI 5001 (its "VM", addressed 10.50.0.(k+1)/24 in the
+    /// host's namespace).
     fn vswitchd(&self, k: usize, dir: &TempDir, tap: &str) -> Vswitchd {
-        let args: Vec<String> = [
+        let remotes: Vec<String> = (0..self.ns.len())
+            .filter(|&j| j != k)
+            .map(|j| format!("198.51.100.{}", j + 1))
+            .collect();
+        let args: Vec<String> = vec![
             "--uplink".to_string(),
             format!("u={},mode=generic", self.link[k]),
             "--geneve".into(),
             format!(
-                "t=198.51.100.{},uplink=u,remote=198.51.100.{}",
+                "t=198.51.100.{},uplink=u,remote={}",
                 k + 1,
-                2 - k
+                remotes.join("+")
             ),
             "--tap".into(),
             format!("vm={tap},vni=5001"),
             "--poll".into(),
             "adaptive".into(),
-        ]
-        .to_vec();
-        Vswitchd::start_in(Some(&self.ns[k]), dir, &k.to_string(), &args)
-    }
-
-    fn cleanup(&self) {
-        for ns in &self.ns {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.link[0]])
-            .status();
-    }
-}
-
-impl Drop for TwoHosts {
-    fn drop(&mut self) {
-        self.cleanup();
-    }
-}
-
-fn tunnels(sw: &Vswitchd) -> Vec<TunnelRow> {
-    match ctl(&sw.control, Request::Tunnels).expect("tunnels") {
-        Response::Tunnels(t) => t,
-        other => panic!("{other:?}"),
-    }
-}
-
-/// A tap "VM" on each of two hosts in VNI 5001: pings both ways, then 64 MiB of TCP,
-/// sha256-checked, with the taps' TSO on; every underlay frame fits the 1600-byte MTU.
-#[test]
-fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
-    let _g = serial();
-    let hosts = TwoHosts::new("t", 1600);
-    let dir = TempDir::new("overlay2");
-    let id = std::process::id() % 10000;
-    let taps = [format!("vov{id}a"), format!("vov{id}b")];
-    let sw: Vec<Vswitchd> = (0..2).map(|k| hosts.vswitchd(k, &dir, &taps[k])).collect();
-    for (k, tap) in taps.iter().enumerate() {
-        let ns = &hosts.ns[k];
-        hosts.exec(
+        ];
+        let sw = Vswitchd::start_in(Some(&self.ns[k]), dir, &k.to_string(), &args);
+        let ns = &self.ns[k];
+        self.exec(
             ns,
             &[
                 "sysctl",
@@ -131,7 +113,7 @@ fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
                 &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
             ],
         );
-        hosts.exec(
+        self.exec(
             ns,
             &[
                 "ip",
@@ -142,36 +124,201 @@ fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
                 tap,
             ],
         );
-        let mtu = hosts.exec(ns, &["cat", &format!("/sys/class/net/{tap}/mtu")]);
-        assert_eq!(mtu.trim(), "1550", "the tap gets the underlay MTU minus 50");
+        sw
     }
-    // The first ping may wait for the kernel to resolve the other endpoint's MAC.
-    wait_for(Duration::from_secs(15), "a ping across the overlay", || {
-        let o = Command::new("ip")
+
+    /// Pings `ip` from host `k` until one answers (the first may wait for the kernel
+    /// to resolve the other endpoint's MAC).
+    fn ping_until(&self, k: usize, ip: &str) {
+        wait_for(Duration::from_secs(15), "a ping across the overlay", || {
+            let o = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &self.ns[k],
+                    "ping",
+                    "-c",
+                    "1",
+                    "-W",
+                    "1",
+                    ip,
+                ])
+                .output()
+                .unwrap();
+            o.status.success().then_some(())
+        });
+    }
+
+    /// The kernel's checksum error counters (Tcp and Udp InCsumErrors) of host `k`.
+    fn csum_errors(&self, k: usize) -> u64 {
+        let snmp = self.exec(&self.ns[k], &["cat", "/proc/net/snmp"]);
+        let mut total = 0;
+        let lines: Vec<&str> = snmp.lines().collect();
+        for w in lines.windows(2) {
+            let (h, v) = (w[0], w[1]);
+            if !(h.starts_with("Tcp:") || h.starts_with("Udp:"))
+                || h.split(':').next() != v.split(':').next()
+            {
+                continue;
+            }
+            for (name, val) in h.split_whitespace().zip(v.split_whitespace()) {
+                if name == "InCsumErrors" {
+                    total += val.parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+        total
+    }
+
+    fn cleanup(&self) {
+        for ns in self.ns.iter().chain(std::iter::once(&self.fabric)) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// A capture of host `k`'s bridge port (tshark), stopped and read by `frames`.
+struct Capture {
+    child: Option<std::process::Child>,
+    file: std::path::PathBuf,
+}
+
+impl Capture {
+    fn start(f: &Fabric, k: usize, dir: &TempDir) -> Capture {
+        let file = dir.path("underlay.pcap");
+        let child = Command::new("ip")
             .args([
                 "netns",
                 "exec",
-                &hosts.ns[0],
-                "ping",
-                "-c",
-                "1",
-                "-W",
-                "1",
-                "10.50.0.2",
+                &f.fabric,
+                "tshark",
+                "-q",
+                "-i",
+                &f.port[k],
+                "-f",
+                "udp port 6081",
+                "-w",
             ])
-            .output()
-            .unwrap();
-        o.status.success().then_some(())
-    });
-    for (k, peer) in [(0, "10.50.0.2"), (1, "10.50.0.1")] {
-        hosts.exec(
-            &hosts.ns[k],
-            &["ping", "-c", "3", "-i", "0.2", "-W", "2", peer],
-        );
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tshark (Debian package tshark)");
+        // tshark says "Capturing on 'br0'" once it captures.
+        let mut child = child;
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+            if line.contains("Capturing on") {
+                break;
+            }
+            line.clear();
+        }
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        Capture {
+            child: Some(child),
+            file,
+        }
     }
-    tcp_transfer(Some(&hosts.ns[1]), Some(&hosts.ns[0]), "10.50.0.2", 64);
+
+    /// Stops the capture; returns each Geneve frame's (length, VNI).
+    fn frames(mut self) -> Vec<(u32, u32)> {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let _ = c.wait();
+        }
+        let out = run(&[
+            "tshark",
+            "-r",
+            self.file.to_str().unwrap(),
+            "-Y",
+            "geneve",
+            "-T",
+            "fields",
+            "-e",
+            "frame.len",
+            "-e",
+            "geneve.vni",
+        ]);
+        out.lines()
+            .filter_map(|l| {
+                let mut it = l.split('\t');
+                let len = it.next()?.parse().ok()?;
+                // geneve.vni prints in hex (BASE_HEX_DEC), e.g. 0x00001389.
+                let vni = it.next()?;
+                let vni = match vni.strip_prefix("0x") {
+                    Some(h) => u32::from_str_radix(h, 16).ok()?,
+                    None => vni.parse().ok()?,
+                };
+                Some((len, vni))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn stat(f: &Fabric, k: usize, dev: &str, name: &str) -> u64 {
+    f.exec(
+        &f.ns[k],
+        &["cat", &format!("/sys/class/net/{dev}/statistics/{name}")],
+    )
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+fn tunnels(sw: &Vswitchd) -> Vec<TunnelRow> {
+    match ctl(&sw.control, Request::Tunnels).expect("tunnels") {
+        Response::Tunnels(t) => t,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A tap "VM" on each of two hosts in VNI 5001: pings both ways, then 64 MiB of TCP,
+/// sha256-checked, with the taps' TSO on. On the underlay every frame fits the
+/// 1600-byte MTU and carries VNI 5001 (tshark); the receiving tap gets frames far
+/// larger than the MTU (GRO merged the segments the sender's TSO frames were cut into);
+/// neither kernel counts a checksum error.
+#[test]
+fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
+    let _g = serial();
+    let f = Fabric::new("t", 2, 1600);
+    let dir = TempDir::new("overlay2");
+    let id = std::process::id() % 10000;
+    let taps = [format!("vov{id}a"), format!("vov{id}b")];
+    let sw: Vec<Vswitchd> = (0..2).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
+    for (k, tap) in taps.iter().enumerate() {
+        let mtu = f.exec(&f.ns[k], &["cat", &format!("/sys/class/net/{tap}/mtu")]);
+        assert_eq!(mtu.trim(), "1550", "the tap gets the underlay MTU minus 50");
+    }
+    f.ping_until(0, "10.50.0.2");
+    for (k, peer) in [(0, "10.50.0.2"), (1, "10.50.0.1")] {
+        f.exec(&f.ns[k], &["ping", "-c", "3", "-i", "0.2", "-W", "2", peer]);
+    }
+    let csum0 = (f.csum_errors(0), f.csum_errors(1));
+    let rx0 = (
+        stat(&f, 1, &taps[1], "rx_packets"),
+        stat(&f, 1, &taps[1], "rx_bytes"),
+    );
+    let cap = Capture::start(&f, 0, &dir);
+    tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.50.0.2", 64);
+    let wire = cap.frames();
     let t: Vec<TunnelRow> = sw.iter().map(|s| tunnels(s)[0].clone()).collect();
-    eprintln!("{t:#?}");
     for row in &t {
         assert_eq!(row.remotes.len(), 1, "{row:?}");
         assert_eq!(row.remotes[0].state, "resolved", "{row:?}");
@@ -186,11 +333,38 @@ fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
         assert!(row.drops["tunnel_no_neighbour"] <= 3, "{row:?}");
     }
     assert!(
+        wire.len() > 40_000,
+        "the transfer crossed the fabric: {} frames",
+        wire.len()
+    );
+    assert!(
+        wire.iter().all(|&(len, _)| len <= 1614),
+        "a frame over the underlay MTU"
+    );
+    assert!(
+        wire.iter().all(|&(_, vni)| vni == 5001),
+        "a frame outside VNI 5001"
+    );
+    assert!(
         t[0].segmented > 0,
-        "TSO frames from A's tap were segmented: {:?}",
+        "A's TSO frames were segmented: {:?}",
         t[0]
     );
-    assert!(t[0].tx_packets > 64 * 1024 * 1024 / 1600, "{:?}", t[0]);
-    // The sender's frames: every one fits the underlay (1600 + 14).
-    assert!(t[0].tx_bytes <= t[0].tx_packets * 1614);
+    let b = sw[1].port("vm").stats;
+    assert!(b.coalesced > 0, "B merged segments: {b:?}");
+    let (pk, by) = (
+        stat(&f, 1, &taps[1], "rx_packets") - rx0.0,
+        stat(&f, 1, &taps[1], "rx_bytes") - rx0.1,
+    );
+    eprintln!(
+        "A {:?}\nB {b:?}\nB's tap received {pk} frames, {by} bytes; {} on the wire",
+        t[0],
+        wire.len()
+    );
+    assert!(by / pk > 3000, "mean frame into B's tap {} bytes", by / pk);
+    assert_eq!(
+        (f.csum_errors(0), f.csum_errors(1)),
+        csum0,
+        "checksum errors in a kernel"
+    );
 }

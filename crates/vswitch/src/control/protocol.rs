@@ -371,6 +371,12 @@ pub struct PortStatsOwned {
     /// Partial checksums completed in software for this guest.
     #[serde(default)]
     pub csum_completed: u64,
+    /// Frames merged by software GRO for this port.
+    #[serde(default)]
+    pub coalesced: u64,
+    /// The segments they were made of.
+    #[serde(default)]
+    pub coalesced_segments: u64,
     /// Drops by reason.
     pub drops: std::collections::BTreeMap<String, u64>,
     /// All drops.
@@ -386,6 +392,8 @@ impl From<crate::model::stats::PortStats> for PortStatsOwned {
             tx_bytes: s.tx_bytes,
             segmented: s.segmented,
             csum_completed: s.csum_completed,
+            coalesced: s.coalesced,
+            coalesced_segments: s.coalesced_segments,
             drops: s
                 .drops
                 .into_iter()

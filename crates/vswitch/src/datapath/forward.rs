@@ -150,11 +150,18 @@ impl Pipeline {
                 continue;
             };
             self.prepare(g, src, dst, burst, pkts);
+            let mut parts: [&[u8]; BURST] = [&[]; BURST];
+            for (p, &(i, s, n)) in parts.iter_mut().zip(&self.gro.parts) {
+                let f = burst.bytes(&pkts[usize::from(i)]).unwrap_or(&[]);
+                *p = &f[s as usize..(s + n) as usize];
+            }
             let batch = TxBatch {
                 burst,
                 pkts,
                 items: &self.items,
                 soft: self.soft.bufs(),
+                merged: &self.gro.merged,
+                parts: &parts[..self.gro.parts.len()],
                 src_queue: queue,
                 pmd: self.pmd,
                 _mem: std::marker::PhantomData,
@@ -208,6 +215,17 @@ impl Pipeline {
         let TxPlan { takes, spreads } = dst.tx_plan();
         let counters = dst.counters(self.pmd);
         self.items.clear();
+        self.gro.clear();
+        if src.tep.is_some() && takes.tso4 && takes.tso6 {
+            if spreads {
+                for &i in self.groups.groups[g].frames() {
+                    let p = &mut pkts[usize::from(i)];
+                    self.ensure_hash(src, burst, p);
+                }
+            }
+            self.prepare_gro(g, takes, burst, pkts, counters);
+            return;
+        }
         let group = &self.groups.groups[g];
         for &i in group.frames() {
             let p = &mut pkts[usize::from(i)];

@@ -6,10 +6,12 @@
 //! - [`classify`]: the flow cache and the slow path;
 //! - [`forward`]: grouping by destination, flooding, one batch per destination;
 //! - [`offload`]: software checksum completion and segmentation;
+//! - [`gro`]: software GRO of tunnelled TCP toward guests and taps;
 //! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay).
 
 pub mod classify;
 pub mod forward;
+pub mod gro;
 pub mod offload;
 pub mod packet;
 pub mod pipeline;

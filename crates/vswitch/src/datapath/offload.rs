@@ -144,6 +144,16 @@ impl SoftFrames {
         }
     }
 
+    /// Copies `bytes` into a new soft buffer of this burst; returns its index.
+    pub fn push_copy(&mut self, bytes: &[u8]) -> u32 {
+        self.grow(1);
+        let b = &mut self.bufs[self.used];
+        b.clear();
+        b.extend_from_slice(bytes);
+        self.used += 1;
+        (self.used - 1) as u32
+    }
+
     /// Makes `n` more buffers available after `used`.
     fn grow(&mut self, n: usize) {
         if self.bufs.len() < self.used + n {

@@ -238,6 +238,45 @@ pub enum FrameSrc<'a, 'm> {
     },
     /// Bytes in host memory: UMEM or tap buffers, or a frame made by the switch.
     Host(&'a [u8]),
+    /// A frame merged by software GRO: its rewritten headers, then the segments'
+    /// payloads where they lie.
+    Merged {
+        /// Headers (Ethernet, IP, TCP).
+        head: &'a [u8],
+        /// Payloads, in order.
+        parts: &'a [&'a [u8]],
+    },
+}
+
+impl FrameSrc<'_, '_> {
+    /// Copies bytes `off..` of a host or merged frame into `out`; returns the bytes
+    /// copied (0 for a guest's frame, which is read through its memory).
+    pub fn read_host(&self, off: usize, out: &mut [u8]) -> usize {
+        let mut chunks: [&[u8]; 1] = [&[]];
+        let (head, parts): (&[u8], &[&[u8]]) = match *self {
+            FrameSrc::Host(b) => {
+                chunks[0] = b;
+                (&[], &chunks)
+            }
+            FrameSrc::Merged { head, parts } => (head, parts),
+            FrameSrc::Guest { .. } => return 0,
+        };
+        let (mut skip, mut n) = (off, 0);
+        for c in std::iter::once(head).chain(parts.iter().copied()) {
+            if skip >= c.len() {
+                skip -= c.len();
+                continue;
+            }
+            let take = (c.len() - skip).min(out.len() - n);
+            out[n..n + take].copy_from_slice(&c[skip..skip + take]);
+            n += take;
+            skip = 0;
+            if n == out.len() {
+                break;
+            }
+        }
+        n
+    }
 }
 
 /// The frames of one receive burst, readable for as long as the burst lasts.
@@ -280,6 +319,27 @@ pub enum TxItem {
         /// Index of the soft buffer.
         buf: u32,
     },
+    /// Frames merged by software GRO, starting with frame `pkt`: merged frame `m` of
+    /// the batch.
+    Merged {
+        /// Index in the burst of its first segment.
+        pkt: u16,
+        /// Index in [`TxBatch::merged`].
+        m: u32,
+    },
+}
+
+/// A frame merged by software GRO, as a transmit batch carries it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergedDesc {
+    /// Its headers: soft buffer `head` of the batch.
+    pub head: u32,
+    /// Its payloads: `TxBatch::parts[parts.0..parts.0 + parts.1]`.
+    pub parts: (u16, u16),
+    /// Its offload metadata (TSO, checksum valid).
+    pub vhdr: VirtioNetHdr,
+    /// Bytes of the whole frame.
+    pub len: u32,
 }
 
 impl TxItem {
@@ -287,7 +347,9 @@ impl TxItem {
     #[inline]
     pub fn pkt(&self) -> usize {
         match *self {
-            TxItem::Whole { pkt } | TxItem::Soft { pkt, .. } => usize::from(pkt),
+            TxItem::Whole { pkt } | TxItem::Soft { pkt, .. } | TxItem::Merged { pkt, .. } => {
+                usize::from(pkt)
+            }
         }
     }
 }
@@ -303,6 +365,10 @@ pub struct TxBatch<'a, 'm, B> {
     pub items: &'a [TxItem],
     /// Frames made by software offload, indexed by [`TxItem::Soft::buf`].
     pub soft: &'a [Vec<u8>],
+    /// Frames merged by software GRO, indexed by [`TxItem::Merged::m`].
+    pub merged: &'a [MergedDesc],
+    /// Their payloads.
+    pub parts: &'a [&'a [u8]],
     /// The source queue (keeps a source queue's frames on one transmit queue).
     pub src_queue: u16,
     /// The PMD transmitting (its counters are the ones written).
@@ -318,6 +384,7 @@ impl<'a, 'm, B: RxBurst<'m>> TxBatch<'a, 'm, B> {
         match *it {
             TxItem::Whole { pkt } => self.pkts[usize::from(pkt)].vhdr,
             TxItem::Soft { .. } => VirtioNetHdr::default(),
+            TxItem::Merged { m, .. } => self.merged[m as usize].vhdr,
         }
     }
 
@@ -327,6 +394,7 @@ impl<'a, 'm, B: RxBurst<'m>> TxBatch<'a, 'm, B> {
         match *it {
             TxItem::Whole { pkt } => self.pkts[usize::from(pkt)].len,
             TxItem::Soft { buf, .. } => self.soft[buf as usize].len() as u32,
+            TxItem::Merged { m, .. } => self.merged[m as usize].len,
         }
     }
 
@@ -336,6 +404,14 @@ impl<'a, 'm, B: RxBurst<'m>> TxBatch<'a, 'm, B> {
         match *it {
             TxItem::Whole { pkt } => self.burst.frame(&self.pkts[usize::from(pkt)]),
             TxItem::Soft { buf, .. } => FrameSrc::Host(&self.soft[buf as usize]),
+            TxItem::Merged { m, .. } => {
+                let d = &self.merged[m as usize];
+                let (s, n) = (usize::from(d.parts.0), usize::from(d.parts.1));
+                FrameSrc::Merged {
+                    head: &self.soft[d.head as usize],
+                    parts: &self.parts[s..s + n],
+                }
+            }
         }
     }
 
@@ -344,12 +420,8 @@ impl<'a, 'm, B: RxBurst<'m>> TxBatch<'a, 'm, B> {
     pub fn read(&self, it: &TxItem, off: u32, out: &mut [u8]) -> usize {
         match *it {
             TxItem::Whole { pkt } => self.burst.read(&self.pkts[usize::from(pkt)], off, out),
-            TxItem::Soft { buf, .. } => {
-                let b = &self.soft[buf as usize];
-                let b = &b[(off as usize).min(b.len())..];
-                let n = b.len().min(out.len());
-                out[..n].copy_from_slice(&b[..n]);
-                n
+            TxItem::Soft { .. } | TxItem::Merged { .. } => {
+                self.frame(it).read_host(off as usize, out)
             }
         }
     }

@@ -85,6 +85,8 @@ pub struct Pipeline {
     pub(super) encap_sel: Vec<u16>,
     /// A TSO frame gathered to be segmented and encapsulated.
     pub(super) encap_scratch: Vec<u8>,
+    /// Software GRO of tunnelled TCP.
+    pub(super) gro: super::gro::Gro,
 }
 
 impl Pipeline {
@@ -112,6 +114,7 @@ impl Pipeline {
             encap_items: Vec::with_capacity(BURST),
             encap_sel: Vec::with_capacity(BURST),
             encap_scratch: Vec::new(),
+            gro: Default::default(),
             switch,
         }
     }

@@ -131,6 +131,11 @@ pub struct PortCounters {
     pub segmented: Counter,
     /// Partial checksums completed in software for this guest (it lacks GUEST_CSUM).
     pub csum_completed: Counter,
+    /// Frames merged by software GRO for this port (tunnelled TCP segments delivered as
+    /// one large frame).
+    pub coalesced: Counter,
+    /// The segments those frames were made of.
+    pub coalesced_segments: Counter,
     drops: [Counter; NREASONS],
 }
 
@@ -162,6 +167,10 @@ pub struct PortStats {
     pub segmented: u64,
     /// Partial checksums completed in software for this guest.
     pub csum_completed: u64,
+    /// Frames merged by software GRO for this port.
+    pub coalesced: u64,
+    /// The segments they were made of.
+    pub coalesced_segments: u64,
     /// Drops by reason; every reason is present, zero or not.
     pub drops: std::collections::BTreeMap<&'static str, u64>,
     /// Sum of all drops.
@@ -177,6 +186,8 @@ impl PortStats {
         self.tx_bytes += c.tx_bytes.get();
         self.segmented += c.segmented.get();
         self.csum_completed += c.csum_completed.get();
+        self.coalesced += c.coalesced.get();
+        self.coalesced_segments += c.coalesced_segments.get();
         for r in DropReason::ALL {
             let n = c.drops(r);
             *self.drops.entry(r.name()).or_default() += n;

@@ -298,6 +298,13 @@ fn put_frame_inner(
         FrameSrc::Host(data) => {
             write_sg_at(ring.mem(), rx_segs, dst_hdr, data);
         }
+        FrameSrc::Merged { head, parts } => {
+            let mut at = dst_hdr;
+            for c in std::iter::once(head).chain(parts.iter().copied()) {
+                write_sg_at(ring.mem(), rx_segs, at, c);
+                at += c.len() as u32;
+            }
+        }
     }
     let mut left = need;
     for c in rx_chains.iter() {
@@ -344,6 +351,15 @@ fn fill_buffer(
             FrameSrc::Host(data) => {
                 rest.copy_from(data);
                 data.len().min(rest.len())
+            }
+            FrameSrc::Merged { head, parts } => {
+                let mut at = 0;
+                for c in std::iter::once(head).chain(parts.iter().copied()) {
+                    let Ok(dst) = rest.offset(at) else { break };
+                    dst.copy_from(c);
+                    at += c.len().min(dst.len());
+                }
+                at
             }
         }
 }
