@@ -21,16 +21,32 @@ struct Fabric {
     link: Vec<String>,
     /// The bridge port of each host (in the fabric namespace).
     port: Vec<String>,
+    /// The underlay is IPv6 (2001:db8::/64) rather than IPv4 (198.51.100.0/24).
+    v6: bool,
 }
 
 impl Fabric {
     fn new(tag: &str, hosts: usize, mtu: u32) -> Self {
+        Self::with(tag, hosts, mtu, false)
+    }
+
+    /// Host `k`'s underlay address.
+    fn addr(&self, k: usize) -> String {
+        if self.v6 {
+            format!("2001:db8::{}", k + 1)
+        } else {
+            format!("198.51.100.{}", k + 1)
+        }
+    }
+
+    fn with(tag: &str, hosts: usize, mtu: u32, v6: bool) -> Self {
         let id = std::process::id() % 10000;
         let f = Fabric {
             fabric: format!("vo{tag}{id}f"),
             ns: (0..hosts).map(|k| format!("vo{tag}{id}h{k}")).collect(),
             link: (0..hosts).map(|k| format!("vo{tag}{id}u{k}")).collect(),
             port: (0..hosts).map(|k| format!("vo{tag}{id}p{k}")).collect(),
+            v6,
         };
         f.cleanup();
         let m = mtu.to_string();
@@ -50,26 +66,16 @@ impl Fabric {
                 &f.fabric,
                 &["ip", "link", "set", &port, "mtu", &m, "master", "br0", "up"],
             );
-            f.exec(
-                ns,
-                &[
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
-                ],
-            );
             f.exec(ns, &["ip", "link", "set", dev, "mtu", &m]);
-            f.exec(
-                ns,
-                &[
-                    "ip",
-                    "addr",
-                    "add",
-                    &format!("198.51.100.{}/24", k + 1),
-                    "dev",
-                    dev,
-                ],
-            );
+            if v6 {
+                let a = format!("{}/64", f.addr(k));
+                f.exec(ns, &["ip", "addr", "add", &a, "dev", dev, "nodad"]);
+            } else {
+                let off = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+                f.exec(ns, &["sysctl", "-qw", &off]);
+                let a = format!("{}/24", f.addr(k));
+                f.exec(ns, &["ip", "addr", "add", &a, "dev", dev]);
+            }
             f.exec(ns, &["ip", "link", "set", dev, "up"]);
         }
         f
@@ -85,19 +91,18 @@ impl Fabric {
     /// other host, tap `vm` in VNI 5001 (its "VM", addressed 10.50.0.(k+1)/24 in the
     /// host's namespace).
     fn vswitchd(&self, k: usize, dir: &TempDir, tap: &str) -> Vswitchd {
-        let remotes: Vec<String> = (0..self.ns.len())
-            .filter(|&j| j != k)
-            .map(|j| format!("198.51.100.{}", j + 1))
-            .collect();
+        let others: Vec<usize> = (0..self.ns.len()).filter(|&j| j != k).collect();
+        self.vswitchd_to(k, dir, tap, &others)
+    }
+
+    /// As [`Fabric::vswitchd`], flooding to hosts `remotes` only.
+    fn vswitchd_to(&self, k: usize, dir: &TempDir, tap: &str, remotes: &[usize]) -> Vswitchd {
+        let remotes: Vec<String> = remotes.iter().map(|&j| self.addr(j)).collect();
         let args: Vec<String> = vec![
             "--uplink".to_string(),
             format!("u={},mode=generic", self.link[k]),
             "--geneve".into(),
-            format!(
-                "t=198.51.100.{},uplink=u,remote={}",
-                k + 1,
-                remotes.join("+")
-            ),
+            format!("t={},uplink=u,remote={}", self.addr(k), remotes.join("+")),
             "--tap".into(),
             format!("vm={tap},vni=5001"),
             "--poll".into(),
@@ -366,5 +371,186 @@ fn two_hosts_taps_ping_and_tcp_across_the_overlay() {
         (f.csum_errors(0), f.csum_errors(1)),
         csum0,
         "checksum errors in a kernel"
+    );
+}
+
+/// Sends `n` copies of an Ethernet frame (`src` → `dst`, EtherType 0x88b5, 50 bytes of
+/// payload) into interface `dev` of namespace `ns` with scapy (Debian's python3).
+fn send_frames(f: &Fabric, ns: &str, dev: &str, src: &str, dst: &str, n: usize) {
+    let script = format!(
+        "from scapy.all import *\n\
+         sendp([Ether(src='{src}', dst='{dst}', type=0x88b5)/Raw(b'x'*50)]*{n}, iface='{dev}', verbose=0)\n"
+    );
+    f.exec(ns, &["/usr/bin/python3", "-c", &script]);
+}
+
+fn mac_of(f: &Fabric, k: usize, dev: &str) -> String {
+    f.exec(&f.ns[k], &["cat", &format!("/sys/class/net/{dev}/address")])
+        .trim()
+        .to_string()
+}
+
+/// Frames each host's endpoint received from the tunnel so far.
+fn tunnel_rx(sw: &[Vswitchd]) -> Vec<u64> {
+    sw.iter().map(|s| tunnels(s)[0].rx_packets).collect()
+}
+
+/// Three hosts: broadcast and unknown unicast from host 0 reach both other hosts once
+/// each (head-end replication), learned unicast only the host the MAC lives behind,
+/// and a MAC that moves to another host is relearned there from its first frame.
+#[test]
+fn three_hosts_replicate_then_learn_and_follow_a_moved_mac() {
+    let _g = serial();
+    let f = Fabric::new("h3", 3, 1600);
+    let dir = TempDir::new("overlay3");
+    let id = std::process::id() % 10000;
+    let taps: Vec<String> = (0..3).map(|k| format!("vo3v{id}{k}")).collect();
+    let sw: Vec<Vswitchd> = (0..3).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
+    f.ping_until(0, "10.50.0.2");
+    f.ping_until(0, "10.50.0.3");
+    let delta = |before: &[u64], sw: &[Vswitchd]| -> Vec<u64> {
+        tunnel_rx(sw)
+            .iter()
+            .zip(before)
+            .map(|(a, b)| a - b)
+            .collect()
+    };
+    let x = "02:00:00:00:00:77";
+    for dst in ["ff:ff:ff:ff:ff:ff", "02:00:00:00:00:99"] {
+        let before = tunnel_rx(&sw);
+        let tx0 = tunnels(&sw[0])[0].tx_packets;
+        send_frames(&f, &f.ns[0], &taps[0], x, dst, 10);
+        wait_for(Duration::from_secs(5), "the flooded frames", || {
+            (delta(&before, &sw)[1..] == [10, 10]).then_some(())
+        });
+        assert_eq!(
+            tunnels(&sw[0])[0].tx_packets - tx0,
+            20,
+            "one copy to each remote ({dst})"
+        );
+    }
+    // Host 1's MAC m1 is learned at host 0 behind host 1 from one broadcast frame.
+    let m1 = mac_of(&f, 1, &taps[1]);
+    send_frames(&f, &f.ns[1], &taps[1], &m1, "ff:ff:ff:ff:ff:ff", 1);
+    let behind = |ip: &str| {
+        wait_for(
+            Duration::from_secs(5),
+            "the MAC learned behind a remote",
+            || {
+                let rows = match ctl(&sw[0].control, Request::Fdb).unwrap() {
+                    Response::Fdb(r) => r,
+                    other => panic!("{other:?}"),
+                };
+                rows.iter()
+                    .any(|r| r.mac == m1 && r.port == format!("remote {ip}"))
+                    .then_some(())
+            },
+        )
+    };
+    behind("198.51.100.2");
+    let before = tunnel_rx(&sw);
+    send_frames(&f, &f.ns[0], &taps[0], x, &m1, 10);
+    wait_for(Duration::from_secs(5), "learned unicast", || {
+        (delta(&before, &sw)[1] == 10).then_some(())
+    });
+    assert_eq!(
+        delta(&before, &sw)[2],
+        0,
+        "learned unicast goes to one host only"
+    );
+    // m1 moves to host 2: its first frame there moves it at host 0.
+    send_frames(&f, &f.ns[2], &taps[2], &m1, "ff:ff:ff:ff:ff:ff", 1);
+    behind("198.51.100.3");
+    let before = tunnel_rx(&sw);
+    send_frames(&f, &f.ns[0], &taps[0], x, &m1, 10);
+    wait_for(Duration::from_secs(5), "unicast to the moved MAC", || {
+        (delta(&before, &sw)[2] == 10).then_some(())
+    });
+    assert_eq!(delta(&before, &sw)[1], 0, "nothing to the MAC's old host");
+}
+
+/// The overlay over an IPv6 underlay (2001:db8::/64, outer UDP checksum on): pings both
+/// ways and 16 MiB of verified TCP.
+#[test]
+fn ipv6_underlay_carries_ping_and_tcp() {
+    let _g = serial();
+    let f = Fabric::with("v6", 2, 1600, true);
+    let dir = TempDir::new("overlay6");
+    let id = std::process::id() % 10000;
+    let taps = [format!("vo6v{id}a"), format!("vo6v{id}b")];
+    let sw: Vec<Vswitchd> = (0..2).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
+    let mtu = f.exec(
+        &f.ns[0],
+        &["cat", &format!("/sys/class/net/{}/mtu", taps[0])],
+    );
+    assert_eq!(mtu.trim(), "1530", "the tap gets the underlay MTU minus 70");
+    f.ping_until(0, "10.50.0.2");
+    f.exec(
+        &f.ns[1],
+        &["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.50.0.1"],
+    );
+    tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.50.0.2", 16);
+    let t = tunnels(&sw[0]);
+    assert!(t[0].udp_checksum, "on by default over IPv6");
+    assert_eq!(t[0].remotes[0].ip, "2001:db8::2");
+    assert!(t[0].tx_packets > 16 * 1024 * 1024 / 1600, "{:?}", t[0]);
+    let b = tunnels(&sw[1]);
+    assert_eq!(b[0].drops["bad_udp_checksum"], 0, "{:?}", b[0]);
+}
+
+/// Malformed Geneve from a third namespace on the fabric: a wrong version, a truncated
+/// header, an unknown critical option, an unknown VNI, an inner frame shorter than
+/// Ethernet and options longer than the packet are each dropped under their reason;
+/// vswitchd lives and the overlay keeps working.
+#[test]
+fn bad_geneve_from_the_wire_is_dropped_by_reason() {
+    let _g = serial();
+    let f = Fabric::new("bad", 3, 1600);
+    let dir = TempDir::new("overlaybad");
+    let id = std::process::id() % 10000;
+    let taps = [format!("vobv{id}a"), format!("vobv{id}b")];
+    let sw: Vec<Vswitchd> = (0..2)
+        .map(|k| f.vswitchd_to(k, &dir, &taps[k], &[1 - k]))
+        .collect();
+    f.ping_until(0, "10.50.0.2");
+    let dst_mac = mac_of(&f, 0, &f.link[0]);
+    let script = format!(
+        r#"from scapy.all import *
+inner = bytes(Ether(dst='ff:ff:ff:ff:ff:ff', src='02:00:00:00:00:66', type=0x88b5)/Raw(b'y'*50))
+def gen(first, flags=0, vni=5001, rest=b''):
+    return bytes([first, flags, 0x65, 0x58]) + vni.to_bytes(3, 'big') + b'\x00' + rest
+pkts = [
+    gen(0x40, rest=inner),                                  # version 1
+    b'\x00\x00\x65\x58',                                    # truncated header
+    gen(0x02, 0x40, rest=bytes([1, 2, 0x85, 1]) + b'\x00' * 4 + inner),  # unknown critical option
+    gen(0x00, vni=4242, rest=inner),                        # unknown VNI
+    gen(0x00, rest=b'\x02\x00\x00\x00\x00\x01\x02\x00'),    # inner frame of 8 bytes
+    gen(0x3f, rest=inner[:20]),                             # 252 bytes of options, 20 sent
+]
+sendp([Ether(dst='{dst_mac}')/IP(src='{src}', dst='198.51.100.1')/UDP(sport=50000, dport=6081)/Raw(p) for p in pkts],
+      iface='{dev}', verbose=0)
+"#,
+        src = f.addr(2),
+        dev = f.link[2],
+    );
+    f.exec(&f.ns[2], &["/usr/bin/python3", "-c", &script]);
+    let drops = wait_for(Duration::from_secs(5), "six drops counted", || {
+        let t = tunnels(&sw[0]).remove(0);
+        let total: u64 = t.drops.values().sum::<u64>() - t.drops["tunnel_no_neighbour"];
+        (total >= 6).then_some(t.drops)
+    });
+    eprintln!("{drops:?}");
+    assert_eq!(drops["bad_version"], 1);
+    assert_eq!(drops["unknown_critical_option"], 1);
+    assert_eq!(drops["unknown_vni"], 1);
+    assert_eq!(
+        drops["truncated"] + drops["bad_option"] + drops["length_mismatch"],
+        3,
+        "the truncated header, the short inner frame and the overlong options"
+    );
+    assert!(show_json(&sw[0].control).is_ok(), "vswitchd lives");
+    f.exec(
+        &f.ns[0],
+        &["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.50.0.2"],
     );
 }

@@ -193,13 +193,13 @@ fn update(s: &mut NetState, m: RouteNetlinkMessage) {
         }
         RouteNetlinkMessage::NewRoute(m) => {
             if let Some(r) = route(&m) {
-                s.routes.retain(|x| (x.dst, x.prefix) != (r.dst, r.prefix));
+                s.routes.retain(|x| !same_route(x, &r));
                 s.routes.push(r);
             }
         }
         RouteNetlinkMessage::DelRoute(m) => {
             if let Some(r) = route(&m) {
-                s.routes.retain(|x| (x.dst, x.prefix) != (r.dst, r.prefix));
+                s.routes.retain(|x| !same_route(x, &r));
             }
         }
         RouteNetlinkMessage::NewNeighbour(m) => {
@@ -214,6 +214,12 @@ fn update(s: &mut NetState, m: RouteNetlinkMessage) {
         }
         _ => {}
     }
+}
+
+/// Whether two routes are one kernel route (same destination, same first output
+/// interface: two interfaces on one network each have their own).
+fn same_route(a: &Route, b: &Route) -> bool {
+    (a.dst, a.prefix, a.hops.first().map(|h| h.1)) == (b.dst, b.prefix, b.hops.first().map(|h| h.1))
 }
 
 /// Sets every uplink's and tap's link state (and an uplink's MTU) from the kernel's.

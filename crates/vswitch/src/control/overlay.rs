@@ -148,12 +148,12 @@ fn next_hops(
     ifindex: u32,
     unresolved: &mut Vec<(u32, IpAddr)>,
 ) -> Vec<[u8; 6]> {
-    let Some(route) = lookup(net, ip) else {
+    let routes = lookup(net, ip);
+    if routes.is_empty() {
         debug!(%ip, "no route to the remote endpoint");
-        return Vec::new();
-    };
+    }
     let mut macs = Vec::new();
-    for &(gw, oif) in &route.hops {
+    for &(gw, oif) in routes.iter().flat_map(|r| r.hops.iter()) {
         if oif != ifindex {
             continue;
         }
@@ -176,12 +176,14 @@ fn usable(state: &str) -> bool {
     )
 }
 
-/// The longest-prefix route of the main table to `ip`.
-fn lookup(net: &NetState, ip: IpAddr) -> Option<&super::netlink::Route> {
-    net.routes
-        .iter()
-        .filter(|r| contains(r.dst, r.prefix, ip))
-        .max_by_key(|r| r.prefix)
+/// The longest-prefix routes of the main table to `ip` (several when interfaces share a
+/// network: each endpoint then takes the one out of its own uplink).
+fn lookup(net: &NetState, ip: IpAddr) -> Vec<&super::netlink::Route> {
+    let matching = net.routes.iter().filter(|r| contains(r.dst, r.prefix, ip));
+    let Some(best) = matching.clone().map(|r| r.prefix).max() else {
+        return Vec::new();
+    };
+    matching.filter(|r| r.prefix == best).collect()
 }
 
 fn contains(net: IpAddr, prefix: u8, ip: IpAddr) -> bool {

@@ -190,15 +190,7 @@ impl Pipeline {
             return;
         };
         self.templates.reset_if(topo.generation);
-        let mut cands = [0usize; 4];
-        let mut n = 0;
-        for (i, t) in topo.tunnels.teps.iter().enumerate() {
-            let up = topo.port(t.uplink).is_some_and(|u| u.port.link_up());
-            if t.config.local.is_ipv4() == ip.is_ipv4() && up && n < cands.len() {
-                cands[n] = i;
-                n += 1;
-            }
-        }
+        let (cands, n) = candidates(topo, remote, ip);
         let frames = copy_into(self.groups.groups[g].frames(), &mut self.encap_sel);
         if n == 0 {
             self.no_endpoint(topo, ip, frames.len() as u64);
@@ -289,6 +281,37 @@ impl Pipeline {
             t.counters(self.pmd).drop(TunnelDrop::NoEndpoint, n);
         }
     }
+}
+
+/// The local endpoints that can carry frames to `remote` (`ip`): those of its family
+/// whose uplink is up and whose path is resolved; while none has a resolved path, every
+/// one whose uplink is up (its frames are counted and its neighbour requested).
+fn candidates(topo: &Topology, remote: RemoteId, ip: IpAddr) -> ([usize; 4], usize) {
+    let mut c = [0usize; 4];
+    let mut n = 0;
+    for resolved_only in [true, false] {
+        for (i, t) in topo.tunnels.teps.iter().enumerate() {
+            let up = topo.port(t.uplink).is_some_and(|u| u.port.link_up());
+            let resolved = topo
+                .tunnels
+                .paths
+                .get(i)
+                .and_then(|m| m.get(&remote))
+                .is_some_and(|p| !p.hops.is_empty());
+            if t.config.local.is_ipv4() == ip.is_ipv4()
+                && up
+                && (resolved || !resolved_only)
+                && n < c.len()
+            {
+                c[n] = i;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            break;
+        }
+    }
+    (c, n)
 }
 
 /// `s` copied into the vector taken out of `v` (no allocation once warm; the caller

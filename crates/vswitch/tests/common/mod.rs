@@ -164,12 +164,15 @@ impl Vswitchd {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("spawn vswitchd");
-        let v = Vswitchd {
+        let mut v = Vswitchd {
             child: Some(child),
             control,
             log,
         };
         wait_for(Duration::from_secs(10), "vswitchd control socket", || {
+            if let Some(Ok(Some(status))) = v.child.as_mut().map(|c| c.try_wait()) {
+                panic!("vswitchd exited ({status}) before serving:\n{}", v.log());
+            }
             show_json(&v.control).ok()
         });
         v
