@@ -92,17 +92,29 @@ impl Fabric {
     /// host's namespace).
     fn vswitchd(&self, k: usize, dir: &TempDir, tap: &str) -> Vswitchd {
         let others: Vec<usize> = (0..self.ns.len()).filter(|&j| j != k).collect();
-        self.vswitchd_to(k, dir, tap, &others)
+        self.vswitchd_to(k, dir, tap, &others, "")
     }
 
-    /// As [`Fabric::vswitchd`], flooding to hosts `remotes` only.
-    fn vswitchd_to(&self, k: usize, dir: &TempDir, tap: &str, remotes: &[usize]) -> Vswitchd {
+    /// As [`Fabric::vswitchd`], flooding to hosts `remotes` only, `extra` appended to
+    /// the endpoint's spec (`,opt=...`).
+    fn vswitchd_to(
+        &self,
+        k: usize,
+        dir: &TempDir,
+        tap: &str,
+        remotes: &[usize],
+        extra: &str,
+    ) -> Vswitchd {
         let remotes: Vec<String> = remotes.iter().map(|&j| self.addr(j)).collect();
         let args: Vec<String> = vec![
             "--uplink".to_string(),
             format!("u={},mode=generic", self.link[k]),
             "--geneve".into(),
-            format!("t={},uplink=u,remote={}", self.addr(k), remotes.join("+")),
+            format!(
+                "t={},uplink=u,remote={}{extra}",
+                self.addr(k),
+                remotes.join("+")
+            ),
             "--tap".into(),
             format!("vm={tap},vni=5001"),
             "--poll".into(),
@@ -478,10 +490,14 @@ fn ipv6_underlay_carries_ping_and_tcp() {
     let dir = TempDir::new("overlay6");
     let id = std::process::id() % 10000;
     let taps = [format!("vo6v{id}a"), format!("vo6v{id}b")];
-    let sw: Vec<Vswitchd> = (0..2).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
+    // Host 0 sends a (non-critical) option with every frame; host 1 counts them.
+    let opt = [",opt=0x0102:0x01:deadbeef", ""];
+    let sw: Vec<Vswitchd> = (0..2)
+        .map(|k| f.vswitchd_to(k, &dir, &taps[k], &[1 - k], opt[k]))
+        .collect();
     let mtu = f.exec(
-        &f.ns[0],
-        &["cat", &format!("/sys/class/net/{}/mtu", taps[0])],
+        &f.ns[1],
+        &["cat", &format!("/sys/class/net/{}/mtu", taps[1])],
     );
     assert_eq!(mtu.trim(), "1530", "the tap gets the underlay MTU minus 70");
     f.ping_until(0, "10.50.0.2");
@@ -492,10 +508,20 @@ fn ipv6_underlay_carries_ping_and_tcp() {
     tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.50.0.2", 16);
     let t = tunnels(&sw[0]);
     assert!(t[0].udp_checksum, "on by default over IPv6");
+    let mtu = f.exec(
+        &f.ns[0],
+        &["cat", &format!("/sys/class/net/{}/mtu", taps[0])],
+    );
+    assert_eq!(mtu.trim(), "1522", "70 bytes and the 8-byte option");
     assert_eq!(t[0].remotes[0].ip, "2001:db8::2");
     assert!(t[0].tx_packets > 16 * 1024 * 1024 / 1600, "{:?}", t[0]);
     let b = tunnels(&sw[1]);
     assert_eq!(b[0].drops["bad_udp_checksum"], 0, "{:?}", b[0]);
+    assert!(
+        b[0].rx_options >= b[0].rx_packets - 10,
+        "options counted: {:?}",
+        b[0]
+    );
 }
 
 /// Malformed Geneve from a third namespace on the fabric: a wrong version, a truncated
@@ -510,7 +536,7 @@ fn bad_geneve_from_the_wire_is_dropped_by_reason() {
     let id = std::process::id() % 10000;
     let taps = [format!("vobv{id}a"), format!("vobv{id}b")];
     let sw: Vec<Vswitchd> = (0..2)
-        .map(|k| f.vswitchd_to(k, &dir, &taps[k], &[1 - k]))
+        .map(|k| f.vswitchd_to(k, &dir, &taps[k], &[1 - k], ""))
         .collect();
     f.ping_until(0, "10.50.0.2");
     let dst_mac = mac_of(&f, 0, &f.link[0]);
@@ -553,4 +579,149 @@ sendp([Ether(dst='{dst_mac}')/IP(src='{src}', dst='198.51.100.1')/UDP(sport=5000
         &f.ns[0],
         &["ping", "-c", "3", "-i", "0.2", "-W", "2", "10.50.0.2"],
     );
+}
+
+/// Host 0 has two uplinks on the fabric, each with an endpoint (198.51.100.1 and .11):
+/// flows spread over both by inner flow hash; when the uplink carrying a ping flood goes
+/// down, the flood continues over the other with at most a second of loss, and the
+/// endpoint carries flows again once its uplink is back.
+#[test]
+fn two_endpoints_share_flows_and_fail_over() {
+    let _g = serial();
+    let f = Fabric::new("tt", 2, 1600);
+    let dir = TempDir::new("overlaytt");
+    let id = std::process::id() % 10000;
+    let ns0 = &f.ns[0];
+    let (dev, port) = (format!("{}x", f.link[0]), format!("{}x", f.port[0]));
+    run(&[
+        "ip", "link", "add", &dev, "type", "veth", "peer", "name", &port,
+    ]);
+    run(&["ip", "link", "set", &dev, "netns", ns0]);
+    run(&["ip", "link", "set", &port, "netns", &f.fabric]);
+    f.exec(
+        &f.fabric,
+        &[
+            "ip", "link", "set", &port, "mtu", "1600", "master", "br0", "up",
+        ],
+    );
+    for s in [
+        format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+        // Each address answers ARP on its own interface only (a multi-homed host).
+        "net.ipv4.conf.all.arp_ignore=1".into(),
+        "net.ipv4.conf.all.arp_announce=2".into(),
+    ] {
+        f.exec(ns0, &["sysctl", "-qw", &s]);
+    }
+    f.exec(ns0, &["ip", "link", "set", &dev, "mtu", "1600"]);
+    f.exec(ns0, &["ip", "addr", "add", "198.51.100.11/24", "dev", &dev]);
+    f.exec(ns0, &["ip", "link", "set", &dev, "up"]);
+    let taps = [format!("votv{id}a"), format!("votv{id}b")];
+    let args: Vec<String> = vec![
+        "--uplink".into(),
+        format!("u0={},mode=generic", f.link[0]),
+        "--uplink".into(),
+        format!("u1={dev},mode=generic"),
+        "--geneve".into(),
+        "t0=198.51.100.1,uplink=u0,remote=198.51.100.2".into(),
+        "--geneve".into(),
+        "t1=198.51.100.11,uplink=u1,remote=198.51.100.2".into(),
+        "--tap".into(),
+        format!("vm={},vni=5001", taps[0]),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    let a = Vswitchd::start_in(Some(ns0), &dir, "0", &args);
+    f.exec(
+        ns0,
+        &[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{}.disable_ipv6=1", taps[0]),
+        ],
+    );
+    f.exec(ns0, &["ip", "addr", "add", "10.50.0.1/24", "dev", &taps[0]]);
+    let _b = f.vswitchd(1, &dir, &taps[1]);
+    f.ping_until(0, "10.50.0.2");
+    let tx = |sw: &Vswitchd| -> Vec<u64> { tunnels(sw).iter().map(|t| t.tx_packets).collect() };
+    // 32 UDP flows (source ports 20000..20032) spread over both endpoints.
+    let before = tx(&a);
+    let script = "import socket\n\
+        for p in range(32):\n s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('10.50.0.1', 20000+p))\n for _ in range(5): s.sendto(b'x'*100, ('10.50.0.2', 9))\n";
+    f.exec(ns0, &["python3", "-c", script]);
+    let after = tx(&a);
+    assert!(
+        after[0] > before[0] && after[1] > before[1],
+        "both endpoints carry flows: {before:?} -> {after:?}"
+    );
+    // A ping flood; the uplink of the endpoint that carries it goes down after a second.
+    let flood = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns0,
+            "ping",
+            "-q",
+            "-i",
+            "0.01",
+            "-c",
+            "500",
+            "-W",
+            "1",
+            "10.50.0.2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = tx(&a);
+    std::thread::sleep(Duration::from_secs(1));
+    let t1 = tx(&a);
+    let busy = if t1[0] - t0[0] >= t1[1] - t0[1] { 0 } else { 1 };
+    let busy_dev = if busy == 0 {
+        f.link[0].clone()
+    } else {
+        dev.clone()
+    };
+    f.exec(ns0, &["ip", "link", "set", &busy_dev, "down"]);
+    let out = flood.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // "500 packets transmitted, 499 received, ...": the number before each key.
+    let num = |key: &str| -> u64 {
+        let w: Vec<&str> = text
+            .split([' ', ',', '\n'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        w.windows(2)
+            .find(|p| p[1] == key)
+            .and_then(|p| p[0].parse().ok())
+            .unwrap_or(0)
+    };
+    let (sent, got) = (num("packets"), num("received"));
+    eprintln!("{text}");
+    assert!(
+        sent >= 450 && sent - got <= 100,
+        "more than a second lost: {sent} sent, {got} received"
+    );
+    let rows = tunnels(&a);
+    assert_eq!(rows[busy].link, "down", "{rows:?}");
+    // Back up: the endpoint carries its flows again.
+    f.exec(ns0, &["ip", "link", "set", &busy_dev, "up"]);
+    wait_for(Duration::from_secs(10), "the uplink back up", || {
+        (tunnels(&a)[busy].link == "up").then_some(())
+    });
+    let before = tx(&a)[busy];
+    f.exec(
+        ns0,
+        &[
+            "ping",
+            "-q",
+            "-i",
+            "0.05",
+            "-c",
+            "20",
+            "-W",
+            "1",
+            "10.50.0.2",
+        ],
+    );
+    assert!(tx(&a)[busy] > before, "the endpoint carries the flow again");
 }

@@ -97,9 +97,13 @@ struct AddPortArgs {
     /// AF_XDP uplink: `NAME=IFACE[,mode=auto|native|generic|zerocopy][,queues=N][,vlan=V]`.
     #[arg(long, value_name = "NAME=IFACE[,...]")]
     uplink: Option<String>,
-    /// Tap host port: `NAME=IFNAME[,vlan=V]`.
+    /// Tap host port: `NAME=IFNAME[,vlan=V|vni=N][,mtu=M]`.
     #[arg(long, value_name = "NAME=IFNAME[,vlan=V]")]
     tap: Option<String>,
+    /// Geneve tunnel endpoint on an uplink port:
+    /// `NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]`.
+    #[arg(long, value_name = "NAME=LOCAL_IP,uplink=UPLINK[,...]")]
+    geneve: Option<String>,
 }
 
 impl AddPortArgs {
@@ -110,6 +114,7 @@ impl AddPortArgs {
                 .map(|s| (PortFlag::VhostUserClient, s)))
             .or(self.uplink.map(|s| (PortFlag::Uplink, s)))
             .or(self.tap.map(|s| (PortFlag::Tap, s)))
+            .or(self.geneve.map(|s| (PortFlag::Geneve, s)))
     }
 }
 
@@ -246,6 +251,9 @@ fn print_reply(r: Response) {
         }
         Response::AclAdded { port, index } => println!("{port}: rule added at index {index}"),
         Response::AclDeleted { port, removed } => println!("{port}: removed {removed}"),
+        Response::PortAdded { name, id } if id == u16::MAX => {
+            println!("tunnel endpoint {name} added")
+        }
         Response::PortAdded { name, id } => println!("port {name} added (id {id})"),
         Response::PortDeleted { name } => println!("port {name} deleted"),
         Response::Rebalanced(r) => {

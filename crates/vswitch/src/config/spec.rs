@@ -28,6 +28,9 @@ pub enum PortFlag {
     Uplink,
     /// `--tap NAME=IFNAME[,vlan=V]`.
     Tap,
+    /// `--geneve NAME=LOCAL_IP,uplink=UPLINK[,…]`: a tunnel endpoint (not a port, but
+    /// added and deleted like one).
+    Geneve,
 }
 
 impl PortFlag {
@@ -38,6 +41,7 @@ impl PortFlag {
             PortFlag::VhostUserClient => "--vhost-user-client",
             PortFlag::Uplink => "--uplink",
             PortFlag::Tap => "--tap",
+            PortFlag::Geneve => "--geneve",
         }
     }
 }
@@ -54,6 +58,12 @@ pub fn parse_port(flag: PortFlag, spec: &str) -> Result<(String, PortConfig), Co
         PortFlag::VhostUserClient => parse_port_spec(flag.flag(), spec, PortType::VhostUserClient)?,
         PortFlag::Uplink => uplink_port(&field, parse_uplink_spec(spec)?)?,
         PortFlag::Tap => tap_port(&field, parse_tap_spec(spec)?)?,
+        PortFlag::Geneve => {
+            return Err(invalid(
+                &field,
+                "a tunnel endpoint is not a port (config::parse_geneve_spec parses it)",
+            ))
+        }
     };
     Ok((field, port))
 }

@@ -150,8 +150,81 @@ impl Collector for SwitchCollector {
             ConstCounter::new(pmd.cache_stats[2].get())
                 .encode(m.encode_family(&[("pmd", idx.as_str())])?)?;
         }
-        Ok(())
+        encode_tunnels(sw, &mut enc)
     }
+}
+
+/// `vswitch_tunnel_*`: each local endpoint's frames and bytes each way, segmented
+/// frames, options received, and drops by reason.
+fn encode_tunnels(sw: &Switch, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    use crate::model::tunnel::{TepCounters, TunnelDrop};
+    let topo = sw.topo();
+    let teps = &topo.tunnels.teps;
+    type Field = fn(&TepCounters) -> u64;
+    let fields: [(&str, &str, Field); 6] = [
+        (
+            "vswitch_tunnel_rx_packets",
+            "Geneve frames received (outer).",
+            |c| c.rx_packets.get(),
+        ),
+        (
+            "vswitch_tunnel_rx_bytes",
+            "Bytes of Geneve frames received (outer).",
+            |c| c.rx_bytes.get(),
+        ),
+        (
+            "vswitch_tunnel_tx_packets",
+            "Geneve frames sent (outer, after segmentation).",
+            |c| c.tx_packets.get(),
+        ),
+        (
+            "vswitch_tunnel_tx_bytes",
+            "Bytes of Geneve frames sent (outer).",
+            |c| c.tx_bytes.get(),
+        ),
+        (
+            "vswitch_tunnel_segmented",
+            "TSO frames segmented while encapsulated.",
+            |c| c.segmented.get(),
+        ),
+        (
+            "vswitch_tunnel_rx_options",
+            "Geneve options received.",
+            |c| c.rx_options.get(),
+        ),
+    ];
+    for (name, help, get) in fields {
+        let mut m =
+            enc.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
+        for t in teps {
+            let v: u64 = t.counters.iter().map(get).sum();
+            ConstCounter::new(v).encode(m.encode_family(&[("tep", t.config.name.as_str())])?)?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "vswitch_tunnel_drops",
+        "Frames dropped by a tunnel endpoint, by reason.",
+        None,
+        ConstCounter::new(0u64).metric_type(),
+    )?;
+    for t in teps {
+        let name = t.config.name.as_str();
+        for r in geneve::decap::DropReason::ALL {
+            let v: u64 = t
+                .counters
+                .iter()
+                .map(|c| c.decap_drops[r.index()].get())
+                .sum();
+            ConstCounter::new(v)
+                .encode(m.encode_family(&[("tep", name), ("reason", r.as_str())])?)?;
+        }
+        for r in TunnelDrop::ALL {
+            let v: u64 = t.counters.iter().map(|c| c.drops[r as usize].get()).sum();
+            ConstCounter::new(v)
+                .encode(m.encode_family(&[("tep", name), ("reason", r.name())])?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Longest a client may take to send its request headers.

@@ -91,6 +91,9 @@ impl Control {
         spec: &str,
     ) -> Result<Response, String> {
         let _g = self.ops.lock().await;
+        if flag == PortFlag::Geneve {
+            return self.add_tunnel(spec).await;
+        }
         let (field, cfg) = crate::config::parse_port(flag, spec).map_err(|e| e.to_string())?;
         let mut config = (**self.switch.config()).clone();
         let mut all = named_ports(&config);
@@ -122,6 +125,46 @@ impl Control {
         };
         info!(port = %cfg.name, id, kind = %cfg.kind, "port added");
         Ok(Response::PortAdded { name: cfg.name, id })
+    }
+
+    /// Adds the tunnel endpoint `spec` describes (`--geneve`'s syntax): its uplink's XDP
+    /// program is replaced by one that steers its Geneve to the sockets.
+    async fn add_tunnel(self: &Arc<Self>, spec: &str) -> Result<Response, String> {
+        let g = crate::config::parse_geneve_spec(spec).map_err(|e| e.to_string())?;
+        let old = (**self.switch.config()).clone();
+        let mut config = old.clone();
+        config.geneve.push(g.clone());
+        self.set_tunnels(&old, config).await?;
+        info!(tep = %g.name, local = %g.local, uplink = %g.uplink, "tunnel endpoint added");
+        Ok(Response::PortAdded {
+            name: g.name,
+            id: u16::MAX,
+        })
+    }
+
+    /// Puts `config` (with a tunnel endpoint more or less than `old`) in force: checked
+    /// as a start would, the uplinks' XDP filters changed, the topology's overlay
+    /// rebuilt.
+    async fn set_tunnels(self: &Arc<Self>, old: &Config, config: Config) -> Result<(), String> {
+        let teps: Vec<_> = config
+            .geneve
+            .iter()
+            .map(|g| (format!("geneve {:?}", g.name), g.clone()))
+            .collect();
+        let vnis: Vec<_> = config
+            .vnis
+            .iter()
+            .map(|v| (format!("vni {}", v.id), v.clone()))
+            .collect();
+        crate::config::geneve::validate_tunnels(&teps, &vnis, &config.ports)
+            .map_err(|e| e.to_string())?;
+        crate::config::geneve::check_host(&config)?;
+        self.switch.set_config(config.clone());
+        self.refilter(&old.geneve, &config);
+        let (_, generation) = self.switch.publish(|_| Ok::<_, String>(()))?;
+        self.adopted(generation).await;
+        self.net_changed.notify_one();
+        Ok(())
     }
 
     /// Opens port `cfg` under the lowest free id, places it in the topology (its domain
@@ -181,6 +224,15 @@ impl Control {
     pub async fn del_port(self: &Arc<Self>, name: &str) -> Result<Response, String> {
         let _g = self.ops.lock().await;
         let mut config = (**self.switch.config()).clone();
+        if self.switch.topo().by_name(name).is_none()
+            && config.geneve.iter().any(|g| g.name == name)
+        {
+            let old = config.clone();
+            config.geneve.retain(|g| g.name != name);
+            self.set_tunnels(&old, config).await?;
+            info!(tep = name, "tunnel endpoint deleted");
+            return Ok(Response::PortDeleted { name: name.into() });
+        }
         self.remove_ports(&[name.to_string()], &mut config).await?;
         self.switch.set_config(config);
         info!(port = name, "port deleted");
