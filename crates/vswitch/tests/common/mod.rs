@@ -4,6 +4,8 @@
 //! Debian's dpdk-dev when missing) and every process and file is cleaned up by `Drop`.
 #![allow(dead_code)]
 
+pub mod fabric;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};

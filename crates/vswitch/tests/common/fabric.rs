@@ -1,0 +1,305 @@
+//! Multi-host overlay fixtures: "hosts" are network namespaces on a bridged fabric,
+//! each running its own vswitchd with an AF_XDP uplink.
+
+use std::process::Command;
+use std::time::Duration;
+
+use vswitch::control::protocol::{Request, Response, TunnelRow};
+
+use super::{ctl, run, wait_for, TempDir, Vswitchd};
+
+/// Hosts joined by a Linux bridge in a "fabric" namespace: host k's uplink is one end
+/// of a veth pair, the other end a bridge port; the underlay is 198.51.100.0/24 with
+/// host k at .(k+1), MTU `mtu` everywhere. Captures run on the bridge, where the
+/// underlay's frames pass as on a wire (a host's own veth end has its XDP program).
+pub struct Fabric {
+    pub fabric: String,
+    pub ns: Vec<String>,
+    pub link: Vec<String>,
+    /// The bridge port of each host (in the fabric namespace).
+    pub port: Vec<String>,
+    /// The underlay is IPv6 (2001:db8::/64) rather than IPv4 (198.51.100.0/24).
+    pub v6: bool,
+}
+
+impl Fabric {
+    pub fn new(tag: &str, hosts: usize, mtu: u32) -> Self {
+        Self::with(tag, hosts, mtu, false)
+    }
+
+    /// Host `k`'s underlay address.
+    pub fn addr(&self, k: usize) -> String {
+        if self.v6 {
+            format!("2001:db8::{}", k + 1)
+        } else {
+            format!("198.51.100.{}", k + 1)
+        }
+    }
+
+    pub fn with(tag: &str, hosts: usize, mtu: u32, v6: bool) -> Self {
+        let id = std::process::id() % 10000;
+        let f = Fabric {
+            fabric: format!("vo{tag}{id}f"),
+            ns: (0..hosts).map(|k| format!("vo{tag}{id}h{k}")).collect(),
+            link: (0..hosts).map(|k| format!("vo{tag}{id}u{k}")).collect(),
+            port: (0..hosts).map(|k| format!("vo{tag}{id}p{k}")).collect(),
+            v6,
+        };
+        f.cleanup();
+        let m = mtu.to_string();
+        run(&["ip", "netns", "add", &f.fabric]);
+        f.exec(&f.fabric, &["ip", "link", "add", "br0", "type", "bridge"]);
+        f.exec(&f.fabric, &["ip", "link", "set", "br0", "mtu", &m, "up"]);
+        for k in 0..hosts {
+            let (ns, dev, port) = (&f.ns[k], &f.link[k], f.port[k].clone());
+            run(&["ip", "netns", "add", ns]);
+            f.exec(ns, &["ip", "link", "set", "lo", "up"]);
+            run(&[
+                "ip", "link", "add", dev, "type", "veth", "peer", "name", &port,
+            ]);
+            run(&["ip", "link", "set", dev, "netns", ns]);
+            run(&["ip", "link", "set", &port, "netns", &f.fabric]);
+            f.exec(
+                &f.fabric,
+                &["ip", "link", "set", &port, "mtu", &m, "master", "br0", "up"],
+            );
+            f.exec(ns, &["ip", "link", "set", dev, "mtu", &m]);
+            if v6 {
+                let a = format!("{}/64", f.addr(k));
+                f.exec(ns, &["ip", "addr", "add", &a, "dev", dev, "nodad"]);
+            } else {
+                let off = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+                f.exec(ns, &["sysctl", "-qw", &off]);
+                let a = format!("{}/24", f.addr(k));
+                f.exec(ns, &["ip", "addr", "add", &a, "dev", dev]);
+            }
+            f.exec(ns, &["ip", "link", "set", dev, "up"]);
+        }
+        f
+    }
+
+    pub fn exec(&self, ns: &str, args: &[&str]) -> String {
+        let mut a = vec!["ip", "netns", "exec", ns];
+        a.extend_from_slice(args);
+        run(&a)
+    }
+
+    /// vswitchd on host `k`: uplink `u` on its veth end, endpoint `t` flooding to every
+    /// other host, tap `vm` in VNI 5001 (its "VM", addressed 10.50.0.(k+1)/24 in the
+    /// host's namespace).
+    pub fn vswitchd(&self, k: usize, dir: &TempDir, tap: &str) -> Vswitchd {
+        let others: Vec<usize> = (0..self.ns.len()).filter(|&j| j != k).collect();
+        self.vswitchd_to(k, dir, tap, &others, "")
+    }
+
+    /// As [`Fabric::vswitchd`], flooding to hosts `remotes` only, `extra` appended to
+    /// the endpoint's spec (`,opt=...`).
+    pub fn vswitchd_to(
+        &self,
+        k: usize,
+        dir: &TempDir,
+        tap: &str,
+        remotes: &[usize],
+        extra: &str,
+    ) -> Vswitchd {
+        let remotes: Vec<String> = remotes.iter().map(|&j| self.addr(j)).collect();
+        let args: Vec<String> = vec![
+            "--uplink".to_string(),
+            format!("u={},mode=generic", self.link[k]),
+            "--geneve".into(),
+            format!(
+                "t={},uplink=u,remote={}{extra}",
+                self.addr(k),
+                remotes.join("+")
+            ),
+            "--tap".into(),
+            format!("vm={tap},vni=5001"),
+            "--poll".into(),
+            "adaptive".into(),
+        ];
+        let sw = Vswitchd::start_in(Some(&self.ns[k]), dir, &k.to_string(), &args);
+        let ns = &self.ns[k];
+        self.exec(
+            ns,
+            &[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
+            ],
+        );
+        self.exec(
+            ns,
+            &[
+                "ip",
+                "addr",
+                "add",
+                &format!("10.50.0.{}/24", k + 1),
+                "dev",
+                tap,
+            ],
+        );
+        sw
+    }
+
+    /// Pings `ip` from host `k` until one answers (the first may wait for the kernel
+    /// to resolve the other endpoint's MAC).
+    pub fn ping_until(&self, k: usize, ip: &str) {
+        wait_for(Duration::from_secs(15), "a ping across the overlay", || {
+            let o = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &self.ns[k],
+                    "ping",
+                    "-c",
+                    "1",
+                    "-W",
+                    "1",
+                    ip,
+                ])
+                .output()
+                .unwrap();
+            o.status.success().then_some(())
+        });
+    }
+
+    /// The kernel's checksum error counters (Tcp and Udp InCsumErrors) of host `k`.
+    pub fn csum_errors(&self, k: usize) -> u64 {
+        let snmp = self.exec(&self.ns[k], &["cat", "/proc/net/snmp"]);
+        let mut total = 0;
+        let lines: Vec<&str> = snmp.lines().collect();
+        for w in lines.windows(2) {
+            let (h, v) = (w[0], w[1]);
+            if !(h.starts_with("Tcp:") || h.starts_with("Udp:"))
+                || h.split(':').next() != v.split(':').next()
+            {
+                continue;
+            }
+            for (name, val) in h.split_whitespace().zip(v.split_whitespace()) {
+                if name == "InCsumErrors" {
+                    total += val.parse::<u64>().unwrap_or(0);
+                }
+            }
+        }
+        total
+    }
+
+    pub fn cleanup(&self) {
+        for ns in self.ns.iter().chain(std::iter::once(&self.fabric)) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// A capture of host `k`'s bridge port (tshark), stopped and read by `frames`.
+pub struct Capture {
+    child: Option<std::process::Child>,
+    file: std::path::PathBuf,
+}
+
+impl Capture {
+    pub fn start(f: &Fabric, k: usize, dir: &TempDir) -> Capture {
+        let file = dir.path("underlay.pcap");
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &f.fabric,
+                "tshark",
+                "-q",
+                "-i",
+                &f.port[k],
+                "-f",
+                "udp port 6081",
+                "-w",
+            ])
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tshark (Debian package tshark)");
+        // tshark says "Capturing on 'br0'" once it captures.
+        let mut child = child;
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
+            if line.contains("Capturing on") {
+                break;
+            }
+            line.clear();
+        }
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        Capture {
+            child: Some(child),
+            file,
+        }
+    }
+
+    /// Stops the capture; returns each Geneve frame's (length, VNI).
+    pub fn frames(mut self) -> Vec<(u32, u32)> {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+            let _ = c.wait();
+        }
+        let out = run(&[
+            "tshark",
+            "-r",
+            self.file.to_str().unwrap(),
+            "-Y",
+            "geneve",
+            "-T",
+            "fields",
+            "-e",
+            "frame.len",
+            "-e",
+            "geneve.vni",
+        ]);
+        out.lines()
+            .filter_map(|l| {
+                let mut it = l.split('\t');
+                let len = it.next()?.parse().ok()?;
+                // geneve.vni prints in hex (BASE_HEX_DEC), e.g. 0x00001389.
+                let vni = it.next()?;
+                let vni = match vni.strip_prefix("0x") {
+                    Some(h) => u32::from_str_radix(h, 16).ok()?,
+                    None => vni.parse().ok()?,
+                };
+                Some((len, vni))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn stat(f: &Fabric, k: usize, dev: &str, name: &str) -> u64 {
+    f.exec(
+        &f.ns[k],
+        &["cat", &format!("/sys/class/net/{dev}/statistics/{name}")],
+    )
+    .trim()
+    .parse()
+    .unwrap()
+}
+
+/// `vswitchctl tunnels` of `sw`.
+pub fn tunnels(sw: &Vswitchd) -> Vec<TunnelRow> {
+    match ctl(&sw.control, Request::Tunnels).expect("tunnels") {
+        Response::Tunnels(t) => t,
+        other => panic!("{other:?}"),
+    }
+}
