@@ -11,10 +11,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
-# iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces.
+# iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces;
+# openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer.
 pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
       qemu-system-x86 busybox-static cpio xz-utils
-      libbpf-dev pkg-config iputils-ping python3)
+      libbpf-dev pkg-config iputils-ping python3 openvswitch-switch)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf)
 fi
@@ -26,7 +27,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup.sh: installing ${missing[*]}"
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq
+    # The tests and benchmarks start their own OVS (and iperf3) in namespaces; the
+    # packages' system services are not wanted, so none starts during the install.
+    norc=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        norc=1
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    [ -n "$norc" ] && rm -f /usr/sbin/policy-rc.d
 fi
 
 # Rust: the machine's rustup toolchain, with rustfmt and clippy.

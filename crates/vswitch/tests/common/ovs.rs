@@ -1,0 +1,187 @@
+//! Open vSwitch's userspace datapath as a Geneve peer: its own database, run
+//! directory and log in a temporary directory, its processes in a host namespace of a
+//! [`Fabric`], nothing shared with a system OVS.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use super::fabric::Fabric;
+use super::TempDir;
+
+/// ovsdb-server and ovs-vswitchd (netdev datapath) on host `k` of a fabric, set up as
+/// OVS's userspace tunnelling guide does: `br-phy` holds the uplink veth and the
+/// host's underlay address, `br-int` a Geneve port in VNI 5001 and an internal port
+/// `vm` (the "VM", 10.50.0.(k+1)/24, MTU `vm_mtu`).
+pub struct Ovs {
+    dir: PathBuf,
+    ns: String,
+}
+
+impl Ovs {
+    pub fn start(f: &Fabric, k: usize, dir: &TempDir, remote: &str, vm_mtu: u32) -> Ovs {
+        let d = dir.path(&format!("ovs{k}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let ovs = Ovs {
+            dir: d.clone(),
+            ns: f.ns[k].clone(),
+        };
+        let db = d.join("conf.db");
+        ovs.cmd(&[
+            "ovsdb-tool",
+            "create",
+            db.to_str().unwrap(),
+            "/usr/share/openvswitch/vswitch.ovsschema",
+        ]);
+        let sock = format!("unix:{}", d.join("db.sock").display());
+        let punix = format!("--remote=p{sock}");
+        ovs.cmd_ns(&[
+            "ovsdb-server",
+            db.to_str().unwrap(),
+            &punix,
+            "--pidfile",
+            "--log-file",
+            "--detach",
+        ]);
+        ovs.vsctl(&["--no-wait", "init"]);
+        ovs.cmd_ns(&["ovs-vswitchd", &sock, "--pidfile", "--log-file", "--detach"]);
+        let (link, addr) = (&f.link[k], f.addr(k));
+        // br-phy must not share the veth's MAC: the kernel would then take the Geneve
+        // frames for itself too and answer them with ICMP port unreachable.
+        ovs.vsctl(&[
+            "add-br",
+            "br-phy",
+            "--",
+            "set",
+            "bridge",
+            "br-phy",
+            "datapath_type=netdev",
+            "other_config:hwaddr=02:00:00:00:0f:01",
+        ]);
+        ovs.vsctl(&["add-port", "br-phy", link]);
+        let prefix = if f.v6 { "64" } else { "24" };
+        f.exec(&f.ns[k], &["ip", "addr", "flush", "dev", link]);
+        let a = format!("{addr}/{prefix}");
+        f.exec(&f.ns[k], &["ip", "addr", "add", &a, "dev", "br-phy"]);
+        let m = f.exec(&f.ns[k], &["cat", &format!("/sys/class/net/{link}/mtu")]);
+        f.exec(
+            &f.ns[k],
+            &["ip", "link", "set", "br-phy", "mtu", m.trim(), "up"],
+        );
+        ovs.vsctl(&[
+            "add-br",
+            "br-int",
+            "--",
+            "set",
+            "bridge",
+            "br-int",
+            "datapath_type=netdev",
+        ]);
+        let rip = format!("options:remote_ip={remote}");
+        ovs.vsctl(&[
+            "add-port",
+            "br-int",
+            "gnv0",
+            "--",
+            "set",
+            "interface",
+            "gnv0",
+            "type=geneve",
+            &rip,
+            "options:key=5001",
+        ]);
+        ovs.vsctl(&[
+            "add-port",
+            "br-int",
+            "vm",
+            "--",
+            "set",
+            "interface",
+            "vm",
+            "type=internal",
+        ]);
+        let ns = &f.ns[k];
+        f.exec(ns, &["sysctl", "-qw", "net.ipv6.conf.vm.disable_ipv6=1"]);
+        f.exec(
+            ns,
+            &["ip", "link", "set", "vm", "mtu", &vm_mtu.to_string(), "up"],
+        );
+        let vm = format!("10.50.0.{}/24", k + 1);
+        f.exec(ns, &["ip", "addr", "add", &vm, "dev", "vm"]);
+        ovs
+    }
+
+    /// `ovs-vsctl` against this instance's database.
+    pub fn vsctl(&self, args: &[&str]) -> String {
+        let db = format!("--db=unix:{}", self.dir.join("db.sock").display());
+        let mut a = vec!["ovs-vsctl", "--timeout=20", &db];
+        a.extend_from_slice(args);
+        self.cmd(&a)
+    }
+
+    /// A counter of `iface` (`ovs-vsctl get interface IFACE statistics:NAME`).
+    pub fn iface_stat(&self, iface: &str, name: &str) -> u64 {
+        let key = format!("statistics:{name}");
+        self.vsctl(&["get", "interface", iface, &key])
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        for var in ["OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"] {
+            c.env(var, &self.dir);
+        }
+        c
+    }
+
+    fn cmd(&self, args: &[&str]) -> String {
+        finish(args, self.command(args))
+    }
+
+    fn cmd_ns(&self, args: &[&str]) -> String {
+        let mut a = vec!["ip", "netns", "exec", &self.ns];
+        a.extend_from_slice(args);
+        finish(args, self.command(&a))
+    }
+
+    fn pid(&self, name: &str) -> Option<i32> {
+        std::fs::read_to_string(self.dir.join(format!("{name}.pid")))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+fn finish(args: &[&str], mut c: Command) -> String {
+    let o = c
+        .output()
+        .unwrap_or_else(|e| panic!("{} (Debian openvswitch-switch): {e}", args[0]));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+impl Drop for Ovs {
+    fn drop(&mut self) {
+        for name in ["ovs-vswitchd", "ovsdb-server"] {
+            let Some(pid) = self.pid(name) else { continue };
+            // SAFETY: kill(2) on a pid this instance's pidfile names.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            // Daemonized, so not our child: gone (or a zombie) when its stat says so.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                    Ok(s) if !s.contains(") Z ") => std::thread::sleep(Duration::from_millis(20)),
+                    _ => break,
+                }
+            }
+        }
+    }
+}
