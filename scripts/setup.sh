@@ -36,7 +36,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
         norc=1
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    [ -n "$norc" ] && rm -f /usr/sbin/policy-rc.d
+    if [ -n "$norc" ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 
 # Rust: the machine's rustup toolchain, with rustfmt and clippy.
