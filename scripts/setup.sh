@@ -17,7 +17,7 @@ pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils p
       qemu-system-x86 busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch)
 if [ "${1:-}" = "--bench" ]; then
-    pkgs+=(openvswitch-switch-dpdk linux-perf)
+    pkgs+=(openvswitch-switch-dpdk linux-perf iperf3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,6 +26,7 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup.sh: installing ${missing[*]}"
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
     apt-get update -qq
     # The tests and benchmarks start their own OVS (and iperf3) in namespaces; the
     # packages' system services are not wanted, so none starts during the install.

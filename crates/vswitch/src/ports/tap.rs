@@ -198,7 +198,12 @@ impl TapPort {
     pub fn open(ifname: &str) -> Result<Self, TapError> {
         let path = CString::new("/dev/net/tun").expect("no NUL");
         // SAFETY: open(2) with a NUL-terminated path.
-        let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        let raw = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            )
+        };
         if raw < 0 {
             return Err(TapError::OpenTun(io::Error::last_os_error()));
         }

@@ -2,9 +2,9 @@
 //! and fill, completion, rx and tx rings (Linux `Documentation/networking/af_xdp.rst`),
 //! through the `xdpilone` ring implementation.
 //!
-//! UMEM layout per socket: [`FRAMES`] frames of [`FRAME_SIZE`] bytes; the first half is
-//! lent to the kernel through the fill ring for receiving, the second half is this side's
-//! pool of transmit frames (a free list refilled from the completion ring). Nothing is
+//! UMEM layout per socket: [`FRAMES`] frames of [`FRAME_SIZE`] bytes; the first
+//! [`RX_RING`] are lent to the kernel through the fill ring for receiving, the other
+//! [`TX_RING`] are this side's pool of transmit frames (a free list refilled from the completion ring). Nothing is
 //! allocated per packet: rx descriptors are read into a per-PMD array, rx frames go back
 //! to the fill ring after the burst, tx frames cycle between the free list and the tx
 //! ring.
@@ -44,10 +44,16 @@ use crate::ports::afxdp::xdp::{XdpProgram, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MOD
 
 /// Bytes per UMEM frame (one page: the largest aligned chunk size).
 pub const FRAME_SIZE: u32 = 4096;
-/// Frames per socket: half for rx (fill ring), half for tx.
-pub const FRAMES: u32 = 2048;
-/// Ring sizes (fill, completion, rx, tx): one half of the frames each.
-const RING: u32 = FRAMES / 2;
+/// Receive ring sizes (fill and rx), in frames: all lent to the kernel. Deep enough to
+/// hold what arrives while the PMD is off its core (a 2 ms time slice at 2 Mpps): with
+/// 1024, a PMD sharing a core with another busy thread lost most of a 0.3 Mpps stream
+/// to `rx_fill_ring_empty` (scripts/bench-overlay.sh).
+const RX_RING: u32 = 4096;
+/// Transmit ring sizes (tx and completion), in frames: this side's pool of tx frames.
+const TX_RING: u32 = 2048;
+/// Frames per socket: [`RX_RING`] for receiving, then [`TX_RING`] for transmitting
+/// (24 MiB of UMEM).
+pub const FRAMES: u32 = RX_RING + TX_RING;
 /// Headroom the kernel leaves before a received frame in copy mode
 /// (`XDP_PACKET_HEADROOM`).
 const XDP_PACKET_HEADROOM: u32 = 256;
@@ -458,7 +464,7 @@ impl XskRx {
 impl XskTx {
     /// Takes back frames the kernel finished sending.
     fn reclaim(&mut self) {
-        let mut c = self.comp.complete(RING);
+        let mut c = self.comp.complete(TX_RING);
         for a in c.by_ref() {
             self.free.push(a & !u64::from(FRAME_SIZE - 1));
         }
@@ -529,7 +535,7 @@ impl XskTx {
         // The ring's true free space from the shared heads: xdpilone's `transmit(n)`
         // refreshes its cached consumer head only when it believes the ring full, so one
         // call may offer fewer slots than are free; insert in as many calls as it takes.
-        let free = (RING - self.tx.pending().min(RING)) as usize;
+        let free = (TX_RING - self.tx.pending().min(TX_RING)) as usize;
         let mut cut = free.min(self.batch.len());
         while cut > 0 && self.batch[cut - 1].options & XDP_PKT_CONTD != 0 {
             cut -= 1;
@@ -555,7 +561,7 @@ impl XskTx {
         if self.copy_mode || self.tx.needs_wakeup() {
             // Copy mode sends at most 32 frames per sendmsg (TX_BATCH_SIZE in
             // net/xdp/xsk.c); kick until the ring drains or the kernel stops taking.
-            for _ in 0..(RING / 32) {
+            for _ in 0..(TX_RING / 32) {
                 self.tx.wake();
                 if self.tx.pending() == 0 {
                     break;
@@ -854,8 +860,8 @@ fn open_xsk(
     let area = Area::new((FRAMES * FRAME_SIZE) as usize)?;
     let slice = NonNull::slice_from_raw_parts(area.ptr, area.len);
     let cfg = UmemConfig {
-        fill_size: RING,
-        complete_size: RING,
+        fill_size: RX_RING,
+        complete_size: TX_RING,
         frame_size: FRAME_SIZE,
         headroom: 0,
         flags: 0,
@@ -879,8 +885,8 @@ fn open_xsk(
         }
         | if sg { XDP_USE_SG } else { 0 };
     let sc = SocketConfig {
-        rx_size: std::num::NonZeroU32::new(RING),
-        tx_size: std::num::NonZeroU32::new(RING),
+        rx_size: std::num::NonZeroU32::new(RX_RING),
+        tx_size: std::num::NonZeroU32::new(TX_RING),
         bind_flags,
     };
     let user = umem
@@ -890,19 +896,19 @@ fn open_xsk(
     let tx = user.map_tx().map_err(sock_err(iface, q, "tx ring mmap"))?;
     umem.bind(&user).map_err(sock_err(iface, q, "bind"))?;
     let (mut fill, comp) = device.into_parts();
-    // Lend the first half of the frames to the kernel for receiving.
-    let mut w = fill.fill(RING);
-    let n = w.insert((0..RING).map(|i| u64::from(i * FRAME_SIZE)));
+    // Lend the receive frames to the kernel.
+    let mut w = fill.fill(RX_RING);
+    let n = w.insert((0..RX_RING).map(|i| u64::from(i * FRAME_SIZE)));
     w.commit();
     drop(w);
-    debug_assert_eq!(n, RING);
+    debug_assert_eq!(n, RX_RING);
     let fd = rx.as_raw_fd();
     Ok(Xsk {
         queue: q,
         rx: Mutex::new(XskRx {
             rx,
             fill,
-            held: Vec::with_capacity(RING as usize),
+            held: Vec::with_capacity(RX_RING as usize),
             base: area.ptr,
             umem_len: area.len,
             linear: Vec::new(),
@@ -913,8 +919,10 @@ fn open_xsk(
         tx: Mutex::new(XskTx {
             tx,
             comp,
-            free: (RING..FRAMES).map(|i| u64::from(i * FRAME_SIZE)).collect(),
-            batch: Vec::with_capacity(RING as usize),
+            free: (RX_RING..FRAMES)
+                .map(|i| u64::from(i * FRAME_SIZE))
+                .collect(),
+            batch: Vec::with_capacity(TX_RING as usize),
             copy_mode: mode != AfXdpMode::ZeroCopy,
             sg,
             seg_addrs: Vec::new(),

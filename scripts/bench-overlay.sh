@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# The Geneve overlay between two hosts, vswitchd against Open vSwitch in the same
+# topology, interleaved in one run. As root.
+#
+# Two "hosts" are network namespaces (bo0, bo1) joined by a veth pair (bou0/bou1, MTU
+# 1600, underlay 198.51.100.1 and .2/24); on each, a switch with an AF_XDP uplink on its
+# veth end and a Geneve endpoint (VNI 5001) toward the other host.
+#
+#   tcp     iperf3 from a "VM" on host 0 to one on host 1 (10.50.0.1 -> 10.50.0.2), with
+#           1 and 4 streams (--streams). The VM is a tap: vswitchd's tap port (TSO and
+#           checksum offload on, MTU set to 1550 by vswitchd), or OVS's internal port
+#           (MTU 1550 by hand; OVS 3.1 keeps its offloads off). Switches:
+#             vswitchd   two vswitchd, --poll adaptive, PMD of host k on CPU k
+#             ovs        two ovs-vswitchd (userspace "netdev" datapath, no DPDK), br-phy
+#                        with the uplink and the underlay address, br-int with the Geneve
+#                        port and the internal port; pmd-maxsleep=50 (OVS 3.1's own
+#                        adaptive polling) and PMD of host k on CPU k
+#   frames  64-byte frames from a DPDK testpmd guest on host 0 (txonly, virtio-user) to one
+#           on host 1 (rxonly), both behind vhost-user ports; the rate the receiving guest
+#           counts over SECS seconds. Switches: two vswitchd as above (vhost-user-client
+#           ports), or two OVS with DPDK (dpdkvhostuserclient ports; the uplink is OVS's
+#           afxdp netdev). Host 0's switch and host 1's guest share CPU 0, host 1's switch
+#           and host 0's guest CPU 1: four busy pollers on two cores, the same for both.
+#           Before measuring, the receiving guest sends a burst (tx_first) until host 0's
+#           switch has learned its MAC, so neither switch floods.
+# Each switch runs with its uplinks in both AF_XDP modes the veth offers (--modes): native
+# (the veth driver's XDP) and generic (skb). Results are medians over ROUNDS, and the
+# ratios compare vswitchd's best mode with OVS's best mode. On two cores the kernel's TCP
+# stacks, the veth and the switches share the CPUs: the numbers measure the machine with
+# each switch in it, and only their ratio within one run says something about the switches.
+#
+#   scripts/bench-overlay.sh [--rounds N] [--secs S] [--parts "tcp frames"]
+#                            [--streams "1 4"] [--modes "native generic"] [--only "vswitchd ovs"]
+#   (default 3 rounds of 8 s: about 8 minutes)
+#   --poll MODE vswitchd's --poll (default adaptive; OVS sleeps up to 50 us when idle)
+#   --verbose   after each measurement, the switches' counters (vswitchctl stats, tunnels and
+#               pmd-stats; ovs-appctl dpif-netdev/pmd-stats-show) on stderr
+#   VSWITCHD=/path/to/vswitchd   another build as vswitchd
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=3; secs=8; parts="tcp frames"; streams="1 4"; modes="native generic"; only="vswitchd ovs"
+verbose=""; poll=adaptive
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds=$2; shift 2 ;;
+        --secs) secs=$2; shift 2 ;;
+        --parts) parts=$2; shift 2 ;;
+        --streams) streams=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --verbose) verbose=1; shift ;;
+        --poll) poll=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench-overlay.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench-overlay.sh: run as root" >&2; exit 2; }
+scripts/setup.sh --bench >/dev/null
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+bin="${CARGO_TARGET_DIR:-target}/release"
+if [ -z "${VSWITCHD:-}" ]; then
+    cargo build --release -q -p vswitch --bins
+    VSWITCHD="$bin/vswitchd"
+fi
+VSWITCHCTL="$(dirname "$VSWITCHD")/vswitchctl"
+
+work=$(mktemp -d /tmp/bench-overlay.XXXXXX)
+results="$work/results.tsv"
+pids=()
+stop_all() {
+    exec 5>&- 6>&- 2>/dev/null || true
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    pids=()
+    local f
+    for f in "$work"/ovs*/*.pid; do
+        [ -f "$f" ] || continue
+        local p; p=$(cat "$f")
+        kill "$p" 2>/dev/null || true
+        # Daemonized (not our child): gone, or a zombie nobody reaps.
+        for _ in $(seq 100); do
+            [ -d "/proc/$p" ] && ! grep -q ') Z ' "/proc/$p/stat" 2>/dev/null || break
+            sleep 0.05
+        done
+    done
+    rm -rf "$work"/ovs* "$work"/*.in "$work"/*.sock /var/run/dpdk/bo* 2>/dev/null || true
+    rm -f /dev/hugepages/bo*map_* 2>/dev/null || true
+    for k in 0 1; do ip netns del "bo$k" 2>/dev/null || true; done
+}
+trap 'stop_all; rm -rf "$work"' EXIT INT TERM
+
+# hosts SWITCH: the two namespaces and the veth between them; the underlay address goes
+# on the veth for vswitchd (the kernel keeps it), on br-phy for OVS (added there).
+hosts() {
+    for k in 0 1; do ip netns del "bo$k" 2>/dev/null || true; ip netns add "bo$k"; done
+    ip link add bou0 type veth peer name bou1
+    for k in 0 1; do
+        ip link set "bou$k" netns "bo$k"
+        ip netns exec "bo$k" ip link set lo up
+        ip netns exec "bo$k" sysctl -qw "net.ipv6.conf.all.disable_ipv6=1"
+        ip netns exec "bo$k" ip link set "bou$k" mtu 1600 up
+        if [ "$1" = vswitchd ]; then
+            ip netns exec "bo$k" ip addr add "198.51.100.$((k + 1))/24" dev "bou$k"
+        fi
+    done
+}
+
+# vswitchd_host K MODE PORT-ARGS...
+vswitchd_host() {
+    local k=$1 mode=$2; shift 2
+    ip netns exec "bo$k" "$VSWITCHD" --uplink "u=bou$k,mode=$mode" \
+        --geneve "t=198.51.100.$((k + 1)),uplink=u,remote=198.51.100.$((2 - k))" \
+        --poll "$poll" --pmd-cpus "$k" --control "$work/ctl$k.sock" "$@" \
+        2>"$work/vswitchd$k.log" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -S "$work/ctl$k.sock" ] && return 0; sleep 0.1; done
+    echo "vswitchd on host $k did not start:" >&2; tail -5 "$work/vswitchd$k.log" >&2; return 1
+}
+
+vsctl() { local k=$1; shift; OVS_RUNDIR="$work/ovs$k" ovs-vsctl --timeout=30 --db="unix:$work/ovs$k/db.sock" "$@"; }
+appctl() { local k=$1; shift; local d="$work/ovs$k"; ovs-appctl -t "$d/ovs-vswitchd.$(cat "$d/ovs-vswitchd.pid").ctl" "$@"; }
+
+# ovs_host K MODE DPDK(0|1): the userspace tunnelling setup of OVS's documentation.
+ovs_host() {
+    local k=$1 mode=$2 dpdk=$3 d="$work/ovs$1" ns="bo$1"
+    mkdir -p "$d"
+    export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
+    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+    ip netns exec "$ns" ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" \
+        --pidfile="$d/ovsdb-server.pid" --detach --log-file="$d/ovsdb.log" 2>/dev/null
+    vsctl "$k" --no-wait init
+    vsctl "$k" --no-wait set Open_vSwitch . other_config:pmd-cpu-mask="0x$((1 << k))" \
+        other_config:pmd-maxsleep=50
+    local exe=ovs-vswitchd
+    if [ "$dpdk" = 1 ]; then
+        exe=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+        vsctl "$k" --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+            other_config:dpdk-lcore-mask="0x$((1 << k))" other_config:dpdk-socket-mem=512 \
+            "other_config:dpdk-extra=--file-prefix=boovs$k --no-pci --single-file-segments"
+    fi
+    ip netns exec "$ns" "$exe" "unix:$d/db.sock" --pidfile="$d/ovs-vswitchd.pid" --detach \
+        --log-file="$d/ovs-vswitchd.log" 2>/dev/null
+    # br-phy gets a MAC of its own: with the veth's, the namespace's kernel would take the
+    # Geneve frames too and answer them with ICMP port unreachable.
+    vsctl "$k" add-br br-phy -- set bridge br-phy datapath_type=netdev \
+        "other_config:hwaddr=02:00:00:00:0f:0$k"
+    vsctl "$k" add-port br-phy "bou$k" -- set interface "bou$k" type=afxdp "options:xdp-mode=$mode"
+    ip netns exec "$ns" ip addr add "198.51.100.$((k + 1))/24" dev br-phy
+    ip netns exec "$ns" ip link set br-phy mtu 1600 up
+    vsctl "$k" add-br br-int -- set bridge br-int datapath_type=netdev
+    vsctl "$k" add-port br-int gnv0 -- set interface gnv0 type=geneve \
+        "options:remote_ip=198.51.100.$((2 - k))" options:key=5001
+}
+
+# counters: with --verbose, each switch's counters on stderr.
+counters() {
+    [ -n "$verbose" ] || return 0
+    local k
+    for k in 0 1; do
+        echo "--- host $k" >&2
+        if [ -S "$work/ctl$k.sock" ]; then
+            for c in show stats tunnels pmd-stats; do
+                "$VSWITCHCTL" --socket "$work/ctl$k.sock" "$c" >&2 || true
+            done
+        elif [ -f "$work/ovs$k/ovs-vswitchd.pid" ]; then
+            appctl "$k" dpif-netdev/pmd-stats-show >&2 || true
+            vsctl "$k" --columns=name,statistics list interface >&2 || true
+        fi
+    done
+}
+
+# measure_tcp SWITCH MODE STREAMS: prints Gbit/s (iperf3's receiver) and retransmits.
+measure_tcp() {
+    local sw=$1 mode=$2 n=$3
+    hosts "$sw"
+    for k in 0 1; do
+        if [ "$sw" = vswitchd ]; then
+            vswitchd_host "$k" "$mode" --tap vm=bovm,vni=5001
+        else
+            ovs_host "$k" "$mode" 0
+            vsctl "$k" add-port br-int bovm -- set interface bovm type=internal
+            ip netns exec "bo$k" ip link set bovm mtu 1550 up
+        fi
+        ip netns exec "bo$k" ip addr add "10.50.0.$((k + 1))/24" dev bovm
+    done
+    local ok=""
+    for _ in $(seq 30); do
+        ip netns exec bo0 ping -c 1 -W 1 10.50.0.2 >/dev/null 2>&1 && { ok=1; break; }
+    done
+    [ -n "$ok" ] || { echo "bench-overlay.sh: no ping across $sw's overlay" >&2; stop_all; echo "0 0"; return; }
+    ip netns exec bo1 iperf3 -s -1 -B 10.50.0.2 >/dev/null 2>&1 &
+    local srv=$!
+    for _ in $(seq 50); do ip netns exec bo1 ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
+    ip netns exec bo0 iperf3 -c 10.50.0.2 -t "$secs" -O 1 -P "$n" -J >"$work/iperf.json" 2>&1 || true
+    wait "$srv" 2>/dev/null || true
+    counters
+    stop_all
+    /usr/bin/python3 - "$work/iperf.json" <<'PY'
+import json, sys
+try:
+    e = json.load(open(sys.argv[1]))["end"]
+    print(f'{e["sum_received"]["bits_per_second"] / 1e9:.3f} {e["sum_sent"].get("retransmits", 0)}')
+except Exception:
+    print("0 0")
+PY
+}
+
+# testpmd NAME FD CPU ARGS...: an interactive testpmd guest reading commands from a fifo,
+# its forwarding core on CPU.
+testpmd() {
+    local name=$1 fd=$2 cpu=$3; shift 3
+    mkfifo "$work/$name.in"
+    stdbuf -o0 -e0 dpdk-testpmd --lcores "0@$((1 - cpu)),1@$cpu" -m 256 --no-pci \
+        --file-prefix="bo$name" --single-file-segments "$@" \
+        <"$work/$name.in" >"$work/$name.out" 2>&1 &
+    pids+=($!)
+    eval "exec $fd>\"$work/$name.in\""
+}
+
+# learned K MAC: host K's switch has MAC in its forwarding table.
+learned() {
+    if [ -S "$work/ctl$1.sock" ]; then
+        "$VSWITCHCTL" --socket "$work/ctl$1.sock" fdb 2>/dev/null | grep -qi "$2"
+    else
+        appctl "$1" fdb/show br-int 2>/dev/null | grep -qi "$2"
+    fi
+}
+
+# measure_frames SWITCH MODE: prints the receiving guest's Mpps.
+measure_frames() {
+    local sw=$1 mode=$2 ga=02:00:00:00:00:0a gb=02:00:00:00:00:0b
+    rm -f "$work"/*.in "$work"/*.out
+    hosts "$sw"
+    # Host k's guest forwards on CPU 1-k, host k's switch polls on CPU k.
+    # 1024-entry rings: the guests share their cores with a switch each.
+    testpmd ga 5 1 --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=$ga,queue_size=1024" \
+        -- -i --nb-cores=1 --total-num-mbufs=8192 --rxd=1024 --txd=1024 --forward-mode=txonly --txpkts=60 \
+        --eth-peer=0,$gb
+    testpmd gb 6 0 --vdev "net_virtio_user0,path=$work/b.sock,queues=1,server=1,mac=$gb,queue_size=1024" \
+        -- -i --nb-cores=1 --total-num-mbufs=8192 --rxd=1024 --txd=1024 --forward-mode=rxonly --txpkts=60 \
+        --eth-peer=0,$ga
+    local k g
+    for k in 0 1; do
+        g=$([ "$k" = 0 ] && echo a || echo b)
+        if [ "$sw" = vswitchd ]; then
+            vswitchd_host "$k" "$mode" --vhost-user-client "vm=$work/$g.sock,vni=5001"
+        else
+            ovs_host "$k" "$mode" 1
+            vsctl "$k" add-port br-int vm -- set interface vm type=dpdkvhostuserclient \
+                "options:vhost-server-path=$work/$g.sock"
+        fi
+    done
+    for name in ga gb; do
+        for _ in $(seq 200); do grep -aq "Link status: up" "$work/$name.out" 2>/dev/null && break
+            echo "show port info 0" >&"$([ $name = ga ] && echo 5 || echo 6)"; sleep 0.2; done
+    done
+    # The receiver's bursts teach host 0's switch where gb lives (OVS resolves the other
+    # endpoint's MAC with ARP first, so the first bursts may be lost).
+    for _ in $(seq 40); do
+        echo "start tx_first 1" >&6; sleep 0.25; echo "stop" >&6
+        learned 0 "$gb" && break
+    done
+    learned 0 "$gb" || echo "bench-overlay.sh: $sw on host 0 did not learn $gb" >&2
+    echo "start" >&6
+    echo "start" >&5
+    sleep 2
+    echo "show port stats 0" >&6
+    sleep "$secs"
+    echo "show port stats 0" >&6
+    sleep 0.5
+    local pps
+    pps=$(grep -ao 'Rx-pps: *[0-9]*' "$work/gb.out" | tail -1 | awk '{print $2}')
+    counters
+    stop_all
+    awk -v p="${pps:-0}" 'BEGIN { printf "%.3f", p / 1e6 }'
+}
+
+printf "round\tpart\tswitch\tmode\tstreams\tvalue\tretransmits\n" > "$results"
+for r in $(seq "$rounds"); do
+    for part in $parts; do
+        for mode in $modes; do
+            for sw in $only; do
+                if [ "$part" = tcp ]; then
+                    for n in $streams; do
+                        read -r g re < <(measure_tcp "$sw" "$mode" "$n")
+                        printf "%s\ttcp\t%s\t%s\t%s\t%s\t%s\n" "$r" "$sw" "$mode" "$n" "$g" "$re" | tee -a "$results"
+                    done
+                else
+                    m=$(measure_frames "$sw" "$mode")
+                    printf "%s\tframes\t%s\t%s\t-\t%s\t-\n" "$r" "$sw" "$mode" "$m" | tee -a "$results"
+                fi
+            done
+        done
+    done
+done
+
+/usr/bin/python3 - "$results" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+med = {}
+for r in rows:
+    med.setdefault((r["part"], r["streams"], r["switch"], r["mode"]), []).append(float(r["value"]))
+med = {k: statistics.median(v) for k, v in med.items()}
+for part, unit, target in (("tcp", "Gbit/s", 3.0), ("frames", "Mpps (64 B)", 1.3)):
+    keys = sorted({(k[1]) for k in med if k[0] == part})
+    if not keys:
+        continue
+    print(f"\n{part}: median {unit} over rounds")
+    modes = sorted({k[3] for k in med if k[0] == part})
+    for n in keys:
+        label = f"{n} stream(s)" if part == "tcp" else "64 B"
+        best = {}
+        for sw in ("vswitchd", "ovs"):
+            vals = {m: med.get((part, n, sw, m)) for m in modes}
+            vals = {m: v for m, v in vals.items() if v is not None}
+            if vals:
+                best[sw] = max(vals.values())
+                print(f"  {label:<13} {sw:<9} " + "  ".join(f"{m} {v:7.3f}" for m, v in vals.items()))
+        if len(best) == 2 and best["ovs"] > 0:
+            ratio = best["vswitchd"] / best["ovs"]
+            verdict = "meets" if ratio >= target else "misses"
+            print(f"  {label:<13} vswitchd/ovs (best mode each) {ratio:.2f}x  ({verdict} the {target}x target)")
+PY
