@@ -64,6 +64,11 @@ if [ -z "${VSWITCHD:-}" ]; then
 fi
 VSWITCHCTL="$(dirname "$VSWITCHD")/vswitchctl"
 
+# frames: two guests of 256 MiB and two OVS with DPDK of 512 MiB each, in 2 MiB pages.
+if [[ " $parts " == *" frames "* ]] && [ "$(cat /proc/sys/vm/nr_hugepages)" -lt 2048 ]; then
+    echo 2048 > /proc/sys/vm/nr_hugepages
+fi
+
 work=$(mktemp -d /tmp/bench-overlay.XXXXXX)
 results="$work/results.tsv"
 pids=()
@@ -118,7 +123,8 @@ vswitchd_host() {
 }
 
 vsctl() { local k=$1; shift; OVS_RUNDIR="$work/ovs$k" ovs-vsctl --timeout=30 --db="unix:$work/ovs$k/db.sock" "$@"; }
-appctl() { local k=$1; shift; local d="$work/ovs$k"; ovs-appctl -t "$d/ovs-vswitchd.$(cat "$d/ovs-vswitchd.pid").ctl" "$@"; }
+# The control socket is named after the program: ovs-vswitchd.PID.ctl or ovs-vswitchd-dpdk.PID.ctl.
+appctl() { local k=$1; shift; local d="$work/ovs$k"; ovs-appctl -t "$(ls "$d"/ovs-vswitchd*.ctl)" "$@"; }
 
 # ovs_host K MODE DPDK(0|1): the userspace tunnelling setup of OVS's documentation.
 ovs_host() {
@@ -136,10 +142,15 @@ ovs_host() {
         exe=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
         vsctl "$k" --no-wait set Open_vSwitch . other_config:dpdk-init=true \
             other_config:dpdk-lcore-mask="0x$((1 << k))" other_config:dpdk-socket-mem=512 \
+            other_config:dpdk-socket-limit=512 \
             "other_config:dpdk-extra=--file-prefix=boovs$k --no-pci --single-file-segments"
     fi
-    ip netns exec "$ns" "$exe" "unix:$d/db.sock" --pidfile="$d/ovs-vswitchd.pid" --detach \
-        --log-file="$d/ovs-vswitchd.log" 2>/dev/null
+    if ! ip netns exec "$ns" "$exe" "unix:$d/db.sock" --pidfile="$d/ovs-vswitchd.pid" --detach \
+        --log-file="$d/ovs-vswitchd.log" 2>/dev/null; then
+        echo "bench-overlay.sh: $exe on host $k did not start:" >&2
+        grep -E 'ERR|EMER' "$d/ovs-vswitchd.log" | tail -5 >&2
+        return 1
+    fi
     # br-phy gets a MAC of its own: with the veth's, the namespace's kernel would take the
     # Geneve frames too and answer them with ICMP port unreachable.
     vsctl "$k" add-br br-phy -- set bridge br-phy datapath_type=netdev \
@@ -169,7 +180,8 @@ counters() {
     done
 }
 
-# measure_tcp SWITCH MODE STREAMS: prints Gbit/s (iperf3's receiver) and retransmits.
+# measure_tcp SWITCH MODE STREAMS: writes Gbit/s (iperf3's receiver) and retransmits to
+# $work/value.
 measure_tcp() {
     local sw=$1 mode=$2 n=$3
     hosts "$sw"
@@ -187,7 +199,7 @@ measure_tcp() {
     for _ in $(seq 30); do
         ip netns exec bo0 ping -c 1 -W 1 10.50.0.2 >/dev/null 2>&1 && { ok=1; break; }
     done
-    [ -n "$ok" ] || { echo "bench-overlay.sh: no ping across $sw's overlay" >&2; stop_all; echo "0 0"; return; }
+    [ -n "$ok" ] || { echo "bench-overlay.sh: no ping across $sw's overlay" >&2; stop_all; echo "0 0" >"$work/value"; return 0; }
     ip netns exec bo1 iperf3 -s -1 -B 10.50.0.2 >/dev/null 2>&1 &
     local srv=$!
     for _ in $(seq 50); do ip netns exec bo1 ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
@@ -195,7 +207,7 @@ measure_tcp() {
     wait "$srv" 2>/dev/null || true
     counters
     stop_all
-    /usr/bin/python3 - "$work/iperf.json" <<'PY'
+    /usr/bin/python3 - "$work/iperf.json" >"$work/value" <<'PY'
 import json, sys
 try:
     e = json.load(open(sys.argv[1]))["end"]
@@ -226,7 +238,7 @@ learned() {
     fi
 }
 
-# measure_frames SWITCH MODE: prints the receiving guest's Mpps.
+# measure_frames SWITCH MODE: writes the receiving guest's Mpps to $work/value.
 measure_frames() {
     local sw=$1 mode=$2 ga=02:00:00:00:00:0a gb=02:00:00:00:00:0b
     rm -f "$work"/*.in "$work"/*.out
@@ -272,7 +284,7 @@ measure_frames() {
     pps=$(grep -ao 'Rx-pps: *[0-9]*' "$work/gb.out" | tail -1 | awk '{print $2}')
     counters
     stop_all
-    awk -v p="${pps:-0}" 'BEGIN { printf "%.3f", p / 1e6 }'
+    awk -v p="${pps:-0}" 'BEGIN { printf "%.3f\n", p / 1e6 }' >"$work/value"
 }
 
 printf "round\tpart\tswitch\tmode\tstreams\tvalue\tretransmits\n" > "$results"
@@ -282,11 +294,13 @@ for r in $(seq "$rounds"); do
             for sw in $only; do
                 if [ "$part" = tcp ]; then
                     for n in $streams; do
-                        read -r g re < <(measure_tcp "$sw" "$mode" "$n")
+                        measure_tcp "$sw" "$mode" "$n"
+                        read -r g re <"$work/value"
                         printf "%s\ttcp\t%s\t%s\t%s\t%s\t%s\n" "$r" "$sw" "$mode" "$n" "$g" "$re" | tee -a "$results"
                     done
                 else
-                    m=$(measure_frames "$sw" "$mode")
+                    measure_frames "$sw" "$mode"
+                    m=$(cat "$work/value")
                     printf "%s\tframes\t%s\t%s\t-\t%s\t-\n" "$r" "$sw" "$mode" "$m" | tee -a "$results"
                 fi
             done
