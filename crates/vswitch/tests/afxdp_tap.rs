@@ -74,6 +74,7 @@ fn guest_and_namespace(mode: &str, expect_mode: &str) {
         queues: 1,
         server: false,
         extra_vdevs: &vdev,
+        queue_size: None,
         args: &["--forward-mode=io", "--no-flush-rx"],
     });
     // Retry when the virtqueue is full rather than drop: every frame goes out.
@@ -320,6 +321,7 @@ fn tap_ping_icmpecho_guest() {
         queues: 1,
         server: false,
         extra_vdevs: &[],
+        queue_size: None,
         args: &["--forward-mode=icmpecho"],
     });
     g.cmd("start");

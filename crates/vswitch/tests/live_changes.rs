@@ -43,10 +43,12 @@ fn start_loop_switch(dir: &TempDir, extra: &[String]) -> Vswitchd {
 
 /// One testpmd guest with two ports, on a (MAC A) and b (MAC B), in MAC forwarding
 /// mode: a frame received on one port leaves the other addressed to the first's MAC, so
-/// the switch carries a→b and b→a forever. 4 bursts per port are injected.
+/// the switch carries a→b and b→a forever. 4 bursts per port are injected. Rings of
+/// 1024 descriptors: the loop's 128 frames plus the 640 that churn tests add all fit in
+/// one guest receive ring, so however they bunch up none can find a ring full.
 fn start_loop_guest(dir: &TempDir) -> Testpmd {
     let vdev_b = format!(
-        "net_virtio_user1,path={},queues=1,mac={MAC_B}",
+        "net_virtio_user1,path={},queues=1,queue_size=1024,mac={MAC_B}",
         dir.path("b.sock").display()
     );
     let peers = [
@@ -62,7 +64,14 @@ fn start_loop_guest(dir: &TempDir) -> Testpmd {
         queues: 1,
         server: false,
         extra_vdevs: &extra,
-        args: &["--forward-mode=mac", &peers[0], &peers[1]],
+        queue_size: Some(1024),
+        args: &[
+            "--forward-mode=mac",
+            "--rxd=1024",
+            "--txd=1024",
+            &peers[0],
+            &peers[1],
+        ],
     });
     g.cmd("start tx_first 4");
     g
@@ -123,6 +132,7 @@ fn a_port_comes_and_goes_20_times_while_a_loop_runs() {
             queues: 1,
             server: false,
             extra_vdevs: &[],
+            queue_size: None,
             args: &["--forward-mode=io", &peer],
         });
         c.cmd("start tx_first 1");
@@ -408,6 +418,7 @@ fn pmd_rebalance_splits_busy_queues_that_share_a_pmd() {
         queues: 1,
         server: false,
         extra_vdevs: &extra,
+        queue_size: None,
         args: &["--forward-mode=txonly", &peers[0], &peers[1]],
     });
     g.cmd("start");

@@ -563,6 +563,7 @@ fn tso_from_vm_reaches_testpmd_without_guest_tso_as_mtu_frames() {
         queues: 1,
         server: false,
         extra_vdevs: &b_vdev,
+        queue_size: None,
         args: &["--forward-mode=io", "--no-flush-rx"],
     });
     b.cmd("start");

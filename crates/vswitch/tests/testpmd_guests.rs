@@ -49,6 +49,7 @@ fn guest<'a>(
         queues: 1,
         server: false,
         extra_vdevs: &[],
+        queue_size: None,
         args,
     }
 }
@@ -144,10 +145,12 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     let args = ["--forward-mode=io", "--no-flush-rx"];
     let mut b = Testpmd::start(GuestSpec {
         extra_vdevs: &b_vdev,
+        queue_size: None,
         ..guest("vsb2", &sb, MAC_B, &args)
     });
     let mut a = Testpmd::start(GuestSpec {
         extra_vdevs: &a_vdev,
+        queue_size: None,
         ..guest("vsa2", &sa, MAC_A, &args)
     });
     for t in [&mut a, &mut b] {
@@ -447,6 +450,7 @@ fn acl_drops_part_of_many_flows_and_the_cache_hits() {
     let b_vdev = [format!("net_pcap0,tx_pcap={}", outp.display())];
     let mut b = Testpmd::start(GuestSpec {
         extra_vdevs: &b_vdev,
+        queue_size: None,
         ..guest("vsb7", &sb, MAC_B, &["--forward-mode=io"])
     });
     let peer = format!("--eth-peer=0,{MAC_B}");

@@ -272,6 +272,9 @@ pub struct GuestSpec<'a> {
     /// virtio-user is the server (vswitchd in client mode).
     pub server: bool,
     pub extra_vdevs: &'a [String],
+    /// Descriptors per virtqueue of the virtio-user vdev (`queue_size=`); DPDK's
+    /// default (256) when `None`.
+    pub queue_size: Option<u16>,
     pub args: &'a [&'a str],
 }
 
@@ -287,6 +290,9 @@ impl Testpmd {
         );
         if spec.server {
             vdev.push_str(",server=1");
+        }
+        if let Some(n) = spec.queue_size {
+            vdev.push_str(&format!(",queue_size={n}"));
         }
         // testpmd prints through stdio, block-buffered into a pipe: unbuffer it so each
         // command's output arrives before the next prompt.
