@@ -450,8 +450,8 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
                 .join(", ")
         );
         println!(
-            "    packets {}  batches {}  mean batch {:.1}  busy {:.1}%  cycles/packet {:.0}  busy_cycles {}  idle_cycles {}  sleeps {}",
-            r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps
+            "    packets {}  batches {}  mean batch {:.1}  busy {:.1}%  cycles/packet {:.0}  busy_cycles {}  idle_cycles {}  sleeps {}  naps {}",
+            r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps, r.naps
         );
         println!(
             "    flow cache: hit {:.1}%  last-flow hits {}  emc hits {}  misses {} (stale {})",

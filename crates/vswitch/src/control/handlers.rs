@@ -136,6 +136,7 @@ fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
                 busy_percent: ratio(busy, busy + idle, 100.0),
                 cycles_per_packet: ratio(busy, p, 1.0),
                 sleeps: c.sleeps.get(),
+                naps: c.naps.get(),
                 cache_last_flow_hits: m.cache_stats[0].get(),
                 cache_emc_hits: m.cache_stats[1].get(),
                 cache_misses: m.cache_stats[2].get(),

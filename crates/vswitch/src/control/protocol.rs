@@ -450,6 +450,9 @@ pub struct PmdStatsRow {
     pub cycles_per_packet: f64,
     /// Times it slept waiting for a kick.
     pub sleeps: u64,
+    /// Naps of at most 50 µs after light bursts (adaptive polling).
+    #[serde(default)]
+    pub naps: u64,
     /// Flow cache: frames decided by the previous frame of the burst.
     pub cache_last_flow_hits: u64,
     /// Flow cache: exact-match cache hits.

@@ -21,11 +21,22 @@ use crate::switch::{PmdShared, Switch};
 
 pub use super::packet::BURST;
 
-/// Empty poll rounds before an adaptive PMD goes to sleep.
-const ADAPTIVE_IDLE_ROUNDS: u32 = 20_000;
+/// Empty poll rounds before an adaptive PMD sleeps until kicked: its naps reach
+/// [`ADAPTIVE_MAX_NAP_US`] after 50 rounds, then about 10 ms of 50 µs naps follow.
+const ADAPTIVE_IDLE_ROUNDS: u32 = 250;
 
 /// Longest sleep (ms): a sleeping PMD wakes at least this often.
 const MAX_SLEEP_MS: i32 = 1000;
+
+/// Longest nap (µs) of an adaptive PMD whose bursts stay light or empty, as Open
+/// vSwitch's `pmd-maxsleep` does: a PMD that shares its core with guests or the kernel
+/// hands the CPU to them while traffic trickles, and collects fuller bursts when it
+/// comes back. Costs at most this much latency per hop at low rates (`--poll busy`
+/// spins instead).
+const ADAPTIVE_MAX_NAP_US: u32 = 50;
+
+/// A round whose largest burst is below this is light (OVS: half of its burst).
+const LIGHT_BURST: usize = BURST / 2;
 
 /// One PMD thread's state. Public so benches and tests can drive it without spawning a
 /// thread.
@@ -91,13 +102,13 @@ impl Pmd {
 
     /// Polls every owned queue once; returns the number of frames taken.
     pub fn poll_once(&mut self) -> usize {
-        self.round(cycles()).0
+        self.round(cycles()).work
     }
 
     /// One round from time `t0`: picks up a new topology, answers a flow dump, and polls
     /// every owned queue once, charging each non-empty burst's cycles to its queue.
     /// Returns the frames taken and the time at the end.
-    fn round(&mut self, mut t0: u64) -> (usize, u64) {
+    fn round(&mut self, mut t0: u64) -> Round {
         let (topo, queues) = self.snap.adopt(&self.shared);
         if self.shared.dump_request.load(Ordering::Acquire) {
             let lines = self.pipeline.dump_flows(topo);
@@ -109,6 +120,7 @@ impl Pmd {
             topo,
         };
         let mut work = 0;
+        let mut largest = 0;
         for (port, q) in queues {
             let n = port.receive(*q, &mut self.rx, &mut run);
             if n > 0 {
@@ -116,12 +128,17 @@ impl Pmd {
                 port.account(*q, n as u64, t1.wrapping_sub(t0));
                 t0 = t1;
                 work += n;
+                largest = largest.max(n);
                 let c = &self.shared.counters;
                 c.packets.add(n as u64);
                 c.batches.add(1);
             }
         }
-        (work, t0)
+        Round {
+            work,
+            largest,
+            end: t0,
+        }
     }
 
     /// Runs the PMD loop until shutdown, waiting as `--poll` says when idle (read again
@@ -129,43 +146,64 @@ impl Pmd {
     pub fn run(mut self) {
         let shared = self.shared.clone();
         let _alive = Alive::new(&shared);
+        let c = &shared.counters;
         let mut idle_rounds: u32 = 0;
+        let mut nap_us: u32 = 0;
         let mut rounds: u32 = 0;
         let mut last = cycles();
         while !self.switch.stopping() {
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(1024) {
-                self.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
+                shared.heartbeat.fetch_add(1, Ordering::Relaxed);
             }
-            let (work, now) = self.round(last);
-            let now = if work > 0 { now } else { cycles() };
-            let shared = self.shared.clone();
-            let c = &shared.counters;
-            if work > 0 {
-                c.busy_cycles.add(now.wrapping_sub(last));
+            let round = self.round(last);
+            if round.work > 0 {
+                c.busy_cycles.add(round.end.wrapping_sub(last));
                 idle_rounds = 0;
-                last = now;
-                continue;
-            }
-            c.idle_cycles.add(now.wrapping_sub(last));
-            idle_rounds = idle_rounds.saturating_add(1);
-            let sleep = match self.switch.poll_mode() {
-                PollMode::Busy => false,
-                PollMode::Adaptive => idle_rounds >= ADAPTIVE_IDLE_ROUNDS,
-                PollMode::Interrupt => true,
-            };
-            if sleep {
-                self.sleep();
-                self.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
-                idle_rounds = 0;
-                // Sleeping time counts as idle.
-                let woke = cycles();
-                c.idle_cycles.add(woke.wrapping_sub(now));
-                last = woke;
+                last = round.end;
             } else {
-                std::hint::spin_loop();
+                let now = cycles();
+                c.idle_cycles.add(now.wrapping_sub(last));
+                idle_rounds = idle_rounds.saturating_add(1);
                 last = now;
             }
+            let wait = match self.switch.poll_mode() {
+                PollMode::Busy => Wait::Spin,
+                PollMode::Interrupt if round.work == 0 => Wait::Sleep,
+                PollMode::Interrupt => Wait::Spin,
+                PollMode::Adaptive => {
+                    nap_us = next_nap(nap_us, round.largest);
+                    if idle_rounds >= ADAPTIVE_IDLE_ROUNDS {
+                        Wait::Sleep
+                    } else if nap_us > 0 {
+                        Wait::Nap(nap_us)
+                    } else {
+                        Wait::Spin
+                    }
+                }
+            };
+            match wait {
+                Wait::Spin => {
+                    if round.work == 0 {
+                        std::hint::spin_loop();
+                    }
+                    continue;
+                }
+                Wait::Nap(us) => {
+                    std::thread::sleep(std::time::Duration::from_micros(us.into()));
+                    c.naps.add(1);
+                }
+                Wait::Sleep => {
+                    self.sleep();
+                    shared.heartbeat.fetch_add(1, Ordering::Relaxed);
+                    idle_rounds = 0;
+                    nap_us = 0;
+                }
+            }
+            // Napping and sleeping time counts as idle.
+            let woke = cycles();
+            c.idle_cycles.add(woke.wrapping_sub(last));
+            last = woke;
         }
     }
 
@@ -187,6 +225,37 @@ impl Pmd {
         }
         self.shared.counters.sleeps.add(1);
         set.wait(MAX_SLEEP_MS);
+    }
+}
+
+/// What one poll round did.
+struct Round {
+    /// Frames received over all queues.
+    work: usize,
+    /// The largest burst from one queue.
+    largest: usize,
+    /// The cycle counter when the last burst was accounted (the round's start if none).
+    end: u64,
+}
+
+/// How a PMD waits after a round.
+enum Wait {
+    /// Poll again at once.
+    Spin,
+    /// Sleep this many µs.
+    Nap(u32),
+    /// Sleep until a queue is kicked, the switch changes or a second passes.
+    Sleep,
+}
+
+/// The nap (µs) of an adaptive PMD after a round whose largest burst was `largest`:
+/// 1 µs longer after each light (or empty) round, up to [`ADAPTIVE_MAX_NAP_US`], and
+/// none after a fuller one.
+fn next_nap(nap_us: u32, largest: usize) -> u32 {
+    if largest < LIGHT_BURST {
+        (nap_us + 1).min(ADAPTIVE_MAX_NAP_US)
+    } else {
+        0
     }
 }
 

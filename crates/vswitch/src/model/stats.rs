@@ -218,6 +218,8 @@ pub struct PmdCounters {
     pub idle_cycles: Counter,
     /// Times the thread went to sleep waiting for a kick.
     pub sleeps: Counter,
+    /// Short sleeps (≤ 50 µs) of an adaptive PMD after a light burst.
+    pub naps: Counter,
 }
 
 /// Reads a cycle counter: the TSC on x86_64, nanoseconds elsewhere.
