@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use std::fmt::{Display, Formatter};
 use std::io::{self, ErrorKind, Result};
 use std::marker::PhantomData;
-use std::os::fd::IntoRawFd;
 use std::os::unix::io::{AsRawFd, RawFd};
 use std::sync::Mutex;
 
@@ -88,6 +87,9 @@ pub struct VringEpollHandler<T: VhostUserBackend> {
     vrings: Vec<T::Vring>,
     thread_id: usize,
     exit_event_fd: Option<EventNotifier>,
+    // vswitch patch: the exit event's consumer end lives as long as the handler (it was
+    // turned into a raw fd and never closed: one fd leaked per connection).
+    _exit_event_consumer: Option<EventConsumer>,
     vring_enabled_event_fd: (EventConsumer, EventNotifier),
     vrings_with_pending_events: Mutex<HashSet<u16>>,
     phantom: PhantomData<T::Bitmap>,
@@ -116,18 +118,21 @@ where
         let num_backend_queues = backend.num_queues();
         let exit_event_fd = backend.exit_event(thread_id);
 
-        let exit_event_fd = if let Some((consumer, notifier)) = exit_event_fd {
+        // vswitch patch: keep the consumer (see `_exit_event_consumer`).
+        let (exit_event_consumer, exit_event_fd) = if let Some((consumer, notifier)) =
+            exit_event_fd
+        {
             let id = num_backend_queues;
             epoll
                 .ctl(
                     ControlOperation::Add,
-                    consumer.into_raw_fd(),
+                    consumer.as_raw_fd(),
                     EpollEvent::new(EventSet::IN, id as u64),
                 )
                 .map_err(VringEpollError::RegisterExitEvent)?;
-            Some(notifier)
+            (Some(consumer), Some(notifier))
         } else {
-            None
+            (None, None)
         };
 
         let vring_enabled_event_fd =
@@ -149,6 +154,7 @@ where
             vrings,
             thread_id,
             exit_event_fd,
+            _exit_event_consumer: exit_event_consumer,
             vring_enabled_event_fd,
             vrings_with_pending_events: Mutex::new(HashSet::new()),
             phantom: PhantomData,

@@ -699,6 +699,10 @@ where
         if postcopy_listening.is_some() {
             return Err(VhostUserError::InvalidOperation("postcopy not enabled"));
         }
+        // vswitch patch: no more regions than GET_MAX_MEM_SLOTS announced.
+        if self.mappings.len() as u64 >= MAX_MEM_SLOTS {
+            return Err(VhostUserError::InvalidParam);
+        }
 
         let guest_region = Arc::new(
             GuestRegionMmap::new(

@@ -353,6 +353,12 @@ fn print_show(s: ShowReply) {
             p.ready_queue_pairs,
             p.connections
         );
+        if p.protocol_errors > 0 {
+            println!(
+                "    protocol errors: {} (connections closed by vswitchd; see its log)",
+                p.protocol_errors
+            );
+        }
         if let Some(x) = &p.afxdp {
             println!(
                 "    afxdp: iface {}  mode {}  sockets {}  ({})",

@@ -80,7 +80,8 @@ pub struct Args {
     pub pmd_cpus: Option<String>,
 
     /// How PMD threads wait for work: busy (spin, lowest latency), adaptive (spin while
-    /// busy, sleep on kicks when idle; the default), interrupt (sleep whenever idle).
+    /// bursts are full, nap up to 50 µs while they are light, sleep on kicks after ~10 ms
+    /// idle; the default), interrupt (sleep whenever idle).
     #[arg(long, value_enum)]
     pub poll: Option<PollMode>,
 

@@ -75,7 +75,8 @@ pub const MAX_PORTS: usize = 1 << 16;
 pub enum PollMode {
     /// Spin on the virtqueues forever: lowest latency, one core at 100 % always.
     Busy,
-    /// Spin while traffic flows; after a short idle spell, sleep until a guest kicks.
+    /// Spin while bursts come full; nap up to 50 µs while they are light or empty; after
+    /// about 10 ms without work, sleep until a guest kicks.
     #[default]
     Adaptive,
     /// Sleep on kick eventfds whenever a poll round finds nothing: least CPU, highest latency.

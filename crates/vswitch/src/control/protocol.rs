@@ -501,6 +501,9 @@ pub struct ShowPort {
     pub connected: bool,
     /// Connections so far.
     pub connections: u64,
+    /// Connections closed by vswitchd on a protocol error (vhost-user).
+    #[serde(default)]
+    pub protocol_errors: u64,
     /// Queue pairs offered.
     pub queue_pairs: u16,
     /// Queue pairs the driver enabled.

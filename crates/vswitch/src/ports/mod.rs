@@ -275,6 +275,7 @@ impl Port {
             link: if self.link_up() { "up" } else { "down" }.into(),
             connected: false,
             connections: 0,
+            protocol_errors: 0,
             queue_pairs: queues,
             ready_queue_pairs: Vec::new(),
             negotiated_features: Vec::new(),

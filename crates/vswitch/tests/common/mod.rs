@@ -211,6 +211,11 @@ impl Vswitchd {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The daemon's pid (for /proc), while it runs.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("vswitchd running").id()
+    }
+
     /// SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut c = self.child.take()?;

@@ -603,6 +603,13 @@ impl<S: VhostUserBackendReqHandler> BackendReqHandler<S> {
             }
             Ok(FrontendReq::SET_PROTOCOL_FEATURES) => {
                 let msg = self.extract_request_body::<VhostUserU64>(&hdr, size, &buf)?;
+                // vswitch patch: a front-end may ack only what was offered (vhost-user
+                // spec, "Protocol features"); an unoffered bit (CONFIGURE_MEM_SLOTS, say)
+                // would enable requests the backend never meant to serve.
+                let offered = self.backend.get_protocol_features()?.bits();
+                if msg.value & !offered != 0 {
+                    return Err(Error::InvalidParam);
+                }
                 let res = self.backend.set_protocol_features(msg.value);
                 self.acked_protocol_features = msg.value;
                 self.update_reply_ack_flag();

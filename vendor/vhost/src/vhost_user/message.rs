@@ -559,7 +559,24 @@ impl VhostUserMemoryRegion {
     }
 
     /// Creates mmap region from Self.
+    ///
+    /// vswitch patch: refuses a region that extends past the end of its file (`fstat`):
+    /// touching such a mapping beyond the file's last page raises SIGBUS in the backend.
     pub fn mmap_region<B: NewBitmap>(&self, file: File) -> Result<MmapRegion<B>> {
+        let file_size = file.metadata().map_err(Error::ReqHandlerError)?.len();
+        let (offset, size) = (self.mmap_offset, self.memory_size);
+        match offset.checked_add(size) {
+            Some(end) if end <= file_size => {}
+            _ => {
+                return Err(Error::ReqHandlerError(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "memory region at file offset {:#x} of {:#x} bytes is past the end of its {:#x}-byte file",
+                        offset, size, file_size
+                    ),
+                )))
+            }
+        }
         MmapRegion::<B>::from_file(
             FileOffset::new(file, self.mmap_offset),
             self.memory_size as usize,

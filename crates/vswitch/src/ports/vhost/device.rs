@@ -378,8 +378,9 @@ impl VhostUserBackend for NetBackend {
     )> {
         // Without an exit event the library's worker thread never ends, and dropping the
         // daemon after a disconnect would wait for it forever.
+        use vmm_sys_util::event::EventFlag;
         vmm_sys_util::event::new_event_consumer_and_notifier(
-            vmm_sys_util::event::EventFlag::NONBLOCK,
+            EventFlag::NONBLOCK | EventFlag::CLOEXEC,
         )
         .ok()
     }
@@ -398,6 +399,15 @@ impl VhostUserBackend for NetBackend {
     }
 }
 
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The driver closed the socket (or the port was shut down).
+    Disconnected,
+    /// vswitchd closed it: a request broke the protocol or asked for what was not offered.
+    ProtocolError,
+}
+
 /// How a connection attaches.
 pub enum Endpoint<'a> {
     /// Accept on this listener (server mode).
@@ -411,8 +421,7 @@ static NEXT_CONN_ID: AtomicU64 = AtomicU64::new(1);
 impl Connection {
     /// Builds a device for `queue_pairs` queue pairs, attaches it through `endpoint`,
     /// publishes it with `publish` once attached, and serves it until the other side goes
-    /// away or `shutdown` is set. Returns after the connection ended and `publish(None)`
-    /// was called.
+    /// away or `shutdown` is set. Returns how it ended, after `publish(None)` was called.
     ///
     /// # Errors
     /// Attaching failed (the socket could not be accepted or connected).
@@ -425,7 +434,7 @@ impl Connection {
         endpoint: Endpoint<'_>,
         publish: &dyn Fn(Option<Arc<Connection>>),
         daemon_slot: &Mutex<Option<vhost_user_backend::ShutdownHandle>>,
-    ) -> Result<(), vhost_user_backend::Error> {
+    ) -> Result<Ending, vhost_user_backend::Error> {
         let mem = GuestMemoryAtomic::new(Mem::new());
         let acked = Arc::new(AtomicU64::new(0));
         let features_set = Arc::new(AtomicBool::new(false));
@@ -475,16 +484,23 @@ impl Connection {
         match r {
             Ok(())
             | Err(BeError::HandleRequest(VuError::Disconnected | VuError::PartialMessage)) => {
-                info!(port = name, conn = conn.id, "vhost-user peer disconnected")
+                info!(port = name, conn = conn.id, "vhost-user peer disconnected");
+                Ok(Ending::Disconnected)
             }
-            Err(BeError::HandleRequest(VuError::InvalidParam)) => warn!(
-                port = name,
-                queue_pairs,
-                "vhost-user connection refused a request with invalid parameters \
-                 (a driver asking for more queue pairs than the port's queues=N does this)"
-            ),
-            Err(e) => warn!(port = name, error = %e, "vhost-user connection ended with an error"),
+            Err(BeError::HandleRequest(VuError::InvalidParam)) => {
+                warn!(
+                    port = name,
+                    queue_pairs,
+                    "vhost-user connection closed: a request with invalid parameters (a \
+                     driver asking for more queue pairs than the port's queues=N, a protocol \
+                     feature that was not offered, a memory region past its file's end)"
+                );
+                Ok(Ending::ProtocolError)
+            }
+            Err(e) => {
+                warn!(port = name, error = %e, "vhost-user connection closed on a protocol error");
+                Ok(Ending::ProtocolError)
+            }
         }
-        Ok(())
     }
 }

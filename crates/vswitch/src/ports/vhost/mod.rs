@@ -49,6 +49,8 @@ pub struct VhostPort {
     pub conn: ArcSwapOption<Connection>,
     /// Connections accepted or made so far.
     pub connections: AtomicU64,
+    /// Connections vswitchd closed because the driver broke the protocol.
+    pub protocol_errors: AtomicU64,
     /// Per queue pair: the connection whose transmit-queue kicks were last disabled
     /// (the polling PMD disables them once per connection).
     kicks_off_for: Box<[AtomicU64]>,
@@ -72,6 +74,7 @@ impl VhostPort {
             offloads: cfg.offloads,
             conn: ArcSwapOption::empty(),
             connections: AtomicU64::new(0),
+            protocol_errors: AtomicU64::new(0),
             kicks_off_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
             listener: Mutex::new(None),
             listener_fd: std::sync::atomic::AtomicI32::new(-1),
@@ -149,7 +152,7 @@ impl VhostPort {
             Some(l) => Endpoint::Listen(l),
             None => Endpoint::Connect(&path),
         };
-        Connection::establish(
+        let ending = Connection::establish(
             name,
             self.queue_pairs,
             self.offloads,
@@ -157,7 +160,11 @@ impl VhostPort {
             endpoint,
             &publish,
             &self.shutdown,
-        )
+        )?;
+        if ending == device::Ending::ProtocolError {
+            self.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Fills the vhost-user part of a `show` view: the driver's negotiated features and
@@ -166,6 +173,7 @@ impl VhostPort {
         s.queue_pairs = self.queue_pairs;
         s.offloads_offered = self.offloads;
         s.connections = self.connections.load(Ordering::Relaxed);
+        s.protocol_errors = self.protocol_errors.load(Ordering::Relaxed);
         let Some(c) = self.conn.load_full() else {
             return;
         };
