@@ -23,7 +23,7 @@ for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
     insmod /lib/modules/$m.ko || echo "RESULT error msg=insmod_$m"
 done
 
-ip= peer= test=idle bytes=16777216 conns=1 mtu=1500 stay=0 dstmac=
+ip= peer= test=idle bytes=16777216 conns=1 mtu= stay=0 dstmac=
 for a in $(cat /proc/cmdline); do
     case "$a" in
         vm.ip=*) ip=${a#vm.ip=} ;;
@@ -38,7 +38,9 @@ for a in $(cat /proc/cmdline); do
 done
 
 ip link set lo up
-ip link set eth0 mtu "$mtu"
+# The MTU the driver chose (VIRTIO_NET_F_MTU, from QEMU's host_mtu=), before any change.
+echo "LINK mtu=$(cat /sys/class/net/eth0/mtu)"
+[ -n "$mtu" ] && ip link set eth0 mtu "$mtu"
 ip addr add "$ip/24" dev eth0
 ip link set eth0 up
 echo "FEATURES $(cat /sys/class/net/eth0/device/features 2>/dev/null) queues=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l)"

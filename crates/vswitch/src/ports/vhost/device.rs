@@ -24,7 +24,7 @@ use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_
 use virtio_bindings::virtio_net::{
     VIRTIO_NET_F_CSUM, VIRTIO_NET_F_GUEST_CSUM, VIRTIO_NET_F_GUEST_ECN, VIRTIO_NET_F_GUEST_TSO4,
     VIRTIO_NET_F_GUEST_TSO6, VIRTIO_NET_F_HOST_ECN, VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6,
-    VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF,
+    VIRTIO_NET_F_MQ, VIRTIO_NET_F_MRG_RXBUF, VIRTIO_NET_F_MTU,
 };
 use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
 use virtio_queue::{Error as QueueError, QueueT};
@@ -91,6 +91,7 @@ pub fn feature_names(bits: u64) -> Vec<&'static str> {
         (VIRTIO_RING_F_EVENT_IDX, "EVENT_IDX"),
         (VIRTIO_RING_F_INDIRECT_DESC, "INDIRECT_DESC"),
         (VIRTIO_NET_F_MQ, "MQ"),
+        (VIRTIO_NET_F_MTU, "MTU"),
         (VIRTIO_F_NOTIFY_ON_EMPTY, "NOTIFY_ON_EMPTY"),
         (VIRTIO_F_IN_ORDER, "IN_ORDER"),
         (VHOST_USER_F_PROTOCOL_FEATURES, "PROTOCOL_FEATURES"),
@@ -331,6 +332,10 @@ impl VringT<AtomicMem> for PortVring {
 pub struct NetBackend {
     queue_pairs: u16,
     offloads: bool,
+    /// Offer VIRTIO_NET_F_MTU (virtio 1.2 §5.1.3): ports on a VNI, whose frames must fit
+    /// the underlay. The value a guest reads comes from its VMM's config space (QEMU's
+    /// `host_mtu=`), which QEMU only passes on when the backend offers the feature.
+    mtu_advice: bool,
     acked: Arc<AtomicU64>,
     features_set: Arc<AtomicBool>,
     wakers: Arc<Wakers>,
@@ -347,7 +352,13 @@ impl VhostUserBackend for NetBackend {
         MAX_QUEUE_SIZE
     }
     fn features(&self) -> u64 {
-        device_features() | if self.offloads { offload_features() } else { 0 }
+        device_features()
+            | if self.offloads { offload_features() } else { 0 }
+            | if self.mtu_advice {
+                1 << VIRTIO_NET_F_MTU
+            } else {
+                0
+            }
     }
     fn acked_features(&self, features: u64) {
         self.acked.store(features, Ordering::Relaxed);
@@ -430,6 +441,7 @@ impl Connection {
         name: &str,
         queue_pairs: u16,
         offloads: bool,
+        mtu_advice: bool,
         wakers: &Arc<Wakers>,
         endpoint: Endpoint<'_>,
         publish: &dyn Fn(Option<Arc<Connection>>),
@@ -441,6 +453,7 @@ impl Connection {
         let backend = NetBackend {
             queue_pairs,
             offloads,
+            mtu_advice,
             acked: acked.clone(),
             features_set: features_set.clone(),
             wakers: wakers.clone(),

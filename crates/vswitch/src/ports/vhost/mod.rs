@@ -45,6 +45,8 @@ pub struct VhostPort {
     pub queue_pairs: u16,
     /// Checksum and TSO offloads offered.
     pub offloads: bool,
+    /// VIRTIO_NET_F_MTU offered (the port is on a VNI).
+    pub mtu_advice: bool,
     /// The attached driver, if any; PMDs load it once per burst.
     pub conn: ArcSwapOption<Connection>,
     /// Connections accepted or made so far.
@@ -72,6 +74,7 @@ impl VhostPort {
             path: cfg.path.clone(),
             queue_pairs: cfg.queues,
             offloads: cfg.offloads,
+            mtu_advice: cfg.vni.is_some(),
             conn: ArcSwapOption::empty(),
             connections: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
@@ -156,6 +159,7 @@ impl VhostPort {
             name,
             self.queue_pairs,
             self.offloads,
+            self.mtu_advice,
             wakers,
             endpoint,
             &publish,
