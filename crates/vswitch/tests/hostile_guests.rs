@@ -187,38 +187,6 @@ fn protocol_errors(sw: &Vswitchd, port: &str) -> u64 {
         .unwrap()
 }
 
-/// The loop guest of live_changes.rs: MAC forwarding between a and b, 4 bursts each.
-fn start_loop_guest(dir: &TempDir) -> Testpmd {
-    let vdev_b = format!(
-        "net_virtio_user1,path={},queues=1,queue_size=1024,mac={MAC_B}",
-        dir.path("b.sock").display()
-    );
-    let peers = [
-        format!("--eth-peer=0,{MAC_B}"),
-        format!("--eth-peer=1,{MAC_A}"),
-    ];
-    let sa = dir.path("a.sock");
-    let extra = [vdev_b];
-    let mut g = Testpmd::start(GuestSpec {
-        prefix: "vshostile",
-        socket: &sa,
-        mac: MAC_A,
-        queues: 1,
-        server: false,
-        extra_vdevs: &extra,
-        queue_size: Some(1024),
-        args: &[
-            "--forward-mode=mac",
-            "--rxd=1024",
-            "--txd=1024",
-            &peers[0],
-            &peers[1],
-        ],
-    });
-    g.cmd("start tx_first 4");
-    g
-}
-
 /// Each attack is refused by closing the connection, counted, and leaves the port ready
 /// for the next front-end; 1000 reconnects leak nothing; the loop beside it runs on.
 #[test]
@@ -239,7 +207,7 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
         format!("b={MAC_B}"),
     ]);
     let sw = Vswitchd::start(&dir, &args);
-    let mut lg = start_loop_guest(&dir);
+    let mut lg = start_loop_guest(&dir, "vshostile", MAC_A, MAC_B);
     wait_for(Duration::from_secs(20), "the loop running", || {
         (sw.port("a").stats.rx_packets > 10_000).then_some(())
     });

@@ -41,42 +41,6 @@ fn start_loop_switch(dir: &TempDir, extra: &[String]) -> Vswitchd {
     Vswitchd::start(dir, &args)
 }
 
-/// One testpmd guest with two ports, on a (MAC A) and b (MAC B), in MAC forwarding
-/// mode: a frame received on one port leaves the other addressed to the first's MAC, so
-/// the switch carries a→b and b→a forever. 4 bursts per port are injected. Rings of
-/// 1024 descriptors: the loop's 128 frames plus the 640 that churn tests add all fit in
-/// one guest receive ring, so however they bunch up none can find a ring full.
-fn start_loop_guest(dir: &TempDir) -> Testpmd {
-    let vdev_b = format!(
-        "net_virtio_user1,path={},queues=1,queue_size=1024,mac={MAC_B}",
-        dir.path("b.sock").display()
-    );
-    let peers = [
-        format!("--eth-peer=0,{MAC_B}"),
-        format!("--eth-peer=1,{MAC_A}"),
-    ];
-    let sa = dir.path("a.sock");
-    let extra = [vdev_b];
-    let mut g = Testpmd::start(GuestSpec {
-        prefix: "vsloop",
-        socket: &sa,
-        mac: MAC_A,
-        queues: 1,
-        server: false,
-        extra_vdevs: &extra,
-        queue_size: Some(1024),
-        args: &[
-            "--forward-mode=mac",
-            "--rxd=1024",
-            "--txd=1024",
-            &peers[0],
-            &peers[1],
-        ],
-    });
-    g.cmd("start tx_first 4");
-    g
-}
-
 /// Waits until the loop's counters stop moving after its guest stopped forwarding.
 fn settled(sw: &Vswitchd) -> (PortStatsOwned, PortStatsOwned) {
     let mut last = (sw.port("a").stats, sw.port("b").stats);
@@ -113,7 +77,7 @@ fn a_port_comes_and_goes_20_times_while_a_loop_runs() {
     setup_host();
     let dir = TempDir::new("churn");
     let sw = start_loop_switch(&dir, &[]);
-    let mut lg = start_loop_guest(&dir);
+    let mut lg = start_loop_guest(&dir, "vsloop", MAC_A, MAC_B);
     wait_for(Duration::from_secs(20), "the loop running", || {
         (sw.port("a").stats.rx_packets > 10_000).then_some(())
     });
@@ -190,7 +154,7 @@ fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
     let veth = Veth::new("lu", 1, "198.51.100.1");
     let tap = format!("vslt{}", std::process::id() % 10000);
     let sw = start_loop_switch(&dir, &[]);
-    let mut lg = start_loop_guest(&dir);
+    let mut lg = start_loop_guest(&dir, "vsloop", MAC_A, MAC_B);
     wait_for(Duration::from_secs(20), "the loop running", || {
         (sw.port("a").stats.rx_packets > 10_000).then_some(())
     });
@@ -284,7 +248,7 @@ fn reload_under_a_running_loop_changes_only_what_the_file_says() {
     );
     std::fs::write(&file, v1).unwrap();
     let sw = Vswitchd::start(&dir, &["--config".into(), file.display().to_string()]);
-    let mut lg = start_loop_guest(&dir);
+    let mut lg = start_loop_guest(&dir, "vsloop", MAC_A, MAC_B);
     wait_for(Duration::from_secs(20), "the loop running", || {
         (sw.port("a").stats.rx_packets > 10_000).then_some(())
     });

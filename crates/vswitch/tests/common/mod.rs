@@ -268,6 +268,43 @@ pub struct Testpmd {
     pub prefix: String,
 }
 
+/// One testpmd guest (DPDK file prefix `prefix`) with two ports, on `dir`'s a.sock (MAC
+/// `mac_a`) and b.sock (`mac_b`), in MAC forwarding
+/// mode: a frame received on one port leaves the other addressed to the first's MAC, so
+/// the switch carries a→b and b→a forever. 4 bursts per port are injected. Rings of
+/// 1024 descriptors: the loop's 128 frames plus the 640 that churn tests add all fit in
+/// one guest receive ring, so however they bunch up none can find a ring full.
+pub fn start_loop_guest(dir: &TempDir, prefix: &str, mac_a: &str, mac_b: &str) -> Testpmd {
+    let vdev_b = format!(
+        "net_virtio_user1,path={},queues=1,queue_size=1024,mac={mac_b}",
+        dir.path("b.sock").display()
+    );
+    let peers = [
+        format!("--eth-peer=0,{mac_b}"),
+        format!("--eth-peer=1,{mac_a}"),
+    ];
+    let sa = dir.path("a.sock");
+    let extra = [vdev_b];
+    let mut g = Testpmd::start(GuestSpec {
+        prefix,
+        socket: &sa,
+        mac: mac_a,
+        queues: 1,
+        server: false,
+        extra_vdevs: &extra,
+        queue_size: Some(1024),
+        args: &[
+            "--forward-mode=mac",
+            "--rxd=1024",
+            "--txd=1024",
+            &peers[0],
+            &peers[1],
+        ],
+    });
+    g.cmd("start tx_first 4");
+    g
+}
+
 /// Ports of a testpmd guest: a virtio-user vdev, plus extra vdevs (e.g. net_pcap).
 pub struct GuestSpec<'a> {
     pub prefix: &'a str,
