@@ -100,19 +100,7 @@ impl Control {
         all.push((field, cfg.clone()));
         crate::config::validate_ports(&all).map_err(|e| e.to_string())?;
         config.ports.push(cfg.clone());
-        let teps: Vec<_> = config
-            .geneve
-            .iter()
-            .map(|g| (format!("geneve {:?}", g.name), g.clone()))
-            .collect();
-        let vnis: Vec<_> = config
-            .vnis
-            .iter()
-            .map(|v| (format!("vni {}", v.id), v.clone()))
-            .collect();
-        crate::config::geneve::validate_tunnels(&teps, &vnis, &config.ports)
-            .map_err(|e| e.to_string())?;
-        crate::config::geneve::check_host(&config)?;
+        check_overlay(&config)?;
         let previous = (**self.switch.config()).clone();
         // In force before the port is placed: the topology's overlay is built from it.
         self.switch.set_config(config);
@@ -146,19 +134,7 @@ impl Control {
     /// as a start would, the uplinks' XDP filters changed, the topology's overlay
     /// rebuilt.
     async fn set_tunnels(self: &Arc<Self>, old: &Config, config: Config) -> Result<(), String> {
-        let teps: Vec<_> = config
-            .geneve
-            .iter()
-            .map(|g| (format!("geneve {:?}", g.name), g.clone()))
-            .collect();
-        let vnis: Vec<_> = config
-            .vnis
-            .iter()
-            .map(|v| (format!("vni {}", v.id), v.clone()))
-            .collect();
-        crate::config::geneve::validate_tunnels(&teps, &vnis, &config.ports)
-            .map_err(|e| e.to_string())?;
-        crate::config::geneve::check_host(&config)?;
+        check_overlay(&config)?;
         self.switch.set_config(config.clone());
         self.refilter(&old.geneve, &config);
         let (_, generation) = self.switch.publish(|_| Ok::<_, String>(()))?;
@@ -552,6 +528,24 @@ async fn serve_vhost(switch: Arc<Switch>, port: Arc<Port>) {
             }
         }
     }
+}
+
+/// A changed configuration's tunnel endpoints and VNIs, checked as a start checks them
+/// (each named by its name or id), and against the host (addresses, MTUs).
+fn check_overlay(config: &Config) -> Result<(), String> {
+    let teps: Vec<_> = config
+        .geneve
+        .iter()
+        .map(|g| (format!("geneve {:?}", g.name), g.clone()))
+        .collect();
+    let vnis: Vec<_> = config
+        .vnis
+        .iter()
+        .map(|v| (format!("vni {}", v.id), v.clone()))
+        .collect();
+    crate::config::geneve::validate_tunnels(&teps, &vnis, &config.ports)
+        .map_err(|e| e.to_string())?;
+    crate::config::geneve::check_host(config)
 }
 
 /// `config`'s ports, each named by its name (for errors about the port set).
