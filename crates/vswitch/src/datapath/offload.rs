@@ -8,6 +8,11 @@
 //! that need it (a flooded TSO frame): the result is kept for the burst.
 
 use super::packet::{Pkt, RxBurst, BURST};
+
+/// Soft buffers kept between bursts. A burst of TSO frames with the smallest `gso_size`
+/// may need many more (32 × 745 at worst); those are freed after the burst, so the
+/// memory a PMD holds for software offload stays bounded whatever the guests send.
+const SOFT_KEEP: usize = 256;
 use crate::model::stats::{DropReason, PortCounters};
 
 /// What making frame `i` of the burst plain gave, once tried.
@@ -51,10 +56,14 @@ impl Default for SoftFrames {
 }
 
 impl SoftFrames {
-    /// Forgets the previous burst's frames (their buffers are kept for reuse).
+    /// Forgets the previous burst's frames (their buffers are kept for reuse, up to
+    /// [`SOFT_KEEP`]).
     #[inline]
     pub fn reset(&mut self) {
         self.used = 0;
+        if self.bufs.len() > SOFT_KEEP {
+            self.bufs.truncate(SOFT_KEEP);
+        }
         if self.tried {
             self.made = [Made::Untried; BURST];
             self.tried = false;

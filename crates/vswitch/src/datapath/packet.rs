@@ -23,6 +23,13 @@ pub const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 pub const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
 /// virtio-net GSO flag: the TSO frame has CWR set (needs HOST_ECN / GUEST_ECN).
 pub const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
+/// Smallest `gso_size` a guest may ask for, in payload bytes per segment: Linux's
+/// `TCP_MIN_MSS` (include/net/tcp.h), below which no Linux TCP sender segments. A 64 KiB
+/// frame thus makes at most 745 segments (one with `gso_size` 1 would make 65,000).
+pub const MIN_GSO_SIZE: u16 = 88;
+/// Offset of the checksum field in a TCP header (RFC 9293 §3.1): where a TSO frame's
+/// partial checksum must point (Linux `virtio_net_hdr_to_skb`).
+const TCP_CSUM_OFFSET: u16 = 16;
 
 /// The offload fields of a `struct virtio_net_hdr` (virtio 1.2 §5.1.6), in host order;
 /// all zero for a frame that carries no offload.
@@ -86,6 +93,31 @@ impl VirtioNetHdr {
     #[inline]
     pub fn has_offload(&self) -> bool {
         self.needs_csum() || self.gso_type != 0
+    }
+
+    /// Whether a driver that negotiated `acked` (its HOST_* features, device side) may
+    /// send this header with a `len`-byte frame (virtio 1.2 §5.1.6.2, and Linux's
+    /// `virtio_net_hdr_to_skb` rules): every offload asked for was negotiated (a TSO4
+    /// frame needs HOST_TSO4, not just any of CSUM/TSO4/TSO6; CWR needs HOST_ECN; UDP and
+    /// unknown GSO types are refused); a partial checksum's field lies in the frame; a
+    /// TSO frame's checksum is the TCP one, `hdr_len` lies in the frame and `gso_size` is
+    /// at least [`MIN_GSO_SIZE`]. A frame with a header that fails is dropped as
+    /// `bad_offload`, so nothing a guest asks for reaches another guest unchecked.
+    #[inline]
+    pub fn is_valid_for(&self, len: u32, acked: &TxOffloads) -> bool {
+        if !self.has_offload() {
+            return true;
+        }
+        if !acked.accepts(self) {
+            return false;
+        }
+        if self.needs_csum() && u32::from(self.csum_start) + u32::from(self.csum_offset) + 2 > len {
+            return false;
+        }
+        self.gso() == 0
+            || (self.gso_size >= MIN_GSO_SIZE
+                && u32::from(self.hdr_len) <= len
+                && (!self.needs_csum() || self.csum_offset == TCP_CSUM_OFFSET))
     }
 
     /// The header as the `geneve` crate's segmentation metadata.

@@ -679,13 +679,87 @@ fn tso_and_partial_checksums_go_whole_or_in_software() {
     assert!(tcp_ok(&got[0].1));
     assert_eq!(sw.port_stats(1).csum_completed, 1);
 
-    // An impossible offset: dropped and counted, nothing delivered.
+    // An impossible offset: dropped where it came in and counted, nothing delivered.
     let mut h3 = h2;
     h3[6..8].copy_from_slice(&5000u16.to_le_bytes());
     ga.send_with_hdr(0, 0, h3, &small);
     pmd.poll_once();
     assert!(gb.recv(0).is_empty());
-    assert_eq!(drops(&sw, 1, "bad_offload"), 1);
+    assert_eq!(drops(&sw, 0, "bad_offload"), 1);
+}
+
+/// Headers a driver may not send (virtio 1.2 §5.1.6.2; Linux `virtio_net_hdr_to_skb`)
+/// are dropped at the source port as `bad_offload`, before any destination sees them:
+/// a GSO type the driver did not negotiate (TSO6 with only HOST_TSO4, CWR without
+/// HOST_ECN), UDP and unknown GSO types, `gso_size` below 88, a TSO checksum that is not
+/// TCP's, `hdr_len` or the checksum field past the frame. The same frame with a good
+/// header still goes through.
+#[test]
+fn hostile_offload_headers_are_dropped_at_ingress() {
+    use virtio_bindings::virtio_net::{VIRTIO_NET_F_CSUM, VIRTIO_NET_F_HOST_TSO4};
+    let mut cfg = crate::testing::config(&[("a", None), ("b", None)], true);
+    cfg.ports[0].offloads = true;
+    let sw = Switch::new(cfg).unwrap();
+    let base = SimGuest::default_features();
+    let mut ga = attach(
+        &sw,
+        0,
+        base | 1 << VIRTIO_NET_F_CSUM | 1 << VIRTIO_NET_F_HOST_TSO4,
+    );
+    let mut gb = attach(&sw, 1, base);
+    gb.post_rx(0, 0, 128, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    gb.send(0, 0, &frame(A, B, 64, 0));
+    pmd.poll_once();
+    let big = tcp_frame(10_000);
+    let good = {
+        let mut h = [0u8; 12];
+        h[0] = 1; // NEEDS_CSUM
+        h[1] = 1; // GSO_TCPV4
+        h[2..4].copy_from_slice(&54u16.to_le_bytes());
+        h[4..6].copy_from_slice(&1448u16.to_le_bytes());
+        h[6..8].copy_from_slice(&34u16.to_le_bytes());
+        h[8..10].copy_from_slice(&16u16.to_le_bytes());
+        h
+    };
+    let with = |at: usize, v: &[u8]| {
+        let mut h = good;
+        h[at..at + v.len()].copy_from_slice(v);
+        h
+    };
+    let bad = [
+        ("TSO6 not negotiated", with(1, &[4])),
+        ("CWR without HOST_ECN", with(1, &[1 | 0x80])),
+        ("UDP GSO", with(1, &[3])),
+        ("unknown GSO type", with(1, &[9])),
+        ("gso_size 1", with(4, &1u16.to_le_bytes())),
+        ("gso_size 87", with(4, &87u16.to_le_bytes())),
+        ("TSO checksum not TCP's", with(8, &6u16.to_le_bytes())),
+        ("hdr_len past the frame", with(2, &20_000u16.to_le_bytes())),
+        (
+            "csum_start past the frame",
+            with(6, &10_050u16.to_le_bytes()),
+        ),
+    ];
+    for (i, (what, h)) in bad.iter().enumerate() {
+        ga.send_with_hdr(0, 0, *h, &big);
+        pmd.poll_once();
+        assert!(gb.recv(0).is_empty(), "{what}: nothing delivered");
+        assert_eq!(
+            drops(&sw, 0, "bad_offload"),
+            i as u64 + 1,
+            "{what}: counted"
+        );
+    }
+    ga.send_with_hdr(0, 0, with(4, &88u16.to_le_bytes()), &big);
+    pmd.poll_once();
+    assert_eq!(
+        gb.recv(0).len(),
+        10_000usize.div_ceil(88),
+        "gso_size 88 is fine"
+    );
+    assert_eq!(drops(&sw, 0, "bad_offload"), bad.len() as u64);
+    assert_eq!(drops(&sw, 1, "bad_offload"), 0);
 }
 
 /// A TSO frame with CWR set (gso_type TCPV4 | ECN, HOST_ECN) goes whole to a guest with

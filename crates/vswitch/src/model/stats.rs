@@ -37,8 +37,10 @@ pub enum DropReason {
     NoDestination,
     /// An ingress ACL rule said drop (also counted per rule: `vswitchctl acl list`).
     Acl,
-    /// The virtio-net header asked for an offload that cannot be done: an unknown GSO
-    /// type, or checksum or TCP offsets outside the frame.
+    /// The virtio-net header asked for an offload that cannot or may not be done: one
+    /// the driver did not negotiate (each GSO type needs its own HOST_TSO feature), an
+    /// unknown or UDP GSO type, a `gso_size` below 88 bytes, or checksum, TCP or
+    /// `hdr_len` offsets outside the frame (`VirtioNetHdr::is_valid_for`).
     BadOffload,
     /// An AF_XDP or tap port had no free transmit buffer: every UMEM tx frame was still
     /// in flight (the completion ring had not returned them) or the tx ring was full, or

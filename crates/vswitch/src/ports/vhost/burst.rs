@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use vhost_user_backend::VringT;
 use virtio_bindings::virtio_net::{
-    VIRTIO_NET_F_CSUM, VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6,
+    VIRTIO_NET_F_CSUM, VIRTIO_NET_F_HOST_ECN, VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6,
 };
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
@@ -18,7 +18,7 @@ use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 use super::virtq::{prefetch, read_sg, MemView, Seg, SplitRing};
 use super::VhostPort;
 use crate::datapath::packet::{
-    BurstHandler, FrameLoc, FrameSrc, Pkt, RxBurst, VirtioNetHdr, BURST,
+    BurstHandler, FrameLoc, FrameSrc, Pkt, RxBurst, TxOffloads, VirtioNetHdr, BURST,
 };
 use crate::model::stats::DropReason;
 use crate::ports::{Port, RxScratch};
@@ -98,10 +98,15 @@ impl VhostPort {
         }
         let n = usize::from(pending).min(BURST);
         let hdr = conn.hdr_len();
-        let offloads = self.offloads
-            && (conn.has(VIRTIO_NET_F_CSUM)
-                || conn.has(VIRTIO_NET_F_HOST_TSO4)
-                || conn.has(VIRTIO_NET_F_HOST_TSO6));
+        // What the driver may ask of the switch (its HOST_* features): every header is
+        // checked against it, feature by feature.
+        let acked = TxOffloads {
+            csum: conn.has(VIRTIO_NET_F_CSUM),
+            tso4: conn.has(VIRTIO_NET_F_HOST_TSO4),
+            tso6: conn.has(VIRTIO_NET_F_HOST_TSO6),
+            ecn: conn.has(VIRTIO_NET_F_HOST_ECN),
+        };
+        let offloads = self.offloads && (acked.csum || acked.tso4 || acked.tso6);
         let counters = port.counters(rx.pmd);
         let RxScratch {
             pkts, segs, heads, ..
@@ -157,6 +162,10 @@ impl VhostPort {
                     read_sg(ring.mem(), &segs[start as usize..], 0, &mut b);
                     vhdr = VirtioNetHdr::from_bytes(&b);
                 }
+            }
+            if !vhdr.is_valid_for(len, &acked) {
+                counters.drop(DropReason::BadOffload, 1);
+                continue;
             }
             pkts.push(Pkt {
                 loc: FrameLoc {
