@@ -10,7 +10,7 @@
 use super::packet::{Pkt, RxBurst, BURST};
 
 /// Soft buffers kept between bursts. A burst of TSO frames with the smallest `gso_size`
-/// may need many more (32 × 745 at worst); those are freed after the burst, so the
+/// may need many more (32 × 1,366 at worst); those are freed after the burst, so the
 /// memory a PMD holds for software offload stays bounded whatever the guests send.
 const SOFT_KEEP: usize = 256;
 use crate::model::stats::{DropReason, PortCounters};

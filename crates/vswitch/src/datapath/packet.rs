@@ -24,9 +24,10 @@ pub const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
 /// virtio-net GSO flag: the TSO frame has CWR set (needs HOST_ECN / GUEST_ECN).
 pub const VIRTIO_NET_HDR_GSO_ECN: u8 = 0x80;
 /// Smallest `gso_size` a guest may ask for, in payload bytes per segment: Linux's
-/// `TCP_MIN_MSS` (include/net/tcp.h), below which no Linux TCP sender segments. A 64 KiB
-/// frame thus makes at most 745 segments (one with `gso_size` 1 would make 65,000).
-pub const MIN_GSO_SIZE: u16 = 88;
+/// `TCP_MIN_SND_MSS` (include/net/tcp.h: `TCP_MIN_MSS`, 88, less 40 bytes of headers),
+/// the floor of every Linux TCP sender's MSS, so no real driver is refused. A 64 KiB
+/// frame thus makes at most 1,366 segments (one with `gso_size` 1 would make 65,000).
+pub const MIN_GSO_SIZE: u16 = 48;
 /// Offset of the checksum field in a TCP header (RFC 9293 §3.1): where a TSO frame's
 /// partial checksum must point (Linux `virtio_net_hdr_to_skb`).
 const TCP_CSUM_OFFSET: u16 = 16;

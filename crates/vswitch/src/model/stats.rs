@@ -39,7 +39,7 @@ pub enum DropReason {
     Acl,
     /// The virtio-net header asked for an offload that cannot or may not be done: one
     /// the driver did not negotiate (each GSO type needs its own HOST_TSO feature), an
-    /// unknown or UDP GSO type, a `gso_size` below 88 bytes, or checksum, TCP or
+    /// unknown or UDP GSO type, a `gso_size` below 48 bytes, or checksum, TCP or
     /// `hdr_len` offsets outside the frame (`VirtioNetHdr::is_valid_for`).
     BadOffload,
     /// An AF_XDP or tap port had no free transmit buffer: every UMEM tx frame was still
