@@ -120,7 +120,10 @@ impl Switch {
             topology: Arc::new(ArcSwap::from_pointee(Topology::new(npmd))),
             domains: Domains::default(),
             remotes: Default::default(),
-            fdb: Fdb::new(Duration::from_secs(config.fdb_aging_secs)),
+            fdb: Fdb::new(
+                Duration::from_secs(config.fdb_aging_secs),
+                config.fdb_max_macs,
+            ),
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),
@@ -197,7 +200,14 @@ impl Switch {
                 let _ = acl.push(rule.clone());
             }
         }
+        // Guests and taps get the per-port default; an uplink, which legitimately carries
+        // a whole network's MACs, only the table's.
+        let mac_limit = cfg.max_macs.unwrap_or(match cfg.kind {
+            crate::config::PortType::Afxdp => u32::MAX,
+            _ => config.fdb_port_max_macs,
+        });
         Ok(TopoPort {
+            mac_limit,
             acl: Arc::new(PortAcl::new(acl, self.pmds.len())),
             config: Arc::new(cfg.clone()),
             domain,

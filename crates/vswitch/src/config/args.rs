@@ -19,9 +19,11 @@ use super::PollMode;
 #[command(name = "vswitchd", version, verbatim_doc_comment)]
 pub struct Args {
     /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
+    /// fdb_max_macs, fdb_port_max_macs,
     /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
     /// `[[uplink]]` {name, iface, mode, queues, vlan}, `[[tap]]` {name, ifname, vlan},
-    /// `[[fdb_static]]` {mac, port, vlan}.
+    /// each port also {vni, mtu, mac, allowed_macs, max_macs}; `[[fdb_static]]` {mac,
+    /// port, vlan}.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -29,6 +31,9 @@ pub struct Args {
     /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable. `offloads=on` (the
     /// default) offers checksum and TSO offloads; frames a destination cannot take whole
     /// are segmented or checksummed in software. `offloads=off` offers none.
+    /// Every port kind also takes `vni=N`, `mtu=M`, and port security: `mac=MAC` and
+    /// `allowed_macs=MAC+MAC` (then frames from any other source MAC are dropped as
+    /// `spoofed_source`), `max_macs=N` (MACs the port may teach the FDB).
     #[arg(
         long = "vhost-user",
         value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
@@ -92,6 +97,17 @@ pub struct Args {
     /// MAC aging time in seconds (0 disables aging).
     #[arg(long, value_name = "SECS")]
     pub fdb_aging: Option<u64>,
+
+    /// MACs the FDB may learn in all (default 65536). A frame whose source MAC would be
+    /// a new entry beyond it is dropped as `mac_limit`.
+    #[arg(long, value_name = "N")]
+    pub fdb_max_macs: Option<u32>,
+
+    /// MACs one vhost-user or tap port may teach the FDB (default 1024; a port's own
+    /// `max_macs=N` overrides it). Beyond it the port's frames from new MACs are dropped
+    /// as `mac_limit`, so one guest cannot fill the table or flush every flow cache.
+    #[arg(long, value_name = "N")]
+    pub fdb_port_max_macs: Option<u32>,
 
     /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
     #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]

@@ -30,6 +30,19 @@ pub struct UplinkConfig {
     /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
     #[serde(default)]
     pub mtu: Option<u16>,
+    /// Port security: the port's own MAC. With `allowed_macs`, the only source MACs the
+    /// port's frames may carry; others are dropped as `spoofed_source` (OVS
+    /// `port_security`, OpenStack allowed-address-pairs). Absent with `allowed_macs`
+    /// empty: any source MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<MacAddr>,
+    /// Port security: further source MACs the port may send from (see `mac`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_macs: Vec<MacAddr>,
+    /// MACs this port may teach the FDB (default: `fdb_port_max_macs` for vhost-user and
+    /// tap ports, only the global `fdb_max_macs` for uplinks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_macs: Option<u32>,
 }
 
 /// A tap host port as the file writes it (`[[tap]]`), the same as `--tap`.
@@ -49,6 +62,19 @@ pub struct TapConfig {
     /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
     #[serde(default)]
     pub mtu: Option<u16>,
+    /// Port security: the port's own MAC. With `allowed_macs`, the only source MACs the
+    /// port's frames may carry; others are dropped as `spoofed_source` (OVS
+    /// `port_security`, OpenStack allowed-address-pairs). Absent with `allowed_macs`
+    /// empty: any source MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<MacAddr>,
+    /// Port security: further source MACs the port may send from (see `mac`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_macs: Vec<MacAddr>,
+    /// MACs this port may teach the FDB (default: `fdb_port_max_macs` for vhost-user and
+    /// tap ports, only the global `fdb_max_macs` for uplinks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_macs: Option<u32>,
 }
 
 pub(crate) fn one() -> u16 {
@@ -84,6 +110,10 @@ pub struct FileConfig {
     pub control: Option<PathBuf>,
     /// MAC aging time, seconds.
     pub fdb_aging_secs: Option<u64>,
+    /// MACs the FDB may learn in all.
+    pub fdb_max_macs: Option<u32>,
+    /// MACs one vhost-user or tap port may teach the FDB.
+    pub fdb_port_max_macs: Option<u32>,
     /// Ports.
     #[serde(default)]
     pub port: Vec<PortConfig>,

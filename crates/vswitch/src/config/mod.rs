@@ -187,6 +187,15 @@ impl fmt::Display for PortType {
 
 pub use nicoffload::AfXdpRequest;
 
+/// Largest CPU number a CPU list may name (Linux's `NR_CPUS` is at most 8192), so a list
+/// like `0-1000000` is refused before anything is allocated for it.
+pub const MAX_CPU: usize = 8191;
+
+/// Default of `--fdb-max-macs`: MACs the whole FDB may learn.
+pub const DEFAULT_FDB_MAX_MACS: u32 = 65_536;
+/// Default of `--fdb-port-max-macs`: MACs one vhost-user or tap port may teach the FDB.
+pub const DEFAULT_FDB_PORT_MAX_MACS: u32 = 1024;
+
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -200,6 +209,11 @@ pub struct Config {
     pub control: PathBuf,
     /// MAC aging time, seconds; 0 disables aging.
     pub fdb_aging_secs: u64,
+    /// MACs the FDB may learn in all (static entries not counted).
+    pub fdb_max_macs: u32,
+    /// MACs one vhost-user or tap port may teach the FDB unless its `max_macs=` says
+    /// otherwise (uplinks: only the global limit).
+    pub fdb_port_max_macs: u32,
     /// Static FDB entries.
     pub fdb_static: Vec<StaticFdbEntry>,
     /// ACL rules: (port name, rule), in order per port.
@@ -263,6 +277,9 @@ fn parse_static_mac(spec: &str) -> Result<StaticFdbEntry, ConfigError> {
 /// Parses a CPU list such as `1,2` or `0-3,6`.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
+    let too_big = |c: usize| {
+        format!("CPU {c} is past the largest CPU number Linux supports ({MAX_CPU}); expected a list like 1,2 or 2-3")
+    };
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad =
             || format!("{part:?} is not a CPU number or range; expected a list like 1,2 or 2-3");
@@ -272,9 +289,16 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
             if a > b {
                 return Err(bad());
             }
+            if b > MAX_CPU {
+                return Err(too_big(b));
+            }
             cpus.extend(a..=b);
         } else {
-            cpus.push(part.parse().map_err(|_| bad())?);
+            let c = part.parse().map_err(|_| bad())?;
+            if c > MAX_CPU {
+                return Err(too_big(c));
+            }
+            cpus.push(c);
         }
     }
     if cpus.is_empty() {
@@ -453,6 +477,23 @@ impl TryFrom<Args> for Config {
             ));
         }
 
+        let fdb_max_macs = args
+            .fdb_max_macs
+            .or(file.fdb_max_macs)
+            .unwrap_or(DEFAULT_FDB_MAX_MACS);
+        let fdb_port_max_macs = args
+            .fdb_port_max_macs
+            .or(file.fdb_port_max_macs)
+            .unwrap_or(DEFAULT_FDB_PORT_MAX_MACS);
+        for (field, v) in [
+            ("fdb_max_macs", fdb_max_macs),
+            ("fdb_port_max_macs", fdb_port_max_macs),
+        ] {
+            if v == 0 {
+                return Err(invalid(field, "expected at least 1 MAC"));
+            }
+        }
+
         Ok(Config {
             acl: acl.into_iter().map(|(_, p, r)| (p, r)).collect(),
             flow_cache: args
@@ -473,6 +514,8 @@ impl TryFrom<Args> for Config {
                 .fdb_aging
                 .or(file.fdb_aging_secs)
                 .unwrap_or(DEFAULT_FDB_AGING_SECS),
+            fdb_max_macs,
+            fdb_port_max_macs,
             fdb_static,
         })
     }
@@ -695,10 +738,52 @@ mod tests {
             ("a=/tmp/x.sock,vlan=5000", "vlan=5000"),
             ("a=/tmp/x.sock,color=red", "unknown option"),
             ("bad name=/tmp/x.sock", "port name"),
+            ("a=/tmp/x.sock,mac=02:00", "mac=02:00"),
+            ("a=/tmp/x.sock,mac=01:00:5e:00:00:01", "group address"),
+            (
+                "a=/tmp/x.sock,allowed_macs=02:00:00:00:00:01+zz",
+                "allowed_macs=",
+            ),
+            ("a=/tmp/x.sock,max_macs=0", "max_macs=0"),
+            ("a=/tmp/x.sock,max_macs=-1", "max_macs=-1"),
         ] {
             let _ = &d;
             let e = Config::try_from(args(&["--vhost-user", spec])).unwrap_err();
             assert!(e.to_string().contains(want), "{spec}: {e}");
         }
+    }
+
+    /// Port security and MAC limits from a flag spec, a tap spec and the file; the
+    /// global limits from flags over the file; a CPU list past Linux's largest CPU is
+    /// refused before it is expanded.
+    #[test]
+    fn port_security_and_limits() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!(
+            "a={}/a.sock,mac=02:00:00:00:00:01,allowed_macs=02:00:00:00:00:02+02:00:00:00:00:03,max_macs=8",
+            d.path().display()
+        );
+        let c = Config::try_from(args(&[
+            "--vhost-user",
+            &a,
+            "--tap",
+            "t=vs-t,mac=02:00:00:00:00:09",
+            "--fdb-max-macs",
+            "100",
+        ]))
+        .unwrap();
+        let p = &c.ports[0];
+        assert_eq!(p.mac, Some(MacAddr([2, 0, 0, 0, 0, 1])));
+        assert_eq!(p.allowed_macs.len(), 2);
+        assert_eq!(p.max_macs, Some(8));
+        assert!(p.permits_source(&[2, 0, 0, 0, 0, 3]));
+        assert!(!p.permits_source(&[2, 0, 0, 0, 0, 4]));
+        assert_eq!(c.ports[1].mac, Some(MacAddr([2, 0, 0, 0, 0, 9])));
+        assert_eq!(c.fdb_max_macs, 100);
+        assert_eq!(c.fdb_port_max_macs, DEFAULT_FDB_PORT_MAX_MACS);
+        let e = Config::try_from(args(&["--pmd-cpus", "0-1000000"])).unwrap_err();
+        assert!(e.to_string().contains("largest CPU"), "{e}");
+        let e = Config::try_from(args(&["--fdb-port-max-macs", "0"])).unwrap_err();
+        assert!(e.to_string().contains("fdb_port_max_macs"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::file::{TapConfig, UplinkConfig};
-use super::{invalid, AfXdpRequest, ConfigError, PortType, MAX_PORTS, MAX_QUEUE_PAIRS};
+use super::{invalid, AfXdpRequest, ConfigError, MacAddr, PortType, MAX_PORTS, MAX_QUEUE_PAIRS};
 
 /// Largest number of AF_XDP queues (sockets) an uplink may open.
 pub const MAX_UPLINK_QUEUES: u16 = 64;
@@ -90,6 +90,9 @@ pub fn uplink_port(field: &str, u: UplinkConfig) -> Result<PortConfig, ConfigErr
         offloads: false,
         iface: u.iface,
         mode: u.mode,
+        mac: u.mac,
+        allowed_macs: u.allowed_macs,
+        max_macs: u.max_macs,
     })
 }
 
@@ -107,6 +110,9 @@ pub fn tap_port(field: &str, t: TapConfig) -> Result<PortConfig, ConfigError> {
         offloads: false,
         iface: t.ifname,
         mode: AfXdpRequest::Auto,
+        mac: t.mac,
+        allowed_macs: t.allowed_macs,
+        max_macs: t.max_macs,
     })
 }
 
@@ -213,6 +219,17 @@ pub fn validate_ports(ports: &[(String, PortConfig)]) -> Result<(), ConfigError>
                 return Err(invalid(field, format!("mtu={m}: expected 68..=65535")));
             }
         }
+        for m in p.mac.iter().chain(&p.allowed_macs) {
+            if m.is_multicast() {
+                return Err(invalid(
+                    field,
+                    format!("port security MAC {m} is a group address; expected a unicast MAC"),
+                ));
+            }
+        }
+        if p.max_macs == Some(0) {
+            return Err(invalid(field, "max_macs=0: expected a number of MACs >= 1"));
+        }
         if p.kind.is_vhost() {
             check_socket_dir(field, &p.path)?;
         }
@@ -255,21 +272,58 @@ pub struct PortConfig {
     /// afxdp ports: the AF_XDP mode asked for (ignored for other kinds).
     #[serde(default)]
     pub mode: AfXdpRequest,
+    /// Port security: the port's own MAC. With `allowed_macs`, the only source MACs the
+    /// port's frames may carry; others are dropped as `spoofed_source` (OVS
+    /// `port_security`, OpenStack allowed-address-pairs). Absent with `allowed_macs`
+    /// empty: any source MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<MacAddr>,
+    /// Port security: further source MACs the port may send from (see `mac`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_macs: Vec<MacAddr>,
+    /// MACs this port may teach the FDB (default: `fdb_port_max_macs` for vhost-user and
+    /// tap ports, only the global `fdb_max_macs` for uplinks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_macs: Option<u32>,
+}
+
+impl PortConfig {
+    /// Whether port security restricts the source MACs of the port's frames.
+    pub fn has_port_security(&self) -> bool {
+        self.mac.is_some() || !self.allowed_macs.is_empty()
+    }
+
+    /// Whether a frame from source MAC `mac` may enter through this port.
+    #[inline]
+    pub fn permits_source(&self, mac: &[u8; 6]) -> bool {
+        let m = MacAddr(*mac);
+        !self.has_port_security() || self.mac == Some(m) || self.allowed_macs.contains(&m)
+    }
 }
 
 /// The options every port kind takes: its bridge domain (an access VLAN or a Geneve
-/// VNI, never both) and, on a VNI, the MTU of the network behind it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DomainOpts {
+/// VNI, never both), on a VNI the MTU of the network behind it, and its port security
+/// and MAC limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortOpts {
     /// `vlan=V`.
     pub vlan: Option<u16>,
     /// `vni=N`.
     pub vni: Option<u32>,
     /// `mtu=M`.
     pub mtu: Option<u16>,
+    /// `mac=MAC`.
+    pub mac: Option<MacAddr>,
+    /// `allowed_macs=MAC+MAC`.
+    pub allowed_macs: Vec<MacAddr>,
+    /// `max_macs=N`.
+    pub max_macs: Option<u32>,
 }
 
-impl DomainOpts {
+/// The options [`PortOpts`] takes, for error messages.
+const PORT_OPTS: &str = "vlan=V, vni=N, mtu=M, mac=MAC, allowed_macs=MAC+MAC, max_macs=N";
+
+impl PortOpts {
     /// Takes `k=v` if it is one of these options (`Ok(false)`: not one).
     fn take(&mut self, field: &str, k: &str, v: &str) -> Result<bool, ConfigError> {
         match k {
@@ -292,9 +346,38 @@ impl DomainOpts {
                     )
                 })?)
             }
+            "mac" => {
+                self.mac = Some(
+                    v.parse()
+                        .map_err(|e: String| invalid(field, format!("mac={v}: {e}")))?,
+                )
+            }
+            "allowed_macs" => {
+                self.allowed_macs = v
+                    .split('+')
+                    .map(|m| {
+                        m.parse()
+                            .map_err(|e: String| invalid(field, format!("allowed_macs={v}: {e}")))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "max_macs" => {
+                self.max_macs = Some(v.parse().map_err(|_| {
+                    invalid(
+                        field,
+                        format!("max_macs={v}: expected a number of MACs >= 1"),
+                    )
+                })?)
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// Puts the options into `port`.
+    fn apply(self, port: &mut PortConfig) {
+        (port.vlan, port.vni, port.mtu) = (self.vlan, self.vni, self.mtu);
+        (port.mac, port.allowed_macs, port.max_macs) = (self.mac, self.allowed_macs, self.max_macs);
     }
 }
 
@@ -337,8 +420,11 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
         offloads: true,
         iface: String::new(),
         mode: AfXdpRequest::Auto,
+        mac: None,
+        allowed_macs: Vec::new(),
+        max_macs: None,
     };
-    let mut d = DomainOpts::default();
+    let mut d = PortOpts::default();
     for (k, v) in opts {
         if d.take(&field, k, v)? {
             continue;
@@ -356,12 +442,14 @@ fn parse_port_spec(flag: &str, spec: &str, kind: PortType) -> Result<PortConfig,
             _ => {
                 return Err(invalid(
                     &field,
-                    format!("unknown option {k:?}; expected queues=N, vlan=V, vni=N, mtu=M or offloads=on|off"),
+                    format!(
+                        "unknown option {k:?}; expected queues=N, offloads=on|off, {PORT_OPTS}"
+                    ),
                 ))
             }
         }
     }
-    (port.vlan, port.vni, port.mtu) = (d.vlan, d.vni, d.mtu);
+    d.apply(&mut port);
     Ok(port)
 }
 
@@ -388,8 +476,11 @@ fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
         vlan: None,
         vni: None,
         mtu: None,
+        mac: None,
+        allowed_macs: Vec::new(),
+        max_macs: None,
     };
-    let mut d = DomainOpts::default();
+    let mut d = PortOpts::default();
     for (k, v) in opts {
         if d.take(&field, k, v)? {
             continue;
@@ -420,12 +511,13 @@ fn parse_uplink_spec(spec: &str) -> Result<UplinkConfig, ConfigError> {
             _ => {
                 return Err(invalid(
                     &field,
-                    format!("unknown option {k:?}; expected mode=M, queues=N, vlan=V or vni=N"),
+                    format!("unknown option {k:?}; expected mode=M, queues=N, {PORT_OPTS}"),
                 ))
             }
         }
     }
     (u.vlan, u.vni, u.mtu) = (d.vlan, d.vni, d.mtu);
+    (u.mac, u.allowed_macs, u.max_macs) = (d.mac, d.allowed_macs, d.max_macs);
     Ok(u)
 }
 
@@ -434,12 +526,12 @@ fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
     let field = format!("--tap {spec:?}");
     let (name, ifname, opts) =
         split_spec(&field, spec, "expected NAME=IFNAME[,vlan=V|vni=N][,mtu=M]")?;
-    let mut d = DomainOpts::default();
+    let mut d = PortOpts::default();
     for (k, v) in opts {
         if !d.take(&field, k, v)? {
             return Err(invalid(
                 &field,
-                format!("unknown option {k:?}; expected vlan=V, vni=N or mtu=M"),
+                format!("unknown option {k:?}; expected {PORT_OPTS}"),
             ));
         }
     }
@@ -449,6 +541,9 @@ fn parse_tap_spec(spec: &str) -> Result<TapConfig, ConfigError> {
         vlan: d.vlan,
         vni: d.vni,
         mtu: d.mtu,
+        mac: d.mac,
+        allowed_macs: d.allowed_macs,
+        max_macs: d.max_macs,
     })
 }
 

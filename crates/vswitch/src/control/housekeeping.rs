@@ -36,6 +36,7 @@ pub async fn run(ctl: Arc<Control>) {
     let mut auto = AutoState::default();
     loop {
         tick.tick().await;
+        ctl.switch.fdb.flush_pending();
         let aged = ctl.switch.fdb.age();
         if aged > 0 {
             debug!(aged, "FDB entries aged out");

@@ -348,6 +348,7 @@ impl Control {
         self.switch
             .fdb
             .set_aging(Duration::from_secs(new.fdb_aging_secs));
+        self.switch.fdb.set_max_macs(new.fdb_max_macs);
         let reply = plan.reply(changed.names);
         info!(?reply, "configuration reloaded");
         if !failed.is_empty() {
@@ -636,10 +637,14 @@ impl ReloadPlan {
     }
 }
 
-/// Whether two configurations of a port differ at most in what changes in place.
+/// Whether two configurations of a port differ at most in what changes in place: its
+/// VLAN, its port security and its MAC limit.
 fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
     PortConfig {
         vlan: b.vlan,
+        mac: b.mac,
+        allowed_macs: b.allowed_macs.clone(),
+        max_macs: b.max_macs,
         ..a.clone()
     } == *b
 }
@@ -673,6 +678,13 @@ fn apply_in_place(sw: &Switch, t: &mut Topology, new: &Config, pmds: usize) -> I
         }
         if placed.acl.rules.rules() != tp.acl.rules.rules() {
             tp.acl = Arc::new(PortAcl::new(placed.acl.rules.clone(), pmds));
+            changed = true;
+        }
+        if placed.config.mac != tp.config.mac
+            || placed.config.allowed_macs != tp.config.allowed_macs
+            || placed.mac_limit != tp.mac_limit
+        {
+            tp.mac_limit = placed.mac_limit;
             changed = true;
         }
         tp.config = placed.config;

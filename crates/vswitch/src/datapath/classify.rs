@@ -41,7 +41,9 @@ impl Pipeline {
         self.actions.clear();
         let mut rx_bytes = 0u64;
         let mut rx_packets = 0u64;
+        // The last source MAC observed in the burst, and whether it could be learned.
         let mut last_learn = NO_LEARN;
+        let mut last_admitted = true;
         // With the cache, every key is extracted and hashed first and its EMC entry
         // prefetched, so the burst's cache misses overlap; the decisions follow.
         // (Bursts never exceed BURST; the bound only keeps the arrays below in range.)
@@ -149,21 +151,31 @@ impl Pipeline {
                     slow_path(src, &key, &fdb, acl)
                 }
             };
-            if d.learn != NO_LEARN && d.learn != last_learn {
-                last_learn = d.learn;
-                if let Some(l) = fdb.observe(d.learn, src.learn) {
-                    if !self.learns.contains(&l) {
-                        self.learns.push(l);
+            let mut action = d.action;
+            if d.learn != NO_LEARN {
+                if d.learn != last_learn {
+                    last_learn = d.learn;
+                    last_admitted = true;
+                    if let Some(l) = fdb.observe(d.learn, src.learn, src.mac_limit) {
+                        last_admitted = fdb.admits(&l, self.learns.len());
+                        if last_admitted && !self.learns.contains(&l) {
+                            self.learns.push(l);
+                        }
                     }
                 }
+                if !last_admitted {
+                    // A new MAC past the table's or the port's limit: dropped, or its
+                    // replies would be flooded for as long as it talks.
+                    action = Action::Drop(DropReason::MacLimit);
+                }
             }
-            if let Action::Drop(r) = d.action {
+            if let Action::Drop(r) = action {
                 counters.drop(r, 1);
                 if d.rule != NO_RULE {
                     src.acl.count_drop(self.pmd, d.rule);
                 }
             }
-            self.actions.push(d.action);
+            self.actions.push(action);
         }
         drop(fdb);
         counters.rx_packets.add(rx_packets);
@@ -239,6 +251,15 @@ pub fn l2_decide(
             rule: NO_RULE,
             learn: NO_LEARN,
         };
+    }
+    if let Some(cfg) = src.security {
+        if !cfg.permits_source(smac) {
+            return Decision {
+                action: Action::Drop(DropReason::SpoofedSource),
+                rule: NO_RULE,
+                learn: NO_LEARN,
+            };
+        }
     }
     let learn = if smac[0] & 1 == 0 {
         fdb_key(src.domain, smac)

@@ -13,6 +13,7 @@ use super::forward::Groups;
 use super::offload::SoftFrames;
 use super::packet::{Action, BurstHandler, Decision, Pkt, RxBurst, TxItem, BURST};
 use super::tunnel::{EncapItem, Templates};
+use crate::config::PortConfig;
 use crate::model::fdb::{Dest, Learn};
 use crate::model::topology::{DomainId, DomainKey, PortAcl, TopoPort, Topology};
 use crate::model::tunnel::RemoteId;
@@ -37,6 +38,10 @@ pub struct Source<'a> {
     /// The flow key's `in_port`: the port and the domain, so that flows of two VNIs
     /// arriving on one uplink never share a cached decision.
     pub in_port: u32,
+    /// The port's configuration when port security restricts its source MACs.
+    pub security: Option<&'a PortConfig>,
+    /// MACs the source may teach the FDB (`u32::MAX` for a remote: only the table's).
+    pub mac_limit: u32,
 }
 
 impl<'a> Source<'a> {
@@ -51,6 +56,8 @@ impl<'a> Source<'a> {
             learn: Dest::Port(tp.port.id),
             tep: None,
             in_port: u32::from(tp.port.id) | u32::from(tp.domain) << 16,
+            security: tp.config.has_port_security().then_some(&*tp.config),
+            mac_limit: tp.mac_limit,
         }
     }
 }

@@ -829,3 +829,71 @@ fn tso_ecn_goes_whole_only_with_guest_ecn() {
     assert_eq!(got[0].0[..10], hdr[..10]);
     assert_eq!(got[0].1, to_c);
 }
+
+/// Port security: a port with `mac=` (and `allowed_macs=`) forwards frames from those
+/// source MACs only; others are dropped as `spoofed_source` at the port, never learned
+/// (so a guest cannot take another's MAC and its traffic). With ACL rules (the flow
+/// cache) and without.
+#[test]
+fn port_security_drops_spoofed_sources() {
+    for flow_cache in [false, true] {
+        let mut cfg = crate::testing::config(&[("a", None), ("b", None)], flow_cache);
+        cfg.ports[0].mac = Some(crate::config::MacAddr(A));
+        cfg.ports[0].allowed_macs = vec![crate::config::MacAddr(C)];
+        if flow_cache {
+            let rule = "drop ip_proto=udp l4_dst=9".parse().unwrap();
+            cfg.acl.push(("a".into(), rule));
+        }
+        let sw = Switch::new(cfg).unwrap();
+        let mut ga = attach(&sw, 0, SimGuest::default_features());
+        let mut gb = attach(&sw, 1, SimGuest::default_features());
+        gb.post_rx(0, 0, 64, 2048);
+        let mut pmd = Pmd::new(sw.clone(), 0);
+        gb.send(0, 0, &frame(A, B, 64, 0));
+        pmd.poll_once();
+        ga.send(0, 0, &frame(B, A, 64, 1));
+        ga.send(0, 1, &frame(B, C, 64, 2));
+        ga.send(0, 2, &frame(B, B, 64, 3)); // b's own MAC
+        ga.send(0, 3, &frame(B, [2, 0, 0, 0, 0, 9], 64, 4));
+        pmd.poll_once();
+        let got = gb.recv(0);
+        assert_eq!(
+            got,
+            vec![frame(B, A, 64, 1), frame(B, C, 64, 2)],
+            "cache {flow_cache}"
+        );
+        assert_eq!(drops(&sw, 0, "spoofed_source"), 2);
+        assert_eq!(
+            sw.fdb.reader().lookup(crate::model::fdb::fdb_key(0, &B)),
+            Some(crate::model::fdb::Dest::Port(1)),
+            "b's MAC stays on b"
+        );
+    }
+}
+
+/// A port may teach the FDB at most `max_macs` MACs: frames from further new MACs are
+/// dropped as `mac_limit` (their replies would otherwise be flooded); MACs already
+/// learned keep working.
+#[test]
+fn mac_limit_per_port() {
+    let mut cfg = crate::testing::config(&[("a", None), ("b", None)], false);
+    cfg.ports[0].max_macs = Some(4);
+    let sw = Switch::new(cfg).unwrap();
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    gb.post_rx(0, 0, 64, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    for i in 0..10u8 {
+        ga.send(0, u16::from(i), &frame(B, [2, 0, 0, 0, 1, i], 64, i));
+    }
+    pmd.poll_once();
+    assert_eq!(gb.recv(0).len(), 4);
+    assert_eq!(drops(&sw, 0, "mac_limit"), 6);
+    assert_eq!(sw.fdb.port_macs(0), 4);
+    // A learned MAC still sends; a new one still cannot.
+    ga.send(0, 10, &frame(B, [2, 0, 0, 0, 1, 0], 64, 20));
+    ga.send(0, 11, &frame(B, [2, 0, 0, 0, 1, 200], 64, 21));
+    pmd.poll_once();
+    assert_eq!(gb.recv(0), vec![frame(B, [2, 0, 0, 0, 1, 0], 64, 20)]);
+    assert_eq!(drops(&sw, 0, "mac_limit"), 7);
+}

@@ -148,6 +148,8 @@ impl Pipeline {
                 learn: Dest::Remote(remote),
                 tep: Some(tep),
                 in_port: u32::from(port.id) | u32::from(domain) << 16,
+                security: None,
+                mac_limit: u32::MAX,
             };
             self.classify(topo, &src, burst, &mut inner[i..j]);
             self.forward(topo, &src, queue, burst, &mut inner[i..j]);

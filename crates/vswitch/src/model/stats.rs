@@ -52,11 +52,17 @@ pub enum DropReason {
     /// A frame from a Geneve tunnel was bound for a MAC behind another tunnel: tunnelled
     /// frames never go back into a tunnel (split horizon).
     SplitHorizon,
+    /// The frame's source MAC was new, and learning it would pass the FDB's limit
+    /// (`--fdb-max-macs`) or its port's (`max_macs=`, `--fdb-port-max-macs`).
+    MacLimit,
+    /// Port security: the frame's source MAC is not the port's `mac=` or one of its
+    /// `allowed_macs=`.
+    SpoofedSource,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 15] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -70,6 +76,8 @@ impl DropReason {
         DropReason::NoTxBuffer,
         DropReason::TxError,
         DropReason::SplitHorizon,
+        DropReason::MacLimit,
+        DropReason::SpoofedSource,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -88,6 +96,8 @@ impl DropReason {
             DropReason::NoTxBuffer => "no_tx_buffer",
             DropReason::TxError => "tx_error",
             DropReason::SplitHorizon => "split_horizon",
+            DropReason::MacLimit => "mac_limit",
+            DropReason::SpoofedSource => "spoofed_source",
         }
     }
 }

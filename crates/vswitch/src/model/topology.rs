@@ -198,6 +198,8 @@ pub struct TopoPort {
     pub domain_key: DomainKey,
     /// Its ingress ACL.
     pub acl: Arc<PortAcl>,
+    /// MACs it may teach the FDB (its `max_macs=`, else the kind's default).
+    pub mac_limit: u32,
 }
 
 /// One snapshot of the switch's topology.
