@@ -16,7 +16,6 @@ pub mod tap;
 pub mod vhost;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use crate::config::{PortConfig, PortType};
 use crate::control::protocol::ShowPort;
@@ -377,12 +376,14 @@ impl RxScratch {
 }
 
 /// What a sleeping PMD waits on: its wake eventfd, kick eventfds (read after waking) and
-/// other pollable fds (AF_XDP sockets, tap rings; only polled). Holds the vhost-user
-/// connections whose kick fds it polls, so they stay open.
+/// other pollable fds (AF_XDP sockets, tap rings; only polled). Holds its own duplicate
+/// of every kick eventfd: SET_VRING_KICK closes a ring's old kick fd whenever the
+/// front-end likes, and the number could be reused for another file (a socket whose
+/// bytes the PMD would then read) while the PMD sleeps on it.
 pub struct SleepSet {
     kicks: Vec<libc::pollfd>,
     others: Vec<libc::pollfd>,
-    held: Vec<Arc<vhost::device::Connection>>,
+    held: Vec<std::os::fd::OwnedFd>,
 }
 
 impl SleepSet {
@@ -395,10 +396,11 @@ impl SleepSet {
         }
     }
 
-    /// Adds an eventfd to drain after waking, kept open by `conn`.
-    pub fn push_eventfd(&mut self, fd: i32, conn: Arc<vhost::device::Connection>) {
-        self.kicks.push(pollin(fd));
-        self.held.push(conn);
+    /// Adds an eventfd to drain after waking (the set owns it: a duplicate).
+    pub fn push_eventfd(&mut self, fd: std::os::fd::OwnedFd) {
+        self.kicks
+            .push(pollin(std::os::fd::AsRawFd::as_raw_fd(&fd)));
+        self.held.push(fd);
     }
 
     /// Adds an fd that is only polled for readability.
@@ -414,7 +416,7 @@ impl SleepSet {
         fds.extend_from_slice(&self.others);
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs; every fd in it is
         // open for the duration of the call (the wake fd is owned by the PMD's shared
-        // state, the kick fds by the connections in `held`, the others by the ports the
+        // state, the kick fds by `held` (duplicates of the rings' own), the others by the ports the
         // PMD's topology snapshot holds).
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
         if n > 0 {

@@ -243,10 +243,16 @@ impl VhostPort {
             virtq::SplitRing::new(&mem, st.get_queue())
                 .is_some_and(|ring| ring.set_kicks(true, st.get_queue().next_avail()))
         };
-        let kick = st.get_kick().as_ref().map(|k| k.as_raw_fd());
+        // A duplicate, owned by the set: the ring's own may be closed by SET_VRING_KICK
+        // while the PMD sleeps.
+        let kick = st.get_kick().as_ref().and_then(|k| {
+            // SAFETY: the ring's kick fd is open while `st` borrows the ring's state.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(k.as_raw_fd()) };
+            fd.try_clone_to_owned().ok()
+        });
         drop(st);
         if let Some(fd) = kick {
-            set.push_eventfd(fd, conn);
+            set.push_eventfd(fd);
         }
         pending
     }
