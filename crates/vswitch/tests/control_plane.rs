@@ -353,3 +353,48 @@ fn ctl_request(ctl: &Path, req: Request) -> Response {
 fn ctl_call(ctl: &Path, req: Request) -> Result<Response, String> {
     common::ctl(ctl, req)
 }
+
+/// Who may change the switch: a client that can connect but is neither root nor the
+/// daemon's user (here `nobody`, through a socket opened up for the test) reads
+/// `stats` and `acl list` but is refused `acl add`, `del-port` and `reload`, naming its
+/// uid, and nothing changes; root's same request is served.
+#[test]
+fn only_root_or_the_daemons_user_may_change_the_switch() {
+    let dir = TempDir::new("ctlperm");
+    let a = format!("a={}", dir.path("a.sock").display());
+    let sw = Vswitchd::start(&dir, &["--vhost-user".into(), a]);
+    let ctl = sw.control.clone();
+    // Let `nobody` reach the socket (its directory and the socket itself).
+    for p in [dir.path(""), ctl.clone()] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_vswitchctl"))
+            .arg("--socket")
+            .arg(&ctl)
+            .args(args)
+            .output()
+            .expect("setpriv runs vswitchctl")
+    };
+    let out = as_nobody(&["stats"]);
+    assert!(out.status.success(), "nobody reads stats: {out:?}");
+    assert!(as_nobody(&["acl", "list"]).status.success());
+    for change in [
+        &["acl", "add", "a", "drop", "ip_proto=udp"][..],
+        &["del-port", "a"],
+        &["reload"],
+    ] {
+        let out = as_nobody(change);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{change:?} refused: {out:?}");
+        assert!(
+            err.contains("permission denied") && err.contains("uid 65534"),
+            "{change:?}: {err}"
+        );
+    }
+    assert_eq!(ports(&ctl).len(), 1, "the port is still there");
+    let out = vswitchctl(&ctl, &["acl", "add", "a", "drop", "ip_proto=udp"]);
+    assert!(out.status.success(), "root adds the rule: {out:?}");
+}

@@ -91,6 +91,23 @@ pub enum Request {
     Tunnels,
 }
 
+impl Request {
+    /// Whether the request changes the switch (ports, ACLs, queue placement, the
+    /// configuration) rather than reading it: only root and the daemon's own user may
+    /// send those (the control socket's group may read).
+    pub fn is_change(&self) -> bool {
+        matches!(
+            self,
+            Request::AclAdd { .. }
+                | Request::AclDel { .. }
+                | Request::AddPort { .. }
+                | Request::DelPort { .. }
+                | Request::PmdRebalance
+                | Request::Reload
+        )
+    }
+}
+
 /// A request line: the protocol version and the request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestLine {

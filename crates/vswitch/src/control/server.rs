@@ -5,7 +5,9 @@
 //! The socket is created with mode 0660 (owner root, group `vswitch` when that group
 //! exists): root and the members of `vswitch` may use `vswitchctl`, nobody else. It is
 //! bound under a temporary name and renamed into place once its mode is set, so it is
-//! never reachable with looser permissions.
+//! never reachable with looser permissions. Of those who can connect, only root and the
+//! daemon's own user may change the switch ([`Request::is_change`]): the kernel's
+//! credentials of the peer (`SO_PEERCRED`) decide, so the group can watch but not edit.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -17,7 +19,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::{debug, warn};
 
 use super::ops::Control;
-use super::protocol::{ReplyLine, RequestLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES, PROTOCOL_VERSION};
+use super::protocol::{
+    ReplyLine, Request, RequestLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES, PROTOCOL_VERSION,
+};
 
 /// The group allowed to use the control socket besides root.
 pub const CONTROL_GROUP: &str = "vswitch";
@@ -121,6 +125,11 @@ pub async fn serve(listener: UnixListener, ctl: Arc<Control>) {
 /// Serves one client: request lines in, reply lines out, until it closes, sends
 /// nothing for [`IDLE_TIMEOUT`], or sends a line longer than [`MAX_REQUEST_BYTES`].
 async fn client(stream: UnixStream, ctl: Arc<Control>) {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let own = unsafe { libc::geteuid() };
+    // The peer's uid as the kernel saw it at connect (SO_PEERCRED); unknown: read-only.
+    let peer = stream.peer_cred().ok().map(|c| c.uid());
+    let may_change = peer.is_some_and(|u| u == 0 || u == own);
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::new(rd);
     let mut line = Vec::new();
@@ -156,6 +165,7 @@ async fn client(stream: UnixStream, ctl: Arc<Control>) {
                 "protocol version {} not supported; this vswitchd speaks {PROTOCOL_VERSION}",
                 r.version
             )),
+            Ok(r) if r.request.is_change() && !may_change => Err(refused(peer, &r.request)),
             Ok(r) => super::handlers::dispatch(&ctl, r.request).await,
             Err(e) => Err(format!("bad request: {e}")),
         };
@@ -163,6 +173,21 @@ async fn client(stream: UnixStream, ctl: Arc<Control>) {
             return;
         }
     }
+}
+
+/// The refusal of a change from a client that may only read.
+fn refused(uid: Option<u32>, req: &Request) -> String {
+    let who = uid.map_or("a client of unknown uid".to_string(), |u| {
+        format!("uid {u}")
+    });
+    // The request's `cmd` tag, as the client wrote it.
+    let what = serde_json::to_value(req)
+        .ok()
+        .and_then(|v| v.get("cmd")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    format!(
+        "permission denied: {who} may read but not change the switch ({what}); changes need root or vswitchd's own user"
+    )
 }
 
 async fn reply(
