@@ -82,6 +82,7 @@ impl SimGuest {
             acked_features: Arc::new(AtomicU64::new(features)),
             features_set: Arc::new(AtomicBool::new(true)),
             id: 1_000_000 + u64::from(rand_id()),
+            faults: Default::default(),
         });
         let hdr_len = conn.hdr_len() as usize;
         SimGuest {

@@ -37,6 +37,7 @@ pub async fn run(ctl: Arc<Control>) {
     loop {
         tick.tick().await;
         ctl.switch.fdb.flush_pending();
+        close_faulted(&ctl);
         let aged = ctl.switch.fdb.age();
         if aged > 0 {
             debug!(aged, "FDB entries aged out");
@@ -44,6 +45,19 @@ pub async fn run(ctl: Arc<Control>) {
         let _ = ctl.health();
         if ctl.switch.config().pmd_auto_rebalance && auto.due() {
             auto_rebalance(&ctl, &mut auto).await;
+        }
+    }
+}
+
+/// Closes the vhost-user connections whose guest memory faulted under the switch
+/// (`ports::vhost::fault`).
+fn close_faulted(ctl: &Control) {
+    if !crate::ports::vhost::fault::take_faulted() {
+        return;
+    }
+    for tp in ctl.switch.topo().iter() {
+        if let crate::ports::PortKind::Vhost(v) = &tp.port.kind {
+            v.close_if_faulted(&tp.port.name);
         }
     }
 }

@@ -72,6 +72,10 @@ impl VhostPort {
     ) -> usize {
         let guard = self.conn.load();
         let Some(conn) = guard.as_ref() else { return 0 };
+        if super::fault::pending() && conn.faults.faulted() {
+            // Its memory is gone (housekeeping closes it): read nothing from it.
+            return 0;
+        }
         let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
             return 0;
         };

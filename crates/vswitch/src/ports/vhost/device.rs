@@ -32,6 +32,7 @@ use vm_memory::GuestMemoryAtomic;
 use vmm_sys_util::epoll::EventSet;
 use vmm_sys_util::eventfd::EventFd;
 
+use crate::ports::vhost::fault::FaultGuard;
 use crate::ports::vhost::virtq::{AtomicMem, Mem};
 
 /// VHOST_USER_F_PROTOCOL_FEATURES (vhost-user spec): protocol features are negotiated.
@@ -136,6 +137,8 @@ pub struct Connection {
     pub features_set: Arc<AtomicBool>,
     /// Unique id of this connection, for PMD bookkeeping.
     pub id: u64,
+    /// Its guest memory regions, registered for SIGBUS containment ([`super::fault`]).
+    pub faults: Arc<FaultGuard>,
 }
 
 impl Connection {
@@ -339,6 +342,8 @@ pub struct NetBackend {
     acked: Arc<AtomicU64>,
     features_set: Arc<AtomicBool>,
     wakers: Arc<Wakers>,
+    /// The guest memory regions, registered for SIGBUS containment.
+    faults: Arc<FaultGuard>,
 }
 
 impl VhostUserBackend for NetBackend {
@@ -373,10 +378,12 @@ impl VhostUserBackend for NetBackend {
         self.wakers.wake_all();
     }
     fn set_event_idx(&self, _enabled: bool) {}
-    fn update_memory(&self, _mem: GuestMemoryAtomic<Mem>) -> io::Result<()> {
+    fn update_memory(&self, mem: GuestMemoryAtomic<Mem>) -> io::Result<()> {
         // The AtomicMem we handed to VhostUserDaemon::new is the one the library
         // updates; PMDs load it once per burst, so a new table applies from the next
         // burst and a running burst keeps the old mapping alive until it ends.
+        self.faults
+            .track(vm_memory::GuestAddressSpace::memory(&mem).into_inner());
         self.wakers.wake_all();
         Ok(())
     }
@@ -450,7 +457,9 @@ impl Connection {
         let mem = GuestMemoryAtomic::new(Mem::new());
         let acked = Arc::new(AtomicU64::new(0));
         let features_set = Arc::new(AtomicBool::new(false));
+        let faults = Arc::new(FaultGuard::default());
         let backend = NetBackend {
+            faults: faults.clone(),
             queue_pairs,
             offloads,
             mtu_advice,
@@ -468,6 +477,7 @@ impl Connection {
             acked_features: acked,
             features_set,
             id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
+            faults,
         });
         let attach = match endpoint {
             Endpoint::Listen(l) => daemon.start(l),

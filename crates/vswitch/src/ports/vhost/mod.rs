@@ -14,6 +14,7 @@
 pub mod burst;
 pub mod deliver;
 pub mod device;
+pub mod fault;
 pub mod virtq;
 
 use std::os::fd::AsRawFd;
@@ -193,6 +194,34 @@ impl VhostPort {
             .cloned()
             .collect();
         s.ready_queue_pairs = c.ready_pairs();
+    }
+
+    /// Closes the connection if its guest memory faulted under the switch (the front-end
+    /// truncated a file it shared): counted as a protocol error; the port serves the
+    /// next connection. Returns whether it did.
+    pub fn close_if_faulted(&self, name: &str) -> bool {
+        let Some(c) = self.conn.load_full() else {
+            return false;
+        };
+        if !c.faults.faulted() {
+            return false;
+        }
+        warn!(
+            port = name,
+            conn = c.id,
+            "vhost-user connection closed: its guest memory vanished under the switch (a \
+             shared file was truncated); the accesses were contained"
+        );
+        self.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        if let Some(h) = self
+            .shutdown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            h.shutdown();
+        }
+        true
     }
 
     /// Stops the service: the connection is closed (the guest sees its link go down),
