@@ -216,6 +216,14 @@ impl Vswitchd {
         self.child.as_ref().expect("vswitchd running").id()
     }
 
+    /// kill -9, as a crash: nothing is cleaned up (sockets and their files stay).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
     /// SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut c = self.child.take()?;
