@@ -221,6 +221,95 @@ fn an_uplink_and_a_tap_come_and_go_while_a_loop_runs() {
     assert_loop_whole(&a, &b, 0);
 }
 
+/// Fault: the uplink's interface is deleted (`ip link del`) while the namespace behind
+/// it floods pings through it to a tap, and while the tap sends toward it. vswitchd
+/// lives, shows the uplink down, counts the tap's frames for it as `port_down` (nothing
+/// else lost uncounted), `del-port` still removes it, and the loop beside it loses
+/// nothing.
+#[test]
+fn an_uplink_deleted_under_traffic() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("updel");
+    let veth = Veth::new("ld", 1, "198.51.100.1");
+    let tap = format!("vsld{}", std::process::id() % 10000);
+    let sw = start_loop_switch(&dir, &[]);
+    let mut lg = start_loop_guest(&dir, "vsloopd", MAC_A, MAC_B);
+    wait_for(Duration::from_secs(20), "the loop running", || {
+        (sw.port("a").stats.rx_packets > 10_000).then_some(())
+    });
+    let spec = format!("u={},mode=generic,vlan=30", veth.host);
+    vswitchctl(&sw.control, &["add-port", "--uplink", &spec]);
+    vswitchctl(
+        &sw.control,
+        &["add-port", "--tap", &format!("t={tap},vlan=30")],
+    );
+    std::fs::write(format!("/proc/sys/net/ipv6/conf/{tap}/disable_ipv6"), "1").unwrap();
+    veth.exec(&[
+        "ip",
+        "neigh",
+        "add",
+        "198.51.100.9",
+        "lladdr",
+        "02:00:00:00:00:99",
+        "dev",
+        &veth.peer,
+    ]);
+    // A ping flood from the namespace, flooded in VLAN 30 to the tap, for as long as
+    // the link lives.
+    let flood = KillOnDrop(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &veth.ns,
+                "ping",
+                "-f",
+                "-W",
+                "1",
+                "198.51.100.9",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(
+        Duration::from_secs(10),
+        "the flood reaching the tap",
+        || (sw.port("t").stats.tx_packets > 500).then_some(()),
+    );
+    let peer_mac = veth.peer_mac();
+    // The uplink's MAC learned behind u: the tap's frames to it are unicast to u.
+    run(&["ip", "link", "del", &veth.host]);
+    wait_for(Duration::from_secs(10), "u to go down", || {
+        (sw.port("u").link == "down").then_some(())
+    });
+    drop(flood);
+    let u_before = sw.port("u").stats;
+    let script = format!(
+        "from scapy.all import *\n\
+         sendp([Ether(src='02:00:00:00:00:33', dst='{peer_mac}')/IP(src='198.51.100.3', dst='198.51.100.1')/UDP(dport=9)/Raw(b'x'*64)]*10, iface='{tap}', verbose=0)\n"
+    );
+    run(&["/usr/bin/python3", "-c", &script]);
+    let u = wait_for(Duration::from_secs(10), "the tap's frames counted", || {
+        let u = sw.port("u").stats;
+        let d = u.drops.get("port_down").copied().unwrap_or(0)
+            - u_before.drops.get("port_down").copied().unwrap_or(0);
+        (d == 10).then_some(u)
+    });
+    assert_eq!(
+        u.tx_packets, u_before.tx_packets,
+        "nothing sent on a dead link"
+    );
+    assert!(show_json(&sw.control).is_ok(), "vswitchd answers");
+    vswitchctl(&sw.control, &["del-port", "u"]);
+    vswitchctl(&sw.control, &["del-port", "t"]);
+    lg.cmd("stop");
+    let (a, b) = settled(&sw);
+    assert_loop_whole(&a, &b, 0);
+}
+
 /// A reload under a running loop adds a port, moves another to a VLAN and deletes a
 /// third; the loop's guest stays connected throughout (its port is unchanged) and loses
 /// nothing.
