@@ -11,62 +11,17 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use vswitch::control::protocol::{PortStatsOwned, Request, Response};
+use vswitch::control::protocol::{Request, Response};
 
-const MAC_A: &str = "02:00:00:00:00:01";
-const MAC_B: &str = "02:00:00:00:00:02";
+use common::looping::*;
+
+const MAC_A: &str = LOOP_MAC_A;
+const MAC_B: &str = LOOP_MAC_B;
 const MAC_C: &str = "02:00:00:00:00:03";
 
 fn vswitchctl(ctl: &Path, args: &[&str]) {
     let out = vswitchctl_out(ctl, args);
     assert!(out.status.success(), "vswitchctl {args:?}: {out:?}");
-}
-
-/// vswitchd with loop ports a and b (MACs static, so no frame of the loop is flooded)
-/// plus `extra` flags.
-fn start_loop_switch(dir: &TempDir, extra: &[String]) -> Vswitchd {
-    let mut args = vec![
-        "--vhost-user".to_string(),
-        format!("a={}", dir.path("a.sock").display()),
-        "--vhost-user".into(),
-        format!("b={}", dir.path("b.sock").display()),
-        "--static-mac".into(),
-        format!("a={MAC_A}"),
-        "--static-mac".into(),
-        format!("b={MAC_B}"),
-        "--poll".into(),
-        "adaptive".into(),
-    ];
-    args.extend_from_slice(extra);
-    Vswitchd::start(dir, &args)
-}
-
-/// Waits until the loop's counters stop moving after its guest stopped forwarding.
-fn settled(sw: &Vswitchd) -> (PortStatsOwned, PortStatsOwned) {
-    let mut last = (sw.port("a").stats, sw.port("b").stats);
-    wait_for(
-        Duration::from_secs(10),
-        "the loop's counters to settle",
-        || {
-            std::thread::sleep(Duration::from_millis(200));
-            let now = (sw.port("a").stats, sw.port("b").stats);
-            let same =
-                now.0.rx_packets == last.0.rx_packets && now.1.rx_packets == last.1.rx_packets;
-            last = now.clone();
-            same.then_some(now)
-        },
-    )
-}
-
-/// The loop's accounting: no drop on a or b; every frame taken from a was delivered to
-/// b; every frame taken from b, and each of the `injected` frames other ports sent to
-/// A, was delivered to a.
-fn assert_loop_whole(a: &PortStatsOwned, b: &PortStatsOwned, injected: u64) {
-    assert_eq!(a.drops_total, 0, "drops on a: {a:?}");
-    assert_eq!(b.drops_total, 0, "drops on b: {b:?}");
-    assert_eq!(b.tx_packets, a.rx_packets, "a → b: {a:?} {b:?}");
-    assert_eq!(a.tx_packets, b.rx_packets + injected, "b → a: {a:?} {b:?}");
-    assert!(a.rx_packets > 20_000, "the loop ran: {a:?}");
 }
 
 /// A third port is added, used by its own guest (32 frames to A, which join the loop)

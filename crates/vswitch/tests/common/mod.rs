@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fabric;
+pub mod looping;
 pub mod ovs;
 
 use std::io::{BufRead, BufReader, Read, Write};
