@@ -1016,6 +1016,86 @@ fn rx_avail_jump(bed: &Bed) {
     bed.check_alive("rx avail.idx jump");
 }
 
+/// Hostile virtio-net headers on frames from h (to itself): each is dropped as
+/// bad_offload.
+fn bad_vnet_headers(bed: &Bed) {
+    let tcp = |len| tcp4_frame(mac(MAC_H), mac(MAC_H), len);
+    let h = |flags, gso_type, hdr_len, gso_size, csum_start, csum_offset| VnetHdr {
+        flags,
+        gso_type,
+        hdr_len,
+        gso_size,
+        csum_start,
+        csum_offset,
+    };
+    let tso = F_CSUM | F_HOST_TSO4;
+    let cases = [
+        (
+            "TCPV4 GSO without HOST_TSO4",
+            F_CSUM,
+            h(NEEDS_CSUM, GSO_TCPV4, 54, 1448, 34, 16),
+            3000,
+        ),
+        (
+            "gso_size 1 on a 60 KB frame",
+            tso,
+            h(NEEDS_CSUM, GSO_TCPV4, 54, 1, 34, 16),
+            60_000,
+        ),
+        (
+            "csum_start past the frame",
+            F_CSUM,
+            h(NEEDS_CSUM, GSO_NONE, 0, 0, 5000, 16),
+            100,
+        ),
+        (
+            "csum_offset past the frame",
+            F_CSUM,
+            h(NEEDS_CSUM, GSO_NONE, 0, 0, 34, 2000),
+            100,
+        ),
+        (
+            "hdr_len past the frame",
+            tso,
+            h(NEEDS_CSUM, GSO_TCPV4, 4000, 1448, 34, 16),
+            3000,
+        ),
+        (
+            "gso_type UDP",
+            tso,
+            h(NEEDS_CSUM, GSO_UDP, 42, 1000, 34, 6),
+            3000,
+        ),
+        (
+            "TCPV6 GSO without HOST_TSO6",
+            tso,
+            h(NEEDS_CSUM, GSO_TCPV6, 74, 1400, 54, 16),
+            3000,
+        ),
+        ("gso_type 2", tso, h(NEEDS_CSUM, 2, 54, 1448, 34, 16), 3000),
+        ("gso_type 7", tso, h(NEEDS_CSUM, 7, 54, 1448, 34, 16), 3000),
+        (
+            "gso_type 0x7f",
+            tso,
+            h(NEEDS_CSUM, 0x7f, 54, 1448, 34, 16),
+            3000,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, features, hdr, len) in cases {
+        let before = bed.h();
+        let mut g = Guest::connect(&bed.sh, features);
+        g.send(&hdr.bytes(), &tcp(len));
+        g.tx_done();
+        if let Err(e) = bed.try_expect_h(what, &before, None, &[("bad_offload", 1)]) {
+            wrong.push(e);
+        }
+        drop(g);
+        bed.check_alive(what);
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// SET_MEM_TABLE with a new memfd (a copy of the old memory), 20 times, while frames
 /// flow both ways: every frame sent is taken, and after the last swap the receive ring
 /// is filled in the new memory.
@@ -1096,4 +1176,20 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
         "ring attacks: footprint {before:?} -> {after:?}; {:?}",
         t0.elapsed()
     );
+}
+
+/// Hostile virtio-net headers, each on a fresh connection to h beside the running loop:
+/// each frame is dropped and counted as bad_offload on h.
+#[test]
+fn hostile_vnet_headers_are_dropped_as_bad_offload() {
+    let _g = serial();
+    let bed = Bed::start("hvnet", MAC_B, &[]);
+    bad_vnet_headers(&bed);
+    assert_eq!(protocol_errors(&bed.sw, "h"), 0);
+    bed.check_rate_kept();
+    let mut bed = bed;
+    bed.lg.cmd("stop");
+    let a = bed.sw.port("a").stats;
+    let b = bed.sw.port("b").stats;
+    assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
 }
