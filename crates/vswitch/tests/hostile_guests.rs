@@ -443,6 +443,38 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
         assert!(g.front.closed_by_switch(), "garbage mid-session closes");
         refused_one("garbage mid-session");
     }
+    // Fix A: a message that has started must complete within 5 s.
+    for (what, bytes) in [
+        // 5 bytes of a 12-byte header, then nothing.
+        ("a short header", &[1u8, 0, 0, 0, 1][..]),
+        // SET_FEATURES announcing its 8-byte body, which never comes.
+        (
+            "a missing body",
+            &[2u8, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0][..],
+        ),
+    ] {
+        let mut f = Front::connect(sh);
+        assert!(f.answers());
+        f.0.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        f.send_raw(bytes, &[]);
+        let t = Instant::now();
+        assert!(f.closed_by_switch(), "{what}: closed");
+        let took = t.elapsed();
+        eprintln!("{what}: closed after {took:?}");
+        assert!(
+            took >= Duration::from_secs(4) && took < Duration::from_secs(8),
+            "{what}: closed after {took:?}, want about 5 s"
+        );
+        refused_one(what);
+        // The port serves the next front-end right away.
+        let t = Instant::now();
+        let mut f = Front::connect(sh);
+        assert!(f.answers(), "{what}: the next connection is served");
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{what}: served at once"
+        );
+    }
     assert!(idle.answers(), "an idle connection stays served");
     drop(idle);
     // 1000 reconnects, each negotiating a little.

@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use std::os::unix::io::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use std::{mem, slice};
 
 use libc::{c_void, iovec};
@@ -104,9 +105,17 @@ impl Drop for Listener {
     }
 }
 
+/// vswitch patch: once the first bytes of a message have arrived, the rest of it (header,
+/// body and their fds) must arrive within this time, or the message is refused and the
+/// connection closed. Between messages a connection may stay idle for as long as it likes.
+pub const MSG_COMPLETION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Unix domain socket endpoint for vhost-user connection.
 pub(super) struct Endpoint<H: MsgHeader> {
     sock: UnixStream,
+    /// vswitch patch: when the message being received must be complete (set when its
+    /// first bytes arrived; see [`MSG_COMPLETION_TIMEOUT`]).
+    msg_deadline: Option<Instant>,
     _h: PhantomData<H>,
 }
 
@@ -125,7 +134,45 @@ impl<H: MsgHeader> Endpoint<H> {
     pub fn from_stream(sock: UnixStream) -> Self {
         Endpoint {
             sock,
+            msg_deadline: None,
             _h: PhantomData,
+        }
+    }
+
+    /// vswitch patch: waits until the socket is readable (or hung up, or in error: the
+    /// next recvmsg tells which), for at most until `deadline`.
+    ///
+    /// # Return:
+    /// * - SocketError (TimedOut): the deadline passed first.
+    fn wait_readable(&self, deadline: Instant) -> Result<()> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::SocketError(std::io::Error::new(
+                    ErrorKind::TimedOut,
+                    format!(
+                        "message incomplete {} s after its first bytes",
+                        MSG_COMPLETION_TIMEOUT.as_secs()
+                    ),
+                )));
+            }
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let mut pfd = libc::pollfd {
+                fd: self.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll(2) on one pollfd that lives for the duration of the call.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if r > 0 {
+                return Ok(());
+            }
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(Error::SocketError(e));
+                }
+            }
         }
     }
 
@@ -287,6 +334,11 @@ impl<H: MsgHeader> Endpoint<H> {
     /// * - SocketBroken: the underline socket is broken.
     /// * - SocketError: other socket related errors.
     pub fn recv_data(&mut self, len: usize) -> Result<(usize, Vec<u8>)> {
+        // vswitch patch: the body of a message whose header arrived comes by the
+        // message's deadline.
+        if let Some(deadline) = self.msg_deadline {
+            self.wait_readable(deadline)?;
+        }
         let mut rbuf = vec![0u8; len];
         let mut iovs = [iovec {
             iov_base: rbuf.as_mut_ptr() as *mut c_void,
@@ -381,7 +433,13 @@ impl<H: MsgHeader> Endpoint<H> {
             data_total += len;
         }
 
+        // vswitch patch: a message may be awaited for as long as the peer likes, but once
+        // its first bytes arrived the rest must come by MSG_COMPLETION_TIMEOUT.
+        self.msg_deadline = None;
         while (data_total - data_read) > 0 {
+            if let Some(deadline) = self.msg_deadline {
+                self.wait_readable(deadline)?;
+            }
             let (nr_skip, offset) = get_sub_iovs_offset(&iov_lens, data_read);
             let iov = &mut iovs[nr_skip];
 
@@ -400,6 +458,8 @@ impl<H: MsgHeader> Endpoint<H> {
                 Ok((n, fds)) => {
                     if data_read == 0 {
                         rfds = fds;
+                        // vswitch patch: the message has started.
+                        self.msg_deadline = Some(Instant::now() + MSG_COMPLETION_TIMEOUT);
                     }
                     data_read += n;
                 }
