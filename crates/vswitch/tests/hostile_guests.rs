@@ -12,7 +12,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -477,6 +477,38 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
     }
     assert!(idle.answers(), "an idle connection stays served");
     drop(idle);
+    // Fix B: more fds on one message than the protocol allows (32).
+    let fds: Vec<OwnedFd> = (0..40).map(|_| eventfd()).collect();
+    let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    for (what, req, body) in [
+        ("40 fds on a header-only message", GET_FEATURES, vec![]),
+        (
+            "40 fds on SET_VRING_CALL",
+            SET_VRING_CALL,
+            0u64.to_le_bytes().to_vec(),
+        ),
+    ] {
+        let mut f = Front::connect(sh);
+        assert!(f.answers());
+        f.0.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        f.send(req, &body, &raw);
+        let t = Instant::now();
+        assert!(f.closed_by_switch(), "{what}: closed");
+        let took = t.elapsed();
+        eprintln!("{what}: closed after {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{what}: closed after {took:?}"
+        );
+        refused_one(what);
+    }
+    drop(fds);
+    // None of the fds that arrived is kept.
+    let fds_now = wait_for(Duration::from_secs(5), "fds back to before", || {
+        let n = steady(sh, pid).fds;
+        (n == before.fds).then_some(n)
+    });
+    assert_eq!(fds_now, before.fds);
     // 1000 reconnects, each negotiating a little.
     for i in 0..1000 {
         let mut f = Front::connect(sh);

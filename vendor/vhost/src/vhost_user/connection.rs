@@ -176,6 +176,32 @@ impl<H: MsgHeader> Endpoint<H> {
         }
     }
 
+    /// recvmsg(2) into `iovs` with up to `fds.len()` fds.
+    ///
+    /// vswitch patch: a control message the kernel truncated (MSG_CTRUNC: more fds than
+    /// `fds` holds, or fds where none were expected) is `IncorrectFds`. vmm-sys-util
+    /// closes the fds that did arrive and reports ENOBUFS, which upstream took for a
+    /// transient error (`SocketRetry`) and retried; but the bytes of that recvmsg are
+    /// consumed all the same, so the retry read the next bytes in their place (a lost
+    /// header-only request, or a body parsed as a header).
+    ///
+    /// # Safety
+    ///
+    /// It is the callers responsibility to ensure it is safe for arbitrary data to be
+    /// written to the iovec pointers.
+    unsafe fn recv_checked(
+        &mut self,
+        iovs: &mut [iovec],
+        fds: &mut [RawFd],
+    ) -> Result<(usize, usize)> {
+        // SAFETY: the caller guarantees that arbitrary data may be written to `iovs`.
+        match unsafe { self.sock.recv_with_fds(iovs, fds) } {
+            Ok(r) => Ok(r),
+            Err(e) if e.errno() == libc::ENOBUFS => Err(Error::IncorrectFds),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub fn try_clone_sock(&self) -> std::io::Result<UnixStream> {
         self.sock.try_clone()
     }
@@ -345,7 +371,8 @@ impl<H: MsgHeader> Endpoint<H> {
             iov_len: len,
         }];
         // SAFETY: Safe because we own rbuf and it's safe to fill a byte array with arbitrary data.
-        let (bytes, _) = unsafe { self.sock.recv_with_fds(&mut iovs, &mut [])? };
+        // vswitch patch: recv_checked (fds on the body are refused, not retried).
+        let (bytes, _) = unsafe { self.recv_checked(&mut iovs, &mut [])? };
         Ok((bytes, rbuf))
     }
 
@@ -378,7 +405,9 @@ impl<H: MsgHeader> Endpoint<H> {
         iovs: &mut [iovec],
     ) -> Result<(usize, Option<Vec<File>>)> {
         let mut fd_array = vec![0; MAX_ATTACHED_FD_ENTRIES];
-        let (bytes, fds) = self.sock.recv_with_fds(iovs, &mut fd_array)?;
+        // vswitch patch: recv_checked (more than MAX_ATTACHED_FD_ENTRIES fds are refused,
+        // not retried).
+        let (bytes, fds) = self.recv_checked(iovs, &mut fd_array)?;
 
         let files = match fds {
             0 => None,
