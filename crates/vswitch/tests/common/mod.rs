@@ -454,6 +454,11 @@ impl Testpmd {
         field(&s, &format!("{name}:"))
     }
 
+    /// The testpmd process's pid, while it runs.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("testpmd running").id()
+    }
+
     /// kill -9, as a crashing guest.
     pub fn kill9(mut self) {
         if let Some(mut c) = self.child.take() {
