@@ -1003,4 +1003,69 @@ mod tests {
 
         assert!(matches!(backend.recv_header(), Err(Error::Disconnected)));
     }
+
+    // vswitch patch: a message that stops after its first bytes is refused once
+    // MSG_COMPLETION_TIMEOUT has passed (its header, or its body).
+    #[test]
+    fn incomplete_messages_time_out() {
+        let path = temp_path();
+        let listener = Listener::new(&path, true).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        let timed_out = |r: Result<()>, t: Instant| {
+            match r {
+                Err(Error::SocketError(e)) => assert_eq!(e.kind(), ErrorKind::TimedOut),
+                Err(e) => panic!("{e}"),
+                Ok(()) => panic!("accepted"),
+            }
+            let took = t.elapsed();
+            assert!(took >= MSG_COMPLETION_TIMEOUT, "{took:?}");
+            assert!(took < MSG_COMPLETION_TIMEOUT + Duration::from_secs(2), "{took:?}");
+        };
+
+        // 5 bytes of a 12-byte header.
+        let hdr = VhostUserMsgHeader::new(FrontendReq::SET_FEATURES, 0, 8);
+        frontend.send_slice(&hdr.as_slice()[..5], None).unwrap();
+        let t = Instant::now();
+        timed_out(backend.recv_header().map(|_| ()), t);
+
+        // A whole header announcing 8 bytes of body that never come.
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        frontend.send_header(&hdr, None).unwrap();
+        let t = Instant::now();
+        let (h, _) = backend.recv_header().unwrap();
+        assert_eq!(h.get_size(), 8);
+        timed_out(backend.recv_data(8).map(|_| ()), t);
+    }
+
+    // vswitch patch: more than MAX_ATTACHED_FD_ENTRIES fds on a message are refused,
+    // and the next bytes are not read in its place.
+    #[test]
+    fn too_many_fds_are_refused() {
+        let path = temp_path();
+        let listener = Listener::new(&path, true).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        let file = TempFile::new().unwrap().into_file();
+        let fds = vec![file.as_raw_fd(); MAX_ATTACHED_FD_ENTRIES + 8];
+        let hdr = VhostUserMsgHeader::new(FrontendReq::GET_FEATURES, 0, 0);
+        frontend.send_header(&hdr, Some(&fds)).unwrap();
+        frontend.send_header(&hdr, None).unwrap();
+        assert!(matches!(backend.recv_header(), Err(Error::IncorrectFds)));
+
+        // As many as allowed: accepted.
+        let fds = vec![file.as_raw_fd(); MAX_ATTACHED_FD_ENTRIES];
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        frontend.send_header(&hdr, Some(&fds)).unwrap();
+        let (_, files) = backend.recv_header().unwrap();
+        assert_eq!(files.unwrap().len(), MAX_ATTACHED_FD_ENTRIES);
+    }
 }
