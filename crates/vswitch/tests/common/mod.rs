@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fabric;
+pub mod hostile;
 pub mod looping;
 pub mod ovs;
 
@@ -284,12 +285,25 @@ pub struct Testpmd {
 /// 1024 descriptors: the loop's 128 frames plus the 640 that churn tests add all fit in
 /// one guest receive ring, so however they bunch up none can find a ring full.
 pub fn start_loop_guest(dir: &TempDir, prefix: &str, mac_a: &str, mac_b: &str) -> Testpmd {
+    start_loop_guest_to(dir, prefix, mac_a, mac_b, mac_b)
+}
+
+/// [`start_loop_guest`], but frames leaving port a are addressed to `a_peer` (with
+/// `ff:ff:ff:ff:ff:ff`, every frame a sends is a broadcast: the switch floods it to b,
+/// which carries the loop on, and to every other port).
+pub fn start_loop_guest_to(
+    dir: &TempDir,
+    prefix: &str,
+    mac_a: &str,
+    mac_b: &str,
+    a_peer: &str,
+) -> Testpmd {
     let vdev_b = format!(
         "net_virtio_user1,path={},queues=1,queue_size=1024,mac={mac_b}",
         dir.path("b.sock").display()
     );
     let peers = [
-        format!("--eth-peer=0,{mac_b}"),
+        format!("--eth-peer=0,{a_peer}"),
         format!("--eth-peer=1,{mac_a}"),
     ];
     let sa = dir.path("a.sock");
@@ -447,6 +461,11 @@ impl Testpmd {
     pub fn xstat(&mut self, port: u16, name: &str) -> u64 {
         let s = self.cmd(&format!("show port xstats {port}"));
         field(&s, &format!("{name}:"))
+    }
+
+    /// The testpmd process's pid, while it runs.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("testpmd running").id()
     }
 
     /// kill -9, as a crashing guest.

@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use std::os::unix::io::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use std::{mem, slice};
 
 use libc::{c_void, iovec};
@@ -104,9 +105,17 @@ impl Drop for Listener {
     }
 }
 
+/// vswitch patch: once the first bytes of a message have arrived, the rest of it (header,
+/// body and their fds) must arrive within this time, or the message is refused and the
+/// connection closed. Between messages a connection may stay idle for as long as it likes.
+pub const MSG_COMPLETION_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Unix domain socket endpoint for vhost-user connection.
 pub(super) struct Endpoint<H: MsgHeader> {
     sock: UnixStream,
+    /// vswitch patch: when the message being received must be complete (set when its
+    /// first bytes arrived; see [`MSG_COMPLETION_TIMEOUT`]).
+    msg_deadline: Option<Instant>,
     _h: PhantomData<H>,
 }
 
@@ -125,7 +134,71 @@ impl<H: MsgHeader> Endpoint<H> {
     pub fn from_stream(sock: UnixStream) -> Self {
         Endpoint {
             sock,
+            msg_deadline: None,
             _h: PhantomData,
+        }
+    }
+
+    /// vswitch patch: waits until the socket is readable (or hung up, or in error: the
+    /// next recvmsg tells which), for at most until `deadline`.
+    ///
+    /// # Return:
+    /// * - SocketError (TimedOut): the deadline passed first.
+    fn wait_readable(&self, deadline: Instant) -> Result<()> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::SocketError(std::io::Error::new(
+                    ErrorKind::TimedOut,
+                    format!(
+                        "message incomplete {} s after its first bytes",
+                        MSG_COMPLETION_TIMEOUT.as_secs()
+                    ),
+                )));
+            }
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let mut pfd = libc::pollfd {
+                fd: self.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll(2) on one pollfd that lives for the duration of the call.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if r > 0 {
+                return Ok(());
+            }
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(Error::SocketError(e));
+                }
+            }
+        }
+    }
+
+    /// recvmsg(2) into `iovs` with up to `fds.len()` fds.
+    ///
+    /// vswitch patch: a control message the kernel truncated (MSG_CTRUNC: more fds than
+    /// `fds` holds, or fds where none were expected) is `IncorrectFds`. vmm-sys-util
+    /// closes the fds that did arrive and reports ENOBUFS, which upstream took for a
+    /// transient error (`SocketRetry`) and retried; but the bytes of that recvmsg are
+    /// consumed all the same, so the retry read the next bytes in their place (a lost
+    /// header-only request, or a body parsed as a header).
+    ///
+    /// # Safety
+    ///
+    /// It is the callers responsibility to ensure it is safe for arbitrary data to be
+    /// written to the iovec pointers.
+    unsafe fn recv_checked(
+        &mut self,
+        iovs: &mut [iovec],
+        fds: &mut [RawFd],
+    ) -> Result<(usize, usize)> {
+        // SAFETY: the caller guarantees that arbitrary data may be written to `iovs`.
+        match unsafe { self.sock.recv_with_fds(iovs, fds) } {
+            Ok(r) => Ok(r),
+            Err(e) if e.errno() == libc::ENOBUFS => Err(Error::IncorrectFds),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -287,13 +360,19 @@ impl<H: MsgHeader> Endpoint<H> {
     /// * - SocketBroken: the underline socket is broken.
     /// * - SocketError: other socket related errors.
     pub fn recv_data(&mut self, len: usize) -> Result<(usize, Vec<u8>)> {
+        // vswitch patch: the body of a message whose header arrived comes by the
+        // message's deadline.
+        if let Some(deadline) = self.msg_deadline {
+            self.wait_readable(deadline)?;
+        }
         let mut rbuf = vec![0u8; len];
         let mut iovs = [iovec {
             iov_base: rbuf.as_mut_ptr() as *mut c_void,
             iov_len: len,
         }];
         // SAFETY: Safe because we own rbuf and it's safe to fill a byte array with arbitrary data.
-        let (bytes, _) = unsafe { self.sock.recv_with_fds(&mut iovs, &mut [])? };
+        // vswitch patch: recv_checked (fds on the body are refused, not retried).
+        let (bytes, _) = unsafe { self.recv_checked(&mut iovs, &mut [])? };
         Ok((bytes, rbuf))
     }
 
@@ -326,7 +405,9 @@ impl<H: MsgHeader> Endpoint<H> {
         iovs: &mut [iovec],
     ) -> Result<(usize, Option<Vec<File>>)> {
         let mut fd_array = vec![0; MAX_ATTACHED_FD_ENTRIES];
-        let (bytes, fds) = self.sock.recv_with_fds(iovs, &mut fd_array)?;
+        // vswitch patch: recv_checked (more than MAX_ATTACHED_FD_ENTRIES fds are refused,
+        // not retried).
+        let (bytes, fds) = self.recv_checked(iovs, &mut fd_array)?;
 
         let files = match fds {
             0 => None,
@@ -381,7 +462,13 @@ impl<H: MsgHeader> Endpoint<H> {
             data_total += len;
         }
 
+        // vswitch patch: a message may be awaited for as long as the peer likes, but once
+        // its first bytes arrived the rest must come by MSG_COMPLETION_TIMEOUT.
+        self.msg_deadline = None;
         while (data_total - data_read) > 0 {
+            if let Some(deadline) = self.msg_deadline {
+                self.wait_readable(deadline)?;
+            }
             let (nr_skip, offset) = get_sub_iovs_offset(&iov_lens, data_read);
             let iov = &mut iovs[nr_skip];
 
@@ -400,6 +487,8 @@ impl<H: MsgHeader> Endpoint<H> {
                 Ok((n, fds)) => {
                     if data_read == 0 {
                         rfds = fds;
+                        // vswitch patch: the message has started.
+                        self.msg_deadline = Some(Instant::now() + MSG_COMPLETION_TIMEOUT);
                     }
                     data_read += n;
                 }
@@ -913,5 +1002,70 @@ mod tests {
         let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
 
         assert!(matches!(backend.recv_header(), Err(Error::Disconnected)));
+    }
+
+    // vswitch patch: a message that stops after its first bytes is refused once
+    // MSG_COMPLETION_TIMEOUT has passed (its header, or its body).
+    #[test]
+    fn incomplete_messages_time_out() {
+        let path = temp_path();
+        let listener = Listener::new(&path, true).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        let timed_out = |r: Result<()>, t: Instant| {
+            match r {
+                Err(Error::SocketError(e)) => assert_eq!(e.kind(), ErrorKind::TimedOut),
+                Err(e) => panic!("{e}"),
+                Ok(()) => panic!("accepted"),
+            }
+            let took = t.elapsed();
+            assert!(took >= MSG_COMPLETION_TIMEOUT, "{took:?}");
+            assert!(took < MSG_COMPLETION_TIMEOUT + Duration::from_secs(2), "{took:?}");
+        };
+
+        // 5 bytes of a 12-byte header.
+        let hdr = VhostUserMsgHeader::new(FrontendReq::SET_FEATURES, 0, 8);
+        frontend.send_slice(&hdr.as_slice()[..5], None).unwrap();
+        let t = Instant::now();
+        timed_out(backend.recv_header().map(|_| ()), t);
+
+        // A whole header announcing 8 bytes of body that never come.
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        frontend.send_header(&hdr, None).unwrap();
+        let t = Instant::now();
+        let (h, _) = backend.recv_header().unwrap();
+        assert_eq!(h.get_size(), 8);
+        timed_out(backend.recv_data(8).map(|_| ()), t);
+    }
+
+    // vswitch patch: more than MAX_ATTACHED_FD_ENTRIES fds on a message are refused,
+    // and the next bytes are not read in its place.
+    #[test]
+    fn too_many_fds_are_refused() {
+        let path = temp_path();
+        let listener = Listener::new(&path, true).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        let file = TempFile::new().unwrap().into_file();
+        let fds = vec![file.as_raw_fd(); MAX_ATTACHED_FD_ENTRIES + 8];
+        let hdr = VhostUserMsgHeader::new(FrontendReq::GET_FEATURES, 0, 0);
+        frontend.send_header(&hdr, Some(&fds)).unwrap();
+        frontend.send_header(&hdr, None).unwrap();
+        assert!(matches!(backend.recv_header(), Err(Error::IncorrectFds)));
+
+        // As many as allowed: accepted.
+        let fds = vec![file.as_raw_fd(); MAX_ATTACHED_FD_ENTRIES];
+        let mut frontend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::connect(&path).unwrap();
+        let sock = listener.accept().unwrap().unwrap();
+        let mut backend = Endpoint::<VhostUserMsgHeader<FrontendReq>>::from_stream(sock);
+        frontend.send_header(&hdr, Some(&fds)).unwrap();
+        let (_, files) = backend.recv_header().unwrap();
+        assert_eq!(files.unwrap().len(), MAX_ATTACHED_FD_ENTRIES);
     }
 }
