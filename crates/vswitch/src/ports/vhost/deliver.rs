@@ -263,13 +263,15 @@ fn put_frame_inner(
     let mut fail = None;
     let mut bad_taken = false;
     while cap < need {
+        // Too big first: a frame that one plain buffer cannot hold is too big for it
+        // whether or not another buffer waits behind it.
+        if rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !rx_chains.is_empty()) {
+            fail = Some(DropReason::FrameTooBig);
+            break;
+        }
         cur.refresh(ring);
         if cur.next_avail == cur.avail {
             fail = Some(DropReason::NoRxBuffer);
-            break;
-        }
-        if rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !rx_chains.is_empty()) {
-            fail = Some(DropReason::FrameTooBig);
             break;
         }
         let head = ring.avail_entry(cur.next_avail);
