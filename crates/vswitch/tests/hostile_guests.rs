@@ -1394,3 +1394,76 @@ fn hostile_vnet_headers_are_dropped_as_bad_offload() {
     let b = bed.sw.port("b").stats;
     assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
 }
+
+/// The front-end truncates the memfd behind its guest memory after SET_MEM_TABLE (the
+/// upper region's backing is cut off), then posts receive buffers there while the loop
+/// floods broadcasts to h: the switch's copy into them faults (SIGBUS), which is
+/// contained: the daemon lives, the connection is closed within seconds and counted as
+/// a protocol error, h serves the next front-end, the loop keeps its rate, and nothing
+/// is left behind.
+#[test]
+fn truncated_guest_memory_is_contained() {
+    let _g = serial();
+    let bed = Bed::start("htrunc", BROADCAST, &[]);
+    let pid = bed.sw.pid();
+    let before = steady(&bed.sh, pid);
+    let errors = protocol_errors(&bed.sw, "h");
+    let mut g = Guest::connect(&bed.sh, 0);
+    // Cut the file at the end of the lower region: the upper one (8 MiB + 1 MiB of guest
+    // memory) has no pages behind it any more. Rings and descriptors stay in the lower.
+    // SAFETY: ftruncate on the test's own memfd.
+    assert_eq!(
+        unsafe { libc::ftruncate(g.mem.fd.as_raw_fd(), LO_SIZE as i64) },
+        0
+    );
+    let chains: Vec<Vec<Desc>> = (0..16)
+        .map(|k| vec![Desc::new(HI_GPA + k * 4096, 2048, WRITE)])
+        .collect();
+    let mut heads = Vec::new();
+    for c in &chains {
+        let idx = g.rx.descs(1);
+        g.rx.write_desc(&g.mem, idx[0], c[0]);
+        heads.push(idx[0]);
+    }
+    g.rx.publish(&g.mem, &heads);
+    g.rx.kick();
+    let start = Instant::now();
+    assert!(
+        wait_for(Duration::from_secs(10), "h's connection closed", || {
+            (protocol_errors(&bed.sw, "h") > errors).then_some(true)
+        }),
+        "counted"
+    );
+    eprintln!("faulted connection closed after {:?}", start.elapsed());
+    assert!(
+        g.front.closed_by_switch(),
+        "the switch closed the connection"
+    );
+    drop(g);
+    bed.check_alive("truncated memory");
+    // The next front-end is served and receives the loop's broadcasts.
+    let mut g = Guest::connect(&bed.sh, 0);
+    let posted = g.post_rx(4, 2048);
+    let want = g.rx.avail_idx();
+    wait_for(
+        Duration::from_secs(5),
+        "a new connection's buffers filled",
+        || (g.rx.used_idx(&g.mem) == want).then_some(()),
+    );
+    for (k, (_, a)) in posted.iter().enumerate() {
+        let (_, len) = g.rx.used_elem(&g.mem, want - 4 + k as u16);
+        check_flooded(&g, *a, len);
+    }
+    drop(g);
+    assert_footprint_back(&bed.sh, pid, before);
+    bed.check_rate_kept();
+    assert!(
+        bed.sw.log().contains("guest memory vanished"),
+        "the log names the cause"
+    );
+    let mut bed = bed;
+    bed.lg.cmd("stop");
+    let a = bed.sw.port("a").stats;
+    let b = bed.sw.port("b").stats;
+    assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
+}
