@@ -1412,10 +1412,8 @@ fn truncated_guest_memory_is_contained() {
     // Cut the file at the end of the lower region: the upper one (8 MiB + 1 MiB of guest
     // memory) has no pages behind it any more. Rings and descriptors stay in the lower.
     // SAFETY: ftruncate on the test's own memfd.
-    assert_eq!(
-        unsafe { libc::ftruncate(g.mem.fd.as_raw_fd(), LO_SIZE as i64) },
-        0
-    );
+    let cut = unsafe { libc::ftruncate(g.mem.fd.as_raw_fd(), LO_SIZE as i64) };
+    assert_eq!(cut, 0);
     let chains: Vec<Vec<Desc>> = (0..16)
         .map(|k| vec![Desc::new(HI_GPA + k * 4096, 2048, WRITE)])
         .collect();
