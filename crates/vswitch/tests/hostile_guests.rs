@@ -1465,3 +1465,66 @@ fn truncated_guest_memory_is_contained() {
     let b = bed.sw.port("b").stats;
     assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
 }
+
+/// The hugepage backing of a DPDK guest is removed under the switch: the guest's
+/// hugetlbfs file (DPDK's `--single-file-segments` map, which holds its rings and
+/// buffers) is truncated to nothing while the switch polls its rings. The switch's
+/// next access faults; the fault is contained (a hugetlbfs page is replaced whole), the
+/// connection is closed and counted, and the daemon, the loop and the port live on.
+#[test]
+fn removed_hugepage_backing_is_contained() {
+    let _g = serial();
+    let bed = Bed::start("hhuge", MAC_B, &[]);
+    let errors = protocol_errors(&bed.sw, "h");
+    let prefix = "vshhugeg";
+    let peer = format!("--eth-peer=0,{MAC_H}");
+    let mut g = Testpmd::start(GuestSpec {
+        prefix,
+        socket: &bed.sh,
+        mac: MAC_H,
+        queues: 1,
+        server: false,
+        extra_vdevs: &[],
+        queue_size: None,
+        args: &["--forward-mode=txonly", &peer],
+    });
+    g.cmd("start");
+    wait_for(Duration::from_secs(20), "h's frames taken", || {
+        (bed.h().stats.rx_packets > 10_000).then_some(())
+    });
+    // The guest stops touching its memory (its forwarding core idles at the prompt);
+    // the switch goes on polling its rings.
+    g.cmd("stop");
+    let maps: Vec<std::path::PathBuf> = std::fs::read_dir("/dev/hugepages")
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{prefix}map_")))
+        })
+        .collect();
+    assert!(!maps.is_empty(), "the guest's hugepage files");
+    for m in &maps {
+        let f = std::fs::OpenOptions::new().write(true).open(m).unwrap();
+        f.set_len(0).unwrap();
+    }
+    let start = Instant::now();
+    wait_for(Duration::from_secs(10), "h's connection closed", || {
+        (protocol_errors(&bed.sw, "h") > errors).then_some(())
+    });
+    eprintln!("faulted connection closed after {:?}", start.elapsed());
+    assert!(bed.sw.log().contains("guest memory vanished"));
+    g.kill9();
+    bed.check_alive("hugepages removed");
+    bed.check_rate_kept();
+    // h serves the next front-end.
+    let mut f = Front::connect(&bed.sh);
+    assert!(f.answers());
+    drop(f);
+    let mut bed = bed;
+    bed.lg.cmd("stop");
+    let a = bed.sw.port("a").stats;
+    let b = bed.sw.port("b").stats;
+    assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
+}
