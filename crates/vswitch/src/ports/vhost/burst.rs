@@ -94,10 +94,25 @@ impl VhostPort {
             ring.set_kicks(false, next);
             kicks.store(conn.id, Ordering::Relaxed);
         }
-        let pending = ring.avail_idx().wrapping_sub(next);
-        if pending == 0 || pending > ring.size() {
-            // pending > size: the driver published an impossible index; wait for it to
-            // be reset rather than walk garbage.
+        let avail = ring.avail_idx();
+        let pending = avail.wrapping_sub(next);
+        if pending == 0 {
+            return 0;
+        }
+        if pending > ring.size() {
+            // The driver published an impossible index: wait for it to be reset rather
+            // than walk garbage. Counted (and logged) once per index and connection.
+            let seen = conn.id << 16 | u64::from(avail);
+            if self.bad_avail_for[usize::from(q)].swap(seen, Ordering::Relaxed) != seen {
+                port.counters(rx.pmd).drop(DropReason::BadDescriptor, 1);
+                tracing::warn!(
+                    port = %port.name,
+                    queue = q,
+                    avail,
+                    next,
+                    "impossible avail.idx on a transmit queue; waiting for a sane one"
+                );
+            }
             return 0;
         }
         let n = usize::from(pending).min(BURST);

@@ -57,6 +57,9 @@ pub struct VhostPort {
     /// Per queue pair: the connection whose transmit-queue kicks were last disabled
     /// (the polling PMD disables them once per connection).
     kicks_off_for: Box<[AtomicU64]>,
+    /// Per queue pair: the impossible transmit `avail.idx` last counted, with its
+    /// connection (`id << 16 | idx`), so that one is counted once, not every poll.
+    bad_avail_for: Box<[AtomicU64]>,
     /// Server mode: the bound socket, used by the service.
     listener: Mutex<Option<Listener>>,
     /// Its fd, to unblock an accept when the port is closed (-1: none).
@@ -80,6 +83,7 @@ impl VhostPort {
             connections: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
             kicks_off_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
+            bad_avail_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
             listener: Mutex::new(None),
             listener_fd: std::sync::atomic::AtomicI32::new(-1),
             closed: AtomicBool::new(false),
