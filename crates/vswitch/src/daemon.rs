@@ -72,6 +72,26 @@ pub struct Daemon {
     pub control: Arc<Control>,
     pmd_threads: Vec<std::thread::JoinHandle<()>>,
     control_path: std::path::PathBuf,
+    /// SIGTERM, SIGINT and SIGHUP, caught from before readiness is announced: a
+    /// supervisor may stop the daemon the moment it reads READY=1.
+    signals: Option<Signals>,
+}
+
+/// The signals [`Daemon::run`] serves.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Option<Signals> {
+        Some(Signals {
+            term: signal(SignalKind::terminate()).ok()?,
+            int: signal(SignalKind::interrupt()).ok()?,
+            hup: signal(SignalKind::hangup()).ok()?,
+        })
+    }
 }
 
 impl Daemon {
@@ -165,8 +185,10 @@ impl Daemon {
             control = %config.control.display(),
             "vswitchd started"
         );
+        let signals = Signals::install();
         notify::ready(&status);
         Ok(Daemon {
+            signals,
             switch,
             control: ctl,
             pmd_threads,
@@ -175,12 +197,13 @@ impl Daemon {
     }
 
     /// Serves until SIGINT or SIGTERM; SIGHUP reloads the configuration file.
-    pub async fn run(self) {
-        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) else {
+    pub async fn run(mut self) {
+        let Some(Signals {
+            mut term,
+            mut int,
+            mut hup,
+        }) = self.signals.take()
+        else {
             warn!("cannot install signal handlers; stopping");
             return self.stop().await;
         };

@@ -16,9 +16,15 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+// The virtio-net header as the switch reads it: the test writes exactly what the data
+// path parses (`to_bytes`: VERSION_1 layout, num_buffers 0).
 use common::hostile::*;
 use common::*;
 use vswitch::control::protocol::StatsRow;
+use vswitch::datapath::packet::{
+    VirtioNetHdr, VIRTIO_NET_HDR_F_NEEDS_CSUM as NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4 as GSO_TCPV4,
+    VIRTIO_NET_HDR_GSO_TCPV6 as GSO_TCPV6,
+};
 
 const MAC_A: &str = "02:00:00:00:00:01";
 const MAC_B: &str = "02:00:00:00:00:02";
@@ -1229,7 +1235,7 @@ fn rx_avail_jump(bed: &Bed) {
 /// bad_offload.
 fn bad_vnet_headers(bed: &Bed) {
     let tcp = |len| tcp4_frame(mac(MAC_H), mac(MAC_H), len);
-    let h = |flags, gso_type, hdr_len, gso_size, csum_start, csum_offset| VnetHdr {
+    let h = |flags, gso_type, hdr_len, gso_size, csum_start, csum_offset| VirtioNetHdr {
         flags,
         gso_type,
         hdr_len,
@@ -1294,7 +1300,7 @@ fn bad_vnet_headers(bed: &Bed) {
     for (what, features, hdr, len) in cases {
         let before = bed.h();
         let mut g = Guest::connect(&bed.sh, features);
-        g.send(&hdr.bytes(), &tcp(len));
+        g.send(&hdr.to_bytes(), &tcp(len));
         g.tx_done();
         if let Err(e) = bed.try_expect_h(what, &before, None, &[("bad_offload", 1)]) {
             wrong.push(e);

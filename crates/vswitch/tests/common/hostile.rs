@@ -701,36 +701,10 @@ impl Guest {
     }
 }
 
-/// A virtio-net header (VERSION_1 layout, num_buffers 0).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct VnetHdr {
-    pub flags: u8,
-    pub gso_type: u8,
-    pub hdr_len: u16,
-    pub gso_size: u16,
-    pub csum_start: u16,
-    pub csum_offset: u16,
-}
-
-/// VIRTIO_NET_HDR_F_NEEDS_CSUM.
-pub const NEEDS_CSUM: u8 = 1;
+/// No GSO.
 pub const GSO_NONE: u8 = 0;
-pub const GSO_TCPV4: u8 = 1;
+/// VIRTIO_NET_HDR_GSO_UDP, which the switch never takes.
 pub const GSO_UDP: u8 = 3;
-pub const GSO_TCPV6: u8 = 4;
-
-impl VnetHdr {
-    pub fn bytes(&self) -> [u8; VNET_HDR] {
-        let mut b = [0u8; VNET_HDR];
-        b[0] = self.flags;
-        b[1] = self.gso_type;
-        b[2..4].copy_from_slice(&self.hdr_len.to_le_bytes());
-        b[4..6].copy_from_slice(&self.gso_size.to_le_bytes());
-        b[6..8].copy_from_slice(&self.csum_start.to_le_bytes());
-        b[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
-        b
-    }
-}
 
 /// An Ethernet/IPv4/TCP frame of `len` bytes from `src` to `dst` (valid IPv4 header
 /// checksum, TCP checksum left for the offload: the pseudo-header sum, as a driver that
