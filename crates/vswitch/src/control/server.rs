@@ -17,7 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::{debug, warn};
 
 use super::ops::Control;
-use super::protocol::{ReplyLine, RequestLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES, PROTOCOL_VERSION};
+use super::protocol::{parse_request_line, ReplyLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES};
 
 /// The group allowed to use the control socket besides root.
 pub const CONTROL_GROUP: &str = "vswitch";
@@ -151,13 +151,9 @@ async fn client(stream: UnixStream, ctl: Arc<Control>) {
             .await;
             return;
         }
-        let answer = match serde_json::from_slice::<RequestLine>(&line) {
-            Ok(r) if r.version != PROTOCOL_VERSION => Err(format!(
-                "protocol version {} not supported; this vswitchd speaks {PROTOCOL_VERSION}",
-                r.version
-            )),
-            Ok(r) => super::handlers::dispatch(&ctl, r.request).await,
-            Err(e) => Err(format!("bad request: {e}")),
+        let answer = match parse_request_line(&line) {
+            Ok(r) => super::handlers::dispatch(&ctl, r).await,
+            Err(e) => Err(e),
         };
         if reply(&mut wr, answer).await.is_err() {
             return;
