@@ -52,6 +52,7 @@ use vswitch::ports::vhost::virtq::{
 };
 use vswitch_fuzz::Reader;
 
+/// A page of guest memory.
 const PAGE: u64 = 4096;
 /// Largest region of the walker's guest memory.
 const MAX_REGION: u64 = 16 * PAGE;
@@ -70,6 +71,7 @@ enum Base {
 /// One region of guest memory.
 #[derive(Debug)]
 struct Region {
+    /// Where it starts.
     base: Base,
     /// 1 to 16 pages.
     pages: u8,
@@ -112,7 +114,9 @@ impl Addr {
 /// A descriptor's length: mostly small.
 #[derive(Debug, Clone, Copy)]
 enum Len {
+    /// Below 64 KiB.
     Small(u16),
+    /// Anything.
     Raw(u32),
 }
 
@@ -137,12 +141,16 @@ impl Len {
 /// One descriptor (virtio 1.2 §2.7.5).
 #[derive(Debug, Clone, Copy)]
 struct Desc {
+    /// The buffer's address.
     addr: Addr,
+    /// Its length.
     len: Len,
-    /// Bits 0-2: NEXT, WRITE, INDIRECT; bit 3: an unknown flag (0x10); bits 4-7 of
-    /// `raw_flags` instead replace them all when bit 7 is set.
+    /// Bits 0-2: NEXT, WRITE, INDIRECT; bit 3: an unknown flag (0x10); bit 7: use
+    /// `raw_flags` instead.
     flags: u8,
+    /// The flags field as is, when bit 7 of `flags` is set.
     raw_flags: u16,
+    /// The next descriptor's index.
     next: u16,
 }
 
@@ -182,24 +190,36 @@ impl Desc {
 /// The walker mode's input.
 #[derive(Debug)]
 struct WalkerInput {
+    /// Guest memory (the first three).
     regions: Vec<Region>,
     /// Queue size 2^(queue_log2 % 9).
     queue_log2: u8,
+    /// Where the descriptor table, the available ring and the used ring are.
     desc_at: Addr,
+    /// See `desc_at`.
     avail_at: Addr,
+    /// See `desc_at`.
     used_at: Addr,
+    /// VIRTIO_RING_F_EVENT_IDX negotiated.
     event_idx: bool,
+    /// The device's next available position.
     next_avail: u16,
+    /// The descriptor table (its first entries).
     descs: Vec<Desc>,
-    /// Indirect tables: descriptors written at an address.
+    /// Indirect tables: descriptors written at an address (the first four).
     tables: Vec<(Addr, Vec<Desc>)>,
+    /// `avail.flags`.
     avail_flags: u16,
     /// `avail.idx - next_avail`.
     pending: u16,
+    /// Available ring entries from `next_avail` on.
     avail: Vec<u16>,
+    /// `used_event` (after the available ring).
     used_event: u16,
     /// For `single_writable`.
     need: u16,
+    /// Bytes skipped in the transmit and in the receive chains by the scatter-gather
+    /// helpers.
     skips: (u16, u16),
 }
 
@@ -314,6 +334,7 @@ fn check_walk(
     }
 }
 
+/// The walker mode: builds the memory and the queue, then takes every available chain.
 fn walker(inp: WalkerInput) {
     // Guest memory.
     let mut ranges: Vec<(GuestAddress, usize)> = Vec::new();
@@ -495,13 +516,17 @@ fn walker(inp: WalkerInput) {
 struct GuestInput {
     /// Which of the offered features the driver acked (bit per feature).
     features: u16,
-    /// Transmit queue: descriptors, available entries, `avail.idx`.
+    /// Transmit queue: descriptors.
     tx: Vec<Desc>,
+    /// Transmit queue: available ring entries.
     tx_avail: Vec<u16>,
+    /// Transmit queue: `avail.idx`.
     tx_idx: u16,
-    /// Receive queue: the same.
+    /// Receive queue: descriptors.
     rx: Vec<Desc>,
+    /// Receive queue: available ring entries.
     rx_avail: Vec<u16>,
+    /// Receive queue: `avail.idx`.
     rx_idx: u16,
     /// Bytes written at addresses of the guest's memory (frames, headers, tables).
     writes: Vec<(Addr, Vec<u8>)>,
@@ -534,6 +559,7 @@ impl GuestInput {
 struct PipelineInput {
     /// Queue size 2^(queue_log2 % 5): 1 to 16.
     queue_log2: u8,
+    /// The guests of ports a, b and c.
     guests: [GuestInput; 3],
     /// One to three PMD rounds.
     rounds: u8,
@@ -556,6 +582,7 @@ impl PipelineInput {
     }
 }
 
+/// The pipeline mode: one execution on the run's switch.
 fn pipeline(inp: PipelineInput) {
     use vswitch::datapath::pmd::Pmd;
     use vswitch::switch::Switch;

@@ -22,6 +22,7 @@ use vswitch::control::protocol::{
 };
 use vswitch::model::acl::AclRule;
 
+/// Every flag a port spec may be written for.
 const FLAGS: [PortFlag; 5] = [
     PortFlag::VhostUser,
     PortFlag::VhostUserClient,

@@ -47,18 +47,17 @@ const NEED_REPLY: u32 = 0x8;
 /// Largest body written (the protocol's limit is 4 KiB; a bigger `size` is refused
 /// from the header alone).
 const MAX_BODY: usize = 1024;
+/// A page of a memfd.
 const PAGE: u64 = 4096;
 
 /// A descriptor attached to a message.
 #[derive(Debug)]
 enum Fd {
     /// A memfd of `pages % 64 + 1` pages starting with `data`.
-    Memfd {
-        pages: u8,
-        data: Vec<u8>,
-    },
+    Memfd { pages: u8, data: Vec<u8> },
     /// An eventfd (kick, call, err).
     EventFd,
+    /// `/dev/null`, not a memfd nor an eventfd.
     DevNull,
     /// The read end of a pipe.
     Pipe,
@@ -89,7 +88,9 @@ impl Fd {
 /// One message: its bytes and the descriptors to attach.
 #[derive(Debug)]
 struct Msg {
+    /// Header and body.
     data: Vec<u8>,
+    /// Descriptors to create and attach.
     fds: Vec<Fd>,
 }
 
@@ -217,12 +218,17 @@ fn send(sock: &UnixStream, data: &[u8], fds: &[RawFd]) -> bool {
 
 /// The socket the target serves connections on, for the whole run.
 struct Server {
+    /// Bound at `path`; each execution accepts one connection on it.
     listener: Mutex<Listener>,
+    /// In the temporary directory, named after the process.
     path: std::path::PathBuf,
+    /// The PMD wakers a port hands its connections (no PMD here).
     wakers: Arc<Wakers>,
+    /// Where a connection's shutdown handle is kept while it runs.
     slot: Mutex<Option<vhost_user_backend::ShutdownHandle>>,
 }
 
+/// The run's server, created at the first execution.
 fn server() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
     S.get_or_init(|| {
