@@ -118,6 +118,25 @@ pub struct RequestLine {
     pub request: Request,
 }
 
+/// Parses one request line exactly as the server does: the JSON of a [`RequestLine`]
+/// (a trailing newline is allowed), refused when its version is not
+/// [`PROTOCOL_VERSION`]. The line's length is bounded by the reader
+/// ([`MAX_REQUEST_BYTES`]) before it gets here.
+///
+/// # Errors
+/// The message the server replies with: the line is not a request, or is of another
+/// protocol version.
+pub fn parse_request_line(line: &[u8]) -> Result<Request, String> {
+    match serde_json::from_slice::<RequestLine>(line) {
+        Ok(r) if r.version != PROTOCOL_VERSION => Err(format!(
+            "protocol version {} not supported; this vswitchd speaks {PROTOCOL_VERSION}",
+            r.version
+        )),
+        Ok(r) => Ok(r.request),
+        Err(e) => Err(format!("bad request: {e}")),
+    }
+}
+
 /// A successful reply's data.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "reply", content = "data", rename_all = "kebab-case")]

@@ -19,9 +19,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::{debug, warn};
 
 use super::ops::Control;
-use super::protocol::{
-    ReplyLine, Request, RequestLine, IDLE_TIMEOUT, MAX_REQUEST_BYTES, PROTOCOL_VERSION,
-};
+use super::protocol::{parse_request_line, ReplyLine, Request, IDLE_TIMEOUT, MAX_REQUEST_BYTES};
 
 /// The group allowed to use the control socket besides root.
 pub const CONTROL_GROUP: &str = "vswitch";
@@ -160,14 +158,10 @@ async fn client(stream: UnixStream, ctl: Arc<Control>) {
             .await;
             return;
         }
-        let answer = match serde_json::from_slice::<RequestLine>(&line) {
-            Ok(r) if r.version != PROTOCOL_VERSION => Err(format!(
-                "protocol version {} not supported; this vswitchd speaks {PROTOCOL_VERSION}",
-                r.version
-            )),
-            Ok(r) if r.request.is_change() && !may_change => Err(refused(peer, &r.request)),
-            Ok(r) => super::handlers::dispatch(&ctl, r.request).await,
-            Err(e) => Err(format!("bad request: {e}")),
+        let answer = match parse_request_line(&line) {
+            Ok(r) if r.is_change() && !may_change => Err(refused(peer, &r)),
+            Ok(r) => super::handlers::dispatch(&ctl, r).await,
+            Err(e) => Err(e),
         };
         if reply(&mut wr, answer).await.is_err() {
             return;

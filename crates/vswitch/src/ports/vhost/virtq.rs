@@ -208,9 +208,9 @@ impl<'m> SplitRing<'m> {
     }
 
     /// The common receive chain, checked in one step: if descriptor `head` is a single
-    /// device-writable buffer (no NEXT, no INDIRECT) of at least `need` bytes inside
-    /// guest memory, its first `need` bytes. `None` means "not that shape": walk the
-    /// chain with [`walk_chain`](Self::walk_chain), which also judges whether it is
+    /// device-writable buffer (no NEXT, no INDIRECT) of at least `need` bytes, wholly
+    /// inside guest memory, its first `need` bytes. `None` means "not that shape": walk
+    /// the chain with [`walk_chain`](Self::walk_chain), which also judges whether it is
     /// malformed.
     #[inline]
     pub fn single_writable(&self, head: u16, need: u32) -> Option<VolatileSlice<'m>> {
@@ -218,7 +218,12 @@ impl<'m> SplitRing<'m> {
         if seg.len < need {
             return None;
         }
-        self.mem.slice(seg.addr, need as usize)
+        // The whole buffer, as walk_chain checks it: one that runs out of guest memory
+        // is malformed whatever the size of the frame put in it.
+        self.mem
+            .slice(seg.addr, seg.len as usize)?
+            .subslice(0, need as usize)
+            .ok()
     }
 
     /// The common transmit chain, checked in one step: if descriptor `head` is a single
@@ -557,4 +562,57 @@ pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], skip: u32, data: &[u8]) -> u
         done = at + v.len();
     }
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use virtio_queue::{Queue, QueueT};
+    use vm_memory::{Bytes, GuestAddress};
+
+    use super::*;
+
+    /// 64 KiB of guest memory at 0, a 16-descriptor queue with its rings at 0, 0x1000
+    /// and 0x2000, and descriptor 0 as given.
+    fn ring_with(addr: u64, len: u32, flags: u16) -> (Mem, Queue) {
+        let mem = Mem::from_ranges(&[(GuestAddress(0), 0x10000)]).unwrap();
+        let mut q = Queue::new(16).unwrap();
+        q.set_desc_table_address(Some(0), Some(0));
+        q.set_avail_ring_address(Some(0x1000), Some(0));
+        q.set_used_ring_address(Some(0x2000), Some(0));
+        q.set_ready(true);
+        let mut d = [0u8; 16];
+        d[0..8].copy_from_slice(&addr.to_le_bytes());
+        d[8..12].copy_from_slice(&len.to_le_bytes());
+        d[12..14].copy_from_slice(&flags.to_le_bytes());
+        mem.write_slice(&d, GuestAddress(0)).unwrap();
+        (mem, q)
+    }
+
+    /// Found by the chain_walker fuzz target: a receive buffer that runs past the end
+    /// of guest memory was taken by the one-step check when the frame fitted in its
+    /// first bytes, but refused by the walk.
+    #[test]
+    fn single_writable_refuses_a_buffer_running_out_of_memory() {
+        let (mem, q) = ring_with(0xF000, 0x2000, VRING_DESC_F_WRITE);
+        let ring = SplitRing::new(&mem, &q).unwrap();
+        assert!(ring.single_writable(0, 64).is_none());
+        let mut out = Vec::new();
+        assert_eq!(
+            ring.walk_chain(0, true, &mut out),
+            Err(DropReason::BadDescriptor)
+        );
+        assert!(out.is_empty());
+
+        let (mem, q) = ring_with(0xE000, 0x2000, VRING_DESC_F_WRITE);
+        let ring = SplitRing::new(&mem, &q).unwrap();
+        assert_eq!(ring.single_writable(0, 64).map(|s| s.len()), Some(64));
+        assert_eq!(ring.walk_chain(0, true, &mut out), Ok(0x2000));
+        assert_eq!(
+            out,
+            [Seg {
+                addr: 0xE000,
+                len: 0x2000
+            }]
+        );
+    }
 }
