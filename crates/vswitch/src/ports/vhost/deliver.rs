@@ -33,6 +33,23 @@ struct RxCursor {
     out_of_buffers: bool,
 }
 
+impl RxCursor {
+    /// Reads the guest's `avail.idx` again, once every buffer seen was taken. An index
+    /// more than a ring's size ahead of what the switch took is impossible (virtio 1.2
+    /// §2.7.6: the driver never offers more than the ring holds): it is ignored, and the
+    /// ring reads as empty until the driver publishes a sane one, so the switch never
+    /// walks entries the driver did not write.
+    #[inline(always)]
+    fn refresh(&mut self, ring: &SplitRing<'_>) {
+        if self.next_avail == self.avail {
+            let avail = ring.avail_idx();
+            if avail.wrapping_sub(self.next_avail) <= ring.size() {
+                self.avail = avail;
+            }
+        }
+    }
+}
+
 /// A receive chain taken for one frame.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RxChain {
@@ -193,9 +210,7 @@ fn put_frame(
     // The common case in one step, inlined into the delivery loop: the next receive
     // buffer is a single descriptor that holds the header and the whole frame.
     let need = dst_hdr + frame_len;
-    if cur.next_avail == cur.avail {
-        cur.avail = ring.avail_idx();
-    }
+    cur.refresh(ring);
     if cur.next_avail != cur.avail {
         let head = ring.avail_entry(cur.next_avail);
         if let Some(buf) = ring.single_writable(head, need) {
@@ -248,15 +263,15 @@ fn put_frame_inner(
     let mut fail = None;
     let mut bad_taken = false;
     while cap < need {
-        if cur.next_avail == cur.avail {
-            cur.avail = ring.avail_idx();
-            if cur.next_avail == cur.avail {
-                fail = Some(DropReason::NoRxBuffer);
-                break;
-            }
-        }
+        // Too big first: a frame that one plain buffer cannot hold is too big for it
+        // whether or not another buffer waits behind it.
         if rx_chains.len() == MAX_RX_CHAINS || (!mergeable && !rx_chains.is_empty()) {
             fail = Some(DropReason::FrameTooBig);
+            break;
+        }
+        cur.refresh(ring);
+        if cur.next_avail == cur.avail {
+            fail = Some(DropReason::NoRxBuffer);
             break;
         }
         let head = ring.avail_entry(cur.next_avail);
