@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use crate::datapath::packet::VirtioNetHdr;
 use crate::datapath::pmd::Pmd;
 use crate::model::fdb::PortId;
 use crate::ports::vhost::virtq::{VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE};
@@ -600,6 +601,20 @@ fn tcp_ok(f: &[u8]) -> bool {
     inet_sum(ps, seg) == 0
 }
 
+/// The virtio-net header of a TCPv4 TSO frame from [`tcp_frame`]: NEEDS_CSUM at the TCP
+/// checksum (34 + 16), headers of 54 bytes, MSS 1448.
+fn tso4_hdr() -> [u8; 12] {
+    VirtioNetHdr {
+        flags: 1,
+        gso_type: 1,
+        hdr_len: 54,
+        gso_size: 1448,
+        csum_start: 34,
+        csum_offset: 16,
+    }
+    .to_bytes()
+}
+
 #[test]
 fn tso_and_partial_checksums_go_whole_or_in_software() {
     use virtio_bindings::virtio_net::{
@@ -634,13 +649,7 @@ fn tso_and_partial_checksums_go_whole_or_in_software() {
 
     let payload = 10_000;
     let big = tcp_frame(payload);
-    let mut hdr = [0u8; 12];
-    hdr[0] = 1; // NEEDS_CSUM
-    hdr[1] = 1; // GSO_TCPV4
-    hdr[2..4].copy_from_slice(&54u16.to_le_bytes());
-    hdr[4..6].copy_from_slice(&1448u16.to_le_bytes());
-    hdr[6..8].copy_from_slice(&34u16.to_le_bytes());
-    hdr[8..10].copy_from_slice(&16u16.to_le_bytes());
+    let hdr = tso4_hdr();
     // To b (no offloads): segmented in software, every checksum complete.
     ga.send_with_hdr(0, 0, hdr, &big);
     pmd.poll_once();
@@ -712,16 +721,7 @@ fn hostile_offload_headers_are_dropped_at_ingress() {
     gb.send(0, 0, &frame(A, B, 64, 0));
     pmd.poll_once();
     let big = tcp_frame(10_000);
-    let good = {
-        let mut h = [0u8; 12];
-        h[0] = 1; // NEEDS_CSUM
-        h[1] = 1; // GSO_TCPV4
-        h[2..4].copy_from_slice(&54u16.to_le_bytes());
-        h[4..6].copy_from_slice(&1448u16.to_le_bytes());
-        h[6..8].copy_from_slice(&34u16.to_le_bytes());
-        h[8..10].copy_from_slice(&16u16.to_le_bytes());
-        h
-    };
+    let good = tso4_hdr();
     let with = |at: usize, v: &[u8]| {
         let mut h = good;
         h[at..at + v.len()].copy_from_slice(v);
