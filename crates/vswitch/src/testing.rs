@@ -83,6 +83,7 @@ impl SimGuest {
             features_set: Arc::new(AtomicBool::new(true)),
             id: 1_000_000 + u64::from(rand_id()),
             faults: Default::default(),
+            migration: Arc::new(crate::ports::vhost::migration::Migration::new(nq)),
         });
         let hdr_len = conn.hdr_len() as usize;
         SimGuest {

@@ -35,6 +35,31 @@ use vmm_sys_util::event::{EventConsumer, EventNotifier};
 use vhost::vhost_user::GpuBackend;
 
 use super::vring::VringT;
+
+/// vswitch patch: the live-migration requests a backend may take over from the library
+/// (vhost-user spec, "Migration"), for backends that write guest memory without
+/// vm-memory's bitmap (their own mappings, their own dirty-page log).
+pub enum MigrationRequest<'a> {
+    /// `SET_LOG_BASE`: the shared dirty-page log (`VHOST_USER_PROTOCOL_F_LOG_SHMFD`).
+    LogBase {
+        /// Size and offset of the log in `file`.
+        log: &'a vhost::vhost_user::message::VhostUserLog,
+        /// The log's memory.
+        file: &'a File,
+    },
+    /// `SET_LOG_FD`: the eventfd to signal after pages were marked.
+    LogFd(File),
+    /// `SET_VRING_ADDR`'s log address for vring `index`: the guest-physical address
+    /// its used-ring writes are logged at, `None` when `VHOST_VRING_F_LOG` is clear.
+    VringLog {
+        /// The vring.
+        index: u32,
+        /// `log_guest_addr`, if logging is asked for.
+        log: Option<u64>,
+    },
+    /// `SEND_RARP` (`VHOST_USER_PROTOCOL_F_RARP`): announce this MAC address.
+    SendRarp([u8; 6]),
+}
 use super::GM;
 
 /// Trait with interior mutability for vhost user backend servers to implement concrete services.
@@ -144,6 +169,13 @@ pub trait VhostUserBackend: Send + Sync {
     /// have completed. Wrapper implementations may hold their backend lock during this call.
     fn stop_vring(&self, _queue_index: u32) -> Result<()> {
         Ok(())
+    }
+
+    /// vswitch patch: handles a migration request itself. `None` (the default) leaves
+    /// it to the library: `SET_LOG_BASE` goes to the memory's bitmaps, the others are
+    /// refused (`VringLog` is ignored).
+    fn migration(&self, _request: MigrationRequest<'_>) -> Option<Result<()>> {
+        None
     }
 
     /// Handle IO events for backend registered file descriptors.
@@ -306,6 +338,11 @@ pub trait VhostUserBackendMut: Send + Sync {
         Ok(())
     }
 
+    /// vswitch patch: see [`VhostUserBackend::migration`].
+    fn migration(&mut self, _request: MigrationRequest<'_>) -> Option<Result<()>> {
+        None
+    }
+
     /// Handle IO events for backend registered file descriptors.
     ///
     /// This function gets called if the backend registered some additional listeners onto specific
@@ -424,6 +461,10 @@ impl<T: VhostUserBackend> VhostUserBackend for Arc<T> {
         self.deref().stop_vring(queue_index)
     }
 
+    fn migration(&self, request: MigrationRequest<'_>) -> Option<Result<()>> {
+        self.deref().migration(request)
+    }
+
     fn handle_event(
         &self,
         device_event: u16,
@@ -519,6 +560,10 @@ impl<T: VhostUserBackendMut> VhostUserBackend for Mutex<T> {
 
     fn stop_vring(&self, queue_index: u32) -> Result<()> {
         self.lock().unwrap().stop_vring(queue_index)
+    }
+
+    fn migration(&self, request: MigrationRequest<'_>) -> Option<Result<()>> {
+        self.lock().unwrap().migration(request)
     }
 
     fn handle_event(
@@ -619,6 +664,10 @@ impl<T: VhostUserBackendMut> VhostUserBackend for RwLock<T> {
 
     fn stop_vring(&self, queue_index: u32) -> Result<()> {
         self.write().unwrap().stop_vring(queue_index)
+    }
+
+    fn migration(&self, request: MigrationRequest<'_>) -> Option<Result<()>> {
+        self.write().unwrap().migration(request)
     }
 
     fn handle_event(

@@ -36,7 +36,7 @@ use vm_memory::{
 };
 use vmm_sys_util::epoll::EventSet;
 
-use super::backend::VhostUserBackend;
+use super::backend::{MigrationRequest, VhostUserBackend};
 use super::event_loop::VringEpollHandler;
 use super::event_loop::{VringEpollError, VringEpollResult};
 use super::vring::VringT;
@@ -453,16 +453,26 @@ where
     fn set_vring_addr(
         &mut self,
         index: u32,
-        _flags: VhostUserVringAddrFlags,
+        flags: VhostUserVringAddrFlags,
         descriptor: u64,
         used: u64,
         available: u64,
-        _log: u64,
+        log: u64,
     ) -> VhostUserResult<()> {
         let vring = self
             .vrings
             .get(index as usize)
             .ok_or(VhostUserError::InvalidParam)?;
+        // vswitch patch: the used ring's log address goes to a backend that logs itself.
+        let log = flags
+            .contains(VhostUserVringAddrFlags::VHOST_VRING_F_LOG)
+            .then_some(log);
+        if let Some(Err(e)) = self
+            .backend
+            .migration(MigrationRequest::VringLog { index, log })
+        {
+            return Err(VhostUserError::ReqHandlerError(e));
+        }
 
         if !self.mappings.is_empty() {
             let desc_table = self
@@ -901,6 +911,11 @@ where
     // dirty even if the migration fails. We need to disable the logging after receiving  a
     // `SET_FEATURE` without the `LOG_ALL` flag.
     fn set_log_base(&mut self, log: &VhostUserLog, file: File) -> VhostUserResult<()> {
+        // vswitch patch: a backend that keeps its own log takes the request.
+        let request = MigrationRequest::LogBase { log, file: &file };
+        if let Some(r) = self.backend.migration(request) {
+            return r.map_err(VhostUserError::ReqHandlerError);
+        }
         let mem = self.atomic_mem.memory();
 
         let logmem = Arc::new(
@@ -925,6 +940,21 @@ where
         }
 
         Ok(())
+    }
+
+    // vswitch patch: SET_LOG_FD and SEND_RARP go to the backend.
+    fn set_log_fd(&mut self, file: File) -> VhostUserResult<()> {
+        self.backend
+            .migration(MigrationRequest::LogFd(file))
+            .unwrap_or(Err(io::Error::from(io::ErrorKind::Unsupported)))
+            .map_err(VhostUserError::ReqHandlerError)
+    }
+
+    fn send_rarp(&mut self, mac: [u8; 6]) -> VhostUserResult<()> {
+        self.backend
+            .migration(MigrationRequest::SendRarp(mac))
+            .unwrap_or(Err(io::Error::from(io::ErrorKind::Unsupported)))
+            .map_err(VhostUserError::ReqHandlerError)
     }
 }
 

@@ -359,6 +359,21 @@ fn print_show(s: ShowReply) {
                 p.protocol_errors
             );
         }
+        if let Some(m) = p.migration.as_ref().filter(|m| m.logging || m.logs_set > 0) {
+            println!(
+                "    migration: {}  pages marked {}  dirty logs {}  announcements {}",
+                if m.logging {
+                    "logging (in progress)"
+                } else {
+                    "not logging"
+                },
+                m.pages_marked,
+                m.logs_set,
+                m.announced
+            );
+        } else if let Some(m) = p.migration.as_ref().filter(|m| m.announced > 0) {
+            println!("    migration: arrived (announcements {})", m.announced);
+        }
         if let Some(x) = &p.afxdp {
             println!(
                 "    afxdp: iface {}  mode {}  sockets {}  ({})",

@@ -515,6 +515,20 @@ pub struct ShowReply {
     pub ports: Vec<ShowPort>,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Live migration of the VM on a vhost-user port (`vswitchctl show`).
+pub struct ShowMigration {
+    /// The front-end asked for dirty-page logging (`VHOST_F_LOG_ALL`) and shared a log:
+    /// a migration is in progress.
+    pub logging: bool,
+    /// Guest pages the switch marked dirty on this connection.
+    pub pages_marked: u64,
+    /// Dirty logs the front-end shared (`SET_LOG_BASE`) on this connection.
+    pub logs_set: u64,
+    /// MAC announcements sent into the switch after switch-over (`SEND_RARP`).
+    pub announced: u64,
+}
+
 /// One port in `vswitchctl show`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShowPort {
@@ -559,6 +573,9 @@ pub struct ShowPort {
     /// Frames taken from each source queue so far.
     #[serde(default)]
     pub queue_packets: Vec<u64>,
+    /// vhost-user ports with a driver: live-migration state of the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<ShowMigration>,
     /// afxdp and tap ports: the network interface.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub iface: String,

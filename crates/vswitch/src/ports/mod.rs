@@ -289,6 +289,7 @@ impl Port {
                         .map_or(0, |l| l.packets.load(Ordering::Relaxed))
                 })
                 .collect(),
+            migration: None,
             iface: cfg.iface.clone(),
             afxdp: None,
         };

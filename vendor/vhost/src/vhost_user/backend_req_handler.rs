@@ -105,6 +105,16 @@ pub trait VhostUserBackendReqHandler {
     #[cfg(feature = "postcopy")]
     fn postcopy_ack_mem_regions(&self) -> Result<()>;
     fn set_log_base(&self, log: &VhostUserLog, file: File) -> Result<()>;
+    /// vswitch patch: `VHOST_USER_SET_LOG_FD`, the eventfd to signal after the back-end
+    /// marked pages in the dirty log (upstream refuses the request).
+    fn set_log_fd(&self, _file: File) -> Result<()> {
+        Err(Error::InvalidOperation("not supported"))
+    }
+    /// vswitch patch: `VHOST_USER_SEND_RARP` (`VHOST_USER_PROTOCOL_F_RARP`): broadcast a
+    /// RARP announcing `mac` on the device's behalf (upstream refuses the request).
+    fn send_rarp(&self, _mac: [u8; 6]) -> Result<()> {
+        Err(Error::InvalidOperation("not supported"))
+    }
 }
 
 /// Services provided to the frontend by the backend without interior mutability.
@@ -183,6 +193,14 @@ pub trait VhostUserBackendReqHandlerMut {
     #[cfg(feature = "postcopy")]
     fn postcopy_ack_mem_regions(&mut self) -> Result<()>;
     fn set_log_base(&mut self, log: &VhostUserLog, file: File) -> Result<()>;
+    /// vswitch patch: see [`VhostUserBackendReqHandler::set_log_fd`].
+    fn set_log_fd(&mut self, _file: File) -> Result<()> {
+        Err(Error::InvalidOperation("not supported"))
+    }
+    /// vswitch patch: see [`VhostUserBackendReqHandler::send_rarp`].
+    fn send_rarp(&mut self, _mac: [u8; 6]) -> Result<()> {
+        Err(Error::InvalidOperation("not supported"))
+    }
 }
 
 impl<T: VhostUserBackendReqHandlerMut> VhostUserBackendReqHandler for Mutex<T> {
@@ -359,6 +377,14 @@ impl<T: VhostUserBackendReqHandlerMut> VhostUserBackendReqHandler for Mutex<T> {
 
     fn set_log_base(&self, log: &VhostUserLog, file: File) -> Result<()> {
         self.lock().unwrap().set_log_base(log, file)
+    }
+
+    fn set_log_fd(&self, file: File) -> Result<()> {
+        self.lock().unwrap().set_log_fd(file)
+    }
+
+    fn send_rarp(&self, mac: [u8; 6]) -> Result<()> {
+        self.lock().unwrap().send_rarp(mac)
     }
 }
 
@@ -883,6 +909,20 @@ impl<S: VhostUserBackendReqHandler> BackendReqHandler<S> {
                 let msg = self.extract_request_body::<VhostUserLog>(&hdr, size, &buf)?;
                 self.backend.set_log_base(&msg, file)?;
                 self.send_reply_message(&hdr, &msg)?;
+            }
+            // vswitch patch: SET_LOG_FD and SEND_RARP (upstream refuses both).
+            Ok(FrontendReq::SET_LOG_FD) => {
+                self.check_proto_feature(VhostUserProtocolFeatures::LOG_SHMFD)?;
+                let file = take_single_file(files).ok_or(Error::IncorrectFds)?;
+                let res = self.backend.set_log_fd(file);
+                self.send_ack_message(&hdr, res)?;
+            }
+            Ok(FrontendReq::SEND_RARP) => {
+                self.check_proto_feature(VhostUserProtocolFeatures::RARP)?;
+                let msg = self.extract_request_body::<VhostUserU64>(&hdr, size, &buf)?;
+                let b = msg.value.to_le_bytes();
+                let res = self.backend.send_rarp([b[0], b[1], b[2], b[3], b[4], b[5]]);
+                self.send_ack_message(&hdr, res)?;
             }
             _ => {
                 return Err(Error::InvalidMessage);

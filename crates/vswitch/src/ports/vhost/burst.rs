@@ -76,6 +76,9 @@ impl VhostPort {
             // Its memory is gone (housekeeping closes it): read nothing from it.
             return 0;
         }
+        if q == 0 && conn.migration.announce_pending() {
+            return announce(port, conn, rx, handler);
+        }
         let Some(vring) = conn.vrings.get(2 * usize::from(q) + 1) else {
             return 0;
         };
@@ -92,6 +95,9 @@ impl VhostPort {
         let kicks = &self.kicks_off_for[usize::from(q)];
         if kicks.load(Ordering::Relaxed) != conn.id {
             ring.set_kicks(false, next);
+            if let Some(mut l) = conn.migration.logging() {
+                l.used_header(2 * usize::from(q) + 1, ring.size());
+            }
             kicks.store(conn.id, Ordering::Relaxed);
         }
         let avail = ring.avail_idx();
@@ -216,6 +222,9 @@ impl VhostPort {
             used = used.wrapping_add(1);
         }
         ring.publish_used(used);
+        if let Some(mut l) = conn.migration.logging() {
+            l.used(2 * usize::from(q) + 1, ring.size(), old_used, used);
+        }
         queue.set_next_used(used);
         if ring.needs_interrupt(old_used, used) {
             let _ = st.signal_used_queue();
@@ -234,4 +243,40 @@ fn read_vhdr(buf: &VolatileSlice<'_>) -> VirtioNetHdr {
     v[..8].copy_from_slice(&lo.to_ne_bytes());
     v[8..].copy_from_slice(&hi.to_ne_bytes());
     VirtioNetHdr::from_bytes(&v)
+}
+
+/// Runs the RARP announcements the front-end asked for (`SEND_RARP`, after a live
+/// migration) through the pipeline as frames the guest sent on queue 0: the FDB moves
+/// the MAC here, and the broadcast reaches every port and tunnel of its domain.
+#[inline(never)]
+fn announce<H: BurstHandler>(
+    port: &Port,
+    conn: &super::device::Connection,
+    rx: &mut RxScratch,
+    handler: &mut H,
+) -> usize {
+    let macs = conn.migration.take_announcements();
+    let mut linear = Vec::with_capacity(60 * macs.len());
+    rx.pkts.clear();
+    for mac in macs {
+        let start = linear.len() as u32;
+        linear.extend_from_slice(&super::migration::rarp_frame(mac));
+        rx.pkts.push(Pkt {
+            loc: FrameLoc {
+                head: 0,
+                start,
+                end: crate::ports::host::IN_LINEAR,
+            },
+            len: 60,
+            vhdr: VirtioNetHdr::default(),
+            hash: 0,
+            hashed: false,
+        });
+    }
+    let n = rx.pkts.len();
+    // SAFETY: no frame lies in the (empty) area: every one is in `linear`, which
+    // outlives the burst.
+    let frames = unsafe { crate::ports::host::HostFrames::new(std::ptr::null(), 0, &linear) };
+    handler.handle(port, 0, &frames, &mut rx.pkts);
+    n
 }

@@ -178,7 +178,17 @@ fn deliver<'m, B: RxBurst<'m>>(
         tx_bytes,
         ..
     } = cur;
+    // Live migration: the buffers filled are marked before the driver may reuse them
+    // (used.idx), the used ring after it was published.
+    let mut log = conn.migration.logging();
+    if let Some(l) = log.as_mut() {
+        l.rx_buffers(&ring, old_used, used, &mut scratch.segs);
+    }
     ring.publish_used(used);
+    if let Some(l) = log.as_mut() {
+        l.used(2 * usize::from(pair), ring.size(), old_used, used);
+    }
+    drop(log);
     queue.set_next_avail(next_avail);
     queue.set_next_used(used);
     if ring.needs_interrupt(old_used, used) {

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost::vhost_user::Listener;
 use vhost_user_backend::{
-    VhostUserBackend, VhostUserDaemon, VringRwLock, VringStateGuard, VringStateMutGuard, VringT,
+    MigrationRequest, VhostUserBackend, VhostUserDaemon, VringRwLock, VringStateGuard, VringStateMutGuard, VringT,
 };
 use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
 use virtio_bindings::virtio_net::{
@@ -32,7 +32,9 @@ use vm_memory::GuestMemoryAtomic;
 use vmm_sys_util::epoll::EventSet;
 use vmm_sys_util::eventfd::EventFd;
 
+use crate::ports::vhost::dirty_log::VHOST_F_LOG_ALL;
 use crate::ports::vhost::fault::FaultGuard;
+use crate::ports::vhost::migration::{ring_size, Migration};
 use crate::ports::vhost::virtq::{AtomicMem, Mem};
 
 /// VHOST_USER_F_PROTOCOL_FEATURES (vhost-user spec): protocol features are negotiated.
@@ -58,6 +60,7 @@ pub fn device_features() -> u64 {
         | (1 << VIRTIO_F_NOTIFY_ON_EMPTY)
         | (1 << VIRTIO_F_IN_ORDER)
         | (1 << VHOST_USER_F_PROTOCOL_FEATURES)
+        | (1 << VHOST_F_LOG_ALL)
 }
 
 /// The checksum and TSO features offered on ports with `offloads=on`, the default
@@ -96,6 +99,7 @@ pub fn feature_names(bits: u64) -> Vec<&'static str> {
         (VIRTIO_F_NOTIFY_ON_EMPTY, "NOTIFY_ON_EMPTY"),
         (VIRTIO_F_IN_ORDER, "IN_ORDER"),
         (VHOST_USER_F_PROTOCOL_FEATURES, "PROTOCOL_FEATURES"),
+        (VHOST_F_LOG_ALL, "LOG_ALL"),
     ];
     NAMES
         .iter()
@@ -139,6 +143,8 @@ pub struct Connection {
     pub id: u64,
     /// Its guest memory regions, registered for SIGBUS containment ([`super::fault`]).
     pub faults: Arc<FaultGuard>,
+    /// Live migration: the dirty log, announcements ([`super::migration`]).
+    pub migration: Arc<Migration>,
 }
 
 impl Connection {
@@ -344,6 +350,10 @@ pub struct NetBackend {
     wakers: Arc<Wakers>,
     /// The guest memory regions, registered for SIGBUS containment.
     faults: Arc<FaultGuard>,
+    /// Live migration state, shared with the connection.
+    migration: Arc<Migration>,
+    /// The port's name, for logs.
+    name: Arc<str>,
 }
 
 impl VhostUserBackend for NetBackend {
@@ -367,14 +377,20 @@ impl VhostUserBackend for NetBackend {
     }
     fn acked_features(&self, features: u64) {
         self.acked.store(features, Ordering::Relaxed);
+        self.migration
+            .set_log_all(features & (1 << VHOST_F_LOG_ALL) != 0);
         self.features_set.store(true, Ordering::Relaxed);
         self.wakers.wake_all();
     }
     fn protocol_features(&self) -> VhostUserProtocolFeatures {
-        VhostUserProtocolFeatures::MQ | VhostUserProtocolFeatures::REPLY_ACK
+        VhostUserProtocolFeatures::MQ
+            | VhostUserProtocolFeatures::REPLY_ACK
+            | VhostUserProtocolFeatures::LOG_SHMFD
+            | VhostUserProtocolFeatures::RARP
     }
     fn reset_device(&self) {
         self.features_set.store(false, Ordering::Relaxed);
+        self.migration.set_log_all(false);
         self.wakers.wake_all();
     }
     fn set_event_idx(&self, _enabled: bool) {}
@@ -382,8 +398,16 @@ impl VhostUserBackend for NetBackend {
         // The AtomicMem we handed to VhostUserDaemon::new is the one the library
         // updates; PMDs load it once per burst, so a new table applies from the next
         // burst and a running burst keeps the old mapping alive until it ends.
-        self.faults
-            .track(vm_memory::GuestAddressSpace::memory(&mem).into_inner());
+        let mem = vm_memory::GuestAddressSpace::memory(&mem).into_inner();
+        let end = vm_memory::GuestMemoryBackend::iter(&*mem)
+            .map(|r| {
+                use vm_memory::GuestMemoryRegion;
+                r.start_addr().0 + r.len()
+            })
+            .max()
+            .unwrap_or(0);
+        self.migration.set_mem_end(end);
+        self.faults.track(mem);
         self.wakers.wake_all();
         Ok(())
     }
@@ -402,6 +426,17 @@ impl VhostUserBackend for NetBackend {
         )
         .ok()
     }
+    fn stop_vring(&self, index: u32) -> io::Result<()> {
+        // GET_VRING_BASE: the ring is stopped (no batch runs on it any more). While
+        // logging, the whole used ring is marked: it covers the library's own writes.
+        if let Some(v) = self.migration_vring(index) {
+            self.migration.ring_stopped(index, ring_size(&v));
+        }
+        Ok(())
+    }
+    fn migration(&self, request: MigrationRequest<'_>) -> Option<io::Result<()>> {
+        Some(self.migrate(request))
+    }
     fn queues_per_thread(&self) -> Vec<u64> {
         // No queues on the library's worker: PMD threads own the rings.
         vec![0]
@@ -414,6 +449,46 @@ impl VhostUserBackend for NetBackend {
         _thread_id: usize,
     ) -> io::Result<()> {
         Ok(())
+    }
+}
+
+impl NetBackend {
+    fn migration_vring(&self, index: u32) -> Option<PortVring> {
+        self.migration.vring(index as usize)
+    }
+
+    /// Handles one migration request (see [`super::migration`]); a refused log is
+    /// logged with the reason, and the error closes the connection.
+    fn migrate(&self, request: MigrationRequest<'_>) -> io::Result<()> {
+        match request {
+            MigrationRequest::LogBase { log, file } => {
+                let r = self.migration.set_log(file, log.mmap_offset, log.mmap_size);
+                match &r {
+                    Ok(()) => info!(
+                        port = %self.name,
+                        bytes = log.mmap_size,
+                        "dirty log set: logging the guest pages the switch writes"
+                    ),
+                    Err(e) => warn!(port = %self.name, error = %e, "SET_LOG_BASE refused"),
+                }
+                r
+            }
+            MigrationRequest::LogFd(file) => {
+                self.migration.set_log_fd(file);
+                Ok(())
+            }
+            MigrationRequest::VringLog { index, log } => self.migration.set_used_log(index, log),
+            MigrationRequest::SendRarp(mac) => {
+                info!(
+                    port = %self.name,
+                    mac = %crate::config::MacAddr(mac),
+                    "announcing the VM's MAC after migration (SEND_RARP)"
+                );
+                self.migration.request_announce(mac);
+                self.wakers.wake_all();
+                Ok(())
+            }
+        }
     }
 }
 
@@ -458,8 +533,11 @@ impl Connection {
         let acked = Arc::new(AtomicU64::new(0));
         let features_set = Arc::new(AtomicBool::new(false));
         let faults = Arc::new(FaultGuard::default());
+        let migration = Arc::new(Migration::new(2 * usize::from(queue_pairs)));
         let backend = NetBackend {
             faults: faults.clone(),
+            migration: migration.clone(),
+            name: name.into(),
             queue_pairs,
             offloads,
             mtu_advice,
@@ -471,7 +549,9 @@ impl Connection {
         let daemon = VhostUserDaemon::new(format!("vhu-{name}"), backend.clone(), mem.clone());
         let vrings = CAPTURE.with(|c| c.borrow_mut().take().map(|(_, v)| v).unwrap_or_default());
         let mut daemon = daemon?;
+        migration.attach(vrings.clone());
         let conn = Arc::new(Connection {
+            migration,
             vrings,
             mem,
             acked_features: acked,

@@ -110,6 +110,36 @@ impl Drop for FaultGuard {
     }
 }
 
+/// One more mapping the front-end's file backs (the dirty log), registered for
+/// containment while this lives; see [`protect`].
+#[derive(Debug)]
+pub struct Protected(usize);
+
+impl Protected {
+    /// Whether a fault was contained in the mapping.
+    pub fn faulted(&self) -> bool {
+        TABLE[self.0].faulted.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        unregister(self.0);
+    }
+}
+
+/// Registers the mapping `[start, start + len)` for SIGBUS containment until the
+/// returned guard drops (drop it before unmapping). `None` if the table is full (the
+/// mapping stays unprotected; logged).
+pub fn protect(start: usize, len: usize) -> Option<Protected> {
+    install();
+    let slot = register(start, len).map(Protected);
+    if slot.is_none() {
+        tracing::warn!("guest memory fault table full: a dirty log is unprotected");
+    }
+    slot
+}
+
 /// Whether a fault is waiting for housekeeping (one relaxed load: PMDs check it per
 /// burst, and only then ask their connection's guard).
 #[inline]

@@ -4,7 +4,9 @@
 //!   that crate's blocking threads, one set per connection);
 //! - [`virtq`]: burst access to the split virtqueues;
 //! - [`burst`]: the switch's receive side, the guest's transmit queues;
-//! - [`deliver`]: the switch's transmit side, copies into the guest's receive queues.
+//! - [`deliver`]: the switch's transmit side, copies into the guest's receive queues;
+//! - [`migration`] and [`dirty_log`]: live migration (dirty-page logging, the MAC
+//!   announcement after switch-over).
 //!
 //! The port outlives its connections: a guest that disconnects (reboots, is killed)
 //! leaves the port in place, and the next connection is served the same way. The
@@ -14,7 +16,9 @@
 pub mod burst;
 pub mod deliver;
 pub mod device;
+pub mod dirty_log;
 pub mod fault;
+pub mod migration;
 pub mod virtq;
 
 use std::os::fd::AsRawFd;
@@ -198,6 +202,13 @@ impl VhostPort {
             .cloned()
             .collect();
         s.ready_queue_pairs = c.ready_pairs();
+        let m = &c.migration;
+        s.migration = Some(crate::control::protocol::ShowMigration {
+            logging: m.is_logging(),
+            pages_marked: m.pages_marked(),
+            logs_set: m.logs_set(),
+            announced: m.announced(),
+        });
     }
 
     /// Closes the connection if its guest memory faulted under the switch (the front-end
@@ -207,7 +218,7 @@ impl VhostPort {
         let Some(c) = self.conn.load_full() else {
             return false;
         };
-        if !c.faults.faulted() {
+        if !c.faults.faulted() && !c.migration.log_faulted() {
             return false;
         }
         warn!(
@@ -273,8 +284,13 @@ impl VhostPort {
         let pending = {
             use vm_memory::GuestAddressSpace;
             let mem = conn.mem.memory();
-            virtq::SplitRing::new(&mem, st.get_queue())
-                .is_some_and(|ring| ring.set_kicks(true, st.get_queue().next_avail()))
+            virtq::SplitRing::new(&mem, st.get_queue()).is_some_and(|ring| {
+                let pending = ring.set_kicks(true, st.get_queue().next_avail());
+                if let Some(mut l) = conn.migration.logging() {
+                    l.used_header(2 * usize::from(q) + 1, ring.size());
+                }
+                pending
+            })
         };
         // A duplicate, owned by the set: the ring's own may be closed by SET_VRING_KICK
         // while the PMD sleeps.
