@@ -11,6 +11,8 @@
 #         server-loop  like server, receiving one stream after another forever
 #         tso      send TSO frames to vm.dstmac with AF_PACKET (vmtool tso); no pings
 #         idle     ping the peer, then stay up until powered off from outside
+#         sink     ping the peer, then receive one TCP stream on port 5001 into
+#                  /tmp/blob (busybox nc) and print its size and sha256
 #         [vm.stay=1] keeps the guest up after its test (the host kills it)
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -66,6 +68,8 @@ case "$test" in
     server-loop) while :; do vmtool recv 5001; vmtool stats eth0; done ;;
     client) vmtool send "$peer" 5001 "$bytes" "$conns" ;;
     idle) ;;
+    sink) nc -l -p 5001 > /tmp/blob
+          echo "RESULT sink bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)" ;;
 esac
 vmtool stats eth0
 echo DONE

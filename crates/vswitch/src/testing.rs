@@ -96,6 +96,31 @@ impl SimGuest {
         }
     }
 
+    /// Turns live migration's dirty logging on for this guest's connection, as QEMU
+    /// does (`VHOST_F_LOG_ALL`, a shared log covering its memory, each used ring logged
+    /// at its own address). Returns the log's memfd (one bit per 4 KiB page).
+    pub fn start_dirty_log(&self) -> std::fs::File {
+        use std::os::fd::FromRawFd;
+        let m = &self.conn.migration;
+        let end = self.base_of(self.avail_idx.len());
+        // SAFETY: memfd_create with a NUL-terminated name; the fd is owned by the File.
+        let fd = unsafe { libc::memfd_create(c"dirty-log".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create");
+        // SAFETY: a fresh fd no one else owns.
+        let f = unsafe { std::fs::File::from_raw_fd(fd) };
+        let bytes = crate::ports::vhost::dirty_log::log_bytes_for(end);
+        f.set_len(bytes).expect("size the log");
+        m.set_mem_end(end);
+        m.set_log(&f, 0, bytes).expect("log accepted");
+        let (_, used) = Self::ring_offsets(self.size);
+        for q in 0..self.avail_idx.len() {
+            m.set_used_log(q as u32, Some(self.base_of(q) + used))
+                .expect("ring");
+        }
+        m.set_log_all(true);
+        f
+    }
+
     /// The features a modern Linux guest acks without offloads: VERSION_1, MRG_RXBUF,
     /// EVENT_IDX, INDIRECT_DESC.
     pub fn default_features() -> u64 {

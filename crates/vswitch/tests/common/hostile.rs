@@ -25,6 +25,8 @@ pub const GET_FEATURES: u32 = 1;
 pub const SET_FEATURES: u32 = 2;
 pub const SET_OWNER: u32 = 3;
 pub const SET_MEM_TABLE: u32 = 5;
+pub const SET_LOG_BASE: u32 = 6;
+pub const SET_LOG_FD: u32 = 7;
 pub const SET_VRING_NUM: u32 = 8;
 pub const SET_VRING_ADDR: u32 = 9;
 pub const SET_VRING_BASE: u32 = 10;
@@ -34,6 +36,7 @@ pub const GET_PROTOCOL_FEATURES: u32 = 15;
 pub const SET_PROTOCOL_FEATURES: u32 = 16;
 pub const GET_QUEUE_NUM: u32 = 17;
 pub const SET_VRING_ENABLE: u32 = 18;
+pub const SEND_RARP: u32 = 19;
 
 /// Header flags: protocol version 1.
 pub const VERSION_1: u32 = 0x1;
@@ -47,12 +50,16 @@ pub const F_GUEST_TSO4: u64 = 1 << 7;
 pub const F_HOST_TSO4: u64 = 1 << 11;
 pub const F_HOST_TSO6: u64 = 1 << 12;
 pub const F_MRG_RXBUF: u64 = 1 << 15;
+/// VHOST_F_LOG_ALL: the back-end logs its writes in the dirty log.
+pub const F_LOG_ALL: u64 = 1 << 26;
 pub const F_INDIRECT_DESC: u64 = 1 << 28;
 pub const F_PROTOCOL_FEATURES: u64 = 1 << 30;
 pub const F_VERSION_1: u64 = 1 << 32;
 
 // vhost-user protocol features.
 pub const PF_MQ: u64 = 1 << 0;
+pub const PF_LOG_SHMFD: u64 = 1 << 1;
+pub const PF_RARP: u64 = 1 << 2;
 pub const PF_REPLY_ACK: u64 = 1 << 3;
 /// VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS, which vswitchd does not offer.
 pub const PF_CONFIGURE_MEM_SLOTS: u64 = 1 << 15;
@@ -69,7 +76,7 @@ const AVAIL_F_NO_INTERRUPT: u16 = 1;
 pub const LO_SIZE: u64 = 4 << 20;
 pub const HI_GPA: u64 = 8 << 20;
 pub const HI_SIZE: u64 = 1 << 20;
-const MEM_FILE: u64 = LO_SIZE + HI_SIZE;
+pub const MEM_FILE: u64 = LO_SIZE + HI_SIZE;
 /// Where guest-physical 0 lies in the front-end's "address space": vhost-user ring
 /// addresses are front-end virtual addresses, translated through the memory table.
 const UADDR: u64 = 0x7f00_0000_0000;
@@ -434,6 +441,23 @@ impl Ring {
         }
     }
 
+    /// The guest-physical address of the used ring.
+    pub fn used_gpa(&self) -> u64 {
+        self.l.used
+    }
+
+    /// SET_VRING_ADDR's body for this ring; with `log`, VHOST_VRING_F_LOG and that
+    /// log address.
+    pub fn addr_body(&self, log: Option<u64>) -> Vec<u8> {
+        let mut addr = self.index.to_le_bytes().to_vec();
+        addr.extend_from_slice(&u32::from(log.is_some()).to_le_bytes()); // flags
+        for a in [self.l.desc, self.l.used, self.l.avail] {
+            addr.extend_from_slice(&(UADDR + a).to_le_bytes());
+        }
+        addr.extend_from_slice(&log.unwrap_or(0).to_le_bytes());
+        addr
+    }
+
     /// `n` consecutive descriptor indices (modulo the ring size).
     pub fn descs(&mut self, n: usize) -> Vec<u16> {
         (0..n)
@@ -568,6 +592,11 @@ impl Guest {
     /// PROTOCOL_FEATURES, INDIRECT_DESC and `extra` (each must be offered). Every step
     /// is acked (REPLY_ACK), so when this returns the rings run.
     pub fn connect(path: &Path, extra: u64) -> Guest {
+        Self::connect_with(path, extra, 0)
+    }
+
+    /// [`Guest::connect`], also acking protocol features `proto` (each must be offered).
+    pub fn connect_with(path: &Path, extra: u64, proto: u64) -> Guest {
         let mut front = Front::connect(path);
         let offered = front.get_u64(GET_FEATURES).expect("GET_FEATURES");
         let features = F_VERSION_1 | F_PROTOCOL_FEATURES | F_INDIRECT_DESC | extra;
@@ -580,9 +609,10 @@ impl Guest {
             .get_u64(GET_PROTOCOL_FEATURES)
             .expect("GET_PROTOCOL_FEATURES");
         assert_ne!(pf & PF_REPLY_ACK, 0, "REPLY_ACK offered");
+        assert_eq!(pf & proto, proto, "protocol features {proto:#x} offered ({pf:#x})");
         front.send(
             SET_PROTOCOL_FEATURES,
-            &(pf & (PF_MQ | PF_REPLY_ACK)).to_le_bytes(),
+            &(pf & (PF_MQ | PF_REPLY_ACK | proto)).to_le_bytes(),
             &[],
         );
         front.must(SET_OWNER, &[], &[]);
@@ -604,13 +634,7 @@ impl Guest {
             let i = r.index;
             g.front
                 .must(SET_VRING_NUM, &vring_state(i, u32::from(QSIZE)), &[]);
-            let mut addr = i.to_le_bytes().to_vec();
-            addr.extend_from_slice(&0u32.to_le_bytes()); // flags
-            for a in [r.l.desc, r.l.used, r.l.avail] {
-                addr.extend_from_slice(&(UADDR + a).to_le_bytes());
-            }
-            addr.extend_from_slice(&0u64.to_le_bytes()); // log
-            g.front.must(SET_VRING_ADDR, &addr, &[]);
+            g.front.must(SET_VRING_ADDR, &r.addr_body(None), &[]);
             g.front.must(SET_VRING_BASE, &vring_state(i, 0), &[]);
             g.front.must(
                 SET_VRING_CALL,
@@ -687,6 +711,32 @@ impl Guest {
         let heads: Vec<u16> = v.iter().map(|&(h, _)| h).collect();
         self.rx.publish(&self.mem, &heads);
         v
+    }
+
+    /// Starts a migration's dirty logging as QEMU does: SET_LOG_BASE with `log`
+    /// (`size` bytes of it from offset 0; the reply echoes the request), SET_FEATURES
+    /// with VHOST_F_LOG_ALL, and SET_VRING_ADDR with VHOST_VRING_F_LOG at each used ring.
+    pub fn start_logging(&mut self, log: RawFd, size: u64) {
+        let mut body = size.to_le_bytes().to_vec();
+        body.extend_from_slice(&0u64.to_le_bytes());
+        self.front.send(SET_LOG_BASE, &body, &[log]);
+        let reply = self.front.reply().expect("SET_LOG_BASE's reply");
+        assert_eq!(reply, body, "SET_LOG_BASE's reply echoes the log");
+        self.front
+            .must(SET_FEATURES, &(self.features | F_LOG_ALL).to_le_bytes(), &[]);
+        for r in [&self.rx, &self.tx] {
+            self.front
+                .must(SET_VRING_ADDR, &r.addr_body(Some(r.used_gpa())), &[]);
+        }
+    }
+
+    /// Ends the logging: SET_FEATURES without VHOST_F_LOG_ALL, rings without the flag.
+    pub fn stop_logging(&mut self) {
+        self.front
+            .must(SET_FEATURES, &self.features.to_le_bytes(), &[]);
+        for r in [&self.rx, &self.tx] {
+            self.front.must(SET_VRING_ADDR, &r.addr_body(None), &[]);
+        }
     }
 
     /// Replaces guest memory with a new memfd holding a copy of the old one

@@ -8,6 +8,7 @@ pub mod fabric;
 pub mod hostile;
 pub mod looping;
 pub mod ovs;
+pub mod qemu;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
