@@ -448,8 +448,13 @@ fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
             })
         },
     );
-    let drops: u64 = (1..ports).map(|p| sw.port_stats(p as u16).drops_total).sum();
-    assert_eq!(drops, 0, "scale bench must not drop ({ports} ports, {flows} flows)");
+    let drops: u64 = (1..ports)
+        .map(|p| sw.port_stats(p as u16).drops_total)
+        .sum();
+    assert_eq!(
+        drops, 0,
+        "scale bench must not drop ({ports} ports, {flows} flows)"
+    );
 }
 
 /// Re-posts the next `n` receive heads of `rx` (cyclic from `cur`) on queue 0.

@@ -288,7 +288,7 @@ measure() { # switch size -> prints Mpps
     case "$sw" in
     ovs) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
             /packets received:/ { p += $3 } /processing cycles:/ { c += $3 }
-            END { print c + 0, p + 0 }') || c1="" ;;
+            END { printf "%.0f %.0f\n", c, p }') || c1="" ;;
     limit)
         : > "$work/sw.log"; echo "show fwd stats all" >&4; sleep 0.3
         c0="0 0"

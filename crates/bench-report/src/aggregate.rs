@@ -149,7 +149,9 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.n), (4.0, 3.0, 5.0, 3));
         assert!(!a.metrics.contains_key("cycles_per_packet"));
         assert_eq!(
-            find(&aggs, "pvp", "ovs", &[("frame_size", "1518")]).unwrap().median("mpps"),
+            find(&aggs, "pvp", "ovs", &[("frame_size", "1518")])
+                .unwrap()
+                .median("mpps"),
             Some(1.0)
         );
         assert!(find(&aggs, "pvp", "limit", &[]).is_none());

@@ -50,8 +50,16 @@ fn read_json(p: &Path) -> Result<Value> {
 /// One record from a `benchmark.json` and an `estimates.json`; `None` when the ids do
 /// not follow `{P}ports` / `{F}flows`.
 pub fn record(bench: &Value, est: &Value) -> Option<Record> {
-    let ports: u64 = bench["function_id"].as_str()?.strip_suffix("ports")?.parse().ok()?;
-    let flows: u64 = bench["value_str"].as_str()?.strip_suffix("flows")?.parse().ok()?;
+    let ports: u64 = bench["function_id"]
+        .as_str()?
+        .strip_suffix("ports")?
+        .parse()
+        .ok()?;
+    let flows: u64 = bench["value_str"]
+        .as_str()?
+        .strip_suffix("flows")?
+        .parse()
+        .ok()?;
     let per_iter = bench["throughput"]["Elements"].as_f64().unwrap_or(1.0);
     let median_ns = est["median"]["point_estimate"].as_f64()?;
     let mut params = BTreeMap::new();

@@ -84,8 +84,7 @@ fn render(raw: &Path, machine: &Path, out: &Path, readme: Option<&Path>) -> Resu
     .with_context(|| format!("machine description {}", machine.display()))?;
     let aggs = aggregate::aggregate(&records);
     let plot_dir = out.join("plots");
-    std::fs::create_dir_all(&plot_dir)
-        .with_context(|| format!("create {}", plot_dir.display()))?;
+    std::fs::create_dir_all(&plot_dir).with_context(|| format!("create {}", plot_dir.display()))?;
 
     let mut plots = Vec::new();
     for c in report::charts(&aggs) {
@@ -100,7 +99,10 @@ fn render(raw: &Path, machine: &Path, out: &Path, readme: Option<&Path>) -> Resu
         "aggregates": aggs,
         "records": records,
     });
-    write(&out.join("results.json"), &serde_json::to_string_pretty(&results)?)?;
+    write(
+        &out.join("results.json"),
+        &serde_json::to_string_pretty(&results)?,
+    )?;
     let md = report::markdown(&machine, &records, &aggs, &plots);
     write(&out.join("report.md"), &md)?;
     let has_pvp_plot = plots.iter().any(|p| p == "pvp_mpps");
@@ -131,7 +133,10 @@ fn render(raw: &Path, machine: &Path, out: &Path, readme: Option<&Path>) -> Resu
         let r = o.ratio.map(|r| format!("{r:.2}x")).unwrap_or_default();
         eprintln!("target: {} -- {met} {r}", o.name);
     }
-    eprintln!("bench-report: wrote {}/report.md, results.json, plots/", out.display());
+    eprintln!(
+        "bench-report: wrote {}/report.md, results.json, plots/",
+        out.display()
+    );
     Ok(())
 }
 
@@ -170,7 +175,10 @@ mod tests {
     #[test]
     fn splice_replaces_between_markers() {
         let t = format!("a\n{BEGIN}\nold\n{END}\nb\n");
-        assert_eq!(splice(&t, "new\n").unwrap(), format!("a\n{BEGIN}\nnew\n{END}\nb\n"));
+        assert_eq!(
+            splice(&t, "new\n").unwrap(),
+            format!("a\n{BEGIN}\nnew\n{END}\nb\n")
+        );
         assert!(splice("no markers", "x").is_err());
         assert!(splice(&format!("{END}{BEGIN}"), "x").is_err());
     }
@@ -189,8 +197,11 @@ mod tests {
         )
         .unwrap();
         let machine = dir.join("machine.json");
-        std::fs::write(&machine, r#"{"cpu_model":"Test CPU","cores":2,"date":"2026-11-26"}"#)
-            .unwrap();
+        std::fs::write(
+            &machine,
+            r#"{"cpu_model":"Test CPU","cores":2,"date":"2026-11-26"}"#,
+        )
+        .unwrap();
         let readme = dir.join("README.md");
         std::fs::write(&readme, format!("# x\n{BEGIN}\n{END}\n")).unwrap();
         let out = dir.join("out");

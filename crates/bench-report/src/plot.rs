@@ -70,12 +70,14 @@ pub fn write(chart: &Chart, dir: &Path) -> Result<Vec<PathBuf>> {
     {
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
         draw(chart, &points, &root)?;
-        root.present().map_err(|e| anyhow!("{}: {e}", png.display()))?;
+        root.present()
+            .map_err(|e| anyhow!("{}: {e}", png.display()))?;
     }
     {
         let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
         draw(chart, &points, &root)?;
-        root.present().map_err(|e| anyhow!("{}: {e}", svg.display()))?;
+        root.present()
+            .map_err(|e| anyhow!("{}: {e}", svg.display()))?;
     }
     Ok(vec![png, svg])
 }
@@ -190,7 +192,10 @@ mod tests {
         let png = std::fs::read(&files[0]).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         let svg = std::fs::read_to_string(&files[1]).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("vswitchd"), "{svg:.200}");
+        assert!(
+            svg.contains("<svg") && svg.contains("vswitchd"),
+            "{svg:.200}"
+        );
         let log = Chart {
             stem: "log".into(),
             log_x: true,

@@ -94,7 +94,10 @@ pub fn cell(s: Option<&Stat>, decimals: usize) -> String {
 /// Renders the table of `spec` over the aggregates of its scenario; `None` when there
 /// are none.
 pub fn render(spec: &TableSpec, aggs: &[Aggregate]) -> Option<String> {
-    let mine: Vec<&Aggregate> = aggs.iter().filter(|a| a.scenario == spec.scenario).collect();
+    let mine: Vec<&Aggregate> = aggs
+        .iter()
+        .filter(|a| a.scenario == spec.scenario)
+        .collect();
     if mine.is_empty() {
         return None;
     }
