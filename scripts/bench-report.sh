@@ -68,7 +68,7 @@ if [ -n "$quick" ]; then
     rounds=${rounds:-1}; secs=2; sizes="64 1518"; flowcounts="1 1280"; latency="0 90"
     tcp_secs=3; mode=quick; readme=""
 else
-    rounds=${rounds:-3}; secs=4; sizes="64 128 256 512 1024 1280 1518"; flowcounts="1 128 1280"
+    rounds=${rounds:-3}; secs=3; sizes="64 128 256 512 1024 1280 1518"; flowcounts="1 128 1280"
     latency="0 10 50 90"; tcp_secs=6; mode=full
 fi
 

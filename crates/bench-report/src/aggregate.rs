@@ -71,8 +71,9 @@ impl Aggregate {
 /// Groups measurements (records without `not_run`) by scenario, switch and parameters,
 /// in that order, and folds each metric over the rounds.
 pub fn aggregate(records: &[Record]) -> Vec<Aggregate> {
-    let mut groups: BTreeMap<(String, String, String), (&Record, BTreeMap<String, Vec<f64>>)> =
-        BTreeMap::new();
+    // (scenario, switch, parameters) → (the group's first record, values per metric)
+    type Key = (String, String, String);
+    let mut groups: BTreeMap<Key, (&Record, BTreeMap<String, Vec<f64>>)> = BTreeMap::new();
     for r in records.iter().filter(|r| r.not_run.is_none()) {
         let key = (r.scenario.clone(), r.switch.clone(), r.params_key());
         let entry = groups.entry(key).or_insert_with(|| (r, BTreeMap::new()));

@@ -33,11 +33,25 @@ pub struct Chart {
     pub y_label: String,
     /// Logarithmic x axis (flow counts).
     pub log_x: bool,
+    /// Legend in the upper left corner (for rising lines) instead of the upper right.
+    pub legend_left: bool,
     /// The lines.
     pub series: Vec<Series>,
 }
 
 const SIZE: (u32, u32) = (900, 560);
+
+/// Line colours, one per series in order (red, blue, green, orange, purple, brown, grey):
+/// distinguishable on white, unlike the palette's yellow.
+const COLORS: [RGBColor; 7] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x7f, 0x7f, 0x7f),
+];
 
 fn register_font() {
     static ONCE: Once = Once::new();
@@ -108,7 +122,12 @@ where
         .margin(14)
         .x_label_area_size(44)
         .y_label_area_size(64);
-    let style = |i: usize| Palette99::pick(i).stroke_width(2);
+    let style = |i: usize| COLORS[i % COLORS.len()].stroke_width(2);
+    let legend_at = if chart.legend_left {
+        SeriesLabelPosition::UpperLeft
+    } else {
+        SeriesLabelPosition::UpperRight
+    };
     macro_rules! body {
         ($ctx:expr) => {{
             let mut ctx = $ctx;
@@ -136,7 +155,7 @@ where
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
                 .label_font(("sans-serif", 14))
-                .position(SeriesLabelPosition::UpperRight)
+                .position(legend_at)
                 .draw()
                 .map_err(e)?;
         }};
@@ -176,6 +195,7 @@ mod tests {
             x_label: "frame size (bytes)".into(),
             y_label: "Mpps".into(),
             log_x: false,
+            legend_left: false,
             series: vec![
                 Series {
                     name: "vswitchd".into(),
@@ -199,6 +219,7 @@ mod tests {
         let log = Chart {
             stem: "log".into(),
             log_x: true,
+            legend_left: true,
             ..chart
         };
         assert_eq!(write(&log, &dir).unwrap().len(), 2);
@@ -214,6 +235,7 @@ mod tests {
             x_label: String::new(),
             y_label: String::new(),
             log_x: false,
+            legend_left: false,
             series: vec![Series {
                 name: "x".into(),
                 points: vec![(1.0, f64::NAN)],
