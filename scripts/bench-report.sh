@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark report: every scenario, every switch in the same run, one command. As root.
 #
-#   scripts/bench-report.sh            the full run (about 25 minutes on 2 cores): 3 rounds
+#   scripts/bench-report.sh            the full run (about 21 minutes on 2 cores): 3 rounds
 #   scripts/bench-report.sh --quick    a reduced set in under 5 minutes (1 round, 64 and
 #                                      1518 B, fewer levels) to check that everything works
 #
@@ -14,7 +14,8 @@
 #                    size, Mpps against flow count, latency percentiles, pipeline scale
 #   logs/*.log       each scenario script's output
 # A full run also rewrites the README's Benchmarks section (between the bench-report
-# markers) and docs/bench/pvp_mpps.{png,svg} from this run; --no-readme leaves them.
+# markers) and docs/bench/ (report.md, results.json, plots/*.svg, pvp_mpps.{png,svg})
+# from this run; --no-readme leaves them.
 #
 # Switches: vswitchd (this project, one busy-polling PMD), ovs (Open vSwitch 3.1 with DPDK,
 # NORMAL action; userspace datapath without DPDK for the tcp scenario), limit/testpmd (DPDK
@@ -41,11 +42,13 @@
 #   --scenarios LIST   run only these
 #   --rounds N         rounds per scenario (default 3; --quick 1)
 #   --no-readme        never touch README.md and docs/bench/
+#   --render-only      measure nothing: render OUT/raw.jsonl and OUT/machine.json again
+#                      (after a change to the report's layout; the figures stay the run's)
 # Run nothing else heavy meanwhile (the machine's two cores are the measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=""; out=target/bench-report; scenarios="pvp flows acl afxdp tcp scale"; rounds=""
-readme=1
+readme=1; render_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1; shift ;;
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
         --scenarios) scenarios=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --no-readme) readme=""; shift ;;
+        --render-only) render_only=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-report.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -71,15 +75,40 @@ else
     rounds=${rounds:-3}; secs=3; sizes="64 128 256 512 1024 1280 1518"; flowcounts="1 128 1280"
     latency="0 10 50 90"; tcp_secs=6; mode=full
 fi
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+target="${CARGO_TARGET_DIR:-target}"
+report="$target/release/bench-report"
+
+# render: the report from OUT/raw.jsonl; after a full run also README.md and docs/bench/.
+render() {
+    local args=()
+    if [ -n "$readme" ] && [ "$(jq_mode)" = full ] && [ "$scenarios" = "pvp flows acl afxdp tcp scale" ]; then
+        args=(--readme README.md)
+    fi
+    "$report" render --raw "$out/raw.jsonl" --machine "$out/machine.json" --out "$out" "${args[@]}"
+    if [ "${#args[@]}" -gt 0 ]; then
+        mkdir -p docs/bench/plots
+        cp "$out/report.md" "$out/results.json" docs/bench/
+        cp "$out"/plots/*.svg docs/bench/plots/
+        echo "README.md and docs/bench/ rewritten from this run"
+    fi
+    echo "report: $out/report.md"
+}
+jq_mode() { /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("mode", ""))' "$out/machine.json"; }
+
+if [ -n "$render_only" ]; then
+    [ -f "$out/raw.jsonl" ] && [ -f "$out/machine.json" ] || { echo "bench-report.sh: no $out/raw.jsonl to render" >&2; exit 2; }
+    cargo build --release -q -p bench-report
+    out=$(realpath "$out")
+    render
+    exit 0
+fi
 
 scripts/setup.sh --bench
-[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 echo "== building (release: vswitchd, bench-report; bench: pipeline)"
 cargo build --release -q -p vswitch --bins
 cargo build --release -q -p bench-report
 if [[ " $scenarios " == *" scale "* ]]; then cargo bench -q --bench pipeline --no-run 2>/dev/null; fi
-target="${CARGO_TARGET_DIR:-target}"
-report="$target/release/bench-report"
 
 mkdir -p "$out/logs"
 out=$(realpath "$out")
@@ -174,7 +203,4 @@ for s in $scenarios; do
 done
 echo "== measured in $((SECONDS - t_start)) s"
 
-readme_args=()
-[ -n "$readme" ] && [ "$scenarios" = "pvp flows acl afxdp tcp scale" ] && readme_args=(--readme README.md)
-"$report" render --raw "$raw" --machine "$out/machine.json" --out "$out" "${readme_args[@]}"
-echo "report: $out/report.md"
+render
