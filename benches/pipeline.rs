@@ -4,7 +4,9 @@
 //!
 //! Reported per frame (criterion `Throughput::Elements`) so the report reads in
 //! frames/s; `Throughput::Bytes` variants give Gbit/s. Sizes 64 and 1518 bytes; 1 and
-//! 1024 learned MACs (the destination MAC cycles over them, all behind port B).
+//! 1024 learned MACs (the destination MAC cycles over them, all behind port B). The
+//! `scale` group varies flows (1 to 100 000) and ports (2 to 64); `scripts/bench-report.sh`
+//! runs it (`cargo bench --bench pipeline -- scale`).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -363,11 +365,131 @@ fn tso_vm_to_vm(c: &mut Criterion) {
     g.finish();
 }
 
+/// A 64-byte IPv4/UDP frame of flow `flow`: source address 10.x.y.z from the flow's 24
+/// low bits, source port 10000 + flow (wrapping), destination 10.1.0.1:80.
+fn udp_flow32(dst: [u8; 6], src: [u8; 6], flow: u32) -> Vec<u8> {
+    let mut f = udp_flow(dst, src, 64, 0);
+    let [_, a, b, c] = flow.to_be_bytes();
+    f[27..30].copy_from_slice(&[a, b, c]);
+    f[34..36].copy_from_slice(&10000u16.wrapping_add(flow as u16).to_be_bytes());
+    f
+}
+
+/// Scale: ns per 64-byte frame at 1, 1000, 10 000 and 100 000 flows (2 ports) and at
+/// 2, 16 and 64 ports (1000 flows), flow cache on, no ACL rules. Ids `{P}ports/{F}flows`
+/// (read by `bench-report criterion`).
+///
+/// Port 0's guest sends; ports 1..P each have a guest that receives, behind a static
+/// MAC. Flow `f` goes to port `1 + f % (P − 1)` and is distinct in its IPv4 source
+/// address, so there are exactly F flow keys, visited round-robin: consecutive frames are
+/// of different flows. Between bursts, untimed, the 32 transmit buffers of the next burst
+/// are rewritten with the next 32 flows' frames (as a guest writes its packets).
+fn scale(c: &mut Criterion) {
+    let mut g = c.benchmark_group("scale");
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    for (ports, flows) in [
+        (2usize, 1u32),
+        (2, 1000),
+        (2, 10_000),
+        (2, 100_000),
+        (16, 1000),
+        (64, 1000),
+    ] {
+        scale_one(&mut g, ports, flows);
+    }
+    g.finish();
+}
+
+fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
+    let names: Vec<String> = (0..ports).map(|i| format!("p{i}")).collect();
+    let cfg_ports: Vec<(&str, Option<u16>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+    let sw = Switch::new(config(&cfg_ports, true)).unwrap();
+    let mac = |port: usize| [2, 1, 0, 0, (port >> 8) as u8, port as u8];
+    for p in 1..ports {
+        sw.fdb.add_static(0, MacAddr(mac(p)), Dest::Port(p as u16));
+    }
+    let mut a = SimGuest::new(1, SimGuest::default_features());
+    attach(&sw, 0, a.conn.clone());
+    let mut rxg: Vec<(SimGuest, Vec<u16>, usize)> = (1..ports)
+        .map(|p| {
+            let mut b = SimGuest::new(1, SimGuest::default_features());
+            attach(&sw, p as u16, b.conn.clone());
+            let rx = b.post_rx(0, 0, 256, 2048);
+            (b, rx, 0)
+        })
+        .collect();
+    let frames: Vec<Vec<u8>> = (0..flows)
+        .map(|f| udp_flow32(mac(1 + f as usize % (ports - 1)), SRC, f))
+        .collect();
+    // 128 transmit buffers; the frame of buffer h is rewritten before each publication.
+    let tx: Vec<u16> = (0..128u16)
+        .map(|h| a.send(0, h, &frames[usize::from(h) % frames.len()]))
+        .collect();
+    let hdr = a.hdr_len as u64;
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    while pmd.poll_once() > 0 {}
+    a.skip_used(1);
+    for (b, rx, cur) in rxg.iter_mut() {
+        let n = usize::from(b.skip_used(0));
+        republish_cyclic(b, rx, cur, n);
+    }
+    let (mut k, mut next_flow) = (0usize, 128usize % frames.len());
+    g.throughput(Throughput::Elements(BURST as u64));
+    g.bench_function(
+        BenchmarkId::new(format!("{ports}ports"), format!("{flows}flows")),
+        |bench| {
+            bench.iter_custom(|iters| {
+                let mut pmd_time = Duration::ZERO;
+                for _ in 0..iters {
+                    let heads = &tx[k..k + BURST];
+                    k = (k + BURST) % tx.len();
+                    if frames.len() > 1 {
+                        for &h in heads {
+                            a.write(a.slot(1, u32::from(h)) + hdr, &frames[next_flow]);
+                            next_flow = (next_flow + 1) % frames.len();
+                        }
+                    }
+                    a.republish(1, heads);
+                    let t = Instant::now();
+                    black_box(pmd.poll_once());
+                    pmd_time += t.elapsed();
+                    a.skip_used(1);
+                    for (b, rx, cur) in rxg.iter_mut() {
+                        let n = usize::from(b.skip_used(0));
+                        republish_cyclic(b, rx, cur, n);
+                    }
+                }
+                pmd_time
+            })
+        },
+    );
+    let drops: u64 = (1..ports)
+        .map(|p| sw.port_stats(p as u16).drops_total)
+        .sum();
+    assert_eq!(
+        drops, 0,
+        "scale bench must not drop ({ports} ports, {flows} flows)"
+    );
+}
+
+/// Re-posts the next `n` receive heads of `rx` (cyclic from `cur`) on queue 0.
+fn republish_cyclic(b: &mut SimGuest, rx: &[u16], cur: &mut usize, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let heads: Vec<u16> = (0..n).map(|i| rx[(*cur + i) % rx.len()]).collect();
+    *cur = (*cur + n) % rx.len();
+    b.republish(0, &heads);
+}
+
 criterion_group!(
     benches,
     pipeline,
     flow_cache,
     tso_vm_to_vm,
-    memcpy_reference
+    memcpy_reference,
+    scale
 );
 criterion_main!(benches);

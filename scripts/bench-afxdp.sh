@@ -14,15 +14,18 @@
 # devices under test. Rates are the sink's Rx-pps over SECS seconds after a warm-up.
 #
 #   scripts/bench-afxdp.sh [--rounds N] [--secs S]      (default 2 rounds of 5 s: ~2 minutes)
+#   --json FILE   also append one JSON object per measurement to FILE (scenario "afxdp",
+#                 switch, round, params {direction, frame_size}, metrics {mpps})
 #   VSWITCHD=/path/to/vswitchd scripts/bench-afxdp.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=2; secs=5
+rounds=2; secs=5; json=
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --json) json=$(realpath -m "$2"); touch "$json"; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-afxdp.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -111,6 +114,10 @@ for r in $(seq 1 "$rounds"); do
         for dut in testpmd vswitchd; do
             m=$(run "$dut" "$dir")
             echo "round $r  $dir  $dut  $m Mpps"
+            if [ -n "$json" ]; then
+                printf '{"scenario":"afxdp","switch":"%s","round":%s,"params":{"direction":"%s","frame_size":64},"metrics":{"mpps":%s}}\n' \
+                    "$dut" "$r" "$dir" "$m" >>"$json"
+            fi
             sum[$dir.$dut]=$(awk -v a="${sum[$dir.$dut]:-0}" -v b="$m" 'BEGIN { print a + b }')
         done
     done

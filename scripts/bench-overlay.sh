@@ -33,13 +33,24 @@
 #                            [--streams "1 4"] [--modes "native generic"] [--only "vswitchd ovs"]
 #   (default 3 rounds of 8 s: about 8 minutes)
 #   --poll MODE vswitchd's --poll (default adaptive; OVS sleeps up to 50 us when idle)
+#   --topologies "geneve plain"   for tcp (default geneve): plain puts the VM and the uplink
+#               in one L2 domain (vswitchd: no --geneve, no vni; OVS: the internal port on
+#               br-phy, no br-int), so frames cross the veth unencapsulated
+#   --latency "0 10 50 90"   after each tcp measurement of the first --streams value, ICMP
+#               round trips between the VMs (ping -i 0.002, 500 per level) while iperf3 runs
+#               paced (-b) at each percentage of the Gbit/s just measured (0: no iperf3)
+#   --json FILE also append one JSON object per measurement to FILE: scenario "tcp"
+#               (params topology, streams, mode; metrics gbps, retransmits, cpu_s_per_gb =
+#               CPU seconds, user + system, both switch processes spent during the transfer
+#               per 10^9 bytes received), "latency" (params topology, load_pct; metrics
+#               min_us, p50_us, p99_us, max_us, offered_gbps), "frames" (metrics mpps)
 #   --verbose   after each measurement, the switches' counters (vswitchctl stats, tunnels and
 #               pmd-stats; ovs-appctl dpif-netdev/pmd-stats-show) on stderr
 #   VSWITCHD=/path/to/vswitchd   another build as vswitchd
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=8; parts="tcp frames"; streams="1 4"; modes="native generic"; only="vswitchd ovs"
-verbose=""; poll=adaptive
+verbose=""; poll=adaptive; topologies="geneve"; latency=""; json=""; topo=geneve
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -50,6 +61,9 @@ while [ $# -gt 0 ]; do
         --only) only=$2; shift 2 ;;
         --verbose) verbose=1; shift ;;
         --poll) poll=$2; shift 2 ;;
+        --topologies) topologies=$2; shift 2 ;;
+        --latency) latency=$2; shift 2 ;;
+        --json) json=$(realpath -m "$2"); touch "$json"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench-overlay.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -113,8 +127,9 @@ hosts() {
 # vswitchd_host K MODE PORT-ARGS...
 vswitchd_host() {
     local k=$1 mode=$2; shift 2
-    ip netns exec "bo$k" "$VSWITCHD" --uplink "u=bou$k,mode=$mode" \
-        --geneve "t=198.51.100.$((k + 1)),uplink=u,remote=198.51.100.$((2 - k))" \
+    local tep=(--geneve "t=198.51.100.$((k + 1)),uplink=u,remote=198.51.100.$((2 - k))")
+    [ "$topo" = plain ] && tep=()
+    ip netns exec "bo$k" "$VSWITCHD" --uplink "u=bou$k,mode=$mode" "${tep[@]}" \
         --poll "$poll" --pmd-cpus "$k" --control "$work/ctl$k.sock" "$@" \
         2>"$work/vswitchd$k.log" &
     pids+=($!)
@@ -156,6 +171,10 @@ ovs_host() {
     vsctl "$k" add-br br-phy -- set bridge br-phy datapath_type=netdev \
         "other_config:hwaddr=02:00:00:00:0f:0$k"
     vsctl "$k" add-port br-phy "bou$k" -- set interface "bou$k" type=afxdp "options:xdp-mode=$mode"
+    if [ "$topo" = plain ]; then
+        ip netns exec "$ns" ip link set br-phy mtu 1600 up
+        return 0
+    fi
     ip netns exec "$ns" ip addr add "198.51.100.$((k + 1))/24" dev br-phy
     ip netns exec "$ns" ip link set br-phy mtu 1600 up
     vsctl "$k" add-br br-int -- set bridge br-int datapath_type=netdev
@@ -187,10 +206,12 @@ measure_tcp() {
     hosts "$sw"
     for k in 0 1; do
         if [ "$sw" = vswitchd ]; then
-            vswitchd_host "$k" "$mode" --tap vm=bovm,vni=5001
+            if [ "$topo" = plain ]; then vswitchd_host "$k" "$mode" --tap vm=bovm
+            else vswitchd_host "$k" "$mode" --tap vm=bovm,vni=5001; fi
         else
             ovs_host "$k" "$mode" 0
-            vsctl "$k" add-port br-int bovm -- set interface bovm type=internal
+            local br=br-int; [ "$topo" = plain ] && br=br-phy
+            vsctl "$k" add-port "$br" bovm -- set interface bovm type=internal
             ip netns exec "bo$k" ip link set bovm mtu 1550 up
         fi
         ip netns exec "bo$k" ip addr add "10.50.0.$((k + 1))/24" dev bovm
@@ -203,17 +224,65 @@ measure_tcp() {
     ip netns exec bo1 iperf3 -s -1 -B 10.50.0.2 >/dev/null 2>&1 &
     local srv=$!
     for _ in $(seq 50); do ip netns exec bo1 ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
+    local t0 t1
+    t0=$(switch_cpu_ticks "$sw")
     ip netns exec bo0 iperf3 -c 10.50.0.2 -t "$secs" -O 1 -P "$n" -J >"$work/iperf.json" 2>&1 || true
+    t1=$(switch_cpu_ticks "$sw")
     wait "$srv" 2>/dev/null || true
-    counters
-    stop_all
-    /usr/bin/python3 - "$work/iperf.json" >"$work/value" <<'PY'
+    /usr/bin/python3 - "$work/iperf.json" "$t0" "$t1" "$(getconf CLK_TCK)" >"$work/value" <<'PY'
 import json, sys
+t0, t1, hz = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 try:
     e = json.load(open(sys.argv[1]))["end"]
-    print(f'{e["sum_received"]["bits_per_second"] / 1e9:.3f} {e["sum_sent"].get("retransmits", 0)}')
+    gb = e["sum_received"]["bytes"] / 1e9
+    cpu = f'{(t1 - t0) / hz / gb:.3f}' if gb > 0 else "nan"
+    print(f'{e["sum_received"]["bits_per_second"] / 1e9:.3f} {e["sum_sent"].get("retransmits", 0)} {cpu}')
 except Exception:
-    print("0 0")
+    print("0 0 nan")
+PY
+    if [ -n "$latency" ] && [ "$n" = "${streams%% *}" ]; then
+        local g; read -r g _ <"$work/value"
+        : >"$work/latency"
+        for pct in $latency; do measure_latency "$g" "$pct" >>"$work/latency"; done
+    fi
+    counters
+    stop_all
+}
+
+# switch_cpu_ticks SWITCH: user + system clock ticks of the switch processes of both hosts.
+switch_cpu_ticks() {
+    local p ps=()
+    if [ "$1" = vswitchd ]; then ps=("${pids[@]}")
+    else for p in "$work"/ovs[01]/ovs-vswitchd.pid; do [ -f "$p" ] && ps+=("$(cat "$p")"); done; fi
+    for p in "${ps[@]}"; do cat "/proc/$p/stat" 2>/dev/null || true; done |
+        awk '{ sub(/^.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
+}
+
+# measure_latency GBPS PCT: prints "PCT OFFERED_GBPS MIN P50 P99 MAX" (µs) of 500 pings from
+# host 0's VM to host 1's while iperf3 runs paced at PCT % of GBPS (none at 0).
+measure_latency() {
+    local g=$1 pct=$2 rate client="" srv=""
+    rate=$(awk -v g="$g" -v p="$pct" 'BEGIN { printf "%.0f", g * p / 100 * 1e9 }')
+    if [ "$pct" != 0 ] && [ "$rate" -gt 0 ]; then
+        ip netns exec bo1 iperf3 -s -1 -B 10.50.0.2 >/dev/null 2>&1 &
+        srv=$!
+        for _ in $(seq 50); do ip netns exec bo1 ss -ltn | grep -q ':5201 ' && break; sleep 0.1; done
+        ip netns exec bo0 iperf3 -c 10.50.0.2 -t 30 -b "$rate" >/dev/null 2>&1 &
+        client=$!
+        sleep 1.5
+    fi
+    ip netns exec bo0 ping -n -i 0.002 -c 500 -W 1 10.50.0.2 >"$work/ping.out" 2>&1 || true
+    if [ -n "$client" ]; then kill "$client" 2>/dev/null || true; wait "$client" 2>/dev/null || true; fi
+    if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; fi
+    /usr/bin/python3 - "$work/ping.out" "$pct" "$rate" <<'PY'
+import re, sys
+t = sorted(float(x) * 1000 for x in re.findall(r"time=([0-9.]+) ms", open(sys.argv[1]).read()))
+pct, rate = sys.argv[2], float(sys.argv[3]) / 1e9 if sys.argv[2] != "0" else 0.0
+if t:
+    q = lambda p: t[min(len(t) - 1, int(p * len(t)))]
+    print(pct, f"{rate:.3f}", f"{t[0]:.1f}", f"{q(0.5):.1f}", f"{q(0.99):.1f}", f"{t[-1]:.1f}")
+else:
+    print(pct, f"{rate:.3f}", "nan nan nan nan")
 PY
 }
 
@@ -287,21 +356,37 @@ measure_frames() {
     awk -v p="${pps:-0}" 'BEGIN { printf "%.3f\n", p / 1e6 }' >"$work/value"
 }
 
-printf "round\tpart\tswitch\tmode\tstreams\tvalue\tretransmits\n" > "$results"
+# json ...: with --json, one raw record.
+json() { [ -z "$json" ] || printf '%s\n' "$*" | sed 's/:nan\([,}]\)/:null\1/g' >>"$json"; }
+
+printf "round\tpart\tswitch\tmode\tstreams\tvalue\tretransmits\tcpu_s_per_gb\n" > "$results"
 for r in $(seq "$rounds"); do
     for part in $parts; do
         for mode in $modes; do
             for sw in $only; do
                 if [ "$part" = tcp ]; then
+                    for topo in $topologies; do
                     for n in $streams; do
+                        rm -f "$work/latency"
                         measure_tcp "$sw" "$mode" "$n"
-                        read -r g re <"$work/value"
-                        printf "%s\ttcp\t%s\t%s\t%s\t%s\t%s\n" "$r" "$sw" "$mode" "$n" "$g" "$re" | tee -a "$results"
+                        read -r g re cpu <"$work/value"
+                        # The TSV keeps its shape: a plain-topology row says so in its part.
+                        part_name=tcp; [ "$topo" = plain ] && part_name=tcp-plain
+                        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$r" "$part_name" "$sw" "$mode" "$n" "$g" "$re" "$cpu" | tee -a "$results"
+                        json "{\"scenario\":\"tcp\",\"switch\":\"$sw\",\"round\":$r,\"params\":{\"topology\":\"$topo\",\"streams\":$n,\"mode\":\"$mode\"},\"metrics\":{\"gbps\":$g,\"retransmits\":$re,\"cpu_s_per_gb\":$cpu}}"
+                        if [ -f "$work/latency" ]; then
+                            while read -r pct off mn p50 p99 mx; do
+                                echo "  latency $sw $topo load ${pct}% (${off} Gbit/s): min $mn p50 $p50 p99 $p99 max $mx us"
+                                json "{\"scenario\":\"latency\",\"switch\":\"$sw\",\"round\":$r,\"params\":{\"topology\":\"$topo\",\"load_pct\":$pct,\"mode\":\"$mode\"},\"metrics\":{\"offered_gbps\":$off,\"min_us\":$mn,\"p50_us\":$p50,\"p99_us\":$p99,\"max_us\":$mx}}"
+                            done <"$work/latency"
+                        fi
+                    done
                     done
                 else
                     measure_frames "$sw" "$mode"
                     m=$(cat "$work/value")
-                    printf "%s\tframes\t%s\t%s\t-\t%s\t-\n" "$r" "$sw" "$mode" "$m" | tee -a "$results"
+                    printf "%s\tframes\t%s\t%s\t-\t%s\t-\t-\n" "$r" "$sw" "$mode" "$m" | tee -a "$results"
+                    json "{\"scenario\":\"frames\",\"switch\":\"$sw\",\"round\":$r,\"params\":{\"mode\":\"$mode\",\"frame_size\":64},\"metrics\":{\"mpps\":$m}}"
                 fi
             done
         done
@@ -315,14 +400,14 @@ med = {}
 for r in rows:
     med.setdefault((r["part"], r["streams"], r["switch"], r["mode"]), []).append(float(r["value"]))
 med = {k: statistics.median(v) for k, v in med.items()}
-for part, unit, target in (("tcp", "Gbit/s", 3.0), ("frames", "Mpps (64 B)", 1.3)):
+for part, unit, target in (("tcp", "Gbit/s", 3.0), ("tcp-plain", "Gbit/s", None), ("frames", "Mpps (64 B)", 1.3)):
     keys = sorted({(k[1]) for k in med if k[0] == part})
     if not keys:
         continue
     print(f"\n{part}: median {unit} over rounds")
     modes = sorted({k[3] for k in med if k[0] == part})
     for n in keys:
-        label = f"{n} stream(s)" if part == "tcp" else "64 B"
+        label = f"{n} stream(s)" if part.startswith("tcp") else "64 B"
         best = {}
         for sw in ("vswitchd", "ovs"):
             vals = {m: med.get((part, n, sw, m)) for m in modes}
@@ -332,6 +417,9 @@ for part, unit, target in (("tcp", "Gbit/s", 3.0), ("frames", "Mpps (64 B)", 1.3
                 print(f"  {label:<13} {sw:<9} " + "  ".join(f"{m} {v:7.3f}" for m, v in vals.items()))
         if len(best) == 2 and best["ovs"] > 0:
             ratio = best["vswitchd"] / best["ovs"]
-            verdict = "meets" if ratio >= target else "misses"
-            print(f"  {label:<13} vswitchd/ovs (best mode each) {ratio:.2f}x  ({verdict} the {target}x target)")
+            if target is None:
+                print(f"  {label:<13} vswitchd/ovs (best mode each) {ratio:.2f}x")
+            else:
+                verdict = "meets" if ratio >= target else "misses"
+                print(f"  {label:<13} vswitchd/ovs (best mode each) {ratio:.2f}x  ({verdict} the {target}x target)")
 PY

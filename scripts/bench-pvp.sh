@@ -32,14 +32,26 @@
 #   --acl-rules R      R ingress ACL rules on a and b that match nothing (drop ip_src=172.16.x.0/24),
 #                      all scanned by the slow path; default 100 with --flows, else 0
 #   --vswitchd-args A  extra vswitchd flags, e.g. "--flow-cache off"
+#   --flowgen N        instead of looping, the guest generates N IPv4/UDP flows on both ports
+#                      (testpmd flowgen, --flowgen-flows=N) and counts what comes back; every
+#                      switch can take part. E.g. --flowgen 1280 --sizes 64
+#   --json FILE        also append one JSON object per measurement to FILE (the raw figures
+#                      scripts/bench-report.sh collects): scenario "pvp" (loop), "flows"
+#                      (--flowgen) or "acl" (--flows), switch, round, params {frame_size,
+#                      flows[, flow_cache, acl_rules]}, metrics {mpps, gbps, drops,
+#                      cycles_per_packet}
 #   PVP_PMD_STATS=1    print vswitchd's pmd-stats after each measurement
-#   Every vswitchd measurement also records the switch's own busy TSC cycles per packet over
-#   the measured window (pmd-stats busy_cycles and packets, read at its start and end).
+#   Every measurement also records the switch's own TSC cycles per packet over the measured
+#   window: vswitchd's pmd-stats busy_cycles / packets (read at its start and end), OVS's
+#   dpif-netdev/pmd-stats-show processing cycles / packets received (cleared at the start),
+#   testpmd's --record-core-cycles cycles / io packets (fwd stats cleared at the start).
+#   drops: the guest ports' RX-missed + RX-errors + TX-errors over the window.
 #   CARGO_TARGET_DIR   honoured: vswitchd and vswitchctl are taken from its release/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
-flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}
+flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}; flowgen=""; json=""
+
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
@@ -51,6 +63,8 @@ while [ $# -gt 0 ]; do
         --frames) frames=$2; shift 2 ;;
         --acl-rules) aclrules=$2; shift 2 ;;
         --vswitchd-args) vsargs=$2; shift 2 ;;
+        --flowgen) flowgen=$2; shift 2 ;;
+        --json) json=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -63,6 +77,10 @@ if [ -n "$flows" ]; then
     done
     [ -n "$multiflow" ] && { echo "bench-pvp.sh: --flows and --multi-flow exclude each other" >&2; exit 2; }
 fi
+if [ -n "$flowgen" ] && { [ -n "$flows" ] || [ -n "$multiflow" ]; }; then
+    echo "bench-pvp.sh: --flowgen excludes --flows and --multi-flow" >&2; exit 2
+fi
+if [ -n "$json" ]; then json=$(realpath -m "$json"); touch "$json"; fi
 aclrules=${aclrules:-$([ -n "$flows" ] && echo 100 || echo 0)}
 frames=${frames:-${flows:-0}}
 scripts/setup.sh --bench
@@ -94,13 +112,14 @@ start_guest() {
     mkfifo "$work/guest.in"
     # With --flows, 1024-entry rings: the loop must hold every injected frame (with the
     # default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
-    local q="" d=""
+    local q="" d="" mode="--forward-mode=io"
     [ -n "$flows" ] && { q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; }
+    [ -n "$flowgen" ] && mode="--forward-mode=flowgen --flowgen-flows=$flowgen"
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
         --single-file-segments \
         --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01$q" \
         --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02$q" \
-        -- -i --nb-cores=1 --total-num-mbufs=32768 --forward-mode=io $d \
+        -- -i --nb-cores=1 --total-num-mbufs=32768 $mode $d \
         --eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01 $multiflow \
         <"$work/guest.in" >"$work/guest.log" 2>&1 &
     pids+=($!)
@@ -121,7 +140,7 @@ start_switch() {
             --single-file-segments \
             --vdev "net_vhost0,iface=$work/a.sock,client=1,queues=1" \
             --vdev "net_vhost1,iface=$work/b.sock,client=1,queues=1" \
-            -- -i --nb-cores=1 --forward-mode=io --total-num-mbufs=32768 \
+            -- -i --nb-cores=1 --forward-mode=io --total-num-mbufs=32768 --record-core-cycles \
             <"$work/sw.in" >"$work/sw.log" 2>&1 &
         pids+=($!)
         exec 4>"$work/sw.in"
@@ -242,6 +261,9 @@ measure() { # switch size -> prints Mpps
         # the injection); the injector then sends the file once through port c and quits.
         echo "start" >&3
         inject "$size"
+    elif [ -n "$flowgen" ]; then
+        echo "set txpkts $((size - 4))" >&3
+        echo "start" >&3
     else
         echo "set txpkts $((size - 4))" >&3
         echo "start tx_first 64" >&3
@@ -254,14 +276,30 @@ measure() { # switch size -> prints Mpps
     esac
     local c0="" c1=""
     [ -n "$ctl" ] && c0=$(pmd_counters "$ctl")
+    case "$sw" in
+    ovs) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
+    limit) echo "clear fwd stats all" >&4 ;;
+    esac
     echo "clear port stats all" >&3
     sleep "$secs"
     : > "$work/guest.log"
     echo "show port stats all" >&3
     [ -n "$ctl" ] && c1=$(pmd_counters "$ctl")
+    case "$sw" in
+    ovs) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
+            /packets received:/ { p += $3 } /processing cycles:/ { c += $3 }
+            END { printf "%.0f %.0f\n", c, p }') || c1="" ;;
+    limit)
+        : > "$work/sw.log"; echo "show fwd stats all" >&4; sleep 0.3
+        c0="0 0"
+        c1=$(grep -ao "total cycles=[0-9]* / total io packets=[0-9]*" "$work/sw.log" | tail -1 |
+             sed 's/total cycles=\([0-9]*\) \/ total io packets=\([0-9]*\)/\1 \2/') ;;
+    esac
     sleep 0.5
-    local rx
+    local rx drops
     rx=$(grep -ao "RX-packets: *[0-9]*" "$work/guest.log" | awk '{s+=$2} END {print s+0}')
+    drops=$(grep -aoE "(RX-missed|RX-errors|TX-errors): *[0-9]*" "$work/guest.log" |
+            awk '{s+=$2} END {print s+0}')
     if [ -n "$ctl" ] && [ -n "${PVP_PMD_STATS:-}" ]; then
         "$ctl" --socket "$work/ctl.sock" pmd-stats >&2 || true
         echo "cached flows: $("$ctl" --socket "$work/ctl.sock" flows | grep -c current || true)" >&2
@@ -271,7 +309,31 @@ measure() { # switch size -> prints Mpps
     python3 -c "
 c0, c1 = '$c0'.split(), '$c1'.split()
 cpp = (int(c1[0]) - int(c0[0])) / max(1, int(c1[1]) - int(c0[1])) if len(c0) == 2 and len(c1) == 2 else float('nan')
-print(f'{$rx / $secs / 1e6:.3f}\t{cpp:.1f}')"
+print(f'{$rx / $secs / 1e6:.3f}\t{cpp:.1f}\t$drops')"
+}
+
+ovs_appctl() { ovs-appctl -t "$(ls "$work"/ovs/ovs-vswitchd*.ctl 2>/dev/null | head -1)" "$@"; }
+
+# json_line ROUND SWITCH SIZE MPPS CPP DROPS: one raw record for --json.
+json_line() {
+    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" >>"$json" <<'PY'
+import json, math, sys
+r, sw, size, mpps, cpp, drops, flowgen, flows, acl = sys.argv[1:10]
+cpp = float(cpp)
+params = {"frame_size": int(size)}
+if flowgen:
+    scenario = "flows"; params["flows"] = int(flowgen)
+elif flows:
+    scenario = "acl"; params["flows"] = int(flows); params["acl_rules"] = int(acl)
+    params["flow_cache"] = "off" if sw == "vswitchd-nocache" else "on"
+    sw = "vswitchd" if sw == "vswitchd-nocache" else sw
+else:
+    scenario = "pvp"; params["flows"] = 1
+metrics = {"mpps": float(mpps), "gbps": float(mpps) * int(size) * 8 / 1e3,
+           "drops": int(drops), "cycles_per_packet": None if math.isnan(cpp) else cpp}
+print(json.dumps({"scenario": scenario, "switch": sw, "round": int(r), "params": params,
+                  "metrics": metrics}))
+PY
 }
 
 pmd_counters() { # vswitchctl -> prints "busy_cycles packets" summed over the PMDs
@@ -281,12 +343,14 @@ rows = json.load(sys.stdin)
 print(sum(r["busy_cycles"] for r in rows), sum(r["packets"] for r in rows))' || true
 }
 
-printf "round\tswitch\tsize\tmpps\tcycles_per_packet\n" > "$results"
+printf "round\tswitch\tsize\tmpps\tcycles_per_packet\tdrops\n" > "$results"
 for r in $(seq "$rounds"); do
     for size in $sizes; do
         for sw in $only; do
             m=$(measure "$sw" "$size")
             printf "%s\t%s\t%s\t%s\n" "$r" "$sw" "$size" "$m" | tee -a "$results"
+            # shellcheck disable=SC2086 # m is "mpps cpp drops"
+            [ -z "$json" ] || json_line "$r" "$sw" "$size" $m
         done
     done
 done
@@ -313,9 +377,9 @@ for size in sizes:
     rl = m.get("vswitchd", 0) / m["limit"] if m.get("limit") else float("nan")
     rc = m.get("vswitchd", 0) / m["vswitchd-nocache"] if m.get("vswitchd-nocache") else float("nan")
     print(line + f"   {ro:>12.2f}  {rl:>14.2f}  {rc:>12.2f}")
-mine = [s for s in switches if s.startswith("vswitchd")]
+mine = switches
 if mine:
-    print("\nmedian switch busy cycles per packet (pmd-stats over the measured window):")
+    print("\nmedian switch cycles per packet over the measured window (vswitchd pmd-stats busy, OVS processing, testpmd record-core-cycles):")
     print("size  " + "".join(f"{s:>18}" for s in mine) + ("   vswitchd/vswitchd-alt Mpps" if "vswitchd-alt" in mine else ""))
     for size in sizes:
         line = f"{size:<6}" + "".join(f"{statistics.median(cpp.get((s, size), [float('nan')])):>18.1f}" for s in mine)

@@ -12,10 +12,11 @@ fi
 
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
 # iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces;
-# openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer.
+# openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
+# fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text.
 pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
       qemu-system-x86 busybox-static cpio xz-utils
-      libbpf-dev pkg-config iputils-ping python3 openvswitch-switch)
+      libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3)
 fi
