@@ -95,10 +95,15 @@ impl Migration {
         self.mem_end.store(end, Ordering::Relaxed);
     }
 
-    /// `SET_FEATURES`: whether `VHOST_F_LOG_ALL` is acked.
+    /// `SET_FEATURES`: whether `VHOST_F_LOG_ALL` is acked. Clearing it (a migration
+    /// cancelled or failed) also unmaps the log: QEMU shares a new one
+    /// (`SET_LOG_BASE`) before it sets the feature again.
     pub fn set_log_all(&self, on: bool) {
         self.log_all.store(on, Ordering::Relaxed);
         self.update();
+        if !on {
+            self.log.store(None);
+        }
     }
 
     /// `SET_LOG_BASE`: maps the log (`size` bytes at `offset` of `file`), checked to
