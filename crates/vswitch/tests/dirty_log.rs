@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::hostile::{
     memfd, Front, Guest, F_LOG_ALL, F_PROTOCOL_FEATURES, F_VERSION_1, GET_FEATURES,
-    GET_PROTOCOL_FEATURES, NEED_REPLY, PF_LOG_SHMFD, PF_RARP, PF_REPLY_ACK,
-    SEND_RARP, SET_FEATURES, SET_LOG_BASE, SET_LOG_FD, SET_MEM_TABLE, SET_OWNER,
-    SET_PROTOCOL_FEATURES, VERSION_1, VNET_HDR,
+    GET_PROTOCOL_FEATURES, NEED_REPLY, PF_LOG_SHMFD, PF_RARP, PF_REPLY_ACK, SEND_RARP,
+    SET_FEATURES, SET_LOG_BASE, SET_LOG_FD, SET_MEM_TABLE, SET_OWNER, SET_PROTOCOL_FEATURES,
+    VERSION_1, VNET_HDR,
 };
 use common::{ctl, serial, udp_frame, wait_for, TempDir, Vswitchd};
 use vswitch::control::protocol::{Request, Response};
@@ -111,7 +111,10 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     assert!(m["pages_marked"].as_u64().unwrap() >= 5, "{m}");
     // Frames b sends: its transmit used ring is marked (and only that).
     clear(&log);
-    b.send(&[0; VNET_HDR], &udp_frame([0x02, 0, 0, 0, 0, 0xb1], BCAST, 200, 1));
+    b.send(
+        &[0; VNET_HDR],
+        &udp_frame([0x02, 0, 0, 0, 0, 0xb1], BCAST, 200, 1),
+    );
     b.tx_done();
     let l = log_bytes(&log);
     assert!(marked(&l, b.tx.used_gpa()), "b's transmit used ring");
@@ -123,7 +126,10 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     clear(&log);
     b.post_rx(4, 4096);
     flood(&mut a, &b, 4, 1000);
-    assert!(log_bytes(&log).iter().all(|&x| x == 0), "marks after logging stopped");
+    assert!(
+        log_bytes(&log).iter().all(|&x| x == 0),
+        "marks after logging stopped"
+    );
 }
 
 /// A front-end that negotiates LOG_SHMFD (and RARP) and shares the raw guests' memory
@@ -179,32 +185,62 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
     let small = memfd(64);
     let good = memfd(LOG_BYTES);
     let cases: Vec<(&str, u64, Vec<u8>, Vec<i32>)> = vec![
-        ("too small", PF_LOG_SHMFD, log_body(64, 0), vec![small.as_raw_fd()]),
-        ("past its file", PF_LOG_SHMFD, log_body(4096, 0), vec![small.as_raw_fd()]),
-        ("read-only fd", PF_LOG_SHMFD, log_body(4096, 0), vec![ro.as_raw_fd()]),
-        ("without LOG_SHMFD", 0, log_body(LOG_BYTES, 0), vec![good.as_raw_fd()]),
+        (
+            "too small",
+            PF_LOG_SHMFD,
+            log_body(64, 0),
+            vec![small.as_raw_fd()],
+        ),
+        (
+            "past its file",
+            PF_LOG_SHMFD,
+            log_body(4096, 0),
+            vec![small.as_raw_fd()],
+        ),
+        (
+            "read-only fd",
+            PF_LOG_SHMFD,
+            log_body(4096, 0),
+            vec![ro.as_raw_fd()],
+        ),
+        (
+            "without LOG_SHMFD",
+            0,
+            log_body(LOG_BYTES, 0),
+            vec![good.as_raw_fd()],
+        ),
     ];
-    let mut errors = protocol_errors(&sw, "b");
-    for (what, proto, body, fds) in &cases {
+    let errors0 = protocol_errors(&sw, "b");
+    for (k, (what, proto, body, fds)) in cases.iter().enumerate() {
         let (mut f, _mem) = negotiated(&sb, *proto);
         f.send(SET_LOG_BASE, body, fds);
         assert!(f.reply().is_none(), "{what}: the connection is closed");
-        errors += 1;
+        let errors = errors0 + k as u64 + 1;
         wait_for(Duration::from_secs(5), "the protocol error counted", || {
             (protocol_errors(&sw, "b") == errors).then_some(())
         });
-        assert!(sw.log().contains("SET_LOG_BASE refused") || *proto == 0, "{what}");
+        assert!(
+            sw.log().contains("SET_LOG_BASE refused") || *proto == 0,
+            "{what}"
+        );
     }
     // SET_LOG_FD with no fd attached.
     let (mut f, _mem) = negotiated(&sb, PF_LOG_SHMFD);
     f.send_flags(SET_LOG_FD, VERSION_1 | NEED_REPLY, &[], &[]);
-    assert!(f.reply().is_none(), "SET_LOG_FD without an fd closes the connection");
+    assert!(
+        f.reply().is_none(),
+        "SET_LOG_FD without an fd closes the connection"
+    );
     drop(f);
     // A good log and log fd are accepted: the daemon lives and logs.
     let (mut f, _mem) = negotiated(&sb, PF_LOG_SHMFD);
     let body = log_body(LOG_BYTES, 0);
     f.send(SET_LOG_BASE, &body, &[good.as_raw_fd()]);
-    assert_eq!(f.reply().as_deref(), Some(&body[..]), "the good log's reply");
+    assert_eq!(
+        f.reply().as_deref(),
+        Some(&body[..]),
+        "the good log's reply"
+    );
     // SAFETY: eventfd(2); the fd is owned from here on.
     let efd = unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_CLOEXEC)) };
     f.must(SET_LOG_FD, &[], &[efd.as_raw_fd()]);

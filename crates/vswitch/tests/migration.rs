@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::qemu::{kv, num, Vm, VmSpec};
-use common::{ctl, run, serial, wait_for, TempDir, Vswitchd};
+use common::{ctl, run, serial, wait_for, KillOnDrop, TempDir, Vswitchd};
 use vswitch::control::protocol::{Request, Response};
 
 const MAC: &str = "52:54:00:00:00:0a";
@@ -102,19 +102,15 @@ struct Moved {
 /// Migrates `src` (on port `from` of `sw`) to a new QEMU on `to_sock`, watching port
 /// `from` in `sw`; returns the destination once the source reports "completed" (the
 /// source is then quit).
-fn migrate(
-    src: Vm,
-    sw: &Vswitchd,
-    from: &str,
-    spec: VmSpec<'_>,
-    uri: &str,
-) -> (Vm, Moved) {
+fn migrate(src: Vm, sw: &Vswitchd, from: &str, spec: VmSpec<'_>, uri: &str) -> (Vm, Moved) {
     let dst = Vm::start(spec);
     // QEMU listens on the migration socket once it is ready to receive.
     let path = uri.trim_start_matches("unix:");
-    wait_for(Duration::from_secs(60), "the destination's -incoming socket", || {
-        Path::new(path).exists().then_some(())
-    });
+    wait_for(
+        Duration::from_secs(60),
+        "the destination's -incoming socket",
+        || Path::new(path).exists().then_some(()),
+    );
     src.hmp("migrate_set_parameter max-bandwidth 4G");
     src.hmp("migrate_set_parameter downtime-limit 500");
     let start = Instant::now();
@@ -128,7 +124,9 @@ fn migrate(
     loop {
         let m = migration_of(sw, from);
         moved.saw_logging |= m["logging"] == true;
-        moved.pages_marked = moved.pages_marked.max(m["pages_marked"].as_u64().unwrap_or(0));
+        moved.pages_marked = moved
+            .pages_marked
+            .max(m["pages_marked"].as_u64().unwrap_or(0));
         let info = src.hmp("info migrate");
         if info.contains("Migration status: completed") {
             break;
@@ -151,14 +149,99 @@ fn migrate(
     (dst, moved)
 }
 
-/// Counts of `/proc/PID/fd` entries and `/proc/PID/maps` lines.
-fn fds_and_maps(pid: u32) -> (usize, usize) {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .unwrap()
-        .lines()
-        .count();
-    (fds, maps)
+/// What vswitchd holds that a connection could leak: its fds' targets (sockets by
+/// kind, not inode; eventfds apart) and its file-backed mappings (guest memory, dirty
+/// logs) by name and size, sorted. Eventfds are counted apart: a sleeping PMD holds
+/// duplicates of its queues' kick fds. Anonymous mappings (the allocator's) are not
+/// compared.
+#[derive(Debug, PartialEq)]
+struct Footprint {
+    fds: Vec<String>,
+    maps: Vec<String>,
+    eventfds: usize,
+}
+
+impl Footprint {
+    fn of(pid: u32) -> Footprint {
+        let all: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .map(|p| p.display().to_string())
+            .map(|t| {
+                if t.starts_with("socket:") {
+                    "socket".into()
+                } else {
+                    t
+                }
+            })
+            .collect();
+        let eventfds = all
+            .iter()
+            .filter(|t| t.as_str() == "anon_inode:[eventfd]")
+            .count();
+        let mut fds: Vec<String> = all
+            .into_iter()
+            .filter(|t| t.as_str() != "anon_inode:[eventfd]")
+            .collect();
+        fds.sort();
+        // Name (or "anon") and size of each mapping: addresses change, sizes do not.
+        let mut maps: Vec<String> = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let (a, b) = f[0].split_once('-').unwrap();
+                let len = u64::from_str_radix(b, 16).unwrap() - u64::from_str_radix(a, 16).unwrap();
+                f.get(5).map(|name| format!("{name} {len:#x}"))
+            })
+            .collect();
+        maps.sort();
+        Footprint {
+            fds,
+            maps,
+            eventfds,
+        }
+    }
+
+    /// Whether `self` holds what `other` holds: the same fds and file mappings, and no
+    /// more eventfds than `other` plus the kick fds a sleeping PMD duplicates (one per
+    /// polled queue: `queues`).
+    fn same_as(&self, other: &Footprint, queues: usize) -> bool {
+        self.fds == other.fds
+            && self.maps == other.maps
+            && self.eventfds <= other.eventfds + queues
+            && other.eventfds <= self.eventfds + queues
+    }
+
+    fn counts(&self) -> (usize, usize, usize) {
+        (self.fds.len(), self.eventfds, self.maps.len())
+    }
+
+    /// What `self` holds that `other` does not, and the reverse.
+    fn diff(&self, other: &Footprint) -> String {
+        let only = |a: &[String], b: &[String]| -> Vec<String> {
+            let mut b = b.to_vec();
+            a.iter()
+                .filter(|x| match b.iter().position(|y| y == *x) {
+                    Some(i) => {
+                        b.remove(i);
+                        false
+                    }
+                    None => true,
+                })
+                .cloned()
+                .collect()
+        };
+        format!(
+            "eventfds {} vs {}; fds +{:?} -{:?}; maps +{:?} -{:?}",
+            self.eventfds,
+            other.eventfds,
+            only(&self.fds, &other.fds),
+            only(&other.fds, &self.fds),
+            only(&self.maps, &other.maps),
+            only(&other.maps, &self.maps)
+        )
+    }
 }
 
 /// The sender: 64 MiB of random bytes to `ip`:5001, at `rate` bytes/s until SIGUSR1,
@@ -187,23 +270,33 @@ fn start_sender(ns: &Netns, ip: &str, rate: u64) -> Child {
 }
 
 /// Waits for `child` to exit successfully; returns its stdout.
-fn finish(mut child: Child, what: &str, timeout: Duration) -> String {
+fn finish(child: &mut KillOnDrop, what: &str, timeout: Duration) -> String {
+    let child = &mut child.0;
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < timeout, "{what} did not finish in {timeout:?}");
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{what} did not finish in {timeout:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{what}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{what}: {status}: {out}");
+    out
 }
 
 /// Stops `ping` with SIGINT; returns (transmitted, received).
-fn stop_ping(ping: Child) -> (u64, u64) {
+fn stop_ping(ping: &mut KillOnDrop) -> (u64, u64) {
+    let ping = &mut ping.0;
     // SAFETY: kill(2) on our own child (`ip netns exec` execs ping in place).
     unsafe { libc::kill(ping.id() as i32, libc::SIGINT) };
-    let out = ping.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    ping.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(ping.stdout.as_mut().unwrap(), &mut text).unwrap();
     let line = text
         .lines()
         .find(|l| l.contains("packets transmitted"))
@@ -215,13 +308,27 @@ fn stop_ping(ping: Child) -> (u64, u64) {
     (n[0], n[1])
 }
 
+/// vswitchd's footprint once `port` has no driver (its old connection released).
+fn settled_footprint(sw: &Vswitchd, port: &str) -> Footprint {
+    wait_for(
+        Duration::from_secs(10),
+        "the old connection released",
+        || (migration_of(sw, port).is_null()).then_some(()),
+    );
+    // Threads of the old connection end right after it is withdrawn.
+    let mut last = Footprint::of(sw.pid());
+    wait_for(Duration::from_secs(5), "a steady footprint", || {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = Footprint::of(sw.pid());
+        let same = now.fds == last.fds && now.maps == last.maps;
+        last = now;
+        same.then_some(())
+    });
+    last
+}
+
 /// The guest's spec on socket `sock`, its monitor at `mon`, `-incoming uri` if any.
-fn guest<'a>(
-    sock: &'a Path,
-    mon: PathBuf,
-    params: &str,
-    incoming: Option<String>,
-) -> VmSpec<'a> {
+fn guest<'a>(sock: &'a Path, mon: PathBuf, params: &str, incoming: Option<String>) -> VmSpec<'a> {
     VmSpec {
         monitor: Some(mon),
         incoming,
@@ -260,50 +367,88 @@ fn vm_migrates_back_and_forth_under_traffic() {
     let params = "vm.ip=10.0.0.1 vm.peer=10.0.0.2 vm.test=sink vm.stay=1";
     let mut vm = Vm::start(guest(&socks[0], dir.path("mon0"), params, None));
     vm.wait_lines("RESULT ping", 2, Duration::from_secs(240));
-    let before = fds_and_maps(sw.pid());
-    let ping = ns.spawn(&["ping", "-q", "-i", "0.01", "10.0.0.1"]);
-    // 64 MiB at 512 KiB/s lasts two minutes: the stream runs through every migration
-    // (it is sped up after the last one).
-    let sender = start_sender(&ns, "10.0.0.1", 512 << 10);
+    let initial = Footprint::of(sw.pid()).counts();
+    let mut ping = KillOnDrop(ns.spawn(&["ping", "-q", "-i", "0.01", "10.0.0.1"]));
+    // 64 MiB at 4 MiB/s lasts 16 s: the stream runs through every migration (ten take
+    // about 5 s here; it is sped up after the last one).
+    let mut sender = KillOnDrop(start_sender(&ns, "10.0.0.1", 4 << 20));
+    // The footprint after the first round trip (threads, allocator arenas and caches
+    // warmed up), compared with the one after the last.
+    let mut before = None;
     let mut moves = Vec::new();
     let mut at = 0;
     for k in 0..2 * ROUND_TRIPS {
         let to = 1 - at;
         let uri = format!("unix:{}", dir.path(&format!("mig{k}.sock")).display());
-        let spec = guest(&socks[to], dir.path(&format!("mon{}", k + 1)), params, Some(uri.clone()));
+        let spec = guest(
+            &socks[to],
+            dir.path(&format!("mon{}", k + 1)),
+            params,
+            Some(uri.clone()),
+        );
         let (dst, moved) = migrate(vm, &sw, ports[at], spec, &uri);
         vm = dst;
         let done = Instant::now();
         // SEND_RARP from the destination QEMU moves the MAC at once.
-        wait_for(Duration::from_secs(5), "the MAC on its new port", || {
-            (fdb_port(&sw, MAC).as_deref() == Some(ports[to])).then_some(())
-        });
+        while fdb_port(&sw, MAC).as_deref() != Some(ports[to]) {
+            assert!(
+                done.elapsed() < Duration::from_secs(5),
+                "migration {k}: the MAC is not on {} after 5 s ({:?}); show {}\nvswitchd log:\n{}\nguest:\n{}",
+                ports[to],
+                fdb_port(&sw, MAC),
+                sw.show(),
+                sw.log(),
+                vm.console()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let follow = done.elapsed();
         eprintln!(
             "migration {k}: {} -> {} in {:.1} s, {} pages marked, MAC moved {:?} after completion",
             ports[at], ports[to], moved.secs, moved.pages_marked, follow
         );
-        assert!(moved.saw_logging, "migration {k}: port {} never showed logging", ports[at]);
+        assert!(
+            moved.saw_logging,
+            "migration {k}: port {} never showed logging",
+            ports[at]
+        );
         assert!(moved.pages_marked > 0, "migration {k}: no page marked");
-        assert!(follow < Duration::from_secs(1), "migration {k}: MAC moved after {follow:?}");
+        assert!(
+            follow < Duration::from_secs(1),
+            "migration {k}: MAC moved after {follow:?}"
+        );
         moves.push(moved);
         at = to;
+        if k == 1 {
+            before = Some(settled_footprint(&sw, "vm1b"));
+        }
     }
     // SAFETY: kill(2) on our own child (python, exec'd in place by `ip netns exec`).
-    unsafe { libc::kill(sender.id() as i32, libc::SIGUSR1) };
-    let sent = finish(sender, "the TCP sender", Duration::from_secs(300));
+    unsafe { libc::kill(sender.0.id() as i32, libc::SIGUSR1) };
+    let sent = finish(&mut sender, "the TCP sender", Duration::from_secs(300));
     let got = kv(&vm.wait_lines("RESULT sink", 1, Duration::from_secs(120))[0]);
-    let (tx, rx) = stop_ping(ping);
+    let (tx, rx) = stop_ping(&mut ping);
     let sent: Vec<&str> = sent.split_whitespace().collect();
     assert_eq!(num(&got, "bytes"), BLOB, "{got:?}");
-    assert_eq!(got["sha256"], sent[2], "the guest's sha256 of the stream vs the sender's");
-    let announced = migration_of(&sw, ports[at])["announced"].as_u64().unwrap_or(0);
+    assert_eq!(
+        got["sha256"], sent[2],
+        "the guest's sha256 of the stream vs the sender's"
+    );
+    let announced = migration_of(&sw, ports[at])["announced"]
+        .as_u64()
+        .unwrap_or(0);
     assert!(announced > 0, "the last destination announced the MAC");
-    // The VM is back on vm1a, vm1b is free again: the same fds and mappings as before.
-    let after = wait_for(Duration::from_secs(10), "vm1b's connection released", || {
-        let now = fds_and_maps(sw.pid());
-        (now == before).then_some(now)
-    });
+    // The VM is back on vm1a, vm1b is free again: the same fds and mappings as after
+    // the first round trip.
+    let before = before.expect("two migrations at least");
+    let after = settled_footprint(&sw, "vm1b");
+    // Polled queues: vm1a's and vm1b's transmit queues and the tap.
+    assert!(
+        after.same_as(&before, 3),
+        "footprint changed: {}",
+        after.diff(&before)
+    );
+    let (before, after) = (before.counts(), after.counts());
     let stats = sw.stats();
     let drops: Vec<String> = stats
         .iter()
@@ -318,7 +463,8 @@ fn vm_migrates_back_and_forth_under_traffic() {
     let total: f64 = moves.iter().map(|m| m.secs).sum();
     eprintln!(
         "{} migrations in {total:.1} s; 64 MiB verified; ping: {rx}/{tx} answered ({:.2} % lost); \
-         fds/maps before {before:?} after {after:?}; drops {drops:?}",
+         fds/maps at start {initial:?}, after round trip 1 {before:?}, at the end {after:?}; \
+         drops {drops:?}",
         moves.len(),
         100.0 * (tx - rx) as f64 / tx.max(1) as f64
     );
@@ -377,27 +523,32 @@ fn vm_migrates_to_another_host_across_the_overlay() {
     };
     let vm = Vm::start(spec(0, "mon0", None));
     vm.wait_lines("RESULT ping", 2, Duration::from_secs(240));
-    let ping = ns0.spawn(&["ping", "-q", "-i", "0.05", "10.50.0.9"]);
+    let mut ping = KillOnDrop(ns0.spawn(&["ping", "-q", "-i", "0.05", "10.50.0.9"]));
     let uri = format!("unix:{}", dir.path("mig.sock").display());
     let (vm, moved) = migrate(vm, &sw[0], "vm1a", spec(1, "mon1", Some(uri.clone())), &uri);
     let done = Instant::now();
     let remote = format!("remote {}", f.addr(1));
-    wait_for(Duration::from_secs(5), "host 0 to learn the MAC behind host 1", || {
-        (fdb_port(&sw[0], MAC).as_deref() == Some(remote.as_str())).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(5),
+        "host 0 to learn the MAC behind host 1",
+        || (fdb_port(&sw[0], MAC).as_deref() == Some(remote.as_str())).then_some(()),
+    );
     let follow = done.elapsed();
     assert_eq!(fdb_port(&sw[1], MAC).as_deref(), Some("vm1b"));
     // The peer's frames reach the guest on host 1.
     let ok = ns0.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "5", "10.50.0.9"]);
     assert!(ok.contains(" 0% packet loss"), "{ok}");
-    let (tx, rx) = stop_ping(ping);
+    let (tx, rx) = stop_ping(&mut ping);
     eprintln!(
         "overlay migration in {:.1} s ({} pages marked); host 0 followed the MAC {follow:?} \
          after completion; ping {rx}/{tx} answered",
         moved.secs, moved.pages_marked
     );
     assert!(moved.saw_logging && moved.pages_marked > 0);
-    assert!(follow < Duration::from_secs(1), "MAC followed after {follow:?}");
+    assert!(
+        follow < Duration::from_secs(1),
+        "MAC followed after {follow:?}"
+    );
     std::mem::forget(ns0); // the fabric deletes its namespaces
     drop(vm);
 }

@@ -609,7 +609,11 @@ impl Guest {
             .get_u64(GET_PROTOCOL_FEATURES)
             .expect("GET_PROTOCOL_FEATURES");
         assert_ne!(pf & PF_REPLY_ACK, 0, "REPLY_ACK offered");
-        assert_eq!(pf & proto, proto, "protocol features {proto:#x} offered ({pf:#x})");
+        assert_eq!(
+            pf & proto,
+            proto,
+            "protocol features {proto:#x} offered ({pf:#x})"
+        );
         front.send(
             SET_PROTOCOL_FEATURES,
             &(pf & (PF_MQ | PF_REPLY_ACK | proto)).to_le_bytes(),
@@ -722,8 +726,11 @@ impl Guest {
         self.front.send(SET_LOG_BASE, &body, &[log]);
         let reply = self.front.reply().expect("SET_LOG_BASE's reply");
         assert_eq!(reply, body, "SET_LOG_BASE's reply echoes the log");
-        self.front
-            .must(SET_FEATURES, &(self.features | F_LOG_ALL).to_le_bytes(), &[]);
+        self.front.must(
+            SET_FEATURES,
+            &(self.features | F_LOG_ALL).to_le_bytes(),
+            &[],
+        );
         for r in [&self.rx, &self.tx] {
             self.front
                 .must(SET_VRING_ADDR, &r.addr_body(Some(r.used_gpa())), &[]);

@@ -132,7 +132,11 @@ impl Vm {
                 "node,memdev=mem",
             ])
             .args(["-chardev", &chardev, "-netdev", &netdev, "-device", &device])
-            .args(spec.incoming.iter().flat_map(|u| ["-incoming".to_string(), u.clone()]))
+            .args(
+                spec.incoming
+                    .iter()
+                    .flat_map(|u| ["-incoming".to_string(), u.clone()]),
+            )
             .args(spec.monitor.iter().flat_map(|m| {
                 [
                     "-monitor".to_string(),
@@ -200,6 +204,11 @@ impl Vm {
             .filter(|l| !l.starts_with("(qemu)"))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Everything the VM printed so far (console and QEMU's stderr).
+    pub fn console(&self) -> String {
+        self.console.lines.lock().unwrap().join("\n")
     }
 
     /// The QEMU process id.
@@ -291,4 +300,3 @@ pub fn num(m: &HashMap<String, String>, k: &str) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no numeric {k} in {m:?}"))
 }
-

@@ -18,7 +18,8 @@ use tracing::{info, warn};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost::vhost_user::Listener;
 use vhost_user_backend::{
-    MigrationRequest, VhostUserBackend, VhostUserDaemon, VringRwLock, VringStateGuard, VringStateMutGuard, VringT,
+    MigrationRequest, VhostUserBackend, VhostUserDaemon, VringRwLock, VringStateGuard,
+    VringStateMutGuard, VringT,
 };
 use virtio_bindings::virtio_config::{VIRTIO_F_NOTIFY_ON_EMPTY, VIRTIO_F_VERSION_1};
 use virtio_bindings::virtio_net::{

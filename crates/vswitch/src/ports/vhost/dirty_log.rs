@@ -41,7 +41,9 @@ pub enum LogError {
         needed: u64,
     },
     /// The log lies past the end of its file (mapping it would raise SIGBUS).
-    #[error("dirty log at offset {offset} + {size} bytes lies past the end of its {file}-byte file")]
+    #[error(
+        "dirty log at offset {offset} + {size} bytes lies past the end of its {file}-byte file"
+    )]
     PastFileEnd {
         /// `mmap_offset` of the request.
         offset: u64,
@@ -102,7 +104,8 @@ impl DirtyLog {
                 file: file_len,
             });
         }
-        let len = usize::try_from(size).map_err(|_| LogError::Map(io::ErrorKind::InvalidInput.into()))?;
+        let len =
+            usize::try_from(size).map_err(|_| LogError::Map(io::ErrorKind::InvalidInput.into()))?;
         let off = libc::off_t::try_from(offset)
             .map_err(|_| LogError::Map(io::ErrorKind::InvalidInput.into()))?;
         // SAFETY: a new shared mapping chosen by the kernel (no MAP_FIXED) of a range
@@ -120,7 +123,8 @@ impl DirtyLog {
         if p == libc::MAP_FAILED {
             return Err(LogError::Map(io::Error::last_os_error()));
         }
-        let base = NonNull::new(p.cast::<AtomicU8>()).ok_or(LogError::Map(io::ErrorKind::Other.into()))?;
+        let base =
+            NonNull::new(p.cast::<AtomicU8>()).ok_or(LogError::Map(io::ErrorKind::Other.into()))?;
         Ok(DirtyLog {
             base,
             len,
@@ -252,7 +256,10 @@ mod tests {
             Err(LogError::PastFileEnd { .. })
         ));
         let dir = std::env::temp_dir().join(format!("vs-log-{}", std::process::id()));
-        std::fs::File::create(&dir).unwrap().write_all(&[0; 8192]).unwrap();
+        std::fs::File::create(&dir)
+            .unwrap()
+            .write_all(&[0; 8192])
+            .unwrap();
         let ro = File::open(&dir).unwrap();
         assert!(matches!(
             DirtyLog::map(&ro, 0, 4096, 1 << 20),
