@@ -72,6 +72,9 @@ pub struct VmSpec<'a> {
     pub incoming: Option<String>,
     /// QEMU's human monitor on this Unix socket ([`Vm::hmp`]).
     pub monitor: Option<PathBuf>,
+    /// `-cpu` model: `max` (every feature TCG has), or a named model for a VM that
+    /// migrates (QEMU documents `max` as not migration-safe).
+    pub cpu: &'a str,
 }
 
 impl<'a> VmSpec<'a> {
@@ -88,6 +91,7 @@ impl<'a> VmSpec<'a> {
             cpus: 1,
             incoming: None,
             monitor: None,
+            cpu: "max",
         }
     }
 }
@@ -107,7 +111,7 @@ impl Vm {
         }
         device.push_str(spec.device);
         let mut child = Command::new("qemu-system-x86_64")
-            .args(["-accel", "tcg", "-M", "pc", "-cpu", "max", "-m", "512M"])
+            .args(["-accel", "tcg", "-M", "pc", "-cpu", spec.cpu, "-m", "512M"])
             .args(["-smp", &spec.cpus.to_string()])
             .args([
                 "-nodefaults",
@@ -176,9 +180,19 @@ impl Vm {
     /// Runs `cmd` on QEMU's human monitor; returns its output.
     pub fn hmp(&self, cmd: &str) -> String {
         let path = self.monitor.as_ref().expect("a VM started with a monitor");
-        let mut s = super::wait_for(Duration::from_secs(20), "QEMU's monitor socket", || {
-            UnixStream::connect(path).ok()
-        });
+        let start = std::time::Instant::now();
+        let mut s = loop {
+            if let Ok(s) = UnixStream::connect(path) {
+                break s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "{}: no monitor socket after 20 s; console:\n{}",
+                self.name,
+                self.console()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         let read_prompt = |s: &mut UnixStream| {
             let mut out = Vec::new();
