@@ -355,7 +355,7 @@ fn guest<'a>(sock: &'a Path, mon: PathBuf, params: &str, incoming: Option<String
 ///
 /// Not run by default: after some switch-overs the TCG guest stops (its CPU hangs in
 /// the idle task, the soft-lockup watchdog fires, its receive ring runs empty), in
-/// about one run of two even at this rate; not yet explained (README, "Live
+/// 1 run of 6 even at this rate (every run at 4 MiB/s); not yet explained (README, "Live
 /// migration"). Run it with `cargo test -p vswitch --test migration -- --ignored`.
 #[test]
 #[ignore = "the TCG guest hangs after some switch-overs (open problem, README: Live migration)"]
