@@ -42,7 +42,7 @@ fn guest_and_namespace(mode: &str, expect_mode: &str) {
             format!("a={}", sock.display()),
         ],
     );
-    let up = show_uplink(&sw, "up");
+    let up = sw.show_port("up");
     assert_eq!(up["kind"], "afxdp", "{up}");
     assert_eq!(up["afxdp"]["mode"], expect_mode, "{up}");
     let link = run(&["ip", "link", "show", &veth.host]);
@@ -402,18 +402,6 @@ fn dropped(s: &vswitch::control::protocol::PortStatsOwned, reason: &str) -> u64 
     s.drops.get(reason).copied().unwrap_or(0)
 }
 
-/// The uplink's entry in `vswitchctl show`.
-fn show_uplink(sw: &Vswitchd, name: &str) -> serde_json::Value {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no port {name}: {show}"))
-        .clone()
-}
-
 /// Jumbo frames (MTU 9000) through an AF_XDP uplink in `mode`, between the host stack
 /// (a tap) and a namespace: a 9014-byte frame spans three UMEM frames, so it crosses
 /// only with multi-buffer (XDP_USE_SG) on both rx and tx. Then the uplink's limits: a
@@ -432,12 +420,12 @@ fn jumbo_frames(mode: &str) {
     let sw = tap_and_uplink(&dir, &tap, &veth.host, mode);
     run(&["ip", "link", "set", &tap, "mtu", "9000"]);
     run(&["ip", "addr", "add", "10.78.0.1/24", "dev", &tap]);
-    let up = show_uplink(&sw, "up");
+    let up = sw.show_port("up");
     assert_eq!(up["afxdp"]["multi_buffer"], true, "{up}");
     wait_for(
         Duration::from_secs(10),
         "the uplink MTU 9000 in show",
-        || (show_uplink(&sw, "up")["afxdp"]["mtu"] == 9000).then_some(()),
+        || (sw.show_port("up")["afxdp"]["mtu"] == 9000).then_some(()),
     );
 
     // Jumbo pings, unfragmented (DF), both directions of the uplink.
@@ -472,7 +460,7 @@ fn jumbo_frames(mode: &str) {
         0,
         "{st:?}"
     );
-    let up = show_uplink(&sw, "up");
+    let up = sw.show_port("up");
     assert_eq!(up["afxdp"]["kernel"]["rx_dropped"], 0, "{up}");
 
     // An MTU of 1500 on the uplink: a 3042-byte frame from the tap is too big for it.
@@ -481,7 +469,7 @@ fn jumbo_frames(mode: &str) {
         Duration::from_secs(10),
         "the uplink MTU 1500 in show",
         || {
-            let u = show_uplink(&sw, "up");
+            let u = sw.show_port("up");
             (u["afxdp"]["mtu"] == 1500 && u["afxdp"]["max_frame"] == 1518).then_some(())
         },
     );
@@ -509,7 +497,7 @@ fn jumbo_frames(mode: &str) {
     wait_for(
         Duration::from_secs(10),
         "the uplink link down in show",
-        || (show_uplink(&sw, "up")["link"] == "down").then_some(()),
+        || (sw.show_port("up")["link"] == "down").then_some(()),
     );
     let before = sw.port("up").stats;
     let _ = Command::new("ping")
@@ -527,7 +515,7 @@ fn jumbo_frames(mode: &str) {
     wait_for(
         Duration::from_secs(10),
         "the uplink link up in show",
-        || (show_uplink(&sw, "up")["link"] == "up").then_some(()),
+        || (sw.show_port("up")["link"] == "up").then_some(()),
     );
     let ping = wait_for(Duration::from_secs(10), "pings after link up", || {
         let o = Command::new("ping")

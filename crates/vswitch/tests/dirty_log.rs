@@ -13,25 +13,12 @@ use common::hostile::{
     SET_FEATURES, SET_LOG_BASE, SET_LOG_FD, SET_MEM_TABLE, SET_OWNER, SET_PROTOCOL_FEATURES,
     VERSION_1, VNET_HDR,
 };
-use common::{ctl, serial, udp_frame, wait_for, TempDir, Vswitchd};
-use vswitch::control::protocol::{Request, Response};
+use common::{serial, start_ab, udp_frame, wait_for, TempDir};
 
 /// Guest-physical end of the raw guests' memory (region 1 ends at 9 MiB): a log needs
 /// 9 MiB / 4 KiB / 8 = 288 bytes.
 const MEM_END: u64 = (8 << 20) + (1 << 20);
 const LOG_BYTES: u64 = MEM_END / 4096 / 8;
-
-fn start(dir: &TempDir) -> (Vswitchd, std::path::PathBuf, std::path::PathBuf) {
-    let (a, b) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        dir,
-        &[
-            format!("--vhost-user=a={}", a.display()),
-            format!("--vhost-user=b={}", b.display()),
-        ],
-    );
-    (sw, a, b)
-}
 
 /// The log's bytes, read from its memfd.
 fn log_bytes(log: &OwnedFd) -> Vec<u8> {
@@ -52,17 +39,6 @@ fn clear(log: &OwnedFd) {
     // SAFETY: pwrite(2) of our own buffer to our own fd.
     let n = unsafe { libc::pwrite(log.as_raw_fd(), z.as_ptr().cast(), z.len(), 0) };
     assert_eq!(n, z.len() as isize);
-}
-
-fn migration(sw: &Vswitchd, port: &str) -> serde_json::Value {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == port)
-        .map(|p| p["migration"].clone())
-        .unwrap()
 }
 
 const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa1];
@@ -88,12 +64,12 @@ fn flood(a: &mut Guest, b: &Guest, n: usize, len: usize) {
 fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     let _g = serial();
     let dir = TempDir::new("dlog");
-    let (sw, sa, sb) = start(&dir);
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
     let mut a = Guest::connect(&sa, 0);
     let mut b = Guest::connect_with(&sb, 0, PF_LOG_SHMFD);
     let log = memfd(LOG_BYTES);
     b.start_logging(log.as_raw_fd(), LOG_BYTES);
-    let m = migration(&sw, "b");
+    let m = sw.show_port("b")["migration"].clone();
     assert_eq!(m["logging"], true, "{m}");
     // Each buffer is one page of the receive arena (page-aligned, 4096 bytes).
     let bufs = b.post_rx(8, 4096);
@@ -107,7 +83,7 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     // Nothing else: the buffers' pages and the used ring's page.
     let total: u32 = l.iter().map(|x| x.count_ones()).sum();
     assert_eq!(total, 5, "pages marked: {total}");
-    let m = migration(&sw, "b");
+    let m = sw.show_port("b")["migration"].clone();
     assert!(m["pages_marked"].as_u64().unwrap() >= 5, "{m}");
     // Frames b sends: its transmit used ring is marked (and only that).
     clear(&log);
@@ -122,7 +98,7 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     assert_eq!(total, 1, "pages marked: {total}");
     // Logging off: nothing more is marked.
     b.stop_logging();
-    assert_eq!(migration(&sw, "b")["logging"], false);
+    assert_eq!(sw.show_port("b")["migration"]["logging"], false);
     clear(&log);
     b.post_rx(4, 4096);
     flood(&mut a, &b, 4, 1000);
@@ -158,18 +134,6 @@ fn log_body(size: u64, offset: u64) -> Vec<u8> {
     b
 }
 
-fn protocol_errors(sw: &Vswitchd, port: &str) -> u64 {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == port)
-        .unwrap()["protocol_errors"]
-        .as_u64()
-        .unwrap()
-}
-
 /// Bad logs, each on a fresh connection: a log smaller than guest memory needs, one
 /// past the end of its file, an fd that cannot be mapped writable (a read-only file),
 /// SET_LOG_BASE without LOG_SHMFD, SET_LOG_FD without an fd: each closes the
@@ -178,7 +142,7 @@ fn protocol_errors(sw: &Vswitchd, port: &str) -> u64 {
 fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
     let _g = serial();
     let dir = TempDir::new("dlogbad");
-    let (sw, _sa, sb) = start(&dir);
+    let (sw, _sa, sb) = start_ab(&dir, "vhost-user", "");
     let ro_path = dir.path("ro-log");
     std::fs::write(&ro_path, vec![0u8; 4096]).unwrap();
     let ro: OwnedFd = std::fs::File::open(&ro_path).unwrap().into();
@@ -210,14 +174,14 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
             vec![good.as_raw_fd()],
         ),
     ];
-    let errors0 = protocol_errors(&sw, "b");
+    let errors0 = sw.protocol_errors("b");
     for (k, (what, proto, body, fds)) in cases.iter().enumerate() {
         let (mut f, _mem) = negotiated(&sb, *proto);
         f.send(SET_LOG_BASE, body, fds);
         assert!(f.reply().is_none(), "{what}: the connection is closed");
         let errors = errors0 + k as u64 + 1;
         wait_for(Duration::from_secs(5), "the protocol error counted", || {
-            (protocol_errors(&sw, "b") == errors).then_some(())
+            (sw.protocol_errors("b") == errors).then_some(())
         });
         assert!(
             sw.log().contains("SET_LOG_BASE refused") || *proto == 0,
@@ -244,7 +208,7 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
     // SAFETY: eventfd(2); the fd is owned from here on.
     let efd = unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_CLOEXEC)) };
     f.must(SET_LOG_FD, &[], &[efd.as_raw_fd()]);
-    let m = migration(&sw, "b");
+    let m = sw.show_port("b")["migration"].clone();
     assert_eq!(m["logging"], true, "{m}");
     assert_eq!(m["logs_set"], 1, "{m}");
 }
@@ -255,20 +219,13 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
 fn send_rarp_moves_the_mac_and_floods_the_announcement() {
     let _g = serial();
     let dir = TempDir::new("rarp");
-    let (sw, sa, sb) = start(&dir);
+    let (sw, sa, sb) = start_ab(&dir, "vhost-user", "");
     let mut a = Guest::connect(&sa, 0);
     let vm = [0x52, 0x54, 0, 0, 0, 0x0a];
     a.send(&[0; VNET_HDR], &udp_frame(vm, BCAST, 100, 0));
     a.tx_done();
-    let port_of = |sw: &Vswitchd| match ctl(&sw.control, Request::Fdb).unwrap() {
-        Response::Fdb(rows) => rows
-            .into_iter()
-            .find(|r| r.mac == "52:54:00:00:00:0a")
-            .map(|r| r.port),
-        other => panic!("{other:?}"),
-    };
     wait_for(Duration::from_secs(5), "the MAC learned on a", || {
-        (port_of(&sw).as_deref() == Some("a")).then_some(())
+        (sw.fdb_port("52:54:00:00:00:0a").as_deref() == Some("a")).then_some(())
     });
     let bufs = a.post_rx(4, 2048);
     let seen = a.rx.used_idx(&a.mem);
@@ -278,7 +235,7 @@ fn send_rarp_moves_the_mac_and_floods_the_announcement() {
     // b's rings do not run: the announcement needs only the connection.
     f.must(SEND_RARP, &mac, &[]);
     wait_for(Duration::from_secs(1), "the MAC moved to b", || {
-        (port_of(&sw).as_deref() == Some("b")).then_some(())
+        (sw.fdb_port("52:54:00:00:00:0a").as_deref() == Some("b")).then_some(())
     });
     wait_for(Duration::from_secs(5), "the RARP delivered to a", || {
         (a.rx.used_idx(&a.mem) != seen).then_some(())
@@ -294,5 +251,5 @@ fn send_rarp_moves_the_mac_and_floods_the_announcement() {
     assert_eq!(&frame[6..12], &vm);
     assert_eq!(&frame[12..14], &[0x80, 0x35], "RARP");
     assert_eq!(&frame[22..28], &vm, "sender hardware address");
-    assert_eq!(migration(&sw, "b")["announced"], 1);
+    assert_eq!(sw.show_port("b")["migration"]["announced"], 1);
 }

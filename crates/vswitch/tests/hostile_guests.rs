@@ -404,18 +404,6 @@ fn thread_names(pid: u32) -> Vec<String> {
     v
 }
 
-fn protocol_errors(sw: &Vswitchd, port: &str) -> u64 {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == port)
-        .unwrap()["protocol_errors"]
-        .as_u64()
-        .unwrap()
-}
-
 /// The footprint with one well-behaved connection open and answering on `sh` (what a
 /// connection holds is then the same whenever it is taken).
 fn steady(sh: &std::path::Path, pid: u32) -> Footprint {
@@ -478,7 +466,7 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
     let mut refused_one = |what: &str| {
         refused += 1;
         wait_for(Duration::from_secs(5), what, || {
-            (protocol_errors(sw, "h") == refused).then_some(())
+            (sw.protocol_errors("h") == refused).then_some(())
         });
         bed.check_alive(what);
     };
@@ -648,7 +636,7 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
         assert!(f.answers(), "reconnect {i}");
     }
     let after = assert_footprint_back(sh, pid, before);
-    assert_eq!(protocol_errors(sw, "h"), refused);
+    assert_eq!(sw.protocol_errors("h"), refused);
     let runtime = thread_names(pid).iter().filter(|n| *n == "control").count();
     assert!(runtime <= 16, "tokio threads: {:?}", thread_names(pid));
     bed.check_rate_kept();
@@ -1377,7 +1365,7 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
     mem_table_swaps(&bed);
     let after = assert_footprint_back(&bed.sh, pid, before);
     assert_eq!(
-        protocol_errors(&bed.sw, "h"),
+        bed.sw.protocol_errors("h"),
         0,
         "no ring attack is a protocol error"
     );
@@ -1400,7 +1388,7 @@ fn hostile_vnet_headers_are_dropped_as_bad_offload() {
     let _g = serial();
     let bed = Bed::start("hvnet", MAC_B, &[]);
     bad_vnet_headers(&bed);
-    assert_eq!(protocol_errors(&bed.sw, "h"), 0);
+    assert_eq!(bed.sw.protocol_errors("h"), 0);
     bed.check_rate_kept();
     let mut bed = bed;
     bed.lg.cmd("stop");
@@ -1421,7 +1409,7 @@ fn truncated_guest_memory_is_contained() {
     let bed = Bed::start("htrunc", BROADCAST, &[]);
     let pid = bed.sw.pid();
     let before = steady(&bed.sh, pid);
-    let errors = protocol_errors(&bed.sw, "h");
+    let errors = bed.sw.protocol_errors("h");
     let mut g = Guest::connect(&bed.sh, 0);
     // Cut the file at the end of the lower region: the upper one (8 MiB + 1 MiB of guest
     // memory) has no pages behind it any more. Rings and descriptors stay in the lower.
@@ -1442,7 +1430,7 @@ fn truncated_guest_memory_is_contained() {
     let start = Instant::now();
     assert!(
         wait_for(Duration::from_secs(10), "h's connection closed", || {
-            (protocol_errors(&bed.sw, "h") > errors).then_some(true)
+            (bed.sw.protocol_errors("h") > errors).then_some(true)
         }),
         "counted"
     );
@@ -1489,7 +1477,7 @@ fn truncated_guest_memory_is_contained() {
 fn removed_hugepage_backing_is_contained() {
     let _g = serial();
     let bed = Bed::start("hhuge", MAC_B, &[]);
-    let errors = protocol_errors(&bed.sw, "h");
+    let errors = bed.sw.protocol_errors("h");
     let prefix = "vshhugeg";
     let peer = format!("--eth-peer=0,{MAC_H}");
     let mut g = Testpmd::start(GuestSpec {
@@ -1525,7 +1513,7 @@ fn removed_hugepage_backing_is_contained() {
     }
     let start = Instant::now();
     wait_for(Duration::from_secs(10), "h's connection closed", || {
-        (protocol_errors(&bed.sw, "h") > errors).then_some(())
+        (bed.sw.protocol_errors("h") > errors).then_some(())
     });
     eprintln!("faulted connection closed after {:?}", start.elapsed());
     assert!(bed.sw.log().contains("guest memory vanished"));

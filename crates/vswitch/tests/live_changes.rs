@@ -297,11 +297,7 @@ fn reload_under_a_running_loop_changes_only_what_the_file_says() {
         (sw.port("a").stats.rx_packets > 10_000).then_some(())
     });
     let connections = |sw: &Vswitchd, name: &str| {
-        sw.show()["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
+        sw.find_port(name)
             .map(|p| p["connections"].as_u64().unwrap())
     };
     let before = (connections(&sw, "a"), connections(&sw, "b"));
@@ -393,14 +389,7 @@ fn pmd_rebalance_splits_busy_queues_that_share_a_pmd() {
         ],
     );
     let pmd_of = |sw: &Vswitchd, name: &str| -> u64 {
-        sw.show()["ports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == name)
-            .unwrap()["pmd_of_queue"][0]
-            .as_u64()
-            .unwrap()
+        sw.show_port(name)["pmd_of_queue"][0].as_u64().unwrap()
     };
     assert_eq!(
         pmd_of(&sw, "a"),

@@ -14,8 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::qemu::{kv, num, Vm, VmSpec};
-use common::{ctl, run, serial, wait_for, KillOnDrop, TempDir, Vswitchd};
-use vswitch::control::protocol::{Request, Response};
+use common::{run, serial, wait_for, KillOnDrop, TempDir, Vswitchd};
 
 const MAC: &str = "52:54:00:00:00:0a";
 const BLOB: u64 = 64 << 20;
@@ -69,24 +68,9 @@ fn host_on_tap(ns: &Netns, tap: &str, addr: &str) {
     ns.exec(&["ip", "link", "set", tap, "up"]);
 }
 
-/// The port `mac` is learned behind (a port name, or `remote IP`), if any.
-fn fdb_port(sw: &Vswitchd, mac: &str) -> Option<String> {
-    match ctl(&sw.control, Request::Fdb).expect("fdb") {
-        Response::Fdb(rows) => rows.into_iter().find(|r| r.mac == mac).map(|r| r.port),
-        other => panic!("unexpected reply {other:?}"),
-    }
-}
-
 /// `vswitchctl show`'s migration object of `port` (null without a driver).
 fn migration_of(sw: &Vswitchd, port: &str) -> serde_json::Value {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == port)
-        .map(|p| p["migration"].clone())
-        .unwrap_or_default()
+    sw.show_port(port)["migration"].clone()
 }
 
 /// What one migration showed.
@@ -406,12 +390,12 @@ fn vm_migrates_back_and_forth_under_traffic() {
         vm = dst;
         let done = Instant::now();
         // SEND_RARP from the destination QEMU moves the MAC at once.
-        while fdb_port(&sw, MAC).as_deref() != Some(ports[to]) {
+        while sw.fdb_port(MAC).as_deref() != Some(ports[to]) {
             assert!(
                 done.elapsed() < Duration::from_secs(5),
                 "migration {k}: the MAC is not on {} after 5 s ({:?}); show {}\nvswitchd log:\n{}\nguest:\n{}",
                 ports[to],
-                fdb_port(&sw, MAC),
+                sw.fdb_port(MAC),
                 sw.show(),
                 sw.log(),
                 vm.console()
@@ -560,10 +544,10 @@ fn vm_migrates_to_another_host_across_the_overlay() {
     wait_for(
         Duration::from_secs(5),
         "host 0 to learn the MAC behind host 1",
-        || (fdb_port(&sw[0], MAC).as_deref() == Some(remote.as_str())).then_some(()),
+        || (sw[0].fdb_port(MAC).as_deref() == Some(remote.as_str())).then_some(()),
     );
     let follow = done.elapsed();
-    assert_eq!(fdb_port(&sw[1], MAC).as_deref(), Some("vm1b"));
+    assert_eq!(sw[1].fdb_port(MAC).as_deref(), Some("vm1b"));
     // The peer's frames reach the guest on host 1.
     let ok = ns0.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "5", "10.50.0.9"]);
     assert!(ok.contains(" 0% packet loss"), "{ok}");

@@ -15,12 +15,14 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use common::qemu::{kv, num, Vm, VmSpec};
-use common::{pmd_stats, read_pcap, serial, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd};
+use common::{
+    pmd_stats, read_pcap, serial, start_ab, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd,
+};
 
 /// QEMU device options that turn off every offload a Linux guest would negotiate.
 const OFFLOADS_OFF: &str = ",csum=off,guest_csum=off,host_tso4=off,host_tso6=off,\
@@ -154,34 +156,8 @@ fn mean_rx_frame(s: &HashMap<String, String>) -> u64 {
     num(s, "rx_bytes") / num(s, "rx_packets").max(1)
 }
 
-/// Starts vswitchd with ports a and b (`--FLAG=a=DIR/a.sock OPTS`, same for b); returns
-/// it with the two socket paths.
-fn start_ab(dir: &TempDir, flag: &str, opts: &str) -> (Vswitchd, PathBuf, PathBuf) {
-    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
-    let sw = Vswitchd::start(
-        dir,
-        &[
-            format!("--{flag}=a={}{opts}", sa.display()),
-            format!("--{flag}=b={}{opts}", sb.display()),
-        ],
-    );
-    (sw, sa, sb)
-}
-
-/// Port `port` in `vswitchctl show`.
-fn show_port(sw: &Vswitchd, port: &str) -> serde_json::Value {
-    let show = sw.show();
-    show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == port)
-        .unwrap_or_else(|| panic!("no port {port} in {show}"))
-        .clone()
-}
-
 fn features(sw: &Vswitchd, port: &str) -> Vec<String> {
-    serde_json::from_value(show_port(sw, port)["negotiated_features"].clone()).unwrap()
+    serde_json::from_value(sw.show_port(port)["negotiated_features"].clone()).unwrap()
 }
 
 /// Two VMs with QEMU's default offloads, vswitchd in server mode: both negotiate
@@ -519,7 +495,7 @@ fn killed_vm_is_served_again_after_restart() {
             (!features(&sw, "a").iter().any(|f| f == "VERSION_1")).then_some(())
         });
     }
-    let pa = show_port(&sw, "a");
+    let pa = sw.show_port("a");
     assert_eq!(pa["connections"], 2, "{pa}");
     assert!(b.running());
 }

@@ -294,13 +294,7 @@ fn multiqueue_uses_both_queue_pairs() {
         }
     }
     b.cmd("stop");
-    let show = sw.show();
-    let pb = show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "b")
-        .unwrap();
+    let pb = sw.show_port("b");
     assert_eq!(pb["ready_queue_pairs"], serde_json::json!([0, 1]), "{pb}");
 }
 
@@ -356,14 +350,7 @@ fn guest_killed_and_restarted() {
         (sw.port("c").stats.rx_packets > c_rx_before + 1000).then_some(())
     });
     eprintln!("restarted guest served after {:?}", restarted.elapsed());
-    let show = sw.show();
-    let pc = show["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "c")
-        .unwrap()
-        .clone();
+    let pc = sw.show_port("c");
     assert_eq!(pc["connections"], 2, "{pc}");
     assert_eq!(pc["link"], "up");
     c.cmd("stop");

@@ -202,6 +202,36 @@ impl Vswitchd {
         show_json(&self.control).expect("show")
     }
 
+    /// Port `name` in `vswitchctl show`, if there is one.
+    pub fn find_port(&self, name: &str) -> Option<serde_json::Value> {
+        let show = self.show();
+        show["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+    }
+
+    /// Port `name` in `vswitchctl show` (panics, with the whole `show`, if missing).
+    pub fn show_port(&self, name: &str) -> serde_json::Value {
+        self.find_port(name)
+            .unwrap_or_else(|| panic!("no port {name} in {}", self.show()))
+    }
+
+    /// The port `mac` is learned behind (a port name, or `remote IP`), if any.
+    pub fn fdb_port(&self, mac: &str) -> Option<String> {
+        match ctl(&self.control, Request::Fdb).expect("fdb") {
+            Response::Fdb(rows) => rows.into_iter().find(|r| r.mac == mac).map(|r| r.port),
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+
+    /// Connections vswitchd closed on port `name` because the driver broke the protocol.
+    pub fn protocol_errors(&self, name: &str) -> u64 {
+        self.show_port(name)["protocol_errors"].as_u64().unwrap()
+    }
+
     /// Sends signal `sig` to the daemon.
     pub fn signal(&self, sig: i32) {
         if let Some(c) = &self.child {
@@ -263,6 +293,20 @@ impl Drop for Vswitchd {
             let _ = c.wait();
         }
     }
+}
+
+/// Starts vswitchd with ports a and b (`--FLAG=a=DIR/a.sock OPTS`, same for b); returns
+/// it with the two socket paths.
+pub fn start_ab(dir: &TempDir, flag: &str, opts: &str) -> (Vswitchd, PathBuf, PathBuf) {
+    let (sa, sb) = (dir.path("a.sock"), dir.path("b.sock"));
+    let sw = Vswitchd::start(
+        dir,
+        &[
+            format!("--{flag}=a={}{opts}", sa.display()),
+            format!("--{flag}=b={}{opts}", sb.display()),
+        ],
+    );
+    (sw, sa, sb)
 }
 
 /// Output of a child collected by a reader thread, with a condvar for waiters.
