@@ -430,7 +430,7 @@ impl VhostUserBackend for NetBackend {
     fn stop_vring(&self, index: u32) -> io::Result<()> {
         // GET_VRING_BASE: the ring is stopped (no batch runs on it any more). While
         // logging, the whole used ring is marked: it covers the library's own writes.
-        if let Some(v) = self.migration_vring(index) {
+        if let Some(v) = self.migration.vring(index as usize) {
             self.migration.ring_stopped(index, ring_size(&v));
         }
         Ok(())
@@ -454,10 +454,6 @@ impl VhostUserBackend for NetBackend {
 }
 
 impl NetBackend {
-    fn migration_vring(&self, index: u32) -> Option<PortVring> {
-        self.migration.vring(index as usize)
-    }
-
     /// Handles one migration request (see [`super::migration`]); a refused log is
     /// logged with the reason, and the error closes the connection.
     fn migrate(&self, request: MigrationRequest<'_>) -> io::Result<()> {
