@@ -15,7 +15,7 @@ fi
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text.
 pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
-      qemu-system-x86 busybox-static cpio xz-utils
+      busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3)
@@ -39,6 +39,28 @@ if [ "${#missing[@]}" -gt 0 ]; then
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     if [ -n "$norc" ]; then rm -f /usr/sbin/policy-rc.d; fi
+fi
+
+# QEMU for the test guests, 8 or newer: Debian 12's QEMU 7.2 corrupts TCG guests across
+# live migrations (their page allocator, even with QEMU's own virtio-net and no vswitchd;
+# README, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10).
+qemu_ok() {
+    local v
+    v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 1
+    dpkg --compare-versions "$v" ge 1:8
+}
+if ! qemu_ok; then
+    . /etc/os-release
+    target=()
+    if [ "${VERSION_CODENAME:-}" = bookworm ]; then
+        echo "deb http://deb.debian.org/debian bookworm-backports main" \
+            > /etc/apt/sources.list.d/vswitch-bookworm-backports.list
+        target=(-t bookworm-backports)
+    fi
+    echo "setup.sh: installing qemu-system-x86 ${target[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${target[@]}" qemu-system-x86 >/dev/null
+    qemu_ok || { echo "setup.sh: qemu-system-x86 is $(dpkg-query -W -f='${Version}' qemu-system-x86); 8 or newer needed" >&2; exit 1; }
 fi
 
 # Rust: the machine's rustup toolchain, with rustfmt and clippy.

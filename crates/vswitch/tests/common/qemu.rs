@@ -42,6 +42,33 @@ pub fn guest_image() -> &'static Path {
     })
 }
 
+/// The QEMU the tests start: `$VSWITCH_QEMU` (a program and its first arguments,
+/// split at spaces, e.g. `/opt/qemu/bin/qemu-system-x86_64 -L /opt/qemu/share/qemu`),
+/// or `qemu-system-x86_64` from `PATH`.
+pub fn qemu_command() -> Vec<String> {
+    let cmd = std::env::var("VSWITCH_QEMU").unwrap_or_else(|_| "qemu-system-x86_64".into());
+    cmd.split_whitespace().map(str::to_string).collect()
+}
+
+/// QEMU's `(major, minor)` version, from `--version`'s first line
+/// ("QEMU emulator version 10.0.2 (Debian ...)").
+pub fn qemu_version() -> (u32, u32) {
+    let qemu = qemu_command();
+    let out = Command::new(&qemu[0])
+        .args(&qemu[1..])
+        .arg("--version")
+        .output()
+        .expect("run qemu --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text
+        .split_whitespace()
+        .skip_while(|w| *w != "version")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no version in QEMU's --version: {text}"));
+    let mut n = version.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
+    (n.next().unwrap_or(0), n.next().unwrap_or(0))
+}
+
 /// A guest's console output, collected by a reader thread.
 pub struct Console {
     lines: Mutex<Vec<String>>,
@@ -110,7 +137,9 @@ impl Vm {
             device.push_str(",mq=on");
         }
         device.push_str(spec.device);
-        let mut child = Command::new("qemu-system-x86_64")
+        let qemu = qemu_command();
+        let mut child = Command::new(&qemu[0])
+            .args(&qemu[1..])
             .args(["-accel", "tcg", "-M", "pc", "-cpu", spec.cpu, "-m", "512M"])
             .args(["-smp", &spec.cpus.to_string()])
             .args([
