@@ -59,7 +59,8 @@ fn flood(a: &mut Guest, b: &Guest, n: usize, len: usize) {
 /// Port b logs (VHOST_F_LOG_ALL, a shared memfd log, the used rings' log addresses):
 /// four page-sized receive buffers of eight get frames, and exactly their pages and
 /// the receive ring's used ring are marked; `show` reports the logging and the pages.
-/// After LOG_ALL is cleared, deliveries mark nothing.
+/// A replacement log gets the marks the old one no longer does. After LOG_ALL is
+/// cleared, deliveries mark nothing.
 #[test]
 fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     let _g = serial();
@@ -96,14 +97,30 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     assert!(marked(&l, b.tx.used_gpa()), "b's transmit used ring");
     let total: u32 = l.iter().map(|x| x.count_ones()).sum();
     assert_eq!(total, 1, "pages marked: {total}");
+    // A new log in place of the first (QEMU's resize): deliveries mark the new one
+    // only, and the show counts both logs.
+    let log2 = memfd(LOG_BYTES);
+    b.replace_log(log2.as_raw_fd(), LOG_BYTES);
+    clear(&log);
+    // The four buffers still posted get these frames.
+    flood(&mut a, &b, 4, 1000);
+    let l2 = log_bytes(&log2);
+    for &(_, addr) in &bufs[4..] {
+        assert!(marked(&l2, addr), "buffer at {addr:#x} in the new log");
+    }
+    assert!(
+        log_bytes(&log).iter().all(|&x| x == 0),
+        "marks in the replaced log"
+    );
+    assert_eq!(sw.show_port("b")["migration"]["logs_set"], 2);
     // Logging off: nothing more is marked.
     b.stop_logging();
     assert_eq!(sw.show_port("b")["migration"]["logging"], false);
-    clear(&log);
+    clear(&log2);
     b.post_rx(4, 4096);
     flood(&mut a, &b, 4, 1000);
     assert!(
-        log_bytes(&log).iter().all(|&x| x == 0),
+        log_bytes(&log2).iter().all(|&x| x == 0),
         "marks after logging stopped"
     );
 }

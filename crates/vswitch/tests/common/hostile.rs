@@ -737,6 +737,16 @@ impl Guest {
         }
     }
 
+    /// Replaces the log while logging (SET_LOG_BASE again, as QEMU does when guest
+    /// memory grows); returns once vswitchd replied.
+    pub fn replace_log(&mut self, log: RawFd, size: u64) {
+        let mut body = size.to_le_bytes().to_vec();
+        body.extend_from_slice(&0u64.to_le_bytes());
+        self.front.send(SET_LOG_BASE, &body, &[log]);
+        let reply = self.front.reply().expect("SET_LOG_BASE's reply");
+        assert_eq!(reply, body, "SET_LOG_BASE's reply echoes the log");
+    }
+
     /// Ends the logging: SET_FEATURES without VHOST_F_LOG_ALL, rings without the flag.
     pub fn stop_logging(&mut self) {
         self.front

@@ -107,7 +107,8 @@ impl Migration {
     }
 
     /// `SET_LOG_BASE`: maps the log (`size` bytes at `offset` of `file`), checked to
-    /// cover guest memory, in place of the previous one.
+    /// cover guest memory, in place of the previous one; a replacement returns once no
+    /// batch marks into the previous log any more.
     ///
     /// # Errors
     /// The log was refused ([`super::dirty_log::LogError`], as an `InvalidInput` error).
@@ -115,9 +116,15 @@ impl Migration {
         let end = self.mem_end.load(Ordering::Relaxed);
         let log = DirtyLog::map(file, offset, size, end)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        self.log.store(Some(Arc::new(log)));
+        let old = self.log.swap(Some(Arc::new(log)));
         self.logs_set.fetch_add(1, Ordering::Relaxed);
         self.update();
+        if old.is_some() && self.is_logging() {
+            // A replacement (QEMU resizes the log when guest memory grows): QEMU reads
+            // the old log one last time after this request's reply, so the batches still
+            // marking into it must end first.
+            self.wait_batches();
+        }
         Ok(())
     }
 
@@ -147,9 +154,15 @@ impl Migration {
         let on = self.log_all.load(Ordering::Relaxed) && self.log.load().is_some();
         let was = self.active.swap(on, Ordering::SeqCst);
         if on && !was {
-            for v in self.vrings.get().into_iter().flatten() {
-                drop(v.get_mut());
-            }
+            self.wait_batches();
+        }
+    }
+
+    /// Waits until every batch running on the connection's rings has ended: takes each
+    /// ring's lock once (a batch holds it from its first guest access to its last mark).
+    fn wait_batches(&self) {
+        for v in self.vrings.get().into_iter().flatten() {
+            drop(v.get_mut());
         }
     }
 
