@@ -4,7 +4,7 @@
 # parseable lines (READY, RESULT ..., STATS ..., DONE) on the console and powers off.
 #
 # Kernel command line:  vm.ip=A.B.C.D  vm.peer=A.B.C.D  vm.test=NAME  [vm.bytes=N]
-#                       [vm.conns=N]  [vm.mtu=N]
+#                       [vm.conns=N]  [vm.mtu=N]  [vm.rate=N]
 # Tests:  server   ping the peer (56 and 1400 bytes), then receive and verify the peer's
 #                  stream (vmtool recv)
 #         client   ping the peer, then send vm.bytes per connection (vmtool send)
@@ -13,6 +13,10 @@
 #         idle     ping the peer, then stay up until powered off from outside
 #         sink     ping the peer, then receive one TCP stream on port 5001 into
 #                  /tmp/blob (busybox nc) and print its size and sha256
+#         source   ping the peer, then write vm.bytes of /dev/urandom to /tmp/blob and
+#                  print its sha256, ping the peer every 10 ms while sending the blob
+#                  to the peer's port 5001 at vm.rate bytes/s (vmtool sendfile), then
+#                  print the ping's loss
 #         [vm.stay=1] keeps the guest up after its test (the host kills it)
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -25,7 +29,7 @@ for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
     insmod /lib/modules/$m.ko || echo "RESULT error msg=insmod_$m"
 done
 
-ip= peer= test=idle bytes=16777216 conns=1 mtu= stay=0 dstmac=
+ip= peer= test=idle bytes=16777216 conns=1 mtu= stay=0 dstmac= rate=0
 for a in $(cat /proc/cmdline); do
     case "$a" in
         vm.ip=*) ip=${a#vm.ip=} ;;
@@ -35,6 +39,7 @@ for a in $(cat /proc/cmdline); do
         vm.conns=*) conns=${a#vm.conns=} ;;
         vm.mtu=*) mtu=${a#vm.mtu=} ;;
         vm.stay=*) stay=${a#vm.stay=} ;;
+        vm.rate=*) rate=${a#vm.rate=} ;;
         vm.dstmac=*) dstmac=${a#vm.dstmac=} ;;
     esac
 done
@@ -68,6 +73,15 @@ case "$test" in
     server-loop) while :; do vmtool recv 5001; vmtool stats eth0; done ;;
     client) vmtool send "$peer" 5001 "$bytes" "$conns" ;;
     idle) ;;
+    source) head -c "$bytes" /dev/urandom > /tmp/blob
+            echo "RESULT blob bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)"
+            ping -q -i 0.01 "$peer" > /tmp/flood 2>&1 &
+            flood=$!
+            vmtool sendfile "$peer" 5001 /tmp/blob "$rate"
+            kill -INT $flood; wait $flood
+            sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' /tmp/flood)
+            recv=$(sed -n 's/.* \([0-9]*\) packets received.*/\1/p' /tmp/flood)
+            echo "RESULT flood sent=${sent:-0} received=${recv:-0}" ;;
     sink) nc -l -p 5001 > /tmp/blob
           echo "RESULT sink bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)" ;;
 esac

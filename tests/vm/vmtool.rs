@@ -9,6 +9,9 @@
 //!                                     stream per connection in 64 KiB writes, CONNS
 //!                                     connections in parallel threads; wait for the
 //!                                     receiver's verdict; print one RESULT line
+//! vmtool sendfile HOST PORT FILE RATE connect (retrying for 60 s), send FILE at RATE
+//!                                     bytes/s (0: as fast as TCP goes) in 64 KiB writes,
+//!                                     wait until the receiver closes; one RESULT line
 //! vmtool stats IFACE                  print the guest's counters as one STATS line
 //! vmtool tso IFACE DSTMAC DSTIP6 N    send N IPv4 and N IPv6 TCP frames of 64000 bytes
 //!                                     through an AF_PACKET socket with PACKET_VNET_HDR
@@ -165,6 +168,49 @@ fn send(host: &str, port: u16, bytes: u64, conns: u32) {
     println!(
         "RESULT send bytes={total} conns={conns} verified={ok} secs={secs:.2} mbit={:.1}",
         total as f64 * 8.0 / secs / 1e6
+    );
+}
+
+fn sendfile(host: &str, port: u16, path: &str, rate: u64) {
+    let mut file = std::fs::File::open(path).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut s = loop {
+        match TcpStream::connect((host, port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => fail(format!("connect: {e}")),
+        }
+    };
+    let start = Instant::now();
+    let mut buf = vec![0u8; WRITE];
+    let mut sent = 0u64;
+    loop {
+        if rate > 0 {
+            // Ahead of RATE: sleep until the schedule catches up (at most 100 ms).
+            let due = start.elapsed().as_secs_f64() * rate as f64;
+            let ahead = sent as f64 - due;
+            if ahead > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64((ahead / rate as f64).min(0.1)));
+                continue;
+            }
+        }
+        let n = file
+            .read(&mut buf)
+            .unwrap_or_else(|e| fail(format!("{path}: {e}")));
+        if n == 0 {
+            break;
+        }
+        s.write_all(&buf[..n])
+            .unwrap_or_else(|e| fail(format!("write: {e}")));
+        sent += n as u64;
+    }
+    s.shutdown(Shutdown::Write).ok();
+    // The receiver closes once it has everything.
+    let mut rest = [0u8; 64];
+    while s.read(&mut rest).unwrap_or(0) > 0 {}
+    println!(
+        "RESULT sendfile bytes={sent} secs={:.2}",
+        start.elapsed().as_secs_f64()
     );
 }
 
@@ -367,6 +413,7 @@ fn main() {
             num(4),
             a.get(5).and_then(|s| s.parse().ok()).unwrap_or(1),
         ),
+        "sendfile" => sendfile(arg(2), num(3) as u16, arg(4), num(5)),
         "stats" => stats(arg(2)),
         "tso" => tso(arg(2), arg(3), arg(4), num(5) as u32),
         other => fail(format!("unknown command {other}")),
