@@ -426,7 +426,8 @@ fn two_endpoints_share_flows_and_fail_over() {
         after[0] > before[0] && after[1] > before[1],
         "both endpoints carry flows: {before:?} -> {after:?}"
     );
-    // A ping flood; the uplink of the endpoint that carries it goes down after a second.
+    // A ping flood; the uplink of the endpoint that carries it goes down once it has
+    // carried half a second of it.
     let flood = Command::new("ip")
         .args([
             "netns",
@@ -445,10 +446,14 @@ fn two_endpoints_share_flows_and_fail_over() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The endpoint the flood's flow hashes to: the one whose count grows by 50 frames
+    // (half a second of the flood; awaited, as it may start late on a busy machine).
     let t0 = tx(&a);
-    std::thread::sleep(Duration::from_secs(1));
-    let t1 = tx(&a);
-    let busy = if t1[0] - t0[0] >= t1[1] - t0[1] { 0 } else { 1 };
+    let busy = wait_for(Duration::from_secs(5), "the flood on one endpoint", || {
+        let t = tx(&a);
+        let d = [t[0] - t0[0], t[1] - t0[1]];
+        (d[0].max(d[1]) >= 50).then_some(if d[0] >= d[1] { 0 } else { 1 })
+    });
     let busy_dev = if busy == 0 {
         f.link[0].clone()
     } else {
@@ -481,20 +486,28 @@ fn two_endpoints_share_flows_and_fail_over() {
     wait_for(Duration::from_secs(10), "the uplink back up", || {
         (tunnels(&a)[busy].link == "up").then_some(())
     });
+    // Link down flushed its neighbour: the flow stays on the other endpoint until the
+    // path is resolved again (at the next refresh, within about a second), then returns.
     let before = tx(&a)[busy];
-    f.exec(
-        ns0,
-        &[
-            "ping",
-            "-q",
-            "-i",
-            "0.05",
-            "-c",
-            "20",
-            "-W",
-            "1",
-            "10.50.0.2",
-        ],
+    wait_for(
+        Duration::from_secs(10),
+        "the endpoint to carry the flow again",
+        || {
+            f.exec(
+                ns0,
+                &[
+                    "ping",
+                    "-q",
+                    "-i",
+                    "0.05",
+                    "-c",
+                    "5",
+                    "-W",
+                    "1",
+                    "10.50.0.2",
+                ],
+            );
+            (tx(&a)[busy] > before).then_some(())
+        },
     );
-    assert!(tx(&a)[busy] > before, "the endpoint carries the flow again");
 }
