@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use common::hostile::{
-    memfd, Front, Guest, F_LOG_ALL, F_PROTOCOL_FEATURES, F_VERSION_1, GET_FEATURES,
+    log_base_body, memfd, Front, Guest, F_LOG_ALL, F_PROTOCOL_FEATURES, F_VERSION_1, GET_FEATURES,
     GET_PROTOCOL_FEATURES, NEED_REPLY, PF_LOG_SHMFD, PF_RARP, PF_REPLY_ACK, SEND_RARP,
     SET_FEATURES, SET_LOG_BASE, SET_LOG_FD, SET_MEM_TABLE, SET_OWNER, SET_PROTOCOL_FEATURES,
     VERSION_1, VNET_HDR,
@@ -115,7 +115,7 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     // A new log in place of the first (QEMU's resize): deliveries mark the new one
     // only, and the show counts both logs.
     let log2 = memfd(LOG_BYTES);
-    b.replace_log(log2.as_raw_fd(), LOG_BYTES);
+    b.set_log_base(log2.as_raw_fd(), LOG_BYTES);
     clear(&log);
     // The four buffers still posted get these frames.
     flood(&mut a, &b, 4, 1000);
@@ -160,12 +160,6 @@ fn negotiated(path: &std::path::Path, proto: u64) -> (Front, common::hostile::Gu
     (f, mem)
 }
 
-fn log_body(size: u64, offset: u64) -> Vec<u8> {
-    let mut b = size.to_le_bytes().to_vec();
-    b.extend_from_slice(&offset.to_le_bytes());
-    b
-}
-
 /// Bad logs, each on a fresh connection: a log smaller than guest memory needs, one
 /// past the end of its file, an fd that cannot be mapped writable (a read-only file),
 /// SET_LOG_BASE without LOG_SHMFD, SET_LOG_FD without an fd: each closes the
@@ -184,25 +178,25 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
         (
             "too small",
             PF_LOG_SHMFD,
-            log_body(64, 0),
+            log_base_body(64, 0),
             vec![small.as_raw_fd()],
         ),
         (
             "past its file",
             PF_LOG_SHMFD,
-            log_body(4096, 0),
+            log_base_body(4096, 0),
             vec![small.as_raw_fd()],
         ),
         (
             "read-only fd",
             PF_LOG_SHMFD,
-            log_body(4096, 0),
+            log_base_body(4096, 0),
             vec![ro.as_raw_fd()],
         ),
         (
             "without LOG_SHMFD",
             0,
-            log_body(LOG_BYTES, 0),
+            log_base_body(LOG_BYTES, 0),
             vec![good.as_raw_fd()],
         ),
     ];
@@ -230,7 +224,7 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
     drop(f);
     // A good log and log fd are accepted: the daemon lives and logs.
     let (mut f, _mem) = negotiated(&sb, PF_LOG_SHMFD);
-    let body = log_body(LOG_BYTES, 0);
+    let body = log_base_body(LOG_BYTES, 0);
     f.send(SET_LOG_BASE, &body, &[good.as_raw_fd()]);
     assert_eq!(
         f.reply().as_deref(),

@@ -11,11 +11,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::qemu::{kv, num, Vm, VmSpec};
-use common::{run, serial, wait_for, KillOnDrop, TempDir, Vswitchd};
+use common::{serial, wait_for, KillOnDrop, TempDir, Vswitchd};
 
 const MAC: &str = "52:54:00:00:00:0a";
 /// The second VM's (the peer's) MAC.
@@ -23,39 +23,6 @@ const PEER_MAC: &str = "52:54:00:00:00:0b";
 const BLOB: u64 = 64 << 20;
 /// Round trips of the migration test: vm1a -> vm1b -> vm1a, five times.
 const ROUND_TRIPS: usize = 5;
-
-/// A network namespace of the overlay's fabric (which deletes it), to run commands in.
-struct Netns(String);
-
-impl Netns {
-    fn exec(&self, args: &[&str]) -> String {
-        let mut a = vec!["ip", "netns", "exec", &self.0];
-        a.extend_from_slice(args);
-        run(&a)
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        Command::new("ip")
-            .args(["netns", "exec", &self.0])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn in namespace")
-    }
-}
-
-/// Gives the tap `tap` of a vswitchd in `ns` the address `addr` (the host stack as
-/// the guest's peer).
-fn host_on_tap(ns: &Netns, tap: &str, addr: &str) {
-    ns.exec(&[
-        "sysctl",
-        "-qw",
-        &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
-    ]);
-    ns.exec(&["ip", "addr", "add", addr, "dev", tap]);
-    ns.exec(&["ip", "link", "set", tap, "up"]);
-}
 
 /// `vswitchctl show`'s migration object of `port` (null without a driver).
 fn migration_of(sw: &Vswitchd, port: &str) -> serde_json::Value {
@@ -225,15 +192,7 @@ fn stop_ping(ping: &mut KillOnDrop) -> (u64, u64) {
     ping.wait().unwrap();
     let mut text = String::new();
     std::io::Read::read_to_string(ping.stdout.as_mut().unwrap(), &mut text).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.contains("packets transmitted"))
-        .unwrap_or_else(|| panic!("no ping summary in {text}"));
-    let n: Vec<u64> = line
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    (n[0], n[1])
+    common::ping_counts(&text).unwrap_or_else(|| panic!("no ping summary in {text}"))
 }
 
 /// vswitchd's footprint once `port` has no driver (its old connection released).
@@ -478,8 +437,7 @@ fn vm_migrates_to_another_host_across_the_overlay() {
             Vswitchd::start_in(Some(&f.ns[k]), &dir, &k.to_string(), &args)
         })
         .collect();
-    let ns0 = Netns(f.ns[0].clone());
-    host_on_tap(&ns0, &tap, "10.50.0.1/24");
+    f.host_on_tap(0, &tap);
     let params = "vm.ip=10.50.0.9 vm.peer=10.50.0.1 vm.test=idle";
     let spec = |k: usize, mon: &str, incoming: Option<String>| VmSpec {
         device: ",host_mtu=1550",
@@ -487,7 +445,22 @@ fn vm_migrates_to_another_host_across_the_overlay() {
     };
     let vm = Vm::start(spec(0, "mon0", None));
     vm.wait_lines("RESULT ping", 2, Duration::from_secs(240));
-    let mut ping = KillOnDrop(ns0.spawn(&["ping", "-q", "-i", "0.05", "10.50.0.9"]));
+    let mut ping = KillOnDrop(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &f.ns[0],
+                "ping",
+                "-q",
+                "-i",
+                "0.05",
+                "10.50.0.9",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn ping"),
+    );
     let uri = format!("unix:{}", dir.path("mig.sock").display());
     let (vm, moved) = migrate(vm, &sw[0], "vm1a", spec(1, "mon1", Some(uri.clone())), &uri);
     let done = Instant::now();
@@ -500,7 +473,10 @@ fn vm_migrates_to_another_host_across_the_overlay() {
     let follow = done.elapsed();
     assert_eq!(sw[1].fdb_port(MAC).as_deref(), Some("vm1b"));
     // The peer's frames reach the guest on host 1.
-    let ok = ns0.exec(&["ping", "-c", "3", "-i", "0.2", "-W", "5", "10.50.0.9"]);
+    let ok = f.exec(
+        &f.ns[0],
+        &["ping", "-c", "3", "-i", "0.2", "-W", "5", "10.50.0.9"],
+    );
     assert!(ok.contains(" 0% packet loss"), "{ok}");
     let (tx, rx) = stop_ping(&mut ping);
     eprintln!(

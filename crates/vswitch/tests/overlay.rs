@@ -462,18 +462,7 @@ fn two_endpoints_share_flows_and_fail_over() {
     f.exec(ns0, &["ip", "link", "set", &busy_dev, "down"]);
     let out = flood.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    // "500 packets transmitted, 499 received, ...": the number before each key.
-    let num = |key: &str| -> u64 {
-        let w: Vec<&str> = text
-            .split([' ', ',', '\n'])
-            .filter(|w| !w.is_empty())
-            .collect();
-        w.windows(2)
-            .find(|p| p[1] == key)
-            .and_then(|p| p[0].parse().ok())
-            .unwrap_or(0)
-    };
-    let (sent, got) = (num("packets"), num("received"));
+    let (sent, got) = common::ping_counts(&text).unwrap_or((0, 0));
     eprintln!("{text}");
     assert!(
         sent >= 450 && sent - got <= 100,

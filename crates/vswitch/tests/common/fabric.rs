@@ -118,6 +118,13 @@ impl Fabric {
             "adaptive".into(),
         ];
         let sw = Vswitchd::start_in(Some(&self.ns[k]), dir, &k.to_string(), &args);
+        self.host_on_tap(k, tap);
+        sw
+    }
+
+    /// Puts host `k`'s stack behind the tap `tap` of its vswitchd (its "VM"): IPv6 off
+    /// (nothing but the test's traffic), address 10.50.0.(k+1)/24, link up.
+    pub fn host_on_tap(&self, k: usize, tap: &str) {
         let ns = &self.ns[k];
         self.exec(
             ns,
@@ -127,18 +134,9 @@ impl Fabric {
                 &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
             ],
         );
-        self.exec(
-            ns,
-            &[
-                "ip",
-                "addr",
-                "add",
-                &format!("10.50.0.{}/24", k + 1),
-                "dev",
-                tap,
-            ],
-        );
-        sw
+        let addr = format!("10.50.0.{}/24", k + 1);
+        self.exec(ns, &["ip", "addr", "add", &addr, "dev", tap]);
+        self.exec(ns, &["ip", "link", "set", tap, "up"]);
     }
 
     /// Pings `ip` from host `k` until one answers (the first may wait for the kernel

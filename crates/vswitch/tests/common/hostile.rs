@@ -232,6 +232,14 @@ pub fn send_with_fds(sock: RawFd, data: &[u8], fds: &[RawFd]) {
     );
 }
 
+/// SET_LOG_BASE's body (vhost-user `VhostUserLog`): the log's size and its offset in
+/// the fd, in bytes.
+pub fn log_base_body(size: u64, offset: u64) -> Vec<u8> {
+    let mut b = size.to_le_bytes().to_vec();
+    b.extend_from_slice(&offset.to_le_bytes());
+    b
+}
+
 /// A memfd of `len` bytes.
 pub fn memfd(len: u64) -> OwnedFd {
     // SAFETY: memfd_create with a valid C string; the fd is owned from here on.
@@ -721,11 +729,7 @@ impl Guest {
     /// (`size` bytes of it from offset 0; the reply echoes the request), SET_FEATURES
     /// with VHOST_F_LOG_ALL, and SET_VRING_ADDR with VHOST_VRING_F_LOG at each used ring.
     pub fn start_logging(&mut self, log: RawFd, size: u64) {
-        let mut body = size.to_le_bytes().to_vec();
-        body.extend_from_slice(&0u64.to_le_bytes());
-        self.front.send(SET_LOG_BASE, &body, &[log]);
-        let reply = self.front.reply().expect("SET_LOG_BASE's reply");
-        assert_eq!(reply, body, "SET_LOG_BASE's reply echoes the log");
+        self.set_log_base(log, size);
         self.front.must(
             SET_FEATURES,
             &(self.features | F_LOG_ALL).to_le_bytes(),
@@ -737,11 +741,11 @@ impl Guest {
         }
     }
 
-    /// Replaces the log while logging (SET_LOG_BASE again, as QEMU does when guest
-    /// memory grows); returns once vswitchd replied.
-    pub fn replace_log(&mut self, log: RawFd, size: u64) {
-        let mut body = size.to_le_bytes().to_vec();
-        body.extend_from_slice(&0u64.to_le_bytes());
+    /// SET_LOG_BASE with `log` (`size` bytes of it from offset 0): the first log of
+    /// [`Guest::start_logging`], or a replacement while logging, as QEMU sends when guest
+    /// memory grows. Returns once vswitchd replied, checking the reply echoes the request.
+    pub fn set_log_base(&mut self, log: RawFd, size: u64) {
+        let body = log_base_body(size, 0);
         self.front.send(SET_LOG_BASE, &body, &[log]);
         let reply = self.front.reply().expect("SET_LOG_BASE's reply");
         assert_eq!(reply, body, "SET_LOG_BASE's reply echoes the log");

@@ -670,6 +670,16 @@ pub fn run(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// (transmitted, received) from ping's summary ("500 packets transmitted, 499
+/// received, ..."; iputils and busybox), or `None` without one.
+pub fn ping_counts(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.contains("packets transmitted"))?;
+    let mut n = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok());
+    Some((n.next()?, n.next()?))
+}
+
 /// A veth pair: `host` in the root namespace (the uplink), `peer` in namespace `ns` with
 /// address `addr`/24. IPv6 is off on both ends so that nothing but the test's traffic
 /// crosses the link.

@@ -94,10 +94,7 @@ impl VhostPort {
         let next = queue.next_avail();
         let kicks = &self.kicks_off_for[usize::from(q)];
         if kicks.load(Ordering::Relaxed) != conn.id {
-            ring.set_kicks(false, next);
-            if let Some(mut l) = conn.migration.logging() {
-                l.used_header(2 * usize::from(q) + 1, ring.size());
-            }
+            super::set_kicks(conn, &ring, q, false, next);
             kicks.store(conn.id, Ordering::Relaxed);
         }
         let avail = ring.avail_idx();

@@ -284,13 +284,8 @@ impl VhostPort {
         let pending = {
             use vm_memory::GuestAddressSpace;
             let mem = conn.mem.memory();
-            virtq::SplitRing::new(&mem, st.get_queue()).is_some_and(|ring| {
-                let pending = ring.set_kicks(true, st.get_queue().next_avail());
-                if let Some(mut l) = conn.migration.logging() {
-                    l.used_header(2 * usize::from(q) + 1, ring.size());
-                }
-                pending
-            })
+            virtq::SplitRing::new(&mem, st.get_queue())
+                .is_some_and(|ring| set_kicks(&conn, &ring, q, true, st.get_queue().next_avail()))
         };
         // A duplicate, owned by the set: the ring's own may be closed by SET_VRING_KICK
         // while the PMD sleeps.
@@ -305,4 +300,21 @@ impl VhostPort {
         }
         pending
     }
+}
+
+/// [`virtq::SplitRing::set_kicks`] on transmit queue `q`'s `ring`, and, while the
+/// connection migrates, the marks for what it wrote (the used ring's header and
+/// `avail_event`). Returns whether buffers arrived meanwhile (when enabling).
+fn set_kicks(
+    conn: &device::Connection,
+    ring: &virtq::SplitRing<'_>,
+    q: u16,
+    enable: bool,
+    next_avail: u16,
+) -> bool {
+    let pending = ring.set_kicks(enable, next_avail);
+    if let Some(mut l) = conn.migration.logging() {
+        l.used_header(2 * usize::from(q) + 1, ring.size());
+    }
+    pending
 }
