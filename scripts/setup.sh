@@ -46,7 +46,8 @@ fi
 # README, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10).
 qemu_ok() {
     local v
-    v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || return 1
+    dpkg-query -W -f='${Status}' qemu-system-x86 2>/dev/null | grep -q "install ok installed" || return 1
+    v=$(dpkg-query -W -f='${Version}' qemu-system-x86)
     dpkg --compare-versions "$v" ge 1:8
 }
 if ! qemu_ok; then
