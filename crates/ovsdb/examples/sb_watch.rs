@@ -1,0 +1,2 @@
+//! Placeholder so the workspace manifest loads; overwrite freely.
+fn main() {}

@@ -1,0 +1,1020 @@
+//! The client: a handle ([`Client`]) to one session task that owns the
+//! connection.
+//!
+//! # Threading
+//!
+//! [`Client::start`] spawns one task on the caller's tokio runtime. That
+//! task alone owns the socket: it connects, monitors, answers the server's
+//! `echo`, sends requests and reads replies and updates, and reconnects.
+//! Handles talk to it over a channel. The [`Replica`] sits behind a
+//! `std::sync::RwLock` that the task write-locks only to apply a computed
+//! change set (no I/O, no `.await` under it); readers take the read guard
+//! from [`Client::replica`] and must not hold it across an `.await`.
+//! Events go out on an unbounded channel, each change set after it was
+//! applied to the replica.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use crate::datum::{parse_uuid, short, Uuid};
+use crate::jsonrpc::{self, Framer, Message};
+use crate::monitor::{self, conditions_json, MonitorSpec, Resolved};
+use crate::operation::{self, Condition, Operation, OperationResult};
+use crate::remote::Remote;
+use crate::replica::{ChangeSet, Replica};
+use crate::schema::DatabaseSchema;
+use crate::Error;
+
+/// How a [`Client`] connects.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Servers to try in turn (e.g. the members of a clustered database);
+    /// on failure the client moves on to the next one.
+    pub remotes: Vec<Remote>,
+    /// The first wait after a failed attempt (default 100 ms).
+    pub backoff_min: Duration,
+    /// The longest wait; waits double from `backoff_min` up to this after
+    /// each failed attempt (default 8 s). Each wait is drawn uniformly from
+    /// its upper half (jitter).
+    pub backoff_max: Duration,
+    /// After this much silence from the server the client sends an `echo`,
+    /// and drops the connection when nothing arrives within another such
+    /// interval (default 5 s, as ovsdb-server's own probe). `None`: never.
+    /// Also bounds connecting and each write.
+    pub inactivity_probe: Option<Duration>,
+    /// The largest message accepted, in bytes (default 64 MiB).
+    pub max_message: usize,
+}
+
+impl ClientConfig {
+    /// The defaults for these remotes.
+    pub fn new(remotes: Vec<Remote>) -> Self {
+        ClientConfig {
+            remotes,
+            backoff_min: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(8),
+            inactivity_probe: Some(Duration::from_secs(5)),
+            max_message: jsonrpc::DEFAULT_MAX_MESSAGE,
+        }
+    }
+}
+
+/// Where the session task is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnectionState {
+    /// Connecting to, or setting up the monitor on, `remote`; `attempts`
+    /// failed attempts since the last established connection.
+    Connecting {
+        /// The remote being tried.
+        remote: Remote,
+        /// Failed attempts so far.
+        attempts: u32,
+    },
+    /// Monitoring `remote`; the replica is in sync with it.
+    Connected {
+        /// The server.
+        remote: Remote,
+        /// When the monitor was established.
+        since: Instant,
+    },
+    /// Waiting before the next attempt.
+    Backoff {
+        /// When the next attempt starts.
+        until: Instant,
+        /// Failed attempts so far.
+        attempts: u32,
+        /// Why the last attempt or connection failed.
+        last_error: String,
+    },
+    /// Shut down, or every handle was dropped.
+    Shutdown,
+}
+
+/// What the session reports, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A monitor was established; the replica already equals the server's
+    /// state. The difference from what the replica held before follows as
+    /// one [`Event::Changes`] (unless empty).
+    Connected {
+        /// The server.
+        remote: Remote,
+    },
+    /// An established connection was lost (or a connection attempt got as
+    /// far as a server that refused the monitor, e.g. for a missing table);
+    /// the replica keeps its rows until the next connection resyncs it.
+    Disconnected {
+        /// The server.
+        remote: Remote,
+        /// Why, e.g. `connection closed by the server`.
+        reason: String,
+    },
+    /// One server transaction (one update message), or one resync after a
+    /// connection: already applied to the replica.
+    Changes(ChangeSet),
+}
+
+enum Command {
+    Transact {
+        ops: Vec<Operation>,
+        reply: oneshot::Sender<Result<Vec<OperationResult>, Error>>,
+    },
+    SetCondition {
+        table: String,
+        condition: Vec<Condition>,
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
+    Shutdown,
+}
+
+struct Shared {
+    replica: RwLock<Replica>,
+    state: watch::Sender<ConnectionState>,
+    database: String,
+}
+
+/// A handle to an OVSDB session; cheap to clone. The session task stops
+/// when [`shutdown`](Self::shutdown) is called or every handle is dropped.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("database", &self.shared.database)
+            .field("state", &*self.shared.state.borrow())
+            .finish()
+    }
+}
+
+impl Client {
+    /// Starts the session task on the current tokio runtime and returns a
+    /// handle and the event stream.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (as `tokio::spawn`).
+    pub fn start(
+        config: ClientConfig,
+        monitor: MonitorSpec,
+    ) -> (Client, mpsc::UnboundedReceiver<Event>) {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let first = config.remotes.first().cloned();
+        let initial = match first {
+            Some(remote) => ConnectionState::Connecting {
+                remote,
+                attempts: 0,
+            },
+            None => ConnectionState::Shutdown,
+        };
+        let shared = Arc::new(Shared {
+            replica: RwLock::new(Replica::default()),
+            state: watch::Sender::new(initial),
+            database: monitor.database().to_owned(),
+        });
+        let session = Session {
+            config,
+            spec: monitor,
+            shared: shared.clone(),
+            commands: commands_rx,
+            events: events_tx,
+            last_txn_id: None,
+            deferred: Vec::new(),
+            resolved: Resolved::default(),
+        };
+        tokio::spawn(session.run());
+        (Client { shared, commands }, events)
+    }
+
+    /// A read guard on the replica. Hold it briefly and never across an
+    /// `.await` (the session task needs the write lock to apply updates).
+    pub fn replica(&self) -> RwLockReadGuard<'_, Replica> {
+        self.shared
+            .replica
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session's state.
+    pub fn state(&self) -> ConnectionState {
+        self.shared.state.borrow().clone()
+    }
+
+    /// Waits until the session is connected (or shut down: `Err(Shutdown)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shutdown`].
+    pub async fn connected(&self) -> Result<(), Error> {
+        let mut rx = self.shared.state.subscribe();
+        let state = rx
+            .wait_for(|s| {
+                matches!(
+                    s,
+                    ConnectionState::Connected { .. } | ConnectionState::Shutdown
+                )
+            })
+            .await
+            .map_err(|_| Error::Shutdown)?;
+        match *state {
+            ConnectionState::Connected { .. } => Ok(()),
+            _ => Err(Error::Shutdown),
+        }
+    }
+
+    /// The monitored database's name.
+    pub fn database(&self) -> &str {
+        &self.shared.database
+    }
+
+    /// Runs a transaction on the monitored database (RFC 7047 §4.1.3):
+    /// one result per operation.
+    ///
+    /// The update notification a transaction causes reaches the replica
+    /// before the reply (ovsdb-server sends it first), so the replica
+    /// holds the transaction's effect when this returns `Ok`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotConnected`] at once without a connection;
+    /// [`Error::Operation`] for the first failed operation (or the commit),
+    /// naming its index, table and column; [`Error::Disconnected`] if the
+    /// connection dropped before the reply (the outcome is unknown);
+    /// [`Error::Rpc`] if the request as a whole failed; [`Error::Shutdown`].
+    pub async fn transact(&self, ops: Vec<Operation>) -> Result<Vec<OperationResult>, Error> {
+        if !matches!(
+            *self.shared.state.borrow(),
+            ConnectionState::Connected { .. }
+        ) {
+            return Err(Error::NotConnected);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Transact { ops, reply })
+            .map_err(|_| Error::Shutdown)?;
+        rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Replaces the condition of a monitored table (`monitor_cond_change`,
+    /// ovsdb-server(7) §4.1.13): rows that now match arrive as inserts,
+    /// rows that no longer do as deletes, in one change set before this
+    /// returns. The condition is remembered for later reconnections; when
+    /// not connected it only is remembered.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchTable`] if the table is not monitored;
+    /// [`Error::Rpc`] if the server refuses the change (the session then
+    /// reconnects with the new condition); [`Error::Disconnected`];
+    /// [`Error::Shutdown`].
+    pub async fn set_condition(&self, table: &str, condition: Vec<Condition>) -> Result<(), Error> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::SetCondition {
+                table: table.to_owned(),
+                condition,
+                reply,
+            })
+            .map_err(|_| Error::Shutdown)?;
+        rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Stops the session task and closes its connection; pending requests
+    /// fail with [`Error::Shutdown`]. Returns once the task has stopped.
+    pub async fn shutdown(self) {
+        let mut rx = self.shared.state.subscribe();
+        if self.commands.send(Command::Shutdown).is_ok() {
+            let _ = rx.wait_for(|s| *s == ConnectionState::Shutdown).await;
+        }
+    }
+}
+
+/// The request kinds awaiting a reply.
+enum Pending {
+    Transact {
+        ops: Vec<Operation>,
+        reply: oneshot::Sender<Result<Vec<OperationResult>, Error>>,
+    },
+    CondChange(oneshot::Sender<Result<(), Error>>),
+    Echo,
+}
+
+/// Which monitor method the server accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    CondSince,
+    Cond,
+    Plain,
+}
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::CondSince => "monitor_cond_since",
+            Method::Cond => "monitor_cond",
+            Method::Plain => "monitor",
+        }
+    }
+
+    fn notification(self) -> &'static str {
+        match self {
+            Method::CondSince => "update3",
+            Method::Cond => "update2",
+            Method::Plain => "update",
+        }
+    }
+}
+
+/// The id of our one monitor on a connection.
+const MONITOR_ID: &str = "ovsdb-rs";
+
+enum Outcome {
+    /// Stop the task.
+    Shutdown,
+    /// The attempt or connection failed; `established` if a monitor was up.
+    Failed { error: Error, established: bool },
+}
+
+struct Session {
+    config: ClientConfig,
+    spec: MonitorSpec,
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    events: mpsc::UnboundedSender<Event>,
+    /// The last transaction id of update3, for `monitor_cond_since`; `None`
+    /// after a condition changed while disconnected.
+    last_txn_id: Option<Uuid>,
+    /// Condition changes that arrived while the monitor was being set up.
+    deferred: Vec<Command>,
+    /// The spec checked against the connected server's schema.
+    resolved: Resolved,
+}
+
+impl Session {
+    fn read_replica(&self) -> RwLockReadGuard<'_, Replica> {
+        self.shared
+            .replica
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_replica(&self) -> RwLockWriteGuard<'_, Replica> {
+        self.shared
+            .replica
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn run(mut self) {
+        let n = self.config.remotes.len();
+        if n == 0 {
+            tracing::warn!("ovsdb client started without remotes");
+            self.shared.state.send_replace(ConnectionState::Shutdown);
+            return;
+        }
+        let mut index = 0;
+        let mut attempts: u32 = 0;
+        let mut backoff = self.config.backoff_min;
+        loop {
+            let remote = self.config.remotes[index % n].clone();
+            self.shared.state.send_replace(ConnectionState::Connecting {
+                remote: remote.clone(),
+                attempts,
+            });
+            let (error, established) = match self.connection(&remote).await {
+                Outcome::Shutdown => break,
+                Outcome::Failed { error, established } => (error, established),
+            };
+            if established {
+                tracing::warn!(%remote, %error, "ovsdb connection lost");
+                attempts = 0;
+                backoff = self.config.backoff_min;
+            } else {
+                tracing::info!(%remote, %error, "ovsdb connection attempt failed");
+                attempts = attempts.saturating_add(1);
+                index += 1;
+            }
+            if established
+                || matches!(
+                    error,
+                    Error::NoSuchTable { .. }
+                        | Error::NoSuchColumn { .. }
+                        | Error::NoSuchDatabase { .. }
+                )
+            {
+                let _ = self.events.send(Event::Disconnected {
+                    remote: remote.clone(),
+                    reason: error.to_string(),
+                });
+            }
+            let wait = jitter(backoff);
+            if !established {
+                backoff = (backoff * 2).min(self.config.backoff_max);
+            }
+            let until = Instant::now() + wait;
+            self.shared.state.send_replace(ConnectionState::Backoff {
+                until,
+                attempts,
+                last_error: error.to_string(),
+            });
+            if self.idle_until(until).await.is_err() {
+                break;
+            }
+        }
+        self.shared.state.send_replace(ConnectionState::Shutdown);
+    }
+
+    /// Waits, answering commands that need a connection with `NotConnected`
+    /// and remembering conditions. `Err` on shutdown.
+    async fn idle_until(&mut self, until: Instant) -> Result<(), ()> {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => return Ok(()),
+                c = self.commands.recv() => self.offline_command(c)?,
+            }
+        }
+    }
+
+    /// Handles a command while no monitor is up. `Err` on shutdown.
+    fn offline_command(&mut self, c: Option<Command>) -> Result<(), ()> {
+        match c {
+            None | Some(Command::Shutdown) => Err(()),
+            Some(Command::Transact { reply, .. }) => {
+                let _ = reply.send(Err(Error::NotConnected));
+                Ok(())
+            }
+            Some(Command::SetCondition {
+                table,
+                condition,
+                reply,
+            }) => {
+                let r = self.remember_condition(&table, condition);
+                if r.is_ok() {
+                    // The history the server keeps is for the old condition.
+                    self.last_txn_id = None;
+                }
+                let _ = reply.send(r);
+                Ok(())
+            }
+        }
+    }
+
+    fn remember_condition(&mut self, table: &str, condition: Vec<Condition>) -> Result<(), Error> {
+        let db = self.spec.database().to_owned();
+        let t = self.spec.get_mut(table).ok_or_else(|| Error::NoSuchTable {
+            database: db,
+            table: table.to_owned(),
+        })?;
+        t.set_condition(condition);
+        Ok(())
+    }
+
+    /// One connection: connect, set up the monitor, serve until it fails.
+    async fn connection(&mut self, remote: &Remote) -> Outcome {
+        let timeout = self
+            .config
+            .inactivity_probe
+            .unwrap_or(Duration::from_secs(3600));
+        let connect = tokio::time::timeout(timeout, connect(remote));
+        tokio::pin!(connect);
+        let connected = loop {
+            tokio::select! {
+                r = &mut connect => break r,
+                c = self.commands.recv() => {
+                    if self.offline_command(c).is_err() {
+                        return Outcome::Shutdown;
+                    }
+                }
+            }
+        };
+        let mut conn = match connected {
+            Ok(Ok(c)) => Conn::new(c, &self.config),
+            Ok(Err(e)) => {
+                return Outcome::Failed {
+                    error: Error::Connect {
+                        remote: remote.to_string(),
+                        source: e,
+                    },
+                    established: false,
+                }
+            }
+            Err(_) => {
+                return Outcome::Failed {
+                    error: Error::Connect {
+                        remote: remote.to_string(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "connect timed out",
+                        ),
+                    },
+                    established: false,
+                }
+            }
+        };
+        let method = match self.setup(&mut conn, remote).await {
+            Ok(m) => m,
+            Err(None) => return Outcome::Shutdown,
+            Err(Some(error)) => {
+                return Outcome::Failed {
+                    error,
+                    established: false,
+                }
+            }
+        };
+        let mut pending: HashMap<u64, Pending> = HashMap::new();
+        let result = self.serve(&mut conn, method, &mut pending).await;
+        let disconnected = match &result {
+            Ok(()) => Error::Shutdown,
+            Err(_) => Error::Disconnected,
+        };
+        for (_, p) in pending.drain() {
+            match p {
+                Pending::Transact { reply, .. } => {
+                    let _ = reply.send(Err(clone_simple(&disconnected)));
+                }
+                Pending::CondChange(reply) => {
+                    let _ = reply.send(Err(clone_simple(&disconnected)));
+                }
+                Pending::Echo => {}
+            }
+        }
+        match result {
+            Ok(()) => Outcome::Shutdown,
+            Err(error) => Outcome::Failed {
+                error,
+                established: true,
+            },
+        }
+    }
+
+    /// `list_dbs`, `get_schema`, the monitor and the first sync. `Err(None)`
+    /// on shutdown.
+    async fn setup(&mut self, conn: &mut Conn, remote: &Remote) -> Result<Method, Option<Error>> {
+        let db = self.spec.database().to_owned();
+        let dbs = self.call(conn, "list_dbs", json!([])).await??;
+        let available: Vec<String> = dbs
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !available.contains(&db) {
+            return Err(Some(Error::NoSuchDatabase {
+                name: db,
+                available,
+            }));
+        }
+        let schema = self.call(conn, "get_schema", json!([db])).await??;
+        let schema = Arc::new(DatabaseSchema::from_json(&schema)?);
+        let resolved = self.spec.resolve(&schema)?;
+
+        let mut method = Method::CondSince;
+        let reply = loop {
+            let params = match method {
+                Method::CondSince => json!([
+                    db,
+                    MONITOR_ID,
+                    self.spec.requests(&resolved, true),
+                    self.last_txn_id.unwrap_or(Uuid::nil()).to_string()
+                ]),
+                Method::Cond => json!([db, MONITOR_ID, self.spec.requests(&resolved, true)]),
+                Method::Plain => json!([db, MONITOR_ID, self.spec.requests(&resolved, false)]),
+            };
+            match self.call(conn, method.name(), params).await? {
+                Ok(r) => break r,
+                Err(e @ Error::Rpc { .. }) => {
+                    tracing::debug!(error = %e, "falling back from {}", method.name());
+                    method = match method {
+                        Method::CondSince => Method::Cond,
+                        Method::Cond => Method::Plain,
+                        Method::Plain => return Err(Some(e)),
+                    };
+                }
+                Err(e) => return Err(Some(e)),
+            }
+        };
+        if method == Method::Plain && self.spec.tables().any(|t| t.current_condition().is_some()) {
+            tracing::warn!("the server has no monitor_cond: conditions are ignored");
+        }
+
+        // The first sync: the reply's updates either continue the replica's
+        // history (monitor_cond_since found it) or are the whole state.
+        let (found, txn, updates) = match method {
+            Method::CondSince => {
+                let [found, txn, updates] = reply.as_array().map(Vec::as_slice).unwrap_or_default()
+                else {
+                    return Err(Some(Error::Protocol(format!(
+                        "monitor_cond_since result {} is not [found, last-txn-id, updates]",
+                        short(&reply)
+                    ))));
+                };
+                (
+                    found.as_bool().unwrap_or(false),
+                    txn.as_str().and_then(parse_uuid),
+                    updates.clone(),
+                )
+            }
+            _ => (false, None, reply),
+        };
+        let updates = monitor::decode_updates(&updates, &resolved, method != Method::Plain)?;
+        self.write_replica().configure(resolved.clone(), schema);
+        self.resolved = resolved;
+        let changes = {
+            let replica = self.read_replica();
+            if found {
+                replica.changes_of(&updates)?
+            } else {
+                replica.diff_to(&updates)
+            }
+        };
+        self.write_replica().apply(&changes);
+        self.last_txn_id = txn.filter(|t| !t.is_nil());
+        tracing::info!(%remote, method = method.name(), found, changes = changes.len(), "ovsdb monitor established");
+        self.shared.state.send_replace(ConnectionState::Connected {
+            remote: remote.clone(),
+            since: Instant::now(),
+        });
+        let _ = self.events.send(Event::Connected {
+            remote: remote.clone(),
+        });
+        if !changes.is_empty() {
+            let _ = self.events.send(Event::Changes(changes));
+        }
+        Ok(method)
+    }
+
+    /// Sends a request and waits for its reply while answering echoes and
+    /// commands. Outer `Err(None)`: shutdown; outer `Err(Some)`: the
+    /// connection failed; inner `Err`: the server returned an error.
+    async fn call(
+        &mut self,
+        conn: &mut Conn,
+        method: &str,
+        params: Value,
+    ) -> Result<Result<Value, Error>, Option<Error>> {
+        let id = conn.next_id();
+        conn.send(&jsonrpc::request(method, params, id)).await?;
+        loop {
+            let input = tokio::select! {
+                r = conn.read() => r?,
+                c = self.commands.recv() => {
+                    match c {
+                        Some(c @ Command::SetCondition { .. }) => self.deferred.push(c),
+                        c => self.offline_command(c).map_err(|()| None)?,
+                    }
+                    continue;
+                }
+            };
+            match input {
+                Input::ProbeDue => {
+                    conn.probe().await?;
+                }
+                Input::Message(Message::Request { method, params, id }) => {
+                    conn.answer(&method, params, id).await?
+                }
+                Input::Message(Message::Response {
+                    id: rid,
+                    result,
+                    error,
+                }) if rid.as_u64() == Some(id) => {
+                    return Ok(if error.is_null() {
+                        Ok(result)
+                    } else {
+                        Err(Error::Rpc {
+                            method: method.to_owned(),
+                            error: short(&error),
+                        })
+                    });
+                }
+                Input::Message(m) => tracing::debug!(?m, "ignored during setup"),
+            }
+        }
+    }
+
+    /// Serves an established monitor. `Ok` on shutdown.
+    async fn serve(
+        &mut self,
+        conn: &mut Conn,
+        method: Method,
+        pending: &mut HashMap<u64, Pending>,
+    ) -> Result<(), Error> {
+        for c in std::mem::take(&mut self.deferred) {
+            if !self.command(conn, method, pending, c).await? {
+                return Ok(());
+            }
+        }
+        loop {
+            let input = tokio::select! {
+                r = conn.read() => r?,
+                c = self.commands.recv() => {
+                    let Some(c) = c else { return Ok(()) };
+                    if self.command(conn, method, pending, c).await? {
+                        continue;
+                    }
+                    return Ok(());
+                }
+            };
+            match input {
+                Input::ProbeDue => {
+                    let id = conn.probe().await?;
+                    pending.insert(id, Pending::Echo);
+                }
+                Input::Message(Message::Request { method, params, id }) => {
+                    conn.answer(&method, params, id).await?
+                }
+                Input::Message(Message::Notification { method: m, params }) => {
+                    self.notification(method, &m, &params)?;
+                }
+                Input::Message(Message::Response { id, result, error }) => {
+                    let Some(p) = id.as_u64().and_then(|id| pending.remove(&id)) else {
+                        tracing::debug!(%id, "reply to no pending request");
+                        continue;
+                    };
+                    self.reply(p, result, error);
+                }
+            }
+        }
+    }
+
+    /// Handles a command on an established monitor; `false` on shutdown.
+    async fn command(
+        &mut self,
+        conn: &mut Conn,
+        method: Method,
+        pending: &mut HashMap<u64, Pending>,
+        c: Command,
+    ) -> Result<bool, Error> {
+        match c {
+            Command::Shutdown => return Ok(false),
+            Command::Transact { ops, reply } => {
+                let id = conn.next_id();
+                conn.send(&jsonrpc::request(
+                    "transact",
+                    operation::transact_params(self.spec.database(), &ops),
+                    id,
+                ))
+                .await?;
+                pending.insert(id, Pending::Transact { ops, reply });
+            }
+            Command::SetCondition {
+                table,
+                condition,
+                reply,
+            } => {
+                let where_ = conditions_json(&condition);
+                if let Err(e) = self.remember_condition(&table, condition) {
+                    let _ = reply.send(Err(e));
+                    return Ok(true);
+                }
+                if method == Method::Plain {
+                    tracing::warn!(%table, "the server has no monitor_cond: the condition is ignored");
+                    let _ = reply.send(Ok(()));
+                    return Ok(true);
+                }
+                let id = conn.next_id();
+                conn.send(&jsonrpc::request(
+                    "monitor_cond_change",
+                    json!([MONITOR_ID, MONITOR_ID, {table: [{"where": where_}]}]),
+                    id,
+                ))
+                .await?;
+                pending.insert(id, Pending::CondChange(reply));
+            }
+        }
+        Ok(true)
+    }
+
+    fn reply(&mut self, p: Pending, result: Value, error: Value) {
+        let rpc_error = |method: &str| Error::Rpc {
+            method: method.to_owned(),
+            error: short(&error),
+        };
+        match p {
+            Pending::Echo => {}
+            Pending::Transact { ops, reply } => {
+                let r = if error.is_null() {
+                    operation::decode_results(&result, &ops, self.read_replica().schema())
+                } else {
+                    Err(rpc_error("transact"))
+                };
+                let _ = reply.send(r);
+            }
+            Pending::CondChange(reply) => {
+                let r = if error.is_null() {
+                    Ok(())
+                } else {
+                    // The server kept the old condition; the next connection
+                    // asks for the new one.
+                    self.last_txn_id = None;
+                    Err(rpc_error("monitor_cond_change"))
+                };
+                let _ = reply.send(r);
+            }
+        }
+    }
+
+    /// Applies an update notification and delivers its change set.
+    fn notification(&mut self, method: Method, name: &str, params: &Value) -> Result<(), Error> {
+        if name == "monitor_canceled" {
+            return Err(Error::Protocol("the server canceled the monitor".into()));
+        }
+        if name != method.notification() {
+            tracing::debug!(name, "ignored notification");
+            return Ok(());
+        }
+        let p = params.as_array().map(Vec::as_slice).unwrap_or_default();
+        let (id, txn, updates) = match (method, p) {
+            (Method::CondSince, [id, txn, u]) => (id, txn.as_str().and_then(parse_uuid), u),
+            (Method::Cond | Method::Plain, [id, u]) => (id, None, u),
+            _ => {
+                return Err(Error::Protocol(format!(
+                    "{name} params {} do not have the expected shape",
+                    short(params)
+                )))
+            }
+        };
+        if id.as_str() != Some(MONITOR_ID) {
+            tracing::debug!(%id, "update for another monitor");
+            return Ok(());
+        }
+        // Decoded and diffed without the write lock (only this task writes),
+        // then applied under it.
+        let result = monitor::decode_updates(updates, &self.resolved, method != Method::Plain)
+            .and_then(|updates| self.read_replica().changes_of(&updates));
+        let cs = match result {
+            Ok(cs) => cs,
+            Err(e) => {
+                // Resync from scratch on the next connection.
+                self.last_txn_id = None;
+                return Err(e);
+            }
+        };
+        self.write_replica().apply(&cs);
+        if let Some(t) = txn {
+            self.last_txn_id = Some(t).filter(|t| !t.is_nil());
+        }
+        if !cs.is_empty() {
+            let _ = self.events.send(Event::Changes(cs));
+        }
+        Ok(())
+    }
+}
+
+/// Errors that are plain values, for fanning one out to several waiters.
+fn clone_simple(e: &Error) -> Error {
+    match e {
+        Error::Shutdown => Error::Shutdown,
+        _ => Error::Disconnected,
+    }
+}
+
+/// A duration drawn uniformly from `[d/2, d]`.
+fn jitter(d: Duration) -> Duration {
+    let r = RandomState::new().build_hasher().finish();
+    let half = d / 2;
+    half + half.mul_f64((r >> 11) as f64 / (1u64 << 53) as f64)
+}
+
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+async fn connect(remote: &Remote) -> std::io::Result<(Reader, Writer)> {
+    Ok(match remote {
+        Remote::Unix(path) => {
+            let (r, w) = tokio::net::UnixStream::connect(path).await?.into_split();
+            (Box::new(r), Box::new(w))
+        }
+        Remote::Tcp(addr) => {
+            let s = tokio::net::TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            let (r, w) = s.into_split();
+            (Box::new(r), Box::new(w))
+        }
+    })
+}
+
+enum Input {
+    Message(Message),
+    /// The server was silent for the probe interval: send an echo.
+    ProbeDue,
+}
+
+/// One connection's socket halves, framing and inactivity timer.
+struct Conn {
+    reader: Reader,
+    writer: Writer,
+    framer: Framer,
+    next_id: u64,
+    probe: Option<Duration>,
+    last_rx: Instant,
+    probe_sent: Option<Instant>,
+}
+
+impl Conn {
+    fn new((reader, writer): (Reader, Writer), config: &ClientConfig) -> Self {
+        Conn {
+            reader,
+            writer,
+            framer: Framer::new(config.max_message),
+            next_id: 0,
+            probe: config.inactivity_probe,
+            last_rx: Instant::now(),
+            probe_sent: None,
+        }
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Writes one message whole, within the probe interval.
+    async fn send(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let write = self.writer.write_all(bytes);
+        match self.probe {
+            Some(p) => tokio::time::timeout(p, write).await.map_err(|_| {
+                Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "write timed out",
+                ))
+            })?,
+            None => write.await,
+        }
+        .map_err(Error::Io)
+    }
+
+    /// Sends our inactivity probe; returns its id.
+    async fn probe(&mut self) -> Result<u64, Error> {
+        let id = self.next_id();
+        self.probe_sent = Some(Instant::now());
+        self.send(&jsonrpc::request("echo", json!([]), id)).await?;
+        Ok(id)
+    }
+
+    /// Answers a request from the server: `echo` returns its params
+    /// (RFC 7047 §4.1.11); others get an error.
+    async fn answer(&mut self, method: &str, params: Value, id: Value) -> Result<(), Error> {
+        let msg = if method == "echo" {
+            jsonrpc::response(params, id)
+        } else {
+            tracing::debug!(method, "unknown request from the server");
+            json!({"result": null, "error": "unknown method", "id": id})
+                .to_string()
+                .into_bytes()
+        };
+        self.send(&msg).await
+    }
+
+    /// The next message or a due probe. Cancel-safe: it only reads into
+    /// the framer's buffer and waits on a timer.
+    async fn read(&mut self) -> Result<Input, Error> {
+        loop {
+            if let Some(v) = self.framer.next_message()? {
+                return Ok(Input::Message(Message::from_json(v)?));
+            }
+            let deadline = match (self.probe, self.probe_sent) {
+                (None, _) => None,
+                (Some(p), None) => Some(self.last_rx + p),
+                (Some(p), Some(sent)) => Some(sent + p),
+            };
+            let buf = self.framer.buffer();
+            buf.reserve(64 * 1024);
+            let n = tokio::select! {
+                r = self.reader.read_buf(buf) => r.map_err(Error::Io)?,
+                () = sleep_until(deadline) => {
+                    return match (self.probe_sent, self.probe) {
+                        (Some(_), Some(p)) => Err(Error::InactivityTimeout(p)),
+                        _ => Ok(Input::ProbeDue),
+                    };
+                }
+            };
+            if n == 0 {
+                return Err(Error::Closed);
+            }
+            self.last_rx = Instant::now();
+            self.probe_sent = None;
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

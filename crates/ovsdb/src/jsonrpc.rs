@@ -1,0 +1,270 @@
+//! JSON-RPC 1.0 over a byte stream (RFC 7047 §4): messages are JSON
+//! objects sent back to back with no framing.
+//!
+//! [`Framer`] finds where each object ends by tracking brace depth outside
+//! strings (so each byte is scanned once however the stream is split),
+//! then parses that slice. A message larger than the limit is an error
+//! before it is buffered whole. Nothing here panics on any input (fuzzed by
+//! `fuzz/fuzz_targets/framer.rs`).
+
+use serde_json::{json, Value};
+
+use crate::datum::short;
+use crate::Error;
+
+/// The default bound on one message: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE: usize = 64 << 20;
+
+/// Splits a byte stream into JSON objects.
+#[derive(Debug)]
+pub struct Framer {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already returned as messages or skipped whitespace.
+    consumed: usize,
+    /// Bytes of `buf` scanned so far.
+    scanned: usize,
+    /// Start of the object being scanned, if any.
+    start: Option<usize>,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    limit: usize,
+}
+
+impl Framer {
+    /// A framer that fails on messages longer than `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Framer {
+            buf: Vec::new(),
+            consumed: 0,
+            scanned: 0,
+            start: None,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            limit,
+        }
+    }
+
+    /// The buffer to read more bytes into (append only), after dropping
+    /// what was consumed.
+    pub fn buffer(&mut self) -> &mut Vec<u8> {
+        if self.consumed > 0 {
+            self.buf.drain(..self.consumed);
+            self.scanned -= self.consumed;
+            self.start = self.start.map(|s| s - self.consumed);
+            self.consumed = 0;
+        }
+        &mut self.buf
+    }
+
+    /// Appends bytes (for tests and fuzzing).
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer().extend_from_slice(bytes);
+    }
+
+    /// The next complete message, `Ok(None)` when more bytes are needed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Protocol`] for anything but an object at the top level or an
+    /// object that is not valid JSON; [`Error::MessageTooLarge`]. After an
+    /// error the stream cannot be resynchronised: drop the connection.
+    pub fn next_message(&mut self) -> Result<Option<Value>, Error> {
+        while self.scanned < self.buf.len() {
+            let b = self.buf[self.scanned];
+            let Some(start) = self.start else {
+                match b {
+                    b' ' | b'\t' | b'\r' | b'\n' => self.consumed = self.scanned + 1,
+                    b'{' => {
+                        self.start = Some(self.scanned);
+                        self.depth = 1;
+                    }
+                    _ => {
+                        return Err(Error::Protocol(format!(
+                            "expected a JSON object, found byte {b:#04x}"
+                        )))
+                    }
+                }
+                self.scanned += 1;
+                continue;
+            };
+            self.scanned += 1;
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' => self.depth += 1,
+                b'}' => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        let frame = &self.buf[start..self.scanned];
+                        self.consumed = self.scanned;
+                        self.start = None;
+                        return serde_json::from_slice(frame)
+                            .map(Some)
+                            .map_err(|e| Error::Protocol(format!("invalid JSON: {e}")));
+                    }
+                }
+                _ => {}
+            }
+            if self.scanned - start > self.limit {
+                return Err(Error::MessageTooLarge { limit: self.limit });
+            }
+        }
+        if let Some(start) = self.start {
+            if self.scanned - start > self.limit {
+                return Err(Error::MessageTooLarge { limit: self.limit });
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A JSON-RPC 1.0 message (RFC 7047 §4).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// A request: `id` is not null.
+    Request {
+        /// The method.
+        method: String,
+        /// The params.
+        params: Value,
+        /// The id to answer with.
+        id: Value,
+    },
+    /// A notification: `id` is null or absent.
+    Notification {
+        /// The method, e.g. `update3`.
+        method: String,
+        /// The params.
+        params: Value,
+    },
+    /// A response to one of our requests.
+    Response {
+        /// The request's id.
+        id: Value,
+        /// The result (null on error).
+        result: Value,
+        /// The error (null on success).
+        error: Value,
+    },
+}
+
+impl Message {
+    /// Classifies a JSON object.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Protocol`] when it is neither a request, a notification nor
+    /// a response.
+    pub fn from_json(v: Value) -> Result<Self, Error> {
+        let Value::Object(mut o) = v else {
+            return Err(Error::Protocol("a message is not an object".into()));
+        };
+        let id = o.remove("id").unwrap_or(Value::Null);
+        if let Some(m) = o.get("method") {
+            let method = m
+                .as_str()
+                .ok_or_else(|| Error::Protocol(format!("method {} is not a string", short(m))))?
+                .to_owned();
+            let params = o.remove("params").unwrap_or(Value::Null);
+            return Ok(if id.is_null() {
+                Message::Notification { method, params }
+            } else {
+                Message::Request { method, params, id }
+            });
+        }
+        if o.contains_key("result") || o.contains_key("error") {
+            return Ok(Message::Response {
+                id,
+                result: o.remove("result").unwrap_or(Value::Null),
+                error: o.remove("error").unwrap_or(Value::Null),
+            });
+        }
+        Err(Error::Protocol(format!(
+            "a message with neither method nor result: {}",
+            short(&Value::Object(o))
+        )))
+    }
+}
+
+/// Encodes a request.
+pub(crate) fn request(method: &str, params: Value, id: u64) -> Vec<u8> {
+    json!({"method": method, "params": params, "id": id})
+        .to_string()
+        .into_bytes()
+}
+
+/// Encodes a response.
+pub(crate) fn response(result: Value, id: Value) -> Vec<u8> {
+    json!({"result": result, "error": null, "id": id})
+        .to_string()
+        .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_concatenated_objects_however_they_arrive() {
+        let stream = br#" {"a":"}{\"","b":{"c":[1,{}]}}
+{"id":1,"result":[],"error":null}{"x":"\\"}"#;
+        for chunk in 1..stream.len() {
+            let mut f = Framer::new(1024);
+            let mut got = vec![];
+            for c in stream.chunks(chunk) {
+                f.push(c);
+                while let Some(m) = f.next_message().unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(
+                got,
+                vec![
+                    json!({"a": "}{\"", "b": {"c": [1, {}]}}),
+                    json!({"id": 1, "result": [], "error": null}),
+                    json!({"x": "\\"}),
+                ],
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors() {
+        let mut f = Framer::new(16);
+        f.push(b"[1]");
+        assert!(matches!(f.next_message(), Err(Error::Protocol(_))));
+        let mut f = Framer::new(16);
+        f.push(br#"{"a": "0123456789abcdef"#);
+        assert!(matches!(
+            f.next_message(),
+            Err(Error::MessageTooLarge { limit: 16 })
+        ));
+        let mut f = Framer::new(16);
+        f.push(br#"{"a": x}"#);
+        assert!(matches!(f.next_message(), Err(Error::Protocol(_))));
+    }
+
+    #[test]
+    fn classify() {
+        let m = Message::from_json(json!({"method": "echo", "params": [], "id": "echo"})).unwrap();
+        assert!(matches!(m, Message::Request { .. }));
+        let m = Message::from_json(json!({"method": "update3", "params": [], "id": null})).unwrap();
+        assert!(matches!(m, Message::Notification { .. }));
+        let m = Message::from_json(json!({"result": {}, "error": null, "id": 3})).unwrap();
+        assert!(matches!(m, Message::Response { .. }));
+        assert!(Message::from_json(json!({"id": 3})).is_err());
+        assert!(Message::from_json(json!([])).is_err());
+    }
+}
