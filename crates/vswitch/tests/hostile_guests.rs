@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 // The virtio-net header as the switch reads it: the test writes exactly what the data
 // path parses (`to_bytes`: VERSION_1 layout, num_buffers 0).
+use common::footprint::{self, Footprint, Slack};
 use common::hostile::*;
 use common::*;
 use vswitch::control::protocol::StatsRow;
@@ -348,41 +349,6 @@ fn loop_count(sw: &Vswitchd) -> u64 {
         .sum()
 }
 
-/// What the daemon holds: open fds, threads other than the tokio runtime's ("control":
-/// its blocking pool keeps idle threads for 10 s, so their number drifts), resident
-/// memory, and mappings of hostile guests' memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Footprint {
-    fds: usize,
-    threads: usize,
-    rss_kib: u64,
-    guest_maps: usize,
-}
-
-fn footprint(pid: u32) -> Footprint {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count();
-    let threads = thread_names(pid).iter().filter(|n| *n != "control").count();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
-    let guest_maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("memfd:hostile"))
-        .count();
-    Footprint {
-        fds,
-        threads,
-        rss_kib,
-        guest_maps,
-    }
-}
-
 /// What the daemon's fds are (for a failure message).
 fn fd_targets(pid: u32) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -405,11 +371,12 @@ fn thread_names(pid: u32) -> Vec<String> {
 }
 
 /// The footprint with one well-behaved connection open and answering on `sh` (what a
-/// connection holds is then the same whenever it is taken).
-fn steady(sh: &std::path::Path, pid: u32) -> Footprint {
-    let mut f = Front::connect(sh);
+/// connection holds is then the same whenever it is taken), once no control request is
+/// in flight.
+fn steady(bed: &Bed) -> Footprint {
+    let mut f = Front::connect(&bed.sh);
     assert!(f.answers());
-    footprint(pid)
+    footprint::quiet(bed.sw.pid(), &bed.sw.control)
 }
 
 /// RSS may grow this much over a test, in KiB: glibc keeps the stacks of exited threads
@@ -417,33 +384,50 @@ fn steady(sh: &std::path::Path, pid: u32) -> Footprint {
 /// those threads used, so resident memory grows by their touched pages once, then
 /// plateaus. A leaked guest memory (5 MiB per connection here, mapped and touched by the
 /// switch) or per-connection state would exceed it within a few connections; mappings of
-/// guest memory are also counted exactly (`guest_maps`).
-const RSS_SLACK_KIB: u64 = 8 * 1024;
+/// guest memory are also checked (none may remain).
+const SLACK: Slack = Slack {
+    eventfds: 0,
+    rss_kib: 8 * 1024,
+};
 
-/// Asserts that `now` is back to `before` (fds, threads, guest mappings exactly; RSS
-/// within [`RSS_SLACK_KIB`]), waiting for connections that are still closing.
-fn assert_footprint_back(sh: &std::path::Path, pid: u32, before: Footprint) -> Footprint {
-    let mut last = before;
-    let settled = |f: &Footprint| {
-        f.fds == before.fds
-            && f.threads == before.threads
-            && f.guest_maps == 0
-            && f.rss_kib <= before.rss_kib + RSS_SLACK_KIB
-    };
+/// Asserts that nothing has grown from `before` (fds by kind, threads, file mappings;
+/// RSS within [`SLACK`]) and that no hostile guest's memory is still mapped, waiting for
+/// connections that are still closing. A footprint may shrink.
+fn assert_footprint_back(bed: &Bed, before: &Footprint) -> Footprint {
+    let pid = bed.sw.pid();
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
-        last = steady(sh, pid);
-        if settled(&last) {
-            break;
+    let after = loop {
+        let mut f = Front::connect(&bed.sh);
+        assert!(f.answers());
+        let now = footprint::quiet(pid, &bed.sw.control);
+        drop(f);
+        let done = now.growth(before, SLACK).is_empty() && now.fds_like("memfd:hostile") == 0;
+        if done || start.elapsed() > Duration::from_secs(10) {
+            break now;
         }
         std::thread::sleep(Duration::from_millis(100));
-    }
+    };
     eprintln!(
-        "footprint: before {before:?}, after {last:?}; threads {:?}",
+        "footprint: before {} fds, {} threads, {} KiB; after {} fds, {} threads, {} KiB; threads {:?}",
+        before.fd_count(),
+        before.threads,
+        before.rss_kib,
+        after.fd_count(),
+        after.threads,
+        after.rss_kib,
         thread_names(pid)
     );
-    assert!(settled(&last), "before {before:?}, after {last:?}");
-    last
+    let guest_maps = after
+        .maps
+        .iter()
+        .filter(|(k, _)| k.contains("memfd:hostile"))
+        .count();
+    let grown = after.growth(before, SLACK);
+    assert!(
+        grown.is_empty() && guest_maps == 0,
+        "grew: {grown:?}; hostile guest mappings left: {guest_maps}\nbefore {before:?}\nafter {after:?}"
+    );
+    after
 }
 
 /// Each protocol attack is refused by closing the connection, counted, and leaves the
@@ -458,7 +442,7 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
     let bed = Bed::start("hostile", MAC_B, &["i"]);
     let (sw, sh) = (&bed.sw, &bed.sh);
     let pid = sw.pid();
-    let before = steady(sh, pid);
+    let before = steady(&bed);
     let mut idle = Front::connect(&bed.dir.path("i.sock"));
     assert!(idle.answers());
     let mut refused = 0;
@@ -619,15 +603,14 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
     drop(fds);
     // None of the fds that arrived is kept.
     let start = Instant::now();
-    let mut fds_now = steady(sh, pid).fds;
-    while fds_now != before.fds && start.elapsed() < Duration::from_secs(5) {
+    let mut grown = steady(&bed).growth(&before, SLACK);
+    while !grown.is_empty() && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
-        fds_now = steady(sh, pid).fds;
+        grown = steady(&bed).growth(&before, SLACK);
     }
-    assert_eq!(
-        fds_now,
-        before.fds,
-        "fds after the 40-fd messages; now: {:?}",
+    assert!(
+        grown.is_empty(),
+        "after the 40-fd messages: {grown:?}; now: {:?}",
         fd_targets(pid)
     );
     // 1000 reconnects, each negotiating a little.
@@ -635,7 +618,7 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
         let mut f = Front::connect(sh);
         assert!(f.answers(), "reconnect {i}");
     }
-    let after = assert_footprint_back(sh, pid, before);
+    let after = assert_footprint_back(&bed, &before);
     assert_eq!(sw.protocol_errors("h"), refused);
     let runtime = thread_names(pid).iter().filter(|n| *n == "control").count();
     assert!(runtime <= 16, "tokio threads: {:?}", thread_names(pid));
@@ -647,7 +630,11 @@ fn hostile_front_ends_are_refused_and_leave_nothing_behind() {
     assert!(a.rx_packets > 20_000, "the loop ran: {a:?}");
     assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
     eprintln!(
-        "protocol attacks: {refused} refused; footprint {before:?} -> {after:?}; {:?}",
+        "protocol attacks: {refused} refused; fds {} -> {}, RSS {} -> {} KiB; {:?}",
+        before.fd_count(),
+        after.fd_count(),
+        before.rss_kib,
+        after.rss_kib,
         t0.elapsed()
     );
 }
@@ -1347,8 +1334,7 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
     let _g = serial();
     let t0 = Instant::now();
     let bed = Bed::start("hrings", BROADCAST, &[]);
-    let pid = bed.sw.pid();
-    let before = steady(&bed.sh, pid);
+    let before = steady(&bed);
     well_behaved(&bed);
     loops(&bed);
     overlong(&bed);
@@ -1363,7 +1349,7 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
     small_plain_buffers(&bed);
     rx_avail_jump(&bed);
     mem_table_swaps(&bed);
-    let after = assert_footprint_back(&bed.sh, pid, before);
+    let after = assert_footprint_back(&bed, &before);
     assert_eq!(
         bed.sw.protocol_errors("h"),
         0,
@@ -1376,7 +1362,11 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
     let b = bed.sw.port("b").stats;
     assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
     eprintln!(
-        "ring attacks: footprint {before:?} -> {after:?}; {:?}",
+        "ring attacks: fds {} -> {}, RSS {} -> {} KiB; {:?}",
+        before.fd_count(),
+        after.fd_count(),
+        before.rss_kib,
+        after.rss_kib,
         t0.elapsed()
     );
 }
@@ -1407,8 +1397,7 @@ fn hostile_vnet_headers_are_dropped_as_bad_offload() {
 fn truncated_guest_memory_is_contained() {
     let _g = serial();
     let bed = Bed::start("htrunc", BROADCAST, &[]);
-    let pid = bed.sw.pid();
-    let before = steady(&bed.sh, pid);
+    let before = steady(&bed);
     let errors = bed.sw.protocol_errors("h");
     let mut g = Guest::connect(&bed.sh, 0);
     // Cut the file at the end of the lower region: the upper one (8 MiB + 1 MiB of guest
@@ -1455,7 +1444,7 @@ fn truncated_guest_memory_is_contained() {
         check_flooded(&g, *a, len);
     }
     drop(g);
-    assert_footprint_back(&bed.sh, pid, before);
+    assert_footprint_back(&bed, &before);
     bed.check_rate_kept();
     assert!(
         bed.sw.log().contains("guest memory vanished"),

@@ -16,40 +16,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::footprint::{self, Footprint, Slack};
 use common::looping::*;
 use common::*;
 
-/// One sample of the daemon's footprint.
-#[derive(Debug, Clone, Copy)]
+/// One sample of the daemon's footprint, at `secs` into the run.
+#[derive(Debug, Clone)]
 struct Sample {
     secs: f64,
-    rss_kib: u64,
-    fds: usize,
-    threads: usize,
+    fp: Footprint,
 }
 
-fn sample(pid: u32, start: Instant) -> Sample {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count();
-    // The tokio blocking pool ("control") keeps idle threads for 10 s, so its size
-    // drifts with the vhost-user connections of the last seconds; the rest is fixed.
-    let threads = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-        .filter(|n| n.trim() != "control")
-        .count();
+/// A sample taken once no control request is in flight.
+fn sample(sw: &Vswitchd, start: Instant) -> Sample {
+    let fp = footprint::quiet(sw.pid(), &sw.control);
     Sample {
         secs: start.elapsed().as_secs_f64(),
-        rss_kib,
-        fds,
-        threads,
+        fp,
     }
 }
 
@@ -58,11 +41,11 @@ fn rss_slope(s: &[Sample]) -> f64 {
     let n = s.len() as f64;
     let (mx, my) = (
         s.iter().map(|x| x.secs).sum::<f64>() / n,
-        s.iter().map(|x| x.rss_kib as f64).sum::<f64>() / n,
+        s.iter().map(|x| x.fp.rss_kib as f64).sum::<f64>() / n,
     );
     let num: f64 = s
         .iter()
-        .map(|x| (x.secs - mx) * (x.rss_kib as f64 - my))
+        .map(|x| (x.secs - mx) * (x.fp.rss_kib as f64 - my))
         .sum();
     let den: f64 = s.iter().map(|x| (x.secs - mx).powi(2)).sum();
     if den == 0.0 {
@@ -130,7 +113,7 @@ fn soak_loop_with_churn_stays_flat() {
 
     let pid = sw.pid();
     let start = Instant::now();
-    let mut samples = vec![sample(pid, start)];
+    let mut samples = vec![sample(&sw, start)];
     let mut next_sample = Duration::from_secs(10);
     let (mut rounds, mut reconnects) = (0u64, 0u64);
     let sc = dir.path("c.sock");
@@ -175,7 +158,7 @@ fn soak_loop_with_churn_stays_flat() {
             wait_for(Duration::from_secs(10), "c disconnected", || {
                 (sw.port("c").link == "down").then_some(())
             });
-            samples.push(sample(pid, start));
+            samples.push(sample(&sw, start));
             next_sample += Duration::from_secs(10);
         }
     }
@@ -186,32 +169,36 @@ fn soak_loop_with_churn_stays_flat() {
     wait_for(Duration::from_secs(10), "c disconnected", || {
         (sw.port("c").link == "down").then_some(())
     });
-    // Connections of the last scrapes and control requests close on their own: the
-    // final footprint is awaited, not taken at a lucky or unlucky moment.
-    let most = samples[1.min(samples.len() - 1)..]
-        .iter()
-        .map(|s| s.fds)
-        .max()
-        .unwrap_or(0);
-    let last = wait_for(
-        Duration::from_secs(10),
-        "fds back to their steady level",
-        || {
-            let s = sample(pid, start);
-            (s.fds <= most).then_some(s)
-        },
-    );
-    samples.push(last);
+    // The first sample is taken before any churn; compare with the first one after.
+    // Connections of the last scrapes close on their own: nothing may have grown once
+    // they have (awaited). RSS is judged by its slope below, not by one sample.
+    let first = samples[1.min(samples.len() - 1)].clone();
+    let slack = Slack {
+        eventfds: 0,
+        rss_kib: u64::MAX / 2,
+    };
+    let last = Sample {
+        fp: footprint::assert_nothing_grows(
+            pid,
+            &sw.control,
+            &first.fp,
+            slack,
+            Duration::from_secs(10),
+            || format!("{samples:?}"),
+        ),
+        secs: start.elapsed().as_secs_f64(),
+    };
+    samples.push(last.clone());
     for s in &samples {
         eprintln!(
             "t={:>6.1}s rss={} KiB fds={} threads={}",
-            s.secs, s.rss_kib, s.fds, s.threads
+            s.secs,
+            s.fp.rss_kib,
+            s.fp.fd_count(),
+            s.fp.threads
         );
     }
-    // The first sample is taken before any churn; compare from the first one after.
-    let steady = &samples[1.min(samples.len() - 1)..];
-    let slope = rss_slope(steady);
-    let first = steady[0];
+    let slope = rss_slope(&samples[1.min(samples.len() - 1)..]);
     println!(
         "soak: {:.0} s, {rounds} rounds, {reconnects} guest reconnects, {rounds} port add/del, \
          {rounds} ACL add/del, {} scrapes; loop a->b {} b->a {} frames, drops a {} b {}; \
@@ -222,20 +209,15 @@ fn soak_loop_with_churn_stays_flat() {
         a.tx_packets,
         a.drops_total,
         b.drops_total,
-        first.rss_kib,
-        last.rss_kib,
-        first.fds,
-        last.fds,
-        first.threads,
-        last.threads,
+        first.fp.rss_kib,
+        last.fp.rss_kib,
+        first.fp.fd_count(),
+        last.fp.fd_count(),
+        first.fp.threads,
+        last.fp.threads,
     );
     assert_loop_whole(&a, &b, 0);
     assert!(rounds >= 3, "only {rounds} rounds ran");
-    // Flat fds: the last sample is within what the steady samples saw (they differ by a
-    // scrape's or a control request's connection); a leak per reconnect, port or scrape
-    // would show as hundreds.
-    assert!(last.fds <= most, "fds grew: {samples:?}");
-    assert_eq!(last.threads, first.threads, "threads grew: {samples:?}");
     // Flat: under 1 MiB per minute of drift (the allocator's arenas settle in the first
     // rounds; a leak of one buffer per reconnect or per scrape would show far above).
     assert!(slope < 1024.0, "RSS grows {slope:.0} KiB/min: {samples:?}");

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fabric;
+pub mod footprint;
 pub mod hostile;
 pub mod looping;
 pub mod ovs;
