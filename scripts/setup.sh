@@ -13,10 +13,13 @@ fi
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
 # iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces;
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
-# fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text.
+# fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
+# ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
+# ovn-controller chassis beside vswitchd's (none of their services is started).
 pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
       busybox-static cpio xz-utils
-      libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core)
+      libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
+      ovn-central ovn-host)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3)
 fi

@@ -6,7 +6,8 @@
 //! - [`datapath`]: the PMD threads and the pipeline they run;
 //! - [`ports`]: one module per port kind (vhost-user, AF_XDP uplink, tap);
 //! - [`control`]: the `vswitchctl` socket and the Prometheus endpoint;
-//! - [`switch`]: the state PMDs and the control plane share; [`daemon`]: start and stop.
+//! - [`switch`]: the state PMDs and the control plane share; [`daemon`]: start and stop;
+//! - [`sys`]: group lookup and unix sockets created with their group and mode.
 #![deny(missing_docs)]
 
 pub mod config;
@@ -16,5 +17,6 @@ pub mod datapath;
 pub mod model;
 pub mod ports;
 pub mod switch;
+pub mod sys;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;

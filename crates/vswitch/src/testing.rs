@@ -84,6 +84,9 @@ impl SimGuest {
             id: 1_000_000 + u64::from(rand_id()),
             faults: Default::default(),
             migration: Arc::new(crate::ports::vhost::migration::Migration::new(nq)),
+            mem_tables: Arc::new(AtomicU64::new(1)),
+            memless_ticks: AtomicU64::new(0),
+            memless_reported: AtomicBool::new(false),
         });
         let hdr_len = conn.hdr_len() as usize;
         SimGuest {
@@ -462,19 +465,13 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         ports: ports
             .iter()
             .map(|&(name, vlan)| PortConfig {
-                name: name.to_string(),
-                kind: PortType::VhostUser,
-                path: format!("/nonexistent/{name}.sock").into(),
-                queues: 1,
                 vlan,
-                vni: None,
-                mtu: None,
                 offloads: false,
-                iface: String::new(),
-                mode: Default::default(),
-                mac: None,
-                allowed_macs: Vec::new(),
-                max_macs: None,
+                ..PortConfig::new(
+                    PortType::VhostUser,
+                    name,
+                    &format!("/nonexistent/{name}.sock"),
+                )
             })
             .collect(),
         pmd_cpus: None,
@@ -491,5 +488,6 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         pmd_auto_rebalance: false,
         geneve: Vec::new(),
         vnis: Vec::new(),
+        vhost_user_socket: Default::default(),
     }
 }

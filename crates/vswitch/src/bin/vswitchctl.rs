@@ -335,6 +335,33 @@ fn print_offloads(rows: Vec<OffloadsRow>) {
     }
 }
 
+/// A vhost-user port's driver now and its connections so far ("" for other kinds).
+fn guest_state(p: &vswitch::control::protocol::ShowPort) -> String {
+    if !p.kind.starts_with("vhost-user") {
+        return String::new();
+    }
+    let times = |n: u64| {
+        if n == 1 {
+            "1 time".to_string()
+        } else {
+            format!("{n} times")
+        }
+    };
+    if p.connected {
+        format!(
+            "  guest connected (connected {} so far)",
+            times(p.connections)
+        )
+    } else if p.connections == 0 {
+        "  no guest connected (never connected)".to_string()
+    } else {
+        format!(
+            "  no guest connected (connected {} before)",
+            times(p.connections)
+        )
+    }
+}
+
 fn print_show(s: ShowReply) {
     println!(
         "poll mode: {}   fdb entries: {}   topology generation: {}",
@@ -342,7 +369,7 @@ fn print_show(s: ShowReply) {
     );
     for p in s.ports {
         println!(
-            "port {} ({}) {} {}  link {}  {}  queues {} (ready {:?})  connections {}",
+            "port {} ({}) {} {}  link {}  {}  queues {} (ready {:?}){}",
             p.id,
             p.name,
             p.kind,
@@ -351,8 +378,11 @@ fn print_show(s: ShowReply) {
             p.domain,
             p.queue_pairs,
             p.ready_queue_pairs,
-            p.connections
+            guest_state(&p)
         );
+        if !p.socket_access.is_empty() {
+            println!("    socket: {}", p.socket_access);
+        }
         if p.protocol_errors > 0 {
             println!(
                 "    protocol errors: {} (connections closed by vswitchd; see its log)",
@@ -492,6 +522,26 @@ fn fetch_stats(socket: &std::path::Path) -> Result<Vec<StatsRow>, String> {
     }
 }
 
+/// The drop reasons that moved from `before` to `now`, as ` (reason N, ...)`; empty
+/// when none did.
+fn drop_reasons(
+    now: &std::collections::BTreeMap<String, u64>,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> String {
+    let moved: Vec<String> = now
+        .iter()
+        .filter_map(|(k, v)| {
+            let d = v - before.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| format!("{k} {d}"))
+        })
+        .collect();
+    if moved.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", moved.join(", "))
+    }
+}
+
 /// Prints per-port rates every `interval` seconds.
 fn top(socket: &std::path::Path, interval: f64, count: u64) -> ExitCode {
     if !(interval > 0.0 && interval.is_finite()) {
@@ -547,13 +597,14 @@ fn top(socket: &std::path::Path, interval: f64, count: u64) -> ExitCode {
         let rx = c.stats.rx_packets - p.stats.rx_packets;
         let txb = c.stats.tx_bytes - p.stats.tx_bytes;
         println!(
-            "  {}: received {} frames from the guest, delivered {} frames ({:.3} Mpps, {:.2} Gbit/s), dropped {}",
+            "  {}: received {} frames from the guest, delivered {} frames ({:.3} Mpps, {:.2} Gbit/s), dropped {}{}",
             c.port,
             rx,
             tx,
             tx as f64 / total / 1e6,
             txb as f64 * 8.0 / total / 1e9,
-            c.stats.drops_total - p.stats.drops_total
+            c.stats.drops_total - p.stats.drops_total,
+            drop_reasons(&c.stats.drops, &p.stats.drops)
         );
     }
     ExitCode::SUCCESS

@@ -18,27 +18,44 @@ use super::PollMode;
 #[derive(Debug, Clone, Parser, Default)]
 #[command(name = "vswitchd", version, verbatim_doc_comment)]
 pub struct Args {
-    /// TOML configuration file; keys: pmd_cpus, poll, control, fdb_aging_secs,
-    /// fdb_max_macs, fdb_port_max_macs,
-    /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path, queues, vlan},
-    /// `[[uplink]]` {name, iface, mode, queues, vlan}, `[[tap]]` {name, ifname, vlan},
-    /// each port also {vni, mtu, mac, allowed_macs, max_macs}; `[[fdb_static]]` {mac,
-    /// port, vlan}.
+    /// TOML configuration file; keys: the flags' names with `_` for `-` (pmd_cpus, poll,
+    /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs,
+    /// vhost_user_socket_group, vhost_user_socket_mode, ...),
+    /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path},
+    /// `[[uplink]]` {name, iface}, `[[tap]]` {name, ifname}, each with the option keys its
+    /// flag takes (queues, vlan, vni, mtu, mac, allowed_macs, max_macs, socket_group, ...);
+    /// `[[fdb_static]]` {mac, port, vlan}.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// Server-mode vhost-user port: vswitchd creates the socket, the VM connects.
-    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]`. Repeatable. `offloads=on` (the
-    /// default) offers checksum and TSO offloads; frames a destination cannot take whole
-    /// are segmented or checksummed in software. `offloads=off` offers none.
+    /// `NAME=PATH[,queues=N][,vlan=V][,offloads=on|off][,socket_group=G][,socket_mode=M]`.
+    /// Repeatable. `offloads=on` (the default) offers checksum and TSO offloads; frames a
+    /// destination cannot take whole are segmented or checksummed in software.
+    /// `offloads=off` offers none. `socket_group=`/`socket_mode=` set the socket file's
+    /// group and mode (see --vhost-user-socket-group).
     /// Every port kind also takes `vni=N`, `mtu=M`, and port security: `mac=MAC` and
     /// `allowed_macs=MAC+MAC` (then frames from any other source MAC are dropped as
-    /// `spoofed_source`), `max_macs=N` (MACs the port may teach the FDB).
+    /// `spoofed_source`), `max_macs=N` (MACs the port may teach the FDB); vhost-user and
+    /// tap ports take `iface_id=LSP`, the OVN logical switch port they are.
     #[arg(
         long = "vhost-user",
-        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off]"
+        value_name = "NAME=PATH[,queues=N][,vlan=V][,offloads=on|off][,socket_group=G]"
     )]
     pub vhost_user: Vec<String>,
+
+    /// Group that owns every vhost-user server socket (a port's `socket_group=`
+    /// overrides it), so that QEMU running as another user in that group can connect:
+    /// libvirt runs QEMU as `libvirt-qemu` (group `libvirt-qemu` on Debian). The socket is
+    /// created with the group and mode already set, at every start and `add-port`.
+    #[arg(long, value_name = "GROUP")]
+    pub vhost_user_socket_group: Option<String>,
+
+    /// Mode of every vhost-user server socket, octal (a port's `socket_mode=` overrides
+    /// it). Default: 0660 when a group is given, else what the umask leaves (0755 under
+    /// the usual umask 022: only the daemon's user can connect).
+    #[arg(long, value_name = "MODE")]
+    pub vhost_user_socket_mode: Option<String>,
 
     /// Client-mode vhost-user port: vswitchd connects to a socket the VM side listens on
     /// (QEMU `server=on`, virtio-user `server=1`) and retries every second while it is absent

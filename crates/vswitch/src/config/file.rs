@@ -4,86 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::PortConfig;
-use super::{AfXdpRequest, ConfigError, MacAddr, PollMode};
-
-/// An AF_XDP uplink as the file writes it (`[[uplink]]`), the same as `--uplink`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UplinkConfig {
-    /// Port name, unique in the switch.
-    pub name: String,
-    /// The network interface (e.g. `eth0`).
-    pub iface: String,
-    /// `auto` (default), `native`, `generic` or `zerocopy`.
-    #[serde(default)]
-    pub mode: AfXdpRequest,
-    /// Rx queues to open an AF_XDP socket on (queues 0..N); absent: all of the NIC's.
-    #[serde(default)]
-    pub queues: Option<u16>,
-    /// Access VLAN (1..=4094); untagged when absent.
-    #[serde(default)]
-    pub vlan: Option<u16>,
-    /// Geneve VNI of the logical switch the port joins; never with `vlan`.
-    #[serde(default)]
-    pub vni: Option<u32>,
-    /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
-    #[serde(default)]
-    pub mtu: Option<u16>,
-    /// Port security: the port's own MAC. With `allowed_macs`, the only source MACs the
-    /// port's frames may carry; others are dropped as `spoofed_source` (OVS
-    /// `port_security`, OpenStack allowed-address-pairs). Absent with `allowed_macs`
-    /// empty: any source MAC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<MacAddr>,
-    /// Port security: further source MACs the port may send from (see `mac`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allowed_macs: Vec<MacAddr>,
-    /// MACs this port may teach the FDB (default: `fdb_port_max_macs` for vhost-user and
-    /// tap ports, only the global `fdb_max_macs` for uplinks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_macs: Option<u32>,
-}
-
-/// A tap host port as the file writes it (`[[tap]]`), the same as `--tap`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TapConfig {
-    /// Port name, unique in the switch.
-    pub name: String,
-    /// The tap interface to create (at most 15 bytes, IFNAMSIZ - 1).
-    pub ifname: String,
-    /// Access VLAN (1..=4094); untagged when absent.
-    #[serde(default)]
-    pub vlan: Option<u16>,
-    /// Geneve VNI of the logical switch the port joins; never with `vlan`.
-    #[serde(default)]
-    pub vni: Option<u32>,
-    /// On a VNI: the inner MTU (default: the underlay's MTU minus the overhead).
-    #[serde(default)]
-    pub mtu: Option<u16>,
-    /// Port security: the port's own MAC. With `allowed_macs`, the only source MACs the
-    /// port's frames may carry; others are dropped as `spoofed_source` (OVS
-    /// `port_security`, OpenStack allowed-address-pairs). Absent with `allowed_macs`
-    /// empty: any source MAC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<MacAddr>,
-    /// Port security: further source MACs the port may send from (see `mac`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allowed_macs: Vec<MacAddr>,
-    /// MACs this port may teach the FDB (default: `fdb_port_max_macs` for vhost-user and
-    /// tap ports, only the global `fdb_max_macs` for uplinks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_macs: Option<u32>,
-}
-
-pub(crate) fn one() -> u16 {
-    1
-}
-
-pub(crate) fn yes() -> bool {
-    true
-}
+use super::{ConfigError, MacAddr, PollMode};
 
 /// A static FDB entry as the file writes it (`[[fdb_static]]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,15 +35,21 @@ pub struct FileConfig {
     pub fdb_max_macs: Option<u32>,
     /// MACs one vhost-user or tap port may teach the FDB.
     pub fdb_port_max_macs: Option<u32>,
-    /// Ports.
+    /// vhost-user ports (`[[port]]`: `name`, `type`, `path` and the flags' option keys;
+    /// read by [`super::port::file_port`], the same path as the flags).
     #[serde(default)]
-    pub port: Vec<PortConfig>,
-    /// AF_XDP uplinks.
+    pub port: Vec<toml::Table>,
+    /// AF_XDP uplinks (`[[uplink]]`: `name`, `iface` and the option keys).
     #[serde(default)]
-    pub uplink: Vec<UplinkConfig>,
-    /// Tap host ports.
+    pub uplink: Vec<toml::Table>,
+    /// Tap host ports (`[[tap]]`: `name`, `ifname` and the option keys).
     #[serde(default)]
-    pub tap: Vec<TapConfig>,
+    pub tap: Vec<toml::Table>,
+    /// Group of vhost-user server sockets (`--vhost-user-socket-group`).
+    pub vhost_user_socket_group: Option<String>,
+    /// Mode of vhost-user server sockets (`--vhost-user-socket-mode`), octal: a string
+    /// ("0660") or a TOML octal integer (0o660).
+    pub vhost_user_socket_mode: Option<toml::Value>,
     /// Static FDB entries.
     #[serde(default)]
     pub fdb_static: Vec<StaticFdbEntry>,

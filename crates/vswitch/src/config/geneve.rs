@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{on_off, PortConfig, MAX_VNI};
+use super::port::{on_off, PortConfig, MAX_VNI};
 use super::{invalid, ConfigError, PortType};
 
 /// A local tunnel endpoint as the file writes it (`[[geneve]]`), the same as `--geneve`.

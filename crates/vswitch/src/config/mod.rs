@@ -8,7 +8,7 @@
 mod args;
 mod file;
 pub mod geneve;
-pub mod spec;
+pub mod port;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -19,9 +19,12 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 pub use args::{Args, OnOff};
-pub use file::{read_file, FileConfig, StaticFdbEntry, TapConfig, UplinkConfig};
+pub use file::{read_file, FileConfig, StaticFdbEntry};
 pub use geneve::{parse_geneve_spec, GeneveConfig, VniConfig};
-pub use spec::{parse_port, validate_ports, PortConfig, PortFlag, MAX_UPLINK_QUEUES, MAX_VNI};
+pub use port::{
+    parse_port, validate_ports, PortConfig, PortFlag, DEFAULT_GROUP_SOCKET_MODE, MAX_UPLINK_QUEUES,
+    MAX_VNI,
+};
 
 /// Default control socket path, shared by `vswitchd --control` and `vswitchctl --socket`.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/vswitch/vswitchd.sock";
@@ -230,6 +233,37 @@ pub struct Config {
     pub geneve: Vec<GeneveConfig>,
     /// Per-VNI flood lists.
     pub vnis: Vec<VniConfig>,
+    /// Group and mode of vhost-user server sockets whose port does not set its own.
+    pub vhost_user_socket: SocketDefaults,
+}
+
+/// The daemon-wide group and mode of vhost-user server sockets
+/// (`--vhost-user-socket-group`, `--vhost-user-socket-mode`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SocketDefaults {
+    /// The group (name or numeric id).
+    pub group: Option<String>,
+    /// The mode.
+    pub mode: Option<u32>,
+}
+
+impl SocketDefaults {
+    /// Fills what a server-mode vhost-user port leaves open: the group, then the mode
+    /// (the default mode, else [`DEFAULT_GROUP_SOCKET_MODE`] when the socket has a group).
+    /// Ports `add-port` adds go through it too, so a default holds for every port.
+    pub fn complete(&self, p: &mut PortConfig) {
+        if p.kind != PortType::VhostUser {
+            return;
+        }
+        if p.socket_group.is_none() {
+            p.socket_group.clone_from(&self.group);
+        }
+        if p.socket_mode.is_none() {
+            p.socket_mode = self
+                .mode
+                .or(p.socket_group.as_ref().map(|_| DEFAULT_GROUP_SOCKET_MODE));
+        }
+    }
 }
 
 impl Config {
@@ -309,39 +343,67 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
 
 /// Every port of the file and the flags, in that order (file `[[port]]`, flags
 /// `--vhost-user`, `--vhost-user-client`, then uplinks and taps, file first), each with
-/// the field that named it and checked on its own.
+/// the field that named it and checked on its own. Both sources take one path
+/// ([`port::PortBuilder`]).
 fn collect_ports(args: &Args, file: &FileConfig) -> Result<Vec<(String, PortConfig)>, ConfigError> {
     let mut ports = Vec::new();
-    for (i, p) in file.port.iter().enumerate() {
-        let field = format!("port[{i}]");
-        spec::file_port(&field, p)?;
-        ports.push((field, p.clone()));
-    }
-    for (flag, specs) in [
-        (PortFlag::VhostUser, &args.vhost_user),
-        (PortFlag::VhostUserClient, &args.vhost_user_client),
-    ] {
+    let file_ports = |table: &str, rows: &[toml::Table], out: &mut Vec<_>| {
+        for (i, t) in rows.iter().enumerate() {
+            out.push(port::file_port(table, i, t)?);
+        }
+        Ok::<_, ConfigError>(())
+    };
+    let flag_ports = |flag: PortFlag, specs: &[String], out: &mut Vec<_>| {
         for s in specs {
-            ports.push(parse_port(flag, s)?);
+            out.push(parse_port(flag, s)?);
+        }
+        Ok::<_, ConfigError>(())
+    };
+    file_ports("port", &file.port, &mut ports)?;
+    flag_ports(PortFlag::VhostUser, &args.vhost_user, &mut ports)?;
+    flag_ports(
+        PortFlag::VhostUserClient,
+        &args.vhost_user_client,
+        &mut ports,
+    )?;
+    file_ports("uplink", &file.uplink, &mut ports)?;
+    flag_ports(PortFlag::Uplink, &args.uplink, &mut ports)?;
+    file_ports("tap", &file.tap, &mut ports)?;
+    flag_ports(PortFlag::Tap, &args.tap, &mut ports)?;
+    Ok(ports)
+}
+
+/// The daemon-wide defaults of vhost-user server sockets' group and mode, from the flags
+/// over the file.
+fn socket_defaults(args: &Args, file: &FileConfig) -> Result<SocketDefaults, ConfigError> {
+    let (group, field) = match (&args.vhost_user_socket_group, &file.vhost_user_socket_group) {
+        (Some(g), _) => (Some(g.clone()), "--vhost-user-socket-group"),
+        (None, g) => (g.clone(), "vhost_user_socket_group"),
+    };
+    if let Some(g) = &group {
+        if crate::sys::group_id(g).is_none() {
+            return Err(invalid(field, format!("{g}: no such group on this host")));
         }
     }
-    for (i, u) in file.uplink.iter().enumerate() {
-        let field = format!("uplink[{i}]");
-        let p = spec::uplink_port(&field, u.clone())?;
-        ports.push((field, p));
-    }
-    for s in &args.uplink {
-        ports.push(parse_port(PortFlag::Uplink, s)?);
-    }
-    for (i, t) in file.tap.iter().enumerate() {
-        let field = format!("tap[{i}]");
-        let p = spec::tap_port(&field, t.clone())?;
-        ports.push((field, p));
-    }
-    for s in &args.tap {
-        ports.push(parse_port(PortFlag::Tap, s)?);
-    }
-    Ok(ports)
+    let mode = match (&args.vhost_user_socket_mode, &file.vhost_user_socket_mode) {
+        (Some(m), _) => Some(port::parse_mode("--vhost-user-socket-mode", "mode", m)?),
+        (None, Some(toml::Value::Integer(n))) => Some(port::parse_mode(
+            "vhost_user_socket_mode",
+            "mode",
+            &format!("{n:o}"),
+        )?),
+        (None, Some(toml::Value::String(m))) => {
+            Some(port::parse_mode("vhost_user_socket_mode", "mode", m)?)
+        }
+        (None, Some(_)) => {
+            return Err(invalid(
+                "vhost_user_socket_mode",
+                "expected an octal mode: \"0660\" or 0o660",
+            ))
+        }
+        (None, None) => None,
+    };
+    Ok(SocketDefaults { group, mode })
 }
 
 impl TryFrom<Args> for Config {
@@ -352,7 +414,11 @@ impl TryFrom<Args> for Config {
             Some(p) => read_file(p)?,
             None => FileConfig::default(),
         };
-        let ports = collect_ports(&args, &file)?;
+        let vhost_user_socket = socket_defaults(&args, &file)?;
+        let mut ports = collect_ports(&args, &file)?;
+        for (_, p) in &mut ports {
+            vhost_user_socket.complete(p);
+        }
         validate_ports(&ports)?;
         let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
         let mut teps: Vec<(String, GeneveConfig)> = file
@@ -517,6 +583,7 @@ impl TryFrom<Args> for Config {
             fdb_max_macs,
             fdb_port_max_macs,
             fdb_static,
+            vhost_user_socket,
         })
     }
 }
@@ -785,5 +852,187 @@ mod tests {
         assert!(e.to_string().contains("largest CPU"), "{e}");
         let e = Config::try_from(args(&["--fdb-port-max-macs", "0"])).unwrap_err();
         assert!(e.to_string().contains("fdb_port_max_macs"), "{e}");
+    }
+
+    /// One path: every option key reads the same from a flag spec and from the file.
+    #[test]
+    fn flags_and_file_give_the_same_port() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().display();
+        let cases: &[(&str, &str, &str, &str)] = &[
+            ("vhost-user", "port", "queues=4", "queues = 4"),
+            ("vhost-user", "port", "offloads=off", "offloads = false"),
+            ("vhost-user", "port", "vlan=7", "vlan = 7"),
+            (
+                "vhost-user",
+                "port",
+                "mac=02:00:00:00:00:01",
+                "mac = \"02:00:00:00:00:01\"",
+            ),
+            (
+                "vhost-user",
+                "port",
+                "allowed_macs=02:00:00:00:00:02+02:00:00:00:00:03",
+                "allowed_macs = [\"02:00:00:00:00:02\", \"02:00:00:00:00:03\"]",
+            ),
+            ("vhost-user", "port", "max_macs=9", "max_macs = 9"),
+            (
+                "vhost-user",
+                "port",
+                "socket_group=root",
+                "socket_group = \"root\"",
+            ),
+            (
+                "vhost-user",
+                "port",
+                "socket_mode=0640",
+                "socket_mode = 0o640",
+            ),
+            (
+                "vhost-user",
+                "port",
+                "socket_mode=0640",
+                "socket_mode = \"0640\"",
+            ),
+            (
+                "vhost-user",
+                "port",
+                "iface_id=lsp-1",
+                "iface_id = \"lsp-1\"",
+            ),
+            (
+                "vhost-user-client",
+                "port",
+                "iface_id=lsp-2",
+                "iface_id = \"lsp-2\"",
+            ),
+            (
+                "uplink",
+                "uplink",
+                "mode=generic,queues=2",
+                "mode = \"generic\"\nqueues = 2",
+            ),
+            (
+                "tap",
+                "tap",
+                "iface_id=lsp-3,vlan=7",
+                "iface_id = \"lsp-3\"\nvlan = 7",
+            ),
+        ];
+        for (flag, table, opts, toml_opts) in cases {
+            let (first_key, first) = match *table {
+                "port" => ("path", format!("{dir}/a.sock")),
+                "uplink" => ("iface", "eth9".to_string()),
+                _ => ("ifname", "vs-t9".to_string()),
+            };
+            let spec = format!("a={first},{opts}");
+            let from_flag = Config::try_from(args(&[&format!("--{flag}"), &spec])).unwrap();
+            let f = d.path().join("c.toml");
+            let ty = if *table == "port" {
+                format!("type = \"{flag}\"\n")
+            } else {
+                String::new()
+            };
+            std::fs::write(
+                &f,
+                format!("[[{table}]]\nname = \"a\"\n{ty}{first_key} = \"{first}\"\n{toml_opts}\n"),
+            )
+            .unwrap();
+            let from_file = Config::try_from(args(&["--config", f.to_str().unwrap()]))
+                .unwrap_or_else(|e| panic!("{toml_opts}: {e}"));
+            assert_eq!(
+                from_flag.ports, from_file.ports,
+                "{flag} {opts} vs {toml_opts}"
+            );
+        }
+    }
+
+    /// The file's errors name the table, the entry and the key.
+    #[test]
+    fn file_port_errors_name_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c.toml");
+        for (body, want) in [
+            ("[[port]]\nname = \"a\"\ntype = \"vhost-user\"\npath = \"/tmp/a.sock\"\ncolor = \"red\"\n", "unknown option \"color\""),
+            ("[[port]]\nname = \"a\"\ntype = \"tap\"\npath = \"/tmp/a.sock\"\n", "port[0].type"),
+            ("[[port]]\nname = \"a\"\ntype = \"vhost-user\"\n", "missing key \"path\""),
+            ("[[uplink]]\nname = \"u\"\niface = \"eth0\"\nqueues = {a = 1}\n", "uplink[0].queues"),
+            ("[[tap]]\nname = \"t\"\nifname = \"t0\"\nqueues = 2\n", "unknown option \"queues\" for a tap port"),
+            ("[[tap]]\nname = \"t\"\nifname = \"t0\"\nsocket_group = \"root\"\n", "tap[0]"),
+        ] {
+            std::fs::write(&f, body).unwrap();
+            let e = Config::try_from(args(&["--config", f.to_str().unwrap()])).unwrap_err();
+            assert!(e.to_string().contains(want), "{body}: {e}");
+        }
+    }
+
+    /// Socket group and mode: the daemon default, a port's own, 0660 by default with a
+    /// group, refused for client ports and unknown groups.
+    #[test]
+    fn socket_group_and_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!("a={}/a.sock", d.path().display());
+        let b = format!(
+            "b={}/b.sock,socket_group=0,socket_mode=600",
+            d.path().display()
+        );
+        let c = format!("c={}/c.sock", d.path().display());
+        let cfg = Config::try_from(args(&[
+            "--vhost-user-socket-group",
+            "root",
+            "--vhost-user",
+            &a,
+            "--vhost-user",
+            &b,
+            "--vhost-user-client",
+            &c,
+        ]))
+        .unwrap();
+        assert_eq!(cfg.ports[0].socket_group.as_deref(), Some("root"));
+        assert_eq!(cfg.ports[0].socket_mode, Some(0o660));
+        assert_eq!(cfg.ports[1].socket_group.as_deref(), Some("0"));
+        assert_eq!(cfg.ports[1].socket_mode, Some(0o600));
+        assert_eq!(cfg.ports[2].socket_group, None, "client sockets are QEMU's");
+        let plain = Config::try_from(args(&["--vhost-user", &a])).unwrap();
+        assert_eq!(
+            plain.ports[0].socket_mode, None,
+            "no group, no mode: as before"
+        );
+        let e = Config::try_from(args(&[
+            "--vhost-user-socket-group",
+            "no-such-group-x",
+            "--vhost-user",
+            &a,
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--vhost-user-socket-group") && e.contains("no such group"),
+            "{e}"
+        );
+        let e = Config::try_from(args(&["--vhost-user", &format!("{a},socket_mode=999")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("socket_mode=999: expected an octal file mode"),
+            "{e}"
+        );
+        let e = Config::try_from(args(&[
+            "--vhost-user-client",
+            &format!("{c},socket_group=root"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("client mode QEMU creates the socket"), "{e}");
+        let e = Config::try_from(args(&[
+            "--vhost-user",
+            &format!("{a},socket_group=no-such-group-x"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("socket_group=no-such-group-x: no such group"),
+            "{e}"
+        );
     }
 }

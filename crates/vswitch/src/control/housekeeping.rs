@@ -38,6 +38,7 @@ pub async fn run(ctl: Arc<Control>) {
         tick.tick().await;
         ctl.switch.fdb.flush_pending();
         close_faulted(&ctl);
+        report_memless(&ctl);
         let aged = ctl.switch.fdb.age();
         if aged > 0 {
             debug!(aged, "FDB entries aged out");
@@ -58,6 +59,16 @@ fn close_faulted(ctl: &Control) {
     for tp in ctl.switch.topo().iter() {
         if let crate::ports::PortKind::Vhost(v) = &tp.port.kind {
             v.close_if_faulted(&tp.port.name);
+        }
+    }
+}
+
+/// Names the vhost-user connections that negotiated but shared no guest memory
+/// ([`crate::ports::vhost::device::Connection::report_missing_memory`]).
+fn report_memless(ctl: &Control) {
+    for tp in ctl.switch.topo().iter() {
+        if let Some(c) = tp.port.vhost().and_then(|v| v.conn.load_full()) {
+            c.report_missing_memory(&tp.port.name, false);
         }
     }
 }

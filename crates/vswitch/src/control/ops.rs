@@ -94,8 +94,10 @@ impl Control {
         if flag == PortFlag::Geneve {
             return self.add_tunnel(spec).await;
         }
-        let (field, cfg) = crate::config::parse_port(flag, spec).map_err(|e| e.to_string())?;
+        let (field, mut cfg) = crate::config::parse_port(flag, spec).map_err(|e| e.to_string())?;
         let mut config = (**self.switch.config()).clone();
+        // The daemon's socket group and mode hold for added ports as for those at start.
+        config.vhost_user_socket.complete(&mut cfg);
         let mut all = named_ports(&config);
         all.push((field, cfg.clone()));
         crate::config::validate_ports(&all).map_err(|e| e.to_string())?;

@@ -547,10 +547,15 @@ pub struct ShowPort {
     pub domain: String,
     /// `up` or `down`.
     pub link: String,
-    /// A driver is attached to the socket.
+    /// vhost-user: a driver (QEMU, virtio-user) is attached to the socket now.
     pub connected: bool,
-    /// Connections so far.
+    /// vhost-user: how many times a driver has connected since the port was added
+    /// (the current connection included).
     pub connections: u64,
+    /// vhost-user server sockets: the socket file's mode and group as set
+    /// (`mode 0660 group libvirt-qemu`; empty when neither was set).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub socket_access: String,
     /// Connections closed by vswitchd on a protocol error (vhost-user).
     #[serde(default)]
     pub protocol_errors: u64,

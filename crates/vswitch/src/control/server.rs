@@ -9,9 +9,7 @@
 //! daemon's own user may change the switch ([`Request::is_change`]): the kernel's
 //! credentials of the peer (`SO_PEERCRED`) decide, so the group can watch but not edit.
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -49,59 +47,13 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
         }
         std::fs::remove_file(path)?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let _ = std::fs::remove_file(&tmp);
-    let listener = std::os::unix::net::UnixListener::bind(&tmp)?;
-    let r = restrict(&tmp).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    let access = crate::sys::SocketAccess {
+        gid: crate::sys::group_id(CONTROL_GROUP),
+        mode: Some(SOCKET_MODE),
+    };
+    let listener = crate::sys::bind_unix(path, access)?;
     listener.set_nonblocking(true)?;
     UnixListener::from_std(listener)
-}
-
-/// Sets mode 0660 and, when group `vswitch` exists, that group on `path`.
-fn restrict(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))?;
-    if let Some(gid) = group_id(CONTROL_GROUP) {
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: chown(2) with a NUL-terminated path; -1 keeps the owner.
-        if unsafe { libc::chown(c.as_ptr(), u32::MAX, gid) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// The id of group `name`, if it exists.
-pub fn group_id(name: &str) -> Option<u32> {
-    let c = CString::new(name).ok()?;
-    let mut grp: libc::group = unsafe_zeroed_group();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut out: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: getgrnam_r with a NUL-terminated name, a group struct and a buffer we own
-    // (their sizes given), and an out pointer; reentrant.
-    let r = unsafe {
-        libc::getgrnam_r(
-            c.as_ptr(),
-            &mut grp,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut out,
-        )
-    };
-    (r == 0 && !out.is_null()).then_some(grp.gr_gid)
-}
-
-fn unsafe_zeroed_group() -> libc::group {
-    // SAFETY: `struct group` is plain data (pointers and integers); all-zero is a valid
-    // value that getgrnam_r overwrites.
-    unsafe { std::mem::zeroed() }
 }
 
 /// Serves the control socket until the runtime stops.

@@ -274,6 +274,7 @@ impl Port {
             link: if self.link_up() { "up" } else { "down" }.into(),
             connected: false,
             connections: 0,
+            socket_access: socket_access(cfg),
             protocol_errors: 0,
             queue_pairs: queues,
             ready_queue_pairs: Vec::new(),
@@ -439,4 +440,16 @@ fn pollin(fd: i32) -> libc::pollfd {
         events: libc::POLLIN,
         revents: 0,
     }
+}
+
+/// A server socket's mode and group as configured (`mode 0660 group libvirt-qemu`).
+fn socket_access(cfg: &PortConfig) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = cfg.socket_mode {
+        parts.push(format!("mode {m:04o}"));
+    }
+    if let Some(g) = &cfg.socket_group {
+        parts.push(format!("group {g}"));
+    }
+    parts.join(" ")
 }

@@ -146,9 +146,49 @@ pub struct Connection {
     pub faults: Arc<FaultGuard>,
     /// Live migration: the dirty log, announcements ([`super::migration`]).
     pub migration: Arc<Migration>,
+    /// Memory tables received (SET_MEM_TABLE) with at least one region; shared with the
+    /// backend.
+    pub mem_tables: Arc<AtomicU64>,
+    /// Housekeeping ticks seen with features negotiated but no memory table.
+    pub(crate) memless_ticks: AtomicU64,
+    /// The missing memory table was reported.
+    pub(crate) memless_reported: AtomicBool,
 }
 
+/// Housekeeping ticks (seconds) after feature negotiation without a memory table before
+/// the connection is reported: QEMU sends SET_MEM_TABLE right after SET_FEATURES when it
+/// can.
+const MEMLESS_TICKS: u64 = 3;
+
 impl Connection {
+    /// Reports, once, a connection that negotiated features but has no usable guest
+    /// memory after [`MEMLESS_TICKS`] calls (one a second), or at its end (`ending`):
+    /// QEMU sends no SET_MEM_TABLE when the guest's memory is not shared (no `share=on`
+    /// backend), and then runs virtio-net in userspace without the switch.
+    pub fn report_missing_memory(&self, port: &str, ending: bool) {
+        if !self.features_set.load(Ordering::Relaxed)
+            || self.mem_tables.load(Ordering::Relaxed) > 0
+            || self.memless_reported.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        if !ending && self.memless_ticks.fetch_add(1, Ordering::Relaxed) + 1 < MEMLESS_TICKS {
+            return;
+        }
+        self.memless_reported.store(true, Ordering::Relaxed);
+        warn!(
+            port,
+            conn = self.id,
+            "vhost-user driver negotiated features but never shared its guest memory (no \
+             usable SET_MEM_TABLE): the guest's memory is most likely not shared. QEMU needs \
+             a shared memory backend (-object memory-backend-memfd,id=mem,size=...,share=on \
+             -numa node,memdev=mem, or -machine memory-backend=mem); libvirt needs \
+             <memoryBacking><source type='memfd'/><access mode='shared'/></memoryBacking>. \
+             Without it QEMU falls back to virtio-net in userspace and no frame reaches the \
+             switch"
+        );
+    }
+
     /// Length of the virtio-net header on this connection: 12 bytes with VERSION_1 or
     /// MRG_RXBUF (`struct virtio_net_hdr_mrg_rxbuf`), else 10 (virtio 1.2 §5.1.6).
     pub fn hdr_len(&self) -> u32 {
@@ -353,6 +393,8 @@ pub struct NetBackend {
     faults: Arc<FaultGuard>,
     /// Live migration state, shared with the connection.
     migration: Arc<Migration>,
+    /// Memory tables with regions received, shared with the connection.
+    mem_tables: Arc<AtomicU64>,
     /// The port's name, for logs.
     name: Arc<str>,
 }
@@ -407,6 +449,9 @@ impl VhostUserBackend for NetBackend {
             })
             .max()
             .unwrap_or(0);
+        if end > 0 {
+            self.mem_tables.fetch_add(1, Ordering::Relaxed);
+        }
         self.migration.set_mem_end(end);
         self.faults.track(mem);
         self.wakers.wake_all();
@@ -531,7 +576,9 @@ impl Connection {
         let features_set = Arc::new(AtomicBool::new(false));
         let faults = Arc::new(FaultGuard::default());
         let migration = Arc::new(Migration::new(2 * usize::from(queue_pairs)));
+        let mem_tables = Arc::new(AtomicU64::new(0));
         let backend = NetBackend {
+            mem_tables: mem_tables.clone(),
             faults: faults.clone(),
             migration: migration.clone(),
             name: name.into(),
@@ -555,6 +602,9 @@ impl Connection {
             features_set,
             id: NEXT_CONN_ID.fetch_add(1, Ordering::Relaxed),
             faults,
+            mem_tables,
+            memless_ticks: AtomicU64::new(0),
+            memless_reported: AtomicBool::new(false),
         });
         let attach = match endpoint {
             Endpoint::Listen(l) => daemon.start(l),
@@ -575,6 +625,7 @@ impl Connection {
         publish(Some(conn.clone()));
         let r = daemon.wait();
         *daemon_slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        conn.report_missing_memory(name, true);
         publish(None);
         for h in daemon.get_epoll_handlers() {
             h.send_exit_event();

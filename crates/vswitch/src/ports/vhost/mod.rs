@@ -64,6 +64,8 @@ pub struct VhostPort {
     /// Per queue pair: the impossible transmit `avail.idx` last counted, with its
     /// connection (`id << 16 | idx`), so that one is counted once, not every poll.
     bad_avail_for: Box<[AtomicU64]>,
+    /// Server mode: the socket file's group and mode.
+    access: crate::sys::SocketAccess,
     /// Server mode: the bound socket, used by the service.
     listener: Mutex<Option<Listener>>,
     /// Its fd, to unblock an accept when the port is closed (-1: none).
@@ -77,7 +79,18 @@ pub struct VhostPort {
 impl VhostPort {
     /// The port for `cfg`, not yet bound (see [`VhostPort::bind`]).
     pub fn open(cfg: &PortConfig) -> Result<Self, String> {
+        let gid = match &cfg.socket_group {
+            Some(g) => Some(
+                crate::sys::group_id(g)
+                    .ok_or_else(|| format!("socket_group={g}: no such group on this host"))?,
+            ),
+            None => None,
+        };
         Ok(VhostPort {
+            access: crate::sys::SocketAccess {
+                gid,
+                mode: cfg.socket_mode,
+            },
             mode: cfg.kind,
             path: cfg.path.clone(),
             queue_pairs: cfg.queues,
@@ -95,16 +108,20 @@ impl VhostPort {
         })
     }
 
-    /// Server mode: creates and binds the socket (replacing a stale file). Client mode:
-    /// nothing.
+    /// Server mode: creates and binds the socket (replacing a stale file) with its group
+    /// and mode set before it appears under its name, so QEMU never finds it with other
+    /// permissions. Client mode: nothing.
     ///
     /// # Errors
-    /// The socket could not be created.
+    /// The socket could not be created, or its group or mode set.
     pub fn bind(&self) -> Result<(), vhost::vhost_user::Error> {
         if self.mode != PortType::VhostUser {
             return Ok(());
         }
-        let l = Listener::new(&self.path, true)?;
+        let l = crate::sys::bind_unix(&self.path, self.access)
+            .map_err(vhost::vhost_user::Error::SocketError)?;
+        // The port removes the file when it is closed ([`VhostPort::close`]).
+        let l = Listener::from(l);
         self.listener_fd.store(l.as_raw_fd(), Ordering::Release);
         *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
         Ok(())
