@@ -46,14 +46,17 @@ fi
 
 # QEMU for the test guests, 8 or newer: Debian 12's QEMU 7.2 corrupts TCG guests across
 # live migrations (their page allocator, even with QEMU's own virtio-net and no vswitchd;
-# README, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10).
+# README, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10),
+# and so does libvirt (11.3, which matches that QEMU) for the libvirt test.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 qemu_ok() {
     local v
-    dpkg-query -W -f='${Status}' qemu-system-x86 2>/dev/null | grep -q "install ok installed" || return 1
+    installed qemu-system-x86 || return 1
     v=$(dpkg-query -W -f='${Version}' qemu-system-x86)
     dpkg --compare-versions "$v" ge 1:8
 }
-if ! qemu_ok; then
+libvirt_ok() { installed libvirt-daemon-system && installed libvirt-clients; }
+if ! qemu_ok || ! libvirt_ok; then
     . /etc/os-release
     target=()
     if [ "${VERSION_CODENAME:-}" = bookworm ]; then
@@ -61,9 +64,18 @@ if ! qemu_ok; then
             > /etc/apt/sources.list.d/vswitch-bookworm-backports.list
         target=(-t bookworm-backports)
     fi
-    echo "setup.sh: installing qemu-system-x86 ${target[*]}"
+    echo "setup.sh: installing qemu-system-x86 libvirt-daemon-system libvirt-clients ${target[*]}"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${target[@]}" qemu-system-x86 >/dev/null
+    # libvirtd and virtlogd are not started as services: the libvirt test starts them.
+    norc=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        norc=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${target[@]}" \
+        qemu-system-x86 libvirt-daemon-system libvirt-clients >/dev/null
+    if [ -n "$norc" ]; then rm -f /usr/sbin/policy-rc.d; fi
     qemu_ok || { echo "setup.sh: qemu-system-x86 is $(dpkg-query -W -f='${Version}' qemu-system-x86); 8 or newer needed" >&2; exit 1; }
 fi
 

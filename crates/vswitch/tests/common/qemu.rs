@@ -107,6 +107,9 @@ pub struct VmSpec<'a> {
     /// `-cpu` model: `max` (every feature TCG has), or a named model for a VM that
     /// migrates (QEMU documents `max` as not migration-safe).
     pub cpu: &'a str,
+    /// Guest memory is a shared memfd (`share=on`), as vhost-user needs; false: QEMU's
+    /// default private memory (a misconfigured VM).
+    pub shared_memory: bool,
 }
 
 impl<'a> VmSpec<'a> {
@@ -124,6 +127,7 @@ impl<'a> VmSpec<'a> {
             incoming: None,
             monitor: None,
             cpu: "max",
+            shared_memory: true,
         }
     }
 }
@@ -167,12 +171,16 @@ impl Vm {
                 "-append",
                 &format!("console=ttyS0 quiet panic=-1 {}", spec.params),
             ])
-            .args([
-                "-object",
-                "memory-backend-memfd,id=mem,size=512M,share=on",
-                "-numa",
-                "node,memdev=mem",
-            ])
+            .args(if spec.shared_memory {
+                &[
+                    "-object",
+                    "memory-backend-memfd,id=mem,size=512M,share=on",
+                    "-numa",
+                    "node,memdev=mem",
+                ][..]
+            } else {
+                &[][..]
+            })
             .args(["-chardev", &chardev, "-netdev", &netdev, "-device", &device])
             .args(
                 spec.incoming
