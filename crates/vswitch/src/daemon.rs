@@ -167,6 +167,9 @@ impl Daemon {
             ctl.net_changed.clone(),
         ));
         tokio::spawn(overlay::run(ctl.clone()));
+        if let Some(o) = &config.ovn {
+            let _ = ctl.ovn.set(crate::ovn::spawn(ctl.clone(), o.clone()));
+        }
         tokio::spawn(housekeeping::run(ctl.clone()));
         tokio::spawn(server::serve(control, ctl.clone()));
         if let Some(l) = metrics {
@@ -233,6 +236,12 @@ impl Daemon {
     /// removed.
     pub async fn stop(self) {
         notify::stopping();
+        if self.control.ovn.get().is_some() {
+            // The chassis removes its rows first (as ovn-controller does on exit).
+            let stopped = self.control.ovn_stopped.notified();
+            self.control.ovn_stop.notify_one();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), stopped).await;
+        }
         self.switch.shutdown.store(true, Ordering::SeqCst);
         self.switch.wakers.wake_all();
         let threads = self.pmd_threads;

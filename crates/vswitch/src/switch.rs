@@ -188,7 +188,12 @@ impl Switch {
         cfg: &PortConfig,
         config: &Config,
     ) -> Result<TopoPort, EditError> {
-        let key = DomainKey::of(cfg.vlan, cfg.vni);
+        // An OVN port is in no domain until the chassis binds it (`crate::ovn`).
+        let key = if cfg.iface_id.is_some() {
+            DomainKey::Detached
+        } else {
+            DomainKey::of(cfg.vlan, cfg.vni)
+        };
         let domain = self
             .domains
             .intern(key)
@@ -207,6 +212,7 @@ impl Switch {
             _ => config.fdb_port_max_macs,
         });
         Ok(TopoPort {
+            ovn_key: 0,
             mac_limit,
             acl: Arc::new(PortAcl::new(acl, self.pmds.len())),
             config: Arc::new(cfg.clone()),
@@ -237,7 +243,7 @@ impl Switch {
                     old.teps[i].clone(),
                     old.paths.get(i).cloned().unwrap_or_default(),
                 ),
-                None => match Tep::new(g.clone(), uplink, self.pmds.len()) {
+                None => match Tep::new(g.clone(), uplink, self.pmds.len(), config.ovn.is_some()) {
                     Ok(tep) => (Arc::new(tep), Default::default()),
                     Err(e) => {
                         tracing::warn!(tep = %g.name, error = %e, "tunnel endpoint not usable");
@@ -249,12 +255,16 @@ impl Switch {
             out.paths.push(paths);
         }
         for tp in t.iter() {
-            if let DomainKey::Vni(v) = tp.domain_key {
+            if let DomainKey::Vni(v) | DomainKey::Ovn(v) = tp.domain_key {
                 out.vni_domains.insert(v, tp.domain);
             }
         }
         out.flood = vec![Vec::new(); self.domains.len()];
         for (&vni, &d) in &out.vni_domains {
+            // OVN's logical switches flood to their groups' chassis, not static lists.
+            if t.ovn.domain(d).is_some() {
+                continue;
+            }
             let ips: Vec<std::net::IpAddr> = match config.vnis.iter().find(|v| v.id == vni) {
                 Some(v) => v.remotes.clone(),
                 None => config

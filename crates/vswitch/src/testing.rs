@@ -489,5 +489,6 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         geneve: Vec::new(),
         vnis: Vec::new(),
         vhost_user_socket: Default::default(),
+        ovn: None,
     }
 }

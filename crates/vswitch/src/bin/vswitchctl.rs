@@ -41,6 +41,10 @@ enum Cmd {
     /// Geneve tunnel endpoints: local address, uplink, remotes with their next hops and
     /// neighbour state, frames and bytes each way, drops by reason.
     Tunnels,
+    /// The OVN chassis (vswitchd --ovn-remote): Southbound connection and nb_cfg
+    /// applied, each iface_id port's logical switch, VNI and key (or why it is not
+    /// bound), the other chassis, and what a vswitchd chassis supports and refuses.
+    Ovn,
     /// The MAC table: VLAN, MAC, port, age.
     Fdb,
     /// Per-PMD packets, bursts, mean burst size, busy and idle cycles, flow-cache hits.
@@ -224,6 +228,7 @@ fn request_of(cmd: Cmd) -> Result<Request, String> {
         Cmd::PmdRebalance => Request::PmdRebalance,
         Cmd::Reload => Request::Reload,
         Cmd::Tunnels => Request::Tunnels,
+        Cmd::Ovn => Request::Ovn,
         Cmd::Top { .. } => unreachable!("handled before"),
     })
 }
@@ -266,6 +271,7 @@ fn print_reply(r: Response) {
             }
         }
         Response::Tunnels(rows) => print_tunnels(rows),
+        Response::Ovn(r) => print_ovn(r),
         Response::Reloaded(r) => {
             let list = |v: &[String]| {
                 if v.is_empty() {
@@ -279,6 +285,55 @@ fn print_reply(r: Response) {
             println!("changed in place: {}", list(&r.changed));
             println!("replaced: {}", list(&r.replaced));
         }
+    }
+}
+
+fn print_ovn(r: vswitch::control::protocol::OvnReply) {
+    if r.chassis.is_empty() {
+        println!("not an OVN chassis (vswitchd --ovn-remote REMOTE --chassis NAME)");
+        return;
+    }
+    println!(
+        "chassis {}  encap geneve {}  southbound {} ({})  connections {}  nb_cfg applied {}",
+        r.chassis,
+        r.encap_ip,
+        r.remotes.join(","),
+        r.connection,
+        r.connects,
+        r.nb_cfg
+    );
+    println!("ports:");
+    for p in &r.ports {
+        if p.bound {
+            println!(
+                "  {} = {}  logical switch {} (vni {})  key {}  {}",
+                p.port,
+                p.logical_port,
+                p.logical_switch,
+                p.vni,
+                p.key,
+                if p.up { "up" } else { "claimed" }
+            );
+        } else {
+            println!("  {}: not bound: {}", p.port, p.why_unbound);
+        }
+    }
+    println!("other chassis:");
+    for c in &r.other_chassis {
+        println!(
+            "  {}  encap {}  logical switches {}",
+            c.name,
+            c.encap_ip,
+            c.logical_switches.join(",")
+        );
+    }
+    println!("supported:");
+    for s in &r.supported {
+        println!("  {s}");
+    }
+    println!("refused or counted:");
+    for s in &r.unsupported {
+        println!("  {s}");
     }
 }
 

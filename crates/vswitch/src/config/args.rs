@@ -156,6 +156,27 @@ pub struct Args {
     /// Serve the counters for Prometheus at http://ADDR/metrics (e.g. 127.0.0.1:9477).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+
+    /// Join an OVN deployment as a chassis: read the OVN Southbound database at REMOTE
+    /// (`unix:PATH` or `tcp:IP:6642`; several, comma-separated, for a clustered
+    /// database) and turn its logical switches into bridge domains. Registers the
+    /// chassis (with --chassis) and its Encap (the IPv4 --geneve endpoint's address),
+    /// claims the logical switch ports named by `iface_id=LSP` on --vhost-user,
+    /// --vhost-user-client and --tap, and forwards by OVN's rules (README, "Joining an
+    /// OVN deployment", says what works and what is refused).
+    #[arg(long, value_name = "REMOTE[,REMOTE...]")]
+    pub ovn_remote: Option<String>,
+
+    /// The OVN chassis name this host registers (Open vSwitch's
+    /// `external_ids:system-id`); needed with --ovn-remote.
+    #[arg(long, value_name = "NAME")]
+    pub chassis: Option<String>,
+
+    /// Claim ports of OVN logical switches that have ACLs (security groups) although
+    /// vswitchd cannot enforce them. Without it such ports are not claimed, since an
+    /// unenforced security group is a hole; `vswitchctl ovn` says which.
+    #[arg(long)]
+    pub ovn_allow_unenforced_acls: bool,
 }
 
 /// `on` or `off`.

@@ -70,6 +70,12 @@ pub struct FileConfig {
     pub pmd_auto_rebalance: Option<bool>,
     /// Prometheus endpoint address.
     pub metrics: Option<std::net::SocketAddr>,
+    /// The OVN Southbound database (`--ovn-remote`).
+    pub ovn_remote: Option<String>,
+    /// The OVN chassis name (`--chassis`).
+    pub chassis: Option<String>,
+    /// Claim ports of logical switches with ACLs (`--ovn-allow-unenforced-acls`).
+    pub ovn_allow_unenforced_acls: Option<bool>,
 }
 
 /// Reads and parses a TOML configuration file.

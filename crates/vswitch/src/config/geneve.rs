@@ -35,6 +35,10 @@ pub struct GeneveConfig {
     /// data a multiple of 4 bytes).
     #[serde(default)]
     pub options: Vec<String>,
+    /// Set when vswitchd is an OVN chassis (not a file key): frames of OVN logical
+    /// switches carry OVN's 8-byte option, counted in [`GeneveConfig::overhead`].
+    #[serde(skip)]
+    pub ovn: bool,
 }
 
 fn geneve_port() -> u16 {
@@ -57,7 +61,12 @@ impl GeneveConfig {
             .filter_map(|o| parse_option(o).ok())
             .map(|o| 4 + o.2.len())
             .sum();
-        14 + ip + 8 + 8 + opts
+        let ovn = if self.ovn {
+            crate::model::ovn::OPTION_BYTES
+        } else {
+            0
+        };
+        14 + ip + 8 + 8 + opts + ovn
     }
 }
 
@@ -135,6 +144,7 @@ pub fn parse_geneve_spec(spec: &str) -> Result<GeneveConfig, ConfigError> {
         port: geneve_port(),
         csum: None,
         options: Vec::new(),
+        ovn: false,
     };
     for opt in parts {
         let (k, v) = opt

@@ -8,6 +8,7 @@
 mod args;
 mod file;
 pub mod geneve;
+pub mod ovn;
 pub mod port;
 
 use std::collections::HashSet;
@@ -235,6 +236,8 @@ pub struct Config {
     pub vnis: Vec<VniConfig>,
     /// Group and mode of vhost-user server sockets whose port does not set its own.
     pub vhost_user_socket: SocketDefaults,
+    /// vswitchd as an OVN chassis (`--ovn-remote`), if it is one.
+    pub ovn: Option<ovn::OvnConfig>,
 }
 
 /// The daemon-wide group and mode of vhost-user server sockets
@@ -420,6 +423,24 @@ impl TryFrom<Args> for Config {
             vhost_user_socket.complete(p);
         }
         validate_ports(&ports)?;
+        let ovn = ovn::resolve(
+            args.ovn_remote
+                .as_deref()
+                .map(|r| ("--ovn-remote", r))
+                .or(file.ovn_remote.as_deref().map(|r| ("ovn_remote", r))),
+            args.chassis
+                .as_deref()
+                .map(|c| ("--chassis", c))
+                .or(file.chassis.as_deref().map(|c| ("chassis", c))),
+            args.ovn_allow_unenforced_acls || file.ovn_allow_unenforced_acls.unwrap_or(false),
+            &file
+                .geneve
+                .iter()
+                .cloned()
+                .chain(args.geneve.iter().filter_map(|s| parse_geneve_spec(s).ok()))
+                .collect::<Vec<_>>(),
+            &ports,
+        )?;
         let ports: Vec<PortConfig> = ports.into_iter().map(|(_, p)| p).collect();
         let mut teps: Vec<(String, GeneveConfig)> = file
             .geneve
@@ -429,6 +450,9 @@ impl TryFrom<Args> for Config {
             .collect();
         for s in &args.geneve {
             teps.push((format!("--geneve {s:?}"), parse_geneve_spec(s)?));
+        }
+        for (_, g) in &mut teps {
+            g.ovn = ovn.is_some();
         }
         let vnis: Vec<(String, VniConfig)> = file
             .vni
@@ -584,6 +608,7 @@ impl TryFrom<Args> for Config {
             fdb_port_max_macs,
             fdb_static,
             vhost_user_socket,
+            ovn,
         })
     }
 }
@@ -895,29 +920,12 @@ mod tests {
                 "socket_mode = \"0640\"",
             ),
             (
-                "vhost-user",
-                "port",
-                "iface_id=lsp-1",
-                "iface_id = \"lsp-1\"",
-            ),
-            (
-                "vhost-user-client",
-                "port",
-                "iface_id=lsp-2",
-                "iface_id = \"lsp-2\"",
-            ),
-            (
                 "uplink",
                 "uplink",
                 "mode=generic,queues=2",
                 "mode = \"generic\"\nqueues = 2",
             ),
-            (
-                "tap",
-                "tap",
-                "iface_id=lsp-3,vlan=7",
-                "iface_id = \"lsp-3\"\nvlan = 7",
-            ),
+            ("tap", "tap", "vlan=7", "vlan = 7"),
         ];
         for (flag, table, opts, toml_opts) in cases {
             let (first_key, first) = match *table {
@@ -1034,5 +1042,57 @@ mod tests {
             e.contains("socket_group=no-such-group-x: no such group"),
             "{e}"
         );
+    }
+
+    /// `iface_id=` needs an OVN Southbound database, which needs a chassis name and an
+    /// IPv4 Geneve endpoint; the errors say so, from a flag or the file alike.
+    #[test]
+    fn ovn_settings_are_checked() {
+        let d = tempfile::tempdir().unwrap();
+        let a = format!("a={}/a.sock,iface_id=lsp1", d.path().display());
+        let e = Config::try_from(args(&["--vhost-user", &a]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("iface_id=lsp1") && e.contains("--ovn-remote"),
+            "{e}"
+        );
+        let f = d.path().join("c.toml");
+        std::fs::write(
+            &f,
+            format!(
+                "[[tap]]\nname = \"t\"\nifname = \"t0\"\niface_id = \"lsp2\"\n[[port]]\nname = \"b\"\ntype = \"vhost-user\"\npath = \"{}/b.sock\"\n",
+                d.path().display()
+            ),
+        )
+        .unwrap();
+        let e = Config::try_from(args(&["--config", f.to_str().unwrap()]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tap[0]") && e.contains("iface_id=lsp2"), "{e}");
+        let e = Config::try_from(args(&["--ovn-remote", "unix:/run/ovn/sb.sock"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--chassis NAME is needed"), "{e}");
+        let e = Config::try_from(args(&["--ovn-remote", "tcp:1.2.3.4", "--chassis", "hv1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--ovn-remote") && e.contains("tcp:1.2.3.4"),
+            "{e}"
+        );
+        let e = Config::try_from(args(&[
+            "--ovn-remote",
+            "tcp:127.0.0.1:6642",
+            "--chassis",
+            "hv1",
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("IPv4 Geneve tunnel endpoint"), "{e}");
+        let e = Config::try_from(args(&["--chassis", "hv1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only used with --ovn-remote"), "{e}");
     }
 }

@@ -48,6 +48,7 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
+        Request::Ovn => Response::Ovn(crate::ovn::reply(ctl)),
     })
 }
 
@@ -88,6 +89,16 @@ fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {
                     .remotes
                     .ip(r)
                     .map_or_else(|| format!("remote {r}"), |ip| format!("remote {ip}")),
+                Dest::RemotePort { remote, key } => {
+                    let chassis = topo.ovn.chassis_of.get(&remote).cloned();
+                    let ip = sw.remotes.ip(remote).map(|ip| ip.to_string());
+                    format!(
+                        "chassis {} ({}) port key {key}",
+                        chassis.unwrap_or_default(),
+                        ip.unwrap_or_default()
+                    )
+                }
+                Dest::Router => "ovn router port (unsupported)".to_string(),
             },
             age_secs: r.age_secs,
             is_static: r.is_static,

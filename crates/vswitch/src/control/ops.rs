@@ -45,6 +45,14 @@ pub struct Control {
     pub net: Arc<std::sync::RwLock<super::netlink::NetState>>,
     /// Notified when the kernel's state changed.
     pub net_changed: Arc<tokio::sync::Notify>,
+    /// Wakes the OVN chassis: ports were added, deleted or replaced.
+    pub ovn_wake: tokio::sync::Notify,
+    /// Asks the OVN chassis to remove its rows and stop.
+    pub ovn_stop: tokio::sync::Notify,
+    /// The OVN chassis has stopped.
+    pub ovn_stopped: tokio::sync::Notify,
+    /// The OVN chassis' status, when vswitchd is one.
+    pub ovn: std::sync::OnceLock<Arc<crate::ovn::Status>>,
 }
 
 impl Control {
@@ -59,6 +67,10 @@ impl Control {
             beats: Mutex::new(Vec::new()),
             net: Arc::default(),
             net_changed: Arc::default(),
+            ovn_wake: tokio::sync::Notify::new(),
+            ovn_stop: tokio::sync::Notify::new(),
+            ovn_stopped: tokio::sync::Notify::new(),
+            ovn: std::sync::OnceLock::new(),
         })
     }
 
@@ -190,6 +202,7 @@ impl Control {
             self.start_service(p);
         }
         self.adopted(generation).await;
+        self.ovn_wake.notify_one();
         Ok(changed)
     }
 
@@ -242,6 +255,7 @@ impl Control {
         for tp in removed {
             self.teardown(tp.port).await;
         }
+        self.ovn_wake.notify_one();
         Ok(())
     }
 
@@ -296,7 +310,7 @@ impl Control {
     }
 
     /// Waits until every PMD runs `generation`.
-    async fn adopted(&self, generation: u64) {
+    pub(crate) async fn adopted(&self, generation: u64) {
         let sw = self.switch.clone();
         let ok = tokio::task::spawn_blocking(move || sw.wait_adopted(generation, ADOPT_TIMEOUT))
             .await
@@ -578,6 +592,9 @@ fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
     if old.emc_insert_inv_prob != new.emc_insert_inv_prob {
         what.push("emc_insert_inv_prob");
     }
+    if old.ovn != new.ovn {
+        what.push("ovn_remote, chassis, ovn_allow_unenforced_acls");
+    }
     if what.is_empty() {
         Ok(())
     } else {
@@ -672,6 +689,15 @@ fn apply_in_place(sw: &Switch, t: &mut Topology, new: &Config, pmds: usize) -> I
             continue;
         };
         let mut changed = false;
+        // An OVN port's domain and port security are the chassis' (`crate::ovn`).
+        let ovn = cfg.iface_id.is_some() && cfg.iface_id == tp.config.iface_id;
+        if ovn {
+            if placed.acl.rules.rules() != tp.acl.rules.rules() {
+                tp.acl = Arc::new(PortAcl::new(placed.acl.rules.clone(), pmds));
+                out.names.push(cfg.name.clone());
+            }
+            continue;
+        }
         if placed.domain != tp.domain {
             out.domain_changed.push(cfg.name.clone());
             tp.domain = placed.domain;

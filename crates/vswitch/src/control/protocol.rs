@@ -89,6 +89,8 @@ pub enum Request {
     Reload,
     /// Tunnel endpoints: remotes with their next hops, counters, drops by reason.
     Tunnels,
+    /// The OVN chassis: Southbound connection, claimed ports, other chassis.
+    Ovn,
 }
 
 impl Request {
@@ -187,6 +189,8 @@ pub enum Response {
     Reloaded(ReloadReply),
     /// To [`Request::Tunnels`].
     Tunnels(Vec<TunnelRow>),
+    /// To [`Request::Ovn`].
+    Ovn(OvnReply),
 }
 
 /// A reply line: the protocol version and either the data or an error message.
@@ -527,6 +531,67 @@ pub struct ShowMigration {
     pub logs_set: u64,
     /// MAC announcements sent into the switch after switch-over (`SEND_RARP`).
     pub announced: u64,
+}
+
+/// `vswitchctl ovn`: vswitchd as an OVN chassis.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnReply {
+    /// The chassis name (empty: vswitchd is no OVN chassis).
+    pub chassis: String,
+    /// The Southbound database remotes.
+    pub remotes: Vec<String>,
+    /// `connected to REMOTE`, `connecting`, or `disconnected from REMOTE: why`.
+    pub connection: String,
+    /// Connections made to the database so far.
+    pub connects: u64,
+    /// The chassis' Encap IP (its Geneve endpoint).
+    pub encap_ip: String,
+    /// The `SB_Global.nb_cfg` last applied (and reported in `Chassis_Private`).
+    pub nb_cfg: i64,
+    /// Every local port that names a logical switch port (`iface_id=`).
+    pub ports: Vec<OvnPortRow>,
+    /// Other chassis that have ports on this chassis' logical switches.
+    pub other_chassis: Vec<OvnChassisRow>,
+    /// What works on a vswitchd chassis and what does not.
+    pub supported: Vec<String>,
+    /// What is refused or counted.
+    pub unsupported: Vec<String>,
+}
+
+/// A local port in `vswitchctl ovn`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnPortRow {
+    /// The local port.
+    pub port: String,
+    /// The logical switch port it is.
+    pub logical_port: String,
+    /// Bound here.
+    pub bound: bool,
+    /// `Port_Binding.up`.
+    pub up: bool,
+    /// Its logical switch.
+    pub logical_switch: String,
+    /// The switch's tunnel key (VNI).
+    pub vni: u32,
+    /// The port's key.
+    pub key: u16,
+    /// Why it is not bound (empty when bound).
+    pub why_unbound: String,
+}
+
+/// Another chassis in `vswitchctl ovn`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnChassisRow {
+    /// Its name.
+    pub name: String,
+    /// Its Geneve endpoint.
+    pub encap_ip: String,
+    /// The logical switches it shares with this chassis.
+    pub logical_switches: Vec<String>,
+    /// Geneve frames sent to it and received from it (outer, after segmentation).
+    pub tx_packets: u64,
+    /// See `tx_packets`.
+    pub rx_packets: u64,
 }
 
 /// One port in `vswitchctl show`.

@@ -9,9 +9,10 @@ use flowcache::FlowKey;
 
 use super::packet::{Action, Decision, Pkt, RxBurst, BURST, NO_LEARN, NO_RULE};
 use super::pipeline::Pipeline;
-use super::pipeline::Source;
+use super::pipeline::{Mode, Source};
 use crate::model::acl;
 use crate::model::fdb::{fdb_key, Dest, FdbReader};
+use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::DropReason;
 use crate::model::topology::Topology;
 
@@ -246,20 +247,17 @@ pub fn l2_decide(
     fdb: &FdbReader<'_>,
 ) -> Decision {
     if tagged && src.domain_key.is_access() {
-        return Decision {
-            action: Action::Drop(DropReason::VlanTagged),
-            rule: NO_RULE,
-            learn: NO_LEARN,
-        };
+        return drop_for(DropReason::VlanTagged);
     }
     if let Some(cfg) = src.security {
         if !cfg.permits_source(smac) {
-            return Decision {
-                action: Action::Drop(DropReason::SpoofedSource),
-                rule: NO_RULE,
-                learn: NO_LEARN,
-            };
+            return drop_for(DropReason::SpoofedSource);
         }
+    }
+    match src.mode {
+        Mode::Learn => {}
+        Mode::Ovn(o) => return ovn_decide(src, o, dmac, fdb),
+        Mode::Detached => return drop_for(DropReason::OvnUnbound),
     }
     let learn = if smac[0] & 1 == 0 {
         fdb_key(src.domain, smac)
@@ -274,7 +272,9 @@ pub fn l2_decide(
             Some(Dest::Port(port)) => Action::Output(port),
             // A tunnelled frame never goes back into a tunnel (split horizon).
             Some(Dest::Remote(_)) if src.tep.is_some() => Action::Drop(DropReason::SplitHorizon),
-            Some(Dest::Remote(r)) => Action::Encap(r),
+            Some(Dest::Remote(r)) => Action::Encap(r, 0),
+            // OVN's destinations live only in OVN domains.
+            Some(Dest::RemotePort { .. } | Dest::Router) => Action::Drop(DropReason::NoDestination),
             None => Action::Flood(src.domain),
         }
     };
@@ -282,5 +282,45 @@ pub fn l2_decide(
         action,
         rule: NO_RULE,
         learn,
+    }
+}
+
+/// A drop decision for `reason`.
+#[inline]
+fn drop_for(reason: DropReason) -> Decision {
+    Decision {
+        action: Action::Drop(reason),
+        rule: NO_RULE,
+        learn: NO_LEARN,
+    }
+}
+
+/// The L2 decision in OVN logical switch `o` (the source admitted): no learning; a
+/// known MAC's port, here or on another chassis; broadcast and multicast to
+/// `_MC_flood`; unknown unicast to `_MC_unknown` when a port of the switch has
+/// `unknown` addresses, else dropped (as OVN's `ls_in_l2_unknown` stage does).
+#[inline]
+fn ovn_decide(src: &Source<'_>, o: &OvnDomain, dmac: &[u8; 6], fdb: &FdbReader<'_>) -> Decision {
+    let action = if dmac[0] & 1 != 0 {
+        Action::Multicast(src.domain, ovn::MC_FLOOD)
+    } else {
+        match fdb.lookup(fdb_key(src.domain, dmac)) {
+            Some(d) if d == src.learn => Action::Drop(DropReason::SamePort),
+            Some(Dest::Port(p)) => Action::Output(p),
+            Some(Dest::RemotePort { remote, key }) if src.tep.is_none() => {
+                Action::Encap(remote, key)
+            }
+            Some(Dest::RemotePort { .. } | Dest::Remote(_)) => {
+                Action::Drop(DropReason::SplitHorizon)
+            }
+            Some(Dest::Router) => Action::Drop(DropReason::OvnRouterUnsupported),
+            None if o.has_unknown => Action::Multicast(src.domain, ovn::MC_UNKNOWN),
+            None => Action::Drop(DropReason::OvnUnknownUnicast),
+        }
+    };
+    Decision {
+        action,
+        rule: NO_RULE,
+        learn: NO_LEARN,
     }
 }

@@ -15,8 +15,8 @@ use crate::model::tunnel::RemoteId;
 pub enum Target {
     /// A local port.
     Port(PortId),
-    /// A remote tunnel endpoint.
-    Remote(RemoteId),
+    /// A remote tunnel endpoint, with the egress key of OVN's option (0: none).
+    Remote(RemoteId, u16),
 }
 
 /// The frames of one burst bound for one destination.
@@ -54,8 +54,9 @@ impl Group {
 pub struct Groups {
     pub(super) groups: Vec<Group>,
     pub(super) active: usize,
-    /// Flood targets computed in this burst: (domain, start, len) into `targets`.
-    floods: Vec<(DomainId, u32, u32)>,
+    /// Flood targets computed in this burst: (domain, OVN group or 0, start, len) into
+    /// `targets`.
+    floods: Vec<(DomainId, u16, u32, u32)>,
     targets: Vec<Target>,
 }
 
@@ -93,29 +94,41 @@ impl Groups {
         g.n += 1;
     }
 
-    /// Where a frame flooded in `domain` from `src` goes: the domain's members other
-    /// than the source whose link can take it, and, for a frame that did not come from
-    /// a tunnel, the remotes of the domain's VNI. Computed once per burst and domain.
-    fn flood_targets(&mut self, topo: &Topology, src: &Source<'_>, domain: DomainId) -> (u32, u32) {
-        if let Some(&(_, s, n)) = self.floods.iter().find(|f| f.0 == domain) {
+    /// Where a frame flooded in `domain` (`group` 0), or sent to OVN multicast group
+    /// `group` of it, from `src` goes: the members other than the source whose link can
+    /// take it, and, for a frame that did not come from a tunnel, the remotes (the
+    /// VNI's flood list, or one copy per chassis with members of the group, carrying
+    /// the group's key). Computed once per burst, domain and group.
+    fn flood_targets(
+        &mut self,
+        topo: &Topology,
+        src: &Source<'_>,
+        domain: DomainId,
+        group: u16,
+    ) -> (u32, u32) {
+        if let Some(&(_, _, s, n)) = self.floods.iter().find(|f| f.0 == domain && f.1 == group) {
             return (s, n);
         }
         let start = self.targets.len() as u32;
-        for &p in topo.domain_ports(domain) {
+        let (ports, remotes): (&[PortId], &[RemoteId]) = if group == 0 {
+            (topo.domain_ports(domain), topo.tunnels.flood_of(domain))
+        } else {
+            match topo.ovn.domain(domain).and_then(|o| o.group(group)) {
+                Some(g) => (&g.local, &g.remotes),
+                None => (&[], &[]),
+            }
+        };
+        for &p in ports {
             if p != src.port.id && topo.port(p).is_some_and(|tp| tp.port.can_flood()) {
                 self.targets.push(Target::Port(p));
             }
         }
         if src.tep.is_none() {
-            self.targets.extend(
-                topo.tunnels
-                    .flood_of(domain)
-                    .iter()
-                    .map(|&r| Target::Remote(r)),
-            );
+            self.targets
+                .extend(remotes.iter().map(|&r| Target::Remote(r, group)));
         }
         let n = self.targets.len() as u32 - start;
-        self.floods.push((domain, start, n));
+        self.floods.push((domain, group, start, n));
         (start, n)
     }
 }
@@ -136,8 +149,8 @@ impl Pipeline {
         for g in 0..self.groups.active {
             let port = match self.groups.groups[g].target {
                 Target::Port(p) => p,
-                Target::Remote(r) => {
-                    self.encap(topo, src, r, g, queue, burst, pkts);
+                Target::Remote(r, egress) => {
+                    self.encap(topo, src, (r, egress), g, queue, burst, pkts);
                     continue;
                 }
             };
@@ -179,9 +192,13 @@ impl Pipeline {
         for (i, a) in self.actions.iter().enumerate() {
             match *a {
                 Action::Output(p) => groups.push(Target::Port(p), i as u16, &mut hint),
-                Action::Encap(r) => groups.push(Target::Remote(r), i as u16, &mut hint),
-                Action::Flood(d) => {
-                    let (s, n) = groups.flood_targets(topo, src, d);
+                Action::Encap(r, k) => groups.push(Target::Remote(r, k), i as u16, &mut hint),
+                Action::Flood(d) | Action::Multicast(d, _) => {
+                    let group = match *a {
+                        Action::Multicast(_, g) => g,
+                        _ => 0,
+                    };
+                    let (s, n) = groups.flood_targets(topo, src, d, group);
                     if n == 0 {
                         unflooded += 1;
                     }

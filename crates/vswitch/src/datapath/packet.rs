@@ -231,8 +231,13 @@ pub enum Action {
     /// To every other port of the bridge domain whose link can take it, and (unless it
     /// came from a tunnel) one copy to each remote endpoint of the domain's VNI.
     Flood(DomainId),
-    /// Into a Geneve tunnel to a remote endpoint.
-    Encap(crate::model::tunnel::RemoteId),
+    /// Into a Geneve tunnel to a remote endpoint, with OVN's option carrying this
+    /// egress key when it is not 0 (a port on another OVN chassis).
+    Encap(crate::model::tunnel::RemoteId, u16),
+    /// To an OVN multicast group of the domain (`_MC_flood`, `_MC_unknown`, or the
+    /// group a tunnelled frame names): its local members other than the source, and
+    /// (unless it came from a tunnel) one copy to each remote chassis with members.
+    Multicast(DomainId, u16),
     /// Dropped and counted under the reason.
     Drop(DropReason),
 }

@@ -42,13 +42,47 @@ pub struct Source<'a> {
     pub security: Option<&'a PortConfig>,
     /// MACs the source may teach the FDB (`u32::MAX` for a remote: only the table's).
     pub mac_limit: u32,
+    /// How destinations are decided in the frames' domain.
+    pub mode: Mode<'a>,
+    /// The source's OVN logical port key (the ingress key of OVN's Geneve option; 0:
+    /// not an OVN port, or tunnelled).
+    pub ovn_key: u16,
+}
+
+/// How a domain decides destinations.
+#[derive(Debug, Clone, Copy)]
+pub enum Mode<'a> {
+    /// Learning: source MACs are learned, unknown destinations flooded (VLANs, VNIs).
+    Learn,
+    /// An OVN logical switch: destinations from OVN's port MACs, no learning
+    /// ([`crate::model::ovn`]).
+    Ovn(&'a crate::model::ovn::OvnDomain),
+    /// No domain (an OVN port not bound here): every frame dropped.
+    Detached,
+}
+
+impl<'a> Mode<'a> {
+    /// The mode of domain `d` (of key `key`) in `topo`.
+    #[inline]
+    pub fn of(topo: &'a Topology, d: DomainId, key: DomainKey) -> Self {
+        match key {
+            DomainKey::Ovn(_) => match topo.ovn.domain(d) {
+                Some(o) => Mode::Ovn(o),
+                None => Mode::Detached,
+            },
+            DomainKey::Detached => Mode::Detached,
+            _ => Mode::Learn,
+        }
+    }
 }
 
 impl<'a> Source<'a> {
-    /// Frames from local port `tp`.
+    /// Frames from local port `tp` of `topo`.
     #[inline]
-    pub fn local(tp: &'a TopoPort) -> Self {
+    pub fn local(topo: &'a Topology, tp: &'a TopoPort) -> Self {
         Source {
+            mode: Mode::of(topo, tp.domain, tp.domain_key),
+            ovn_key: tp.ovn_key,
             port: &tp.port,
             domain: tp.domain,
             domain_key: tp.domain_key,
@@ -82,7 +116,8 @@ pub struct Pipeline {
     /// Decapsulated frames of a burst and where each came from (domain, remote,
     /// endpoint).
     pub(super) inner: Vec<Pkt>,
-    pub(super) inner_from: Vec<(DomainId, RemoteId, usize)>,
+    /// With the action OVN's option decided, for frames of OVN logical switches.
+    pub(super) inner_from: Vec<(DomainId, RemoteId, usize, Option<Action>)>,
     /// The last remote heard from.
     pub(super) last_remote: Option<(std::net::IpAddr, RemoteId)>,
     /// Outer header templates.
@@ -167,7 +202,7 @@ impl BurstHandler for Run<'_> {
             self.pipeline.decap(self.topo, src, queue, burst, pkts);
             return;
         }
-        let src = Source::local(tp);
+        let src = Source::local(self.topo, tp);
         self.pipeline.classify(self.topo, &src, burst, pkts);
         self.pipeline.forward(self.topo, &src, queue, burst, pkts);
     }
@@ -179,7 +214,9 @@ fn describe(topo: &Topology, d: &Decision) -> String {
             .port(p)
             .map_or_else(|| p.to_string(), |tp| tp.port.name.clone()),
         Action::Flood(_) => "flood".into(),
-        Action::Encap(r) => format!("encap(remote {r})"),
+        Action::Multicast(_, g) => format!("multicast(ovn group {g:#x})"),
+        Action::Encap(r, 0) => format!("encap(remote {r})"),
+        Action::Encap(r, k) => format!("encap(remote {r}, ovn port {k})"),
         Action::Drop(crate::model::stats::DropReason::Acl) => format!("drop(acl rule {})", d.rule),
         Action::Drop(r) => format!("drop({})", r.name()),
     }

@@ -32,13 +32,18 @@ pub struct EncapItem {
     pub tmpl: u32,
 }
 
+/// What a template is for: endpoint, remote, VNI, next hop, and OVN's (ingress,
+/// egress) keys ((0, 0): no OVN option).
+type TemplateKey = (usize, RemoteId, u32, usize, (u16, u16));
+
 /// A PMD's outer header templates (each holds its own IPv4 ID counter), built on first
-/// use for (endpoint, remote, VNI, next hop) and dropped when the topology changes
-/// (paths may have moved).
+/// use for a [`TemplateKey`] and dropped when the topology changes (paths may have
+/// moved). OVN's option is part of the template: the ingress key is the source port's,
+/// fixed for a burst, so a template per (ingress, egress) pair costs nothing per frame.
 #[derive(Debug, Default)]
 pub struct Templates {
     generation: u64,
-    index: HashMap<(usize, RemoteId, u32, usize), u32>,
+    index: HashMap<TemplateKey, u32>,
     /// The templates.
     pub list: Vec<TunnelTemplate>,
 }
@@ -53,11 +58,7 @@ impl Templates {
     }
 
     /// The template for `key`, built with `cfg` if new; None if it cannot be built.
-    fn get(
-        &mut self,
-        key: (usize, RemoteId, u32, usize),
-        cfg: impl FnOnce() -> TunnelConfig,
-    ) -> Option<u32> {
+    fn get(&mut self, key: TemplateKey, cfg: impl FnOnce() -> TunnelConfig) -> Option<u32> {
         if let Some(&i) = self.index.get(&key) {
             return Some(i);
         }
@@ -118,6 +119,17 @@ impl Pipeline {
                 c.drop(TunnelDrop::UnknownVni, 1);
                 continue;
             };
+            // An OVN logical switch: delivered by the egress key of OVN's option.
+            let ovn = match topo.ovn.domain(domain) {
+                Some(o) => match ovn_delivery(o, domain, d.options) {
+                    Ok(a) => Some(a),
+                    Err(r) => {
+                        c.drop(r, 1);
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let Some(remote) = self.remote_id(d.outer_src) else {
                 continue;
             };
@@ -130,20 +142,26 @@ impl Pipeline {
                 len: d.inner.len() as u32,
                 ..Pkt::default()
             });
-            from.push((domain, remote, t));
+            from.push((domain, remote, t, ovn));
         }
         let mut i = 0;
         while i < inner.len() {
-            let (domain, remote, tep) = from[i];
-            let j = i + from[i..].iter().take_while(|f| **f == from[i]).count();
+            let (domain, remote, tep, _) = from[i];
+            let j = i + from[i..]
+                .iter()
+                .take_while(|f| (f.0, f.1, f.2) == (domain, remote, tep))
+                .count();
+            let domain_key = self
+                .switch
+                .domains
+                .key(domain)
+                .unwrap_or(crate::model::topology::DomainKey::Vni(0));
             let src = Source {
+                mode: super::pipeline::Mode::of(topo, domain, domain_key),
+                ovn_key: 0,
                 port,
                 domain,
-                domain_key: self
-                    .switch
-                    .domains
-                    .key(domain)
-                    .unwrap_or(crate::model::topology::DomainKey::Vni(0)),
+                domain_key,
                 acl: &NO_ACL,
                 learn: Dest::Remote(remote),
                 tep: Some(tep),
@@ -151,7 +169,17 @@ impl Pipeline {
                 security: None,
                 mac_limit: u32::MAX,
             };
-            self.classify(topo, &src, burst, &mut inner[i..j]);
+            if from[i].3.is_some() {
+                // OVN: the sender decided; no classification, no learning.
+                self.actions.clear();
+                self.actions.extend(from[i..j].iter().filter_map(|f| f.3));
+                let c = port.counters(self.pmd);
+                c.rx_packets.add((j - i) as u64);
+                c.rx_bytes
+                    .add(inner[i..j].iter().map(|p| u64::from(p.len)).sum::<u64>());
+            } else {
+                self.classify(topo, &src, burst, &mut inner[i..j]);
+            }
             self.forward(topo, &src, queue, burst, &mut inner[i..j]);
             i = j;
         }
@@ -179,12 +207,17 @@ impl Pipeline {
         &mut self,
         topo: &Topology,
         src: &Source<'_>,
-        remote: RemoteId,
+        (remote, egress): (RemoteId, u16),
         g: usize,
         queue: u16,
         burst: &B,
         pkts: &mut [Pkt],
     ) {
+        let ovn = if egress == 0 {
+            (0, 0)
+        } else {
+            (src.ovn_key, egress)
+        };
         let Some(vni) = src.domain_key.vni() else {
             return;
         };
@@ -207,7 +240,7 @@ impl Pipeline {
                 if p.hash as usize % n != k {
                     continue;
                 }
-                let Some(tmpl) = self.template(topo, t, tep, remote, ip, vni, p.hash) else {
+                let Some(tmpl) = self.template(topo, t, tep, (remote, ip), vni, ovn, p.hash) else {
                     continue;
                 };
                 self.encap_items.push(EncapItem { pkt: i, tmpl });
@@ -243,9 +276,9 @@ impl Pipeline {
         topo: &Topology,
         t: usize,
         tep: &Tep,
-        remote: RemoteId,
-        ip: IpAddr,
+        (remote, ip): (RemoteId, IpAddr),
         vni: u32,
+        ovn: (u16, u16),
         hash: u32,
     ) -> Option<u32> {
         let path = topo.tunnels.paths.get(t).and_then(|m| m.get(&remote));
@@ -258,9 +291,19 @@ impl Pipeline {
         };
         // The next hop from the upper half of the hash (the endpoint took the lower).
         let hop = (hash >> 16) as usize % path.hops.len();
-        let r = self.templates.get((t, remote, vni, hop), || {
+        let r = self.templates.get((t, remote, vni, hop, ovn), || {
             let mut c = TunnelConfig::new(path.src_mac, path.hops[hop], tep.config.local, ip, vni);
             c.options = tep.options;
+            if ovn.1 != 0 {
+                let data = crate::model::ovn::option_data(ovn.0, ovn.1);
+                // Fits: the endpoint's own options leave room (checked with the
+                // configuration: their length plus OVN's 8 bytes at most 252).
+                let _ = c.options.push(
+                    crate::model::ovn::OPTION_CLASS,
+                    crate::model::ovn::OPTION_TYPE,
+                    &data,
+                );
+            }
             c.udp_checksum = tep.config.udp_checksum();
             c.destination_port = tep.config.port;
             c
@@ -282,6 +325,28 @@ impl Pipeline {
         {
             t.counters(self.pmd).drop(TunnelDrop::NoEndpoint, n);
         }
+    }
+}
+
+/// Where a frame received for OVN logical switch `o` (domain `domain`) goes, by the
+/// egress key of OVN's option among its Geneve `options`: a local port, or the local
+/// members of a multicast group; never back into a tunnel.
+fn ovn_delivery(
+    o: &crate::model::ovn::OvnDomain,
+    domain: crate::model::topology::DomainId,
+    options: &[u8],
+) -> Result<super::packet::Action, TunnelDrop> {
+    use super::packet::Action;
+    let (_, egress) = crate::model::ovn::find_option(options).ok_or(TunnelDrop::OvnNoOption)?;
+    if egress <= crate::model::ovn::MAX_PORT_KEY {
+        return o
+            .local_port(egress)
+            .map(Action::Output)
+            .ok_or(TunnelDrop::OvnNotHere);
+    }
+    match o.group(egress) {
+        Some(g) if !g.local.is_empty() => Ok(Action::Multicast(domain, egress)),
+        _ => Err(TunnelDrop::OvnNotHere),
     }
 }
 

@@ -33,6 +33,17 @@ pub enum Dest {
     Port(PortId),
     /// Behind a remote tunnel endpoint (learned from decapsulated frames).
     Remote(crate::model::tunnel::RemoteId),
+    /// An OVN logical port bound on another chassis: that chassis' tunnel endpoint and
+    /// the port's key (the egress key of OVN's Geneve option).
+    RemotePort {
+        /// The chassis' endpoint (its Encap IP).
+        remote: crate::model::tunnel::RemoteId,
+        /// The logical port's key (`Port_Binding.tunnel_key`).
+        key: u16,
+    },
+    /// The MAC of an OVN logical router port: frames to it need OVN's router pipeline,
+    /// which vswitchd does not run (dropped as `ovn_router_unsupported`).
+    Router,
 }
 
 /// FDB key: bridge domain in bits 48..64, MAC in bits 0..48.
@@ -56,6 +67,9 @@ pub struct FdbEntry {
     last_seen: AtomicU64,
     /// Static entries never age and are never moved by learning.
     pub is_static: bool,
+    /// A static entry the OVN chassis installed (replaced as a whole by
+    /// [`Fdb::replace_ovn`], kept by [`Fdb::clear_static`]).
+    pub ovn: bool,
 }
 
 /// One FDB row as `vswitchctl fdb` shows it.
@@ -106,7 +120,7 @@ impl Table {
     fn port_count(&self, dest: Dest) -> u32 {
         match dest {
             Dest::Port(p) => self.per_port.get(usize::from(p)).copied().unwrap_or(0),
-            Dest::Remote(_) => 0,
+            _ => 0,
         }
     }
 
@@ -276,6 +290,7 @@ impl Fdb {
                             dest: l.dest,
                             last_seen: AtomicU64::new(now),
                             is_static: false,
+                            ovn: false,
                         },
                     );
                     t.count(l.dest, true);
@@ -324,10 +339,44 @@ impl Fdb {
                 dest,
                 last_seen: AtomicU64::new(0),
                 is_static: true,
+                ovn: false,
             },
         );
         t.recount();
         self.bump();
+    }
+
+    /// Replaces every OVN entry with `entries` (domain, MAC, destination) in one
+    /// change; invalidates cached decisions only when something changed. Returns
+    /// whether it did.
+    pub fn replace_ovn(&self, entries: &[(DomainId, MacAddr, Dest)]) -> bool {
+        let mut t = self.write();
+        let want: HashMap<u64, Dest> = entries
+            .iter()
+            .map(|(d, m, dest)| (fdb_key(*d, &m.0), *dest))
+            .collect();
+        let same = t.map.iter().filter(|(_, e)| e.ovn).count() == want.len()
+            && want
+                .iter()
+                .all(|(k, d)| t.map.get(k).is_some_and(|e| e.ovn && e.dest == *d));
+        if same {
+            return false;
+        }
+        t.map.retain(|k, e| !e.ovn && !want.contains_key(k));
+        for (k, dest) in want {
+            t.map.insert(
+                k,
+                FdbEntry {
+                    dest,
+                    last_seen: AtomicU64::new(0),
+                    is_static: true,
+                    ovn: true,
+                },
+            );
+        }
+        t.recount();
+        self.bump();
+        true
     }
 
     /// Sets the aging time (zero disables aging).
@@ -363,9 +412,10 @@ impl Fdb {
         self.remove(|_, e| e.is_static || now.saturating_sub(e.last_seen.load(Relaxed)) < max)
     }
 
-    /// Removes every static entry (before a reload installs the file's).
+    /// Removes every static entry of the configuration (before a reload installs the
+    /// file's); the OVN chassis' entries stay.
     pub fn clear_static(&self) -> usize {
-        self.remove(|_, e| !e.is_static)
+        self.remove(|_, e| !e.is_static || e.ovn)
     }
 
     /// Removes the dynamic entries of a port (its link went down, or it moved to another

@@ -56,13 +56,23 @@ pub enum DropReason {
     /// (`--fdb-max-macs`) or its port's (`max_macs=`, `--fdb-port-max-macs`).
     MacLimit,
     /// Port security: the frame's source MAC is not the port's `mac=` or one of its
-    /// `allowed_macs=`.
+    /// `allowed_macs=` (for an OVN port: not in its `Port_Binding.port_security`).
     SpoofedSource,
+    /// The port names an OVN logical switch port (`iface_id=`) that is not bound here:
+    /// the port is in no bridge domain (`vswitchctl show` and `vswitchctl ovn` say why).
+    OvnUnbound,
+    /// Unicast to a MAC no port of the OVN logical switch has, while no port has
+    /// `unknown` addresses (OVN drops it too).
+    OvnUnknownUnicast,
+    /// Bound for an OVN logical router port's MAC: routing needs OVN's logical router
+    /// pipeline, which a vswitchd chassis does not run (README, "Joining an OVN
+    /// deployment").
+    OvnRouterUnsupported,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 15] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -78,6 +88,9 @@ impl DropReason {
         DropReason::SplitHorizon,
         DropReason::MacLimit,
         DropReason::SpoofedSource,
+        DropReason::OvnUnbound,
+        DropReason::OvnUnknownUnicast,
+        DropReason::OvnRouterUnsupported,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -98,6 +111,9 @@ impl DropReason {
             DropReason::SplitHorizon => "split_horizon",
             DropReason::MacLimit => "mac_limit",
             DropReason::SpoofedSource => "spoofed_source",
+            DropReason::OvnUnbound => "ovn_unbound",
+            DropReason::OvnUnknownUnicast => "ovn_unknown_unicast",
+            DropReason::OvnRouterUnsupported => "ovn_router_unsupported",
         }
     }
 }

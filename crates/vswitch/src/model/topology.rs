@@ -36,6 +36,12 @@ pub enum DomainKey {
     Vlan(u16),
     /// A Geneve VNI (24 bits): a logical switch that spans hosts.
     Vni(u32),
+    /// An OVN logical switch, by its `Datapath_Binding.tunnel_key` (also its VNI):
+    /// forwarded by OVN's rules ([`crate::model::ovn`]).
+    Ovn(u32),
+    /// No domain: a port that names an OVN logical switch port (`iface_id=`) not bound
+    /// here (yet). Its frames are dropped (`ovn_unbound`); no frame reaches it.
+    Detached,
 }
 
 impl DomainKey {
@@ -45,7 +51,7 @@ impl DomainKey {
     pub fn is_access(&self) -> bool {
         match *self {
             DomainKey::Vlan(v) => v != 0,
-            DomainKey::Vni(_) => true,
+            DomainKey::Vni(_) | DomainKey::Ovn(_) | DomainKey::Detached => true,
         }
     }
 
@@ -53,7 +59,7 @@ impl DomainKey {
     pub fn vlan(&self) -> u16 {
         match *self {
             DomainKey::Vlan(v) => v,
-            DomainKey::Vni(_) => 0,
+            _ => 0,
         }
     }
 
@@ -61,8 +67,8 @@ impl DomainKey {
     #[inline]
     pub fn vni(&self) -> Option<u32> {
         match *self {
-            DomainKey::Vni(v) => Some(v),
-            DomainKey::Vlan(_) => None,
+            DomainKey::Vni(v) | DomainKey::Ovn(v) => Some(v),
+            DomainKey::Vlan(_) | DomainKey::Detached => None,
         }
     }
 
@@ -81,6 +87,8 @@ impl fmt::Display for DomainKey {
             DomainKey::Vlan(0) => f.write_str("untagged"),
             DomainKey::Vlan(v) => write!(f, "vlan {v}"),
             DomainKey::Vni(v) => write!(f, "vni {v}"),
+            DomainKey::Ovn(v) => write!(f, "ovn datapath {v}"),
+            DomainKey::Detached => f.write_str("none (OVN port not bound)"),
         }
     }
 }
@@ -200,6 +208,9 @@ pub struct TopoPort {
     pub acl: Arc<PortAcl>,
     /// MACs it may teach the FDB (its `max_macs=`, else the kind's default).
     pub mac_limit: u32,
+    /// Its OVN logical port key (`Port_Binding.tunnel_key`; 0: not an OVN port): the
+    /// ingress key of the frames it sends to other chassis.
+    pub ovn_key: u16,
 }
 
 /// One snapshot of the switch's topology.
@@ -215,6 +226,8 @@ pub struct Topology {
     pub pmd_queues: Vec<Vec<(PortId, u16)>>,
     /// The overlay: local endpoints, VNI flood lists, paths to remotes.
     pub tunnels: crate::model::tunnel::Tunnels,
+    /// OVN's logical switches with local ports (empty without `--ovn-remote`).
+    pub ovn: Arc<crate::model::ovn::OvnTopo>,
 }
 
 impl Topology {
@@ -226,6 +239,7 @@ impl Topology {
             domains: Vec::new(),
             pmd_queues: vec![Vec::new(); pmds],
             tunnels: Default::default(),
+            ovn: Default::default(),
         }
     }
 
@@ -307,7 +321,7 @@ impl Topology {
     pub fn rebuild_domains(&mut self, ndomains: usize) {
         let mut d: Vec<Vec<PortId>> = vec![Vec::new(); ndomains];
         for p in self.iter() {
-            if self.tunnels.is_underlay(p.port.id) {
+            if self.tunnels.is_underlay(p.port.id) || p.domain_key == DomainKey::Detached {
                 continue;
             }
             if let Some(m) = d.get_mut(usize::from(p.domain)) {

@@ -83,17 +83,25 @@ pub enum TunnelDrop {
     NoTxBuffer,
     /// A tunnelled frame from a remote would go back into a tunnel (split horizon).
     SplitHorizon,
+    /// A frame of an OVN logical switch arrived without OVN's Geneve option (class
+    /// 0x0102, type 0x80), so its egress port is unknown.
+    OvnNoOption,
+    /// A frame of an OVN logical switch arrived for an egress port not bound here, or a
+    /// multicast group without local members.
+    OvnNotHere,
 }
 
 impl TunnelDrop {
     /// Every reason, in counter order.
-    pub const ALL: [TunnelDrop; 6] = [
+    pub const ALL: [TunnelDrop; 8] = [
         TunnelDrop::NoNeighbour,
         TunnelDrop::UnknownVni,
         TunnelDrop::NoEndpoint,
         TunnelDrop::TooBig,
         TunnelDrop::NoTxBuffer,
         TunnelDrop::SplitHorizon,
+        TunnelDrop::OvnNoOption,
+        TunnelDrop::OvnNotHere,
     ];
 
     /// The name used in `vswitchctl tunnels` and metrics.
@@ -105,6 +113,8 @@ impl TunnelDrop {
             TunnelDrop::TooBig => "tunnel_too_big",
             TunnelDrop::NoTxBuffer => "tunnel_no_tx_buffer",
             TunnelDrop::SplitHorizon => "split_horizon",
+            TunnelDrop::OvnNoOption => "ovn_no_option",
+            TunnelDrop::OvnNotHere => "ovn_not_here",
         }
     }
 }
@@ -128,7 +138,7 @@ pub struct TepCounters {
     /// Decapsulation drops by `geneve::decap::DropReason::index`.
     pub decap_drops: [Counter; geneve::decap::DropReason::COUNT],
     /// Other drops by [`TunnelDrop`].
-    pub drops: [Counter; 6],
+    pub drops: [Counter; TunnelDrop::ALL.len()],
 }
 
 impl TepCounters {
@@ -152,6 +162,9 @@ pub struct Tep {
     pub decap: geneve::decap::Decapsulator,
     /// The options sent with every frame.
     pub options: geneve::wire::OptionList,
+    /// An OVN chassis' endpoint: OVN's option (class 0x0102, type 0x80) is understood
+    /// on receive and added to frames of OVN logical switches.
+    pub ovn: bool,
 }
 
 impl Tep {
@@ -159,7 +172,12 @@ impl Tep {
     ///
     /// # Errors
     /// An option that does not fit the option list.
-    pub fn new(config: GeneveConfig, uplink: PortId, pmds: usize) -> Result<Self, String> {
+    pub fn new(
+        config: GeneveConfig,
+        uplink: PortId,
+        pmds: usize,
+        ovn: bool,
+    ) -> Result<Self, String> {
         let mut options = geneve::wire::OptionList::new();
         let mut decap = geneve::decap::Decapsulator {
             udp_port: config.port,
@@ -173,7 +191,14 @@ impl Tep {
                 .map_err(|e| format!("option {o}: {e}"))?;
             decap.registry.insert(class, typ);
         }
+        if ovn {
+            decap.registry.insert(
+                crate::model::ovn::OPTION_CLASS,
+                crate::model::ovn::OPTION_TYPE,
+            );
+        }
         Ok(Tep {
+            ovn,
             config,
             uplink,
             counters: (0..pmds.max(1)).map(|_| TepCounters::default()).collect(),

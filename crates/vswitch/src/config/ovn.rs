@@ -1,0 +1,122 @@
+//! Joining an OVN deployment (`--ovn-remote`, `--chassis`): the Southbound database to
+//! read, the chassis name to register, and what the operator accepts (DESIGN.md §7).
+
+use serde::Serialize;
+
+use super::{invalid, ConfigError, GeneveConfig, PortConfig};
+
+/// vswitchd as an OVN chassis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OvnConfig {
+    /// The Southbound database: one remote, or the members of a clustered database
+    /// (`unix:PATH`, `tcp:IP:PORT`), tried in turn.
+    pub remotes: Vec<String>,
+    /// The chassis name (`Chassis.name`; OVS's `external_ids:system-id`).
+    pub chassis: String,
+    /// The host name registered (`Chassis.hostname`).
+    pub hostname: String,
+    /// Claim ports of logical switches whose ACLs (security groups) vswitchd cannot
+    /// enforce.
+    pub allow_unenforced_acls: bool,
+}
+
+/// Builds the OVN settings from the flags over the file and checks them against the
+/// tunnel endpoints and ports: a chassis name, remotes that parse, an IPv4 Geneve
+/// endpoint (its address is the chassis' Encap IP) with room for OVN's option, and
+/// `iface_id=` only with OVN and never with `vlan=`/`vni=` (OVN decides the domain).
+///
+/// # Errors
+/// The first setting that fails, named by its flag or key.
+pub fn resolve(
+    remote: Option<(&str, &str)>,
+    chassis: Option<(&str, &str)>,
+    allow_unenforced_acls: bool,
+    teps: &[GeneveConfig],
+    ports: &[(String, PortConfig)],
+) -> Result<Option<OvnConfig>, ConfigError> {
+    let Some((field, remote)) = remote else {
+        if let Some((field, p)) = ports.iter().find(|(_, p)| p.iface_id.is_some()) {
+            return Err(invalid(
+                field,
+                format!(
+                    "iface_id={}: a logical switch port needs an OVN Southbound database (--ovn-remote and --chassis)",
+                    p.iface_id.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some((field, _)) = chassis {
+            return Err(invalid(field, "--chassis is only used with --ovn-remote"));
+        }
+        return Ok(None);
+    };
+    let mut remotes = Vec::new();
+    for r in remote.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+        r.parse::<ovsdb::Remote>()
+            .map_err(|e| invalid(field, format!("{r}: {e}")))?;
+        remotes.push(r.to_string());
+    }
+    if remotes.is_empty() {
+        return Err(invalid(
+            field,
+            "expected unix:PATH or tcp:IP:PORT (several, comma-separated, for a clustered database)",
+        ));
+    }
+    let Some((_, chassis)) = chassis.filter(|(_, c)| !c.is_empty()) else {
+        return Err(invalid(
+            field,
+            "--chassis NAME is needed with --ovn-remote (the chassis name other chassis and ovn-northd know this host by)",
+        ));
+    };
+    if chassis.len() > 64 || chassis.chars().any(|c| c.is_whitespace() || c == ',') {
+        return Err(invalid(
+            "--chassis",
+            format!("{chassis:?}: expected 1..=64 characters without spaces or commas"),
+        ));
+    }
+    if !teps.iter().any(|g| g.local.is_ipv4()) {
+        return Err(invalid(
+            field,
+            "an OVN chassis needs an IPv4 Geneve tunnel endpoint (--geneve NAME=LOCAL_IP,uplink=UPLINK): its address is the chassis' Encap IP",
+        ));
+    }
+    for g in teps {
+        let opts: usize = g
+            .options
+            .iter()
+            .filter_map(|o| super::geneve::parse_option(o).ok())
+            .map(|o| 4 + o.2.len())
+            .sum();
+        if opts + crate::model::ovn::OPTION_BYTES > geneve::wire::MAX_OPTIONS_LEN {
+            return Err(invalid(
+                format!("--geneve {}", g.name),
+                "its options leave no room for OVN's 8-byte option",
+            ));
+        }
+    }
+    for (f, p) in ports {
+        if p.iface_id.is_some() && (p.vlan.is_some() || p.vni.is_some()) {
+            return Err(invalid(
+                f,
+                "iface_id= with vlan= or vni=: OVN decides an OVN port's logical switch",
+            ));
+        }
+    }
+    Ok(Some(OvnConfig {
+        remotes,
+        chassis: chassis.to_string(),
+        hostname: hostname(),
+        allow_unenforced_acls,
+    }))
+}
+
+/// This host's name (gethostname(2)), or "localhost".
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname(2) writes at most `buf.len()` bytes into our buffer.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,152 @@
+//! OVN's logical switches as the data path sees them (DESIGN.md §7): the part of the
+//! topology snapshot the OVN chassis ([`crate::ovn`]) derives from the Southbound
+//! database.
+//!
+//! A logical switch with a local port is a bridge domain ([`DomainKey::Ovn`] of its
+//! `Datapath_Binding.tunnel_key`, also its Geneve VNI). Frames in it are forwarded by
+//! OVN's rules, not by learning: destinations come from the ports' MACs
+//! (`Port_Binding.mac`), installed as static FDB entries (a local port, or
+//! [`Dest::RemotePort`](crate::model::fdb::Dest::RemotePort): a remote chassis and the
+//! port's key); broadcast and multicast go to the `_MC_flood` group, unknown unicast to
+//! `_MC_unknown` (or is dropped when no port has `unknown` addresses).
+//!
+//! Every frame sent to another chassis carries OVN's Geneve option (ovn-architecture(7),
+//! "Tunnel Encapsulations"; ovn `controller/physical.c`): class 0x0102, type 0x80
+//! (critical), 4 bytes `0 | ingress port key (15 bits) | egress port or group key
+//! (16 bits)`. A received frame is delivered by its egress key and never re-tunnelled.
+//!
+//! [`DomainKey::Ovn`]: crate::model::topology::DomainKey::Ovn
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::model::fdb::PortId;
+use crate::model::topology::DomainId;
+use crate::model::tunnel::RemoteId;
+
+/// Geneve option class of OVN's metadata (ovn-architecture(7)).
+pub const OPTION_CLASS: u16 = 0x0102;
+/// Geneve option type of OVN's metadata: 0x80, the critical bit set (RFC 8926 §3.5).
+pub const OPTION_TYPE: u8 = 0x80;
+/// Bytes the option adds to every tunnelled frame: its 4-byte header and 4 bytes of
+/// data. With it the Geneve overhead over IPv4 is 58 bytes (14 + 20 + 8 + 8 + 8).
+pub const OPTION_BYTES: usize = 8;
+/// Egress key of the `_MC_flood` multicast group (broadcast, multicast).
+pub const MC_FLOOD: u16 = 0x8000;
+/// Egress key of the `_MC_unknown` multicast group (unknown unicast).
+pub const MC_UNKNOWN: u16 = 0x8001;
+/// Largest logical port key (15 bits: the option's ingress field).
+pub const MAX_PORT_KEY: u16 = 0x7fff;
+
+/// The option's 4 data bytes for ingress key `ingress` (15 bits) and egress key
+/// `egress` (16 bits), network byte order.
+#[inline]
+pub fn option_data(ingress: u16, egress: u16) -> [u8; 4] {
+    ((u32::from(ingress & MAX_PORT_KEY) << 16) | u32::from(egress)).to_be_bytes()
+}
+
+/// The (ingress, egress) keys of OVN's option among a frame's Geneve options
+/// (`options`: the option bytes after the fixed header), if present and well formed.
+pub fn find_option(options: &[u8]) -> Option<(u16, u16)> {
+    geneve::wire::OptionIter::new(options)
+        .map_while(Result::ok)
+        .map(|o| geneve::wire::OptionRepr::parse(&o))
+        .find(|o| o.class == OPTION_CLASS && o.option_type == OPTION_TYPE)
+        .and_then(|o| {
+            let d: [u8; 4] = o.data.try_into().ok()?;
+            let v = u32::from_be_bytes(d);
+            Some((((v >> 16) as u16) & MAX_PORT_KEY, v as u16))
+        })
+}
+
+/// One multicast group of a logical switch (`Multicast_Group`): its members here and
+/// the other chassis that have members.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct McGroup {
+    /// The group's key (`tunnel_key`, 0x8000 and up).
+    pub key: u16,
+    /// Local member ports.
+    pub local: Vec<PortId>,
+    /// Remote chassis with at least one member: one copy each (head-end replication).
+    pub remotes: Vec<RemoteId>,
+}
+
+/// One OVN logical switch with a local port.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OvnDomain {
+    /// `Datapath_Binding.tunnel_key`: the VNI.
+    pub tunnel_key: u32,
+    /// The logical switch's name (`external_ids:name`), for `show`.
+    pub name: String,
+    /// Local ports by their logical port key (`Port_Binding.tunnel_key`): where frames
+    /// received with that egress key go.
+    pub local_by_key: Vec<(u16, PortId)>,
+    /// Multicast groups with a local member or a remote chassis.
+    pub groups: Vec<McGroup>,
+    /// Some port of the switch has `unknown` among its addresses: unknown unicast goes
+    /// to `_MC_unknown` rather than being dropped.
+    pub has_unknown: bool,
+}
+
+impl OvnDomain {
+    /// The local port with logical key `key`.
+    #[inline]
+    pub fn local_port(&self, key: u16) -> Option<PortId> {
+        self.local_by_key
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|&(_, p)| p)
+    }
+
+    /// Group `key`, if it has members the switch reaches.
+    #[inline]
+    pub fn group(&self, key: u16) -> Option<&McGroup> {
+        self.groups.iter().find(|g| g.key == key)
+    }
+}
+
+/// The OVN part of a topology snapshot: the logical switches with local ports, by the
+/// bridge domain they are.
+#[derive(Debug, Clone, Default)]
+pub struct OvnTopo {
+    /// By [`DomainId`]; `None` for domains that are not OVN logical switches.
+    pub domains: Vec<Option<Arc<OvnDomain>>>,
+    /// Each remote chassis' name, for `show` (by remote id).
+    pub chassis_of: HashMap<RemoteId, String>,
+}
+
+impl OvnTopo {
+    /// The OVN logical switch domain `d` is, if it is one.
+    #[inline]
+    pub fn domain(&self, d: DomainId) -> Option<&OvnDomain> {
+        self.domains.get(usize::from(d)).and_then(|x| x.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The option's layout: ingress in bits 16..31, egress in 0..16, the top bit 0.
+    #[test]
+    fn option_data_layout() {
+        assert_eq!(option_data(1, 2), [0x00, 0x01, 0x00, 0x02]);
+        assert_eq!(option_data(0x7fff, MC_FLOOD), [0x7f, 0xff, 0x80, 0x00]);
+        // A 16-bit ingress loses its top bit: the field is 15 bits.
+        assert_eq!(option_data(0xffff, 1), [0x7f, 0xff, 0x00, 0x01]);
+    }
+
+    /// Found among other options, its keys read back; a wrong length is no option.
+    #[test]
+    fn option_found_among_others() {
+        let mut list = geneve::wire::OptionList::new();
+        list.push(0x0101, 0x01, &[1, 2, 3, 4]).unwrap();
+        list.push(OPTION_CLASS, OPTION_TYPE, &option_data(5, MC_UNKNOWN))
+            .unwrap();
+        assert_eq!(find_option(list.as_bytes()), Some((5, MC_UNKNOWN)));
+        let mut bad = geneve::wire::OptionList::new();
+        bad.push(OPTION_CLASS, OPTION_TYPE, &[0; 8]).unwrap();
+        assert_eq!(find_option(bad.as_bytes()), None);
+        assert_eq!(find_option(&[]), None);
+    }
+}

@@ -1,0 +1,305 @@
+//! One pass of the chassis: derive the view, write the claims, publish the view as one
+//! topology change (ports' domains and port security, the logical switches' groups, the
+//! MACs as static FDB entries), mark running ports up, report `nb_cfg`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use ovsdb::{Client, Condition, Operation, Row, Uuid};
+use tracing::info;
+
+use super::sb::{Chassis, ChassisPrivate};
+use super::view::{self, DestView, PortView, Sb, View};
+use super::Status;
+use crate::config::ovn::OvnConfig;
+use crate::control::ops::Control;
+use crate::model::fdb::Dest;
+use crate::model::ovn::{McGroup, OvnDomain, OvnTopo};
+use crate::model::topology::{DomainId, DomainKey, Topology};
+
+/// What the last pass applied.
+#[derive(Debug, Default)]
+pub struct Pass {
+    /// The view last published (`up` flags aside).
+    published: Option<View>,
+}
+
+impl Pass {
+    /// Runs one pass.
+    ///
+    /// # Errors
+    /// A transaction or the topology change failed; the next pass starts over.
+    pub async fn run(
+        &mut self,
+        ctl: &Arc<Control>,
+        client: &Client,
+        cfg: &OvnConfig,
+        status: &Status,
+    ) -> Result<(), String> {
+        let ports: BTreeMap<String, String> = ctl
+            .switch
+            .topo()
+            .iter()
+            .filter_map(|tp| Some((tp.port.name.clone(), tp.config.iface_id.clone()?)))
+            .collect();
+        let (sb, me, private) = {
+            let r = client.replica();
+            let me = r
+                .rows::<Chassis>()
+                .find(|(_, c)| c.name == cfg.chassis)
+                .map(|(u, _)| u);
+            let private = r
+                .rows::<ChassisPrivate>()
+                .find(|(_, c)| c.name == cfg.chassis);
+            (Sb::from_replica(&r), me, private)
+        };
+        let local = view::Local {
+            name: &cfg.chassis,
+            hostname: &cfg.hostname,
+            chassis: me,
+            allow_acls: cfg.allow_unenforced_acls,
+            ports: &ports,
+        };
+        let v = view::derive(&sb, &local);
+        let Some(me) = me else {
+            return Err("the chassis is not registered yet".into());
+        };
+        self.claim(client, &v, me).await?;
+        let fresh = self
+            .published
+            .as_ref()
+            .is_none_or(|p| without_up(p) != without_up(&v));
+        if fresh {
+            let generation = publish(ctl, &v)?;
+            ctl.adopted(generation).await;
+            info!(
+                ports = v.ports.len(),
+                logical_switches = v.datapaths.len(),
+                generation,
+                "OVN logical view published"
+            );
+        }
+        self.mark_up(client, &v, me).await?;
+        if let Some((u, p)) = private {
+            if p.nb_cfg != sb.nb_cfg {
+                let ts = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let row = Row::new()
+                    .with("nb_cfg", sb.nb_cfg)
+                    .with("nb_cfg_timestamp", ts);
+                client
+                    .transact(vec![Operation::update(
+                        "Chassis_Private",
+                        vec![Condition::uuid(u)],
+                        row,
+                    )])
+                    .await
+                    .map_err(|e| format!("nb_cfg: {e}"))?;
+            }
+        }
+        let (port_rows, chassis_rows) = super::rows(&v, &sb);
+        status.update(|r| {
+            r.nb_cfg = sb.nb_cfg;
+            r.ports = port_rows;
+            r.other_chassis = chassis_rows;
+        });
+        self.published = Some(v);
+        Ok(())
+    }
+
+    /// Claims what the view binds here and releases what no local port is any more.
+    async fn claim(&self, client: &Client, v: &View, me: Uuid) -> Result<(), String> {
+        let mut ops = Vec::new();
+        for pb in &v.claims {
+            ops.push(Operation::update(
+                "Port_Binding",
+                vec![Condition::uuid(*pb)],
+                Row::new().with("chassis", Some(me)),
+            ));
+        }
+        for pb in &v.releases {
+            ops.push(Operation::update(
+                "Port_Binding",
+                vec![Condition::uuid(*pb), Condition::eq("chassis", Some(me))],
+                Row::new().with("chassis", None::<Uuid>).with("up", false),
+            ));
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        client
+            .transact(ops)
+            .await
+            .map_err(|e| format!("claiming port bindings: {e}"))?;
+        info!(
+            claimed = v.claims.len(),
+            released = v.releases.len(),
+            "port bindings claimed and released"
+        );
+        Ok(())
+    }
+
+    /// Sets `up` on the bindings of ports now running in the topology (after their
+    /// claim).
+    async fn mark_up(&self, client: &Client, v: &View, me: Uuid) -> Result<(), String> {
+        let ops: Vec<Operation> = v
+            .ports
+            .values()
+            .filter_map(|p| match p {
+                PortView::Bound {
+                    binding, up: false, ..
+                } => Some(Operation::update(
+                    "Port_Binding",
+                    vec![
+                        Condition::uuid(*binding),
+                        Condition::eq("chassis", Some(me)),
+                    ],
+                    Row::new().with("up", true),
+                )),
+                _ => None,
+            })
+            .collect();
+        if ops.is_empty() {
+            return Ok(());
+        }
+        client
+            .transact(ops)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("marking ports up: {e}"))
+    }
+}
+
+/// `v` without the `up` flags (which change by the pass itself, not the data path).
+fn without_up(v: &View) -> View {
+    let mut v = v.clone();
+    for p in v.ports.values_mut() {
+        if let PortView::Bound { up, .. } = p {
+            *up = false;
+        }
+    }
+    v.claims.clear();
+    v.releases.clear();
+    v
+}
+
+/// Publishes `v`: the OVN logical switches' MACs as the FDB's OVN entries, then the
+/// topology (each `iface_id` port's domain, key and port security, and the switches'
+/// groups), in one generation. Returns it.
+fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
+    let sw = &ctl.switch;
+    let topo = sw.topo();
+    let port_id = |name: &str| topo.by_name(name).map(|p| p.port.id);
+    let mut dp_domain: HashMap<Uuid, DomainId> = HashMap::new();
+    for (u, d) in &v.datapaths {
+        let id = sw
+            .domains
+            .intern(DomainKey::Ovn(d.tunnel_key))
+            .map_err(|e| e.to_string())?;
+        dp_domain.insert(*u, id);
+    }
+    let detached = sw
+        .domains
+        .intern(DomainKey::Detached)
+        .map_err(|e| e.to_string())?;
+    let mut entries = Vec::new();
+    let mut chassis_of = HashMap::new();
+    for (u, d) in &v.datapaths {
+        let dom = dp_domain[u];
+        for (mac, to) in &d.fdb {
+            let dest = match to {
+                DestView::Local(n) => match port_id(n) {
+                    Some(p) => Dest::Port(p),
+                    None => continue,
+                },
+                DestView::Remote { chassis, ip, key } => {
+                    let Some(remote) = sw.remotes.intern(*ip) else {
+                        continue;
+                    };
+                    chassis_of.insert(remote, chassis.clone());
+                    Dest::RemotePort { remote, key: *key }
+                }
+                DestView::Router => Dest::Router,
+            };
+            entries.push((dom, *mac, dest));
+        }
+    }
+    let mut domains: Vec<Option<Arc<OvnDomain>>> = Vec::new();
+    for (u, d) in &v.datapaths {
+        let dom = usize::from(dp_domain[u]);
+        if domains.len() <= dom {
+            domains.resize(dom + 1, None);
+        }
+        let groups = d
+            .groups
+            .iter()
+            .map(|g| McGroup {
+                key: g.key,
+                local: g.local.iter().filter_map(|n| port_id(n)).collect(),
+                remotes: g
+                    .remotes
+                    .iter()
+                    .filter_map(|(c, ip)| {
+                        let r = sw.remotes.intern(*ip)?;
+                        chassis_of.insert(r, c.clone());
+                        Some(r)
+                    })
+                    .collect(),
+            })
+            .collect();
+        domains[dom] = Some(Arc::new(OvnDomain {
+            tunnel_key: d.tunnel_key,
+            name: d.name.clone(),
+            local_by_key: d
+                .local
+                .iter()
+                .filter_map(|(n, k)| Some((*k, port_id(n)?)))
+                .collect(),
+            groups,
+            has_unknown: d.has_unknown,
+        }));
+    }
+    // The FDB first: its new entries are only reached once the topology is published.
+    sw.fdb.replace_ovn(&entries);
+    let ovn = Arc::new(OvnTopo {
+        domains,
+        chassis_of,
+    });
+    let (_, generation) = sw.publish(|t: &mut Topology| {
+        for tp in t.ports.iter_mut().flatten() {
+            if tp.config.iface_id.is_none() {
+                continue;
+            }
+            let (domain, key, ovn_key, security) = match v.ports.get(&tp.port.name) {
+                Some(PortView::Bound {
+                    datapath,
+                    key,
+                    security,
+                    ..
+                }) if dp_domain.contains_key(datapath) => {
+                    let tk = v.datapaths[datapath].tunnel_key;
+                    (
+                        dp_domain[datapath],
+                        DomainKey::Ovn(tk),
+                        *key,
+                        security.clone(),
+                    )
+                }
+                _ => (detached, DomainKey::Detached, 0, Vec::new()),
+            };
+            tp.domain = domain;
+            tp.domain_key = key;
+            tp.ovn_key = ovn_key;
+            if tp.config.allowed_macs != security || tp.config.mac.is_some() {
+                let mut c = (*tp.config).clone();
+                c.mac = None;
+                c.allowed_macs = security;
+                tp.config = Arc::new(c);
+            }
+        }
+        t.ovn = ovn;
+        Ok::<_, String>(())
+    })?;
+    Ok(generation)
+}

@@ -1,0 +1,239 @@
+//! vswitchd as an OVN chassis (DESIGN.md §7): it reads the OVN Southbound database
+//! itself (no OpenFlow, no ovn-controller) through [`ovsdb`], registers its `Chassis`,
+//! `Encap` and `Chassis_Private` rows, claims the `Port_Binding`s its ports name with
+//! `iface_id=`, and turns the logical switches with local ports into bridge domains.
+//!
+//! One task on the control plane's runtime: each batch of database changes (or a port
+//! added or deleted) is one pass: the rows are read from the replica, the logical view
+//! is derived ([`view::derive`], pure), the claims it implies are written in one
+//! transaction, the view is published as one topology change ([`apply`]) and the ports
+//! now running are marked `up`; then `Chassis_Private.nb_cfg` is set to the
+//! `SB_Global.nb_cfg` the pass saw, so `ovn-nbctl --wait=hv sync` returns once this
+//! chassis has applied a change. While the database is away the data path keeps the
+//! last view; after a reconnect the replica resyncs and the next pass publishes only
+//! the difference.
+
+pub mod apply;
+pub mod registration;
+pub mod sb;
+pub mod view;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use ovsdb::{Client, ClientConfig, Condition, Event, Function, MonitorSpec, TableSpec};
+use tracing::{info, warn};
+
+use crate::config::ovn::OvnConfig;
+use crate::control::ops::Control;
+use crate::control::protocol::{OvnChassisRow, OvnPortRow, OvnReply};
+
+/// What `vswitchctl ovn` shows, updated by every pass.
+#[derive(Debug, Default)]
+pub struct Status {
+    reply: Mutex<OvnReply>,
+}
+
+impl Status {
+    /// The current view for `vswitchctl ovn`.
+    pub fn reply(&self) -> OvnReply {
+        self.reply.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut OvnReply)) {
+        f(&mut self.reply.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
+/// deployment").
+pub const SUPPORTED: [&str; 7] = [
+    "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
+    "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
+    "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
+    "unknown unicast to _MC_unknown when a port has 'unknown' addresses, else dropped (ovn_unknown_unicast)",
+    "port security by MAC (Port_Binding.port_security), dropped as spoofed_source",
+    "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
+    "forwarding on the last state while the Southbound database is away; resync on reconnect",
+];
+
+/// What a vswitchd chassis refuses or counts, never silently skips.
+pub const UNSUPPORTED: [&str; 5] = [
+    "ACLs / security groups: ports of logical switches with ACLs are not claimed (unless --ovn-allow-unenforced-acls)",
+    "logical routers: frames to a router port's MAC are dropped (ovn_router_unsupported)",
+    "native DHCP/DNS, load balancers, NAT, QoS: not run (they live in OVN's logical flows)",
+    "port security by IP address (only the MACs of port_security are enforced)",
+    "port types other than VIF (localnet, localport, virtual, external, vtep): not bound",
+];
+
+/// `vswitchctl ovn`'s reply.
+pub fn reply(ctl: &Control) -> OvnReply {
+    let mut r = ctl.ovn.get().map(|s| s.reply()).unwrap_or_default();
+    if !r.chassis.is_empty() {
+        r.supported = SUPPORTED.iter().map(|s| s.to_string()).collect();
+        r.unsupported = UNSUPPORTED.iter().map(|s| s.to_string()).collect();
+    }
+    r
+}
+
+/// The Southbound tables and columns the chassis monitors; `Logical_Flow` only in the
+/// ACL stages (a condition, so the flows of other stages never cross the wire).
+pub fn monitor_spec() -> MonitorSpec {
+    let acl_stages: Vec<Condition> = sb::ACL_STAGES
+        .iter()
+        .map(|s| {
+            let m: BTreeMap<String, String> = [("stage-name".to_string(), s.to_string())].into();
+            Condition::new("external_ids", Function::Includes, m)
+        })
+        .collect();
+    MonitorSpec::new(sb::DATABASE)
+        .table(TableSpec::of::<sb::SbGlobal>())
+        .table(TableSpec::of::<sb::Chassis>().index("name"))
+        .table(TableSpec::of::<sb::Encap>())
+        .table(TableSpec::of::<sb::ChassisPrivate>().index("name"))
+        .table(TableSpec::of::<sb::DatapathBinding>())
+        .table(TableSpec::of::<sb::PortBinding>().index("logical_port"))
+        .table(TableSpec::of::<sb::MulticastGroup>())
+        .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
+        .table(TableSpec::of::<sb::LogicalDpGroup>())
+}
+
+/// Starts the chassis on the current runtime; returns its status.
+pub fn spawn(ctl: Arc<Control>, cfg: OvnConfig) -> Arc<Status> {
+    let status = Arc::new(Status::default());
+    let encap = ctl
+        .switch
+        .config()
+        .geneve
+        .iter()
+        .find(|g| g.local.is_ipv4())
+        .map(|g| (g.local, g.udp_checksum()));
+    status.update(|r| {
+        r.chassis = cfg.chassis.clone();
+        r.remotes = cfg.remotes.clone();
+        r.encap_ip = encap.map(|e| e.0.to_string()).unwrap_or_default();
+        r.connection = "connecting".into();
+    });
+    let Some(encap) = encap else {
+        // Config validation refuses OVN without an IPv4 endpoint.
+        warn!("OVN chassis without an IPv4 Geneve endpoint; not started");
+        return status;
+    };
+    tokio::spawn(run(ctl, cfg, encap, status.clone()));
+    status
+}
+
+/// The chassis task.
+async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: Arc<Status>) {
+    let remotes: Vec<ovsdb::Remote> = cfg.remotes.iter().filter_map(|r| r.parse().ok()).collect();
+    let (client, mut events) = Client::start(ClientConfig::new(remotes), monitor_spec());
+    let reg = registration::Registration::new(&cfg, encap);
+    let mut pass = apply::Pass::default();
+    let mut connected = false;
+    loop {
+        tokio::select! {
+            ev = events.recv() => {
+                let Some(ev) = ev else { break };
+                connected = note(&status, ev, connected);
+                // Everything already queued is one batch.
+                while let Ok(ev) = events.try_recv() {
+                    connected = note(&status, ev, connected);
+                }
+            }
+            () = ctl.ovn_wake.notified() => {}
+            () = ctl.ovn_stop.notified() => {
+                if connected {
+                    reg.unregister(&client, &ctl).await;
+                }
+                client.shutdown().await;
+                ctl.ovn_stopped.notify_one();
+                return;
+            }
+        }
+        if !connected {
+            continue;
+        }
+        if let Err(e) = reg.ensure(&client).await {
+            warn!(error = %e, "cannot register the chassis in the Southbound database");
+            continue;
+        }
+        if let Err(e) = pass.run(&ctl, &client, &cfg, &status).await {
+            warn!(error = %e, "OVN pass failed; retried on the next change");
+        }
+    }
+}
+
+/// Notes event `ev` in the status; returns whether the database is connected now.
+fn note(status: &Status, ev: Event, connected: bool) -> bool {
+    match ev {
+        Event::Connected {
+            remote,
+            incremental,
+        } => {
+            info!(%remote, incremental, "connected to the OVN Southbound database");
+            status.update(|r| {
+                r.connection = format!("connected to {remote}");
+                r.connects += 1;
+            });
+            true
+        }
+        Event::Disconnected { remote, reason } => {
+            warn!(%remote, %reason, "OVN Southbound database connection lost; forwarding on the last state");
+            status.update(|r| r.connection = format!("disconnected from {remote}: {reason}"));
+            false
+        }
+        Event::Changes(_) => connected,
+    }
+}
+
+/// The rows of `vswitchctl ovn` for `view`.
+fn rows(view: &view::View, sb: &view::Sb) -> (Vec<OvnPortRow>, Vec<OvnChassisRow>) {
+    let mut ports = Vec::new();
+    for (name, p) in &view.ports {
+        let mut row = OvnPortRow {
+            port: name.clone(),
+            ..Default::default()
+        };
+        match p {
+            view::PortView::Bound {
+                binding,
+                datapath,
+                key,
+                up,
+                ..
+            } => {
+                row.logical_port = sb
+                    .ports
+                    .get(binding)
+                    .map(|b| b.logical_port.clone())
+                    .unwrap_or_default();
+                if let Some(d) = view.datapaths.get(datapath) {
+                    row.logical_switch = d.name.clone();
+                    row.vni = d.tunnel_key;
+                }
+                row.key = *key;
+                row.bound = true;
+                row.up = *up;
+            }
+            view::PortView::Unbound(why) => row.why_unbound = why.clone(),
+        }
+        ports.push(row);
+    }
+    let mut chassis: BTreeMap<String, OvnChassisRow> = BTreeMap::new();
+    for d in view.datapaths.values() {
+        for (_, dest) in &d.fdb {
+            if let view::DestView::Remote { chassis: c, ip, .. } = dest {
+                let row = chassis.entry(c.clone()).or_insert_with(|| OvnChassisRow {
+                    name: c.clone(),
+                    encap_ip: ip.to_string(),
+                    ..Default::default()
+                });
+                if !row.logical_switches.contains(&d.name) {
+                    row.logical_switches.push(d.name.clone());
+                }
+            }
+        }
+    }
+    (ports, chassis.into_values().collect())
+}

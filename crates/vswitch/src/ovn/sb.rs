@@ -1,0 +1,159 @@
+//! The OVN Southbound tables the chassis reads and writes, each declared once
+//! (ovn-sb(5), schema 20.27 of OVN 23.03; only the columns used).
+
+use std::collections::BTreeMap;
+
+use ovsdb::Uuid;
+
+/// The Southbound database's name.
+pub const DATABASE: &str = "OVN_Southbound";
+
+ovsdb::model! {
+    /// `SB_Global`: the configuration sequence number ovn-northd copies from the
+    /// Northbound database (`ovn-nbctl --wait=hv` waits for every chassis to reach it).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SbGlobal in "SB_Global" {
+        /// The sequence number.
+        pub nb_cfg: i64 = "nb_cfg",
+    }
+}
+
+ovsdb::model! {
+    /// `Chassis`: a hypervisor or gateway.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Chassis in "Chassis" {
+        /// Its name (`external_ids:system-id` of an OVS chassis).
+        pub name: String = "name",
+        /// Its host name.
+        pub hostname: String = "hostname",
+        /// Its tunnel encapsulations (`Encap` rows).
+        pub encaps: Vec<Uuid> = "encaps",
+        /// What it supports (`datapath-type`, `iface-types`, feature flags).
+        pub other_config: BTreeMap<String, String> = "other_config",
+    }
+}
+
+ovsdb::model! {
+    /// `Encap`: how to reach a chassis through a tunnel.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Encap in "Encap" {
+        /// `geneve`, `vxlan` or `stt`.
+        pub kind: String = "type",
+        /// The tunnel endpoint address.
+        pub ip: String = "ip",
+        /// Options (`csum`).
+        pub options: BTreeMap<String, String> = "options",
+        /// The chassis' name.
+        pub chassis_name: String = "chassis_name",
+    }
+}
+
+ovsdb::model! {
+    /// `Chassis_Private`: what a chassis writes about itself (the `nb_cfg` it applied).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ChassisPrivate in "Chassis_Private" {
+        /// The chassis' name.
+        pub name: String = "name",
+        /// The chassis row (a weak reference).
+        pub chassis: Option<Uuid> = "chassis",
+        /// The `SB_Global.nb_cfg` the chassis has applied.
+        pub nb_cfg: i64 = "nb_cfg",
+    }
+}
+
+ovsdb::model! {
+    /// `Datapath_Binding`: a logical switch or router.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct DatapathBinding in "Datapath_Binding" {
+        /// Its key: the Geneve VNI of its traffic.
+        pub tunnel_key: i64 = "tunnel_key",
+        /// `name`, `logical-switch` or `logical-router`.
+        pub external_ids: BTreeMap<String, String> = "external_ids",
+    }
+}
+
+ovsdb::model! {
+    /// `Port_Binding`: a logical port and where it is bound.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PortBinding in "Port_Binding" {
+        /// The logical port's name (the `iface_id` of the local port that is it).
+        pub logical_port: String = "logical_port",
+        /// `""` for a VIF; `router`, `localnet`, `patch`, `localport`, ...
+        pub kind: String = "type",
+        /// Its logical switch or router.
+        pub datapath: Uuid = "datapath",
+        /// Its key within the datapath (1..=32767): the option's port keys.
+        pub tunnel_key: i64 = "tunnel_key",
+        /// Its addresses: `"MAC [IP...]"`, `unknown`, `router`, `dynamic`.
+        pub mac: Vec<String> = "mac",
+        /// The chassis it is bound to.
+        pub chassis: Option<Uuid> = "chassis",
+        /// The chassis the CMS asks for (from `options:requested-chassis`).
+        pub requested_chassis: Option<Uuid> = "requested_chassis",
+        /// `requested-chassis`, `peer` (router ports), ...
+        pub options: BTreeMap<String, String> = "options",
+        /// Port security: `"MAC [IP...]"` entries.
+        pub port_security: Vec<String> = "port_security",
+        /// The port is up (set by its chassis once it runs).
+        pub up: Option<bool> = "up",
+    }
+}
+
+ovsdb::model! {
+    /// `Multicast_Group`: a set of logical ports (`_MC_flood`, `_MC_unknown`, ...).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MulticastGroup in "Multicast_Group" {
+        /// Its datapath.
+        pub datapath: Uuid = "datapath",
+        /// Its name.
+        pub name: String = "name",
+        /// Its key (32768 and up): the egress key of frames to it.
+        pub tunnel_key: i64 = "tunnel_key",
+        /// Member ports (`Port_Binding` rows).
+        pub ports: Vec<Uuid> = "ports",
+    }
+}
+
+ovsdb::model! {
+    /// `Logical_Flow`: read only in the ACL stages, to see whether a logical switch
+    /// has ACLs (security groups) that a vswitchd chassis cannot enforce.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LogicalFlow in "Logical_Flow" {
+        /// Its datapath, or none when `logical_dp_group` gives several.
+        pub logical_datapath: Option<Uuid> = "logical_datapath",
+        /// A group of datapaths sharing the flow.
+        pub logical_dp_group: Option<Uuid> = "logical_dp_group",
+        /// `stage-name`, `stage-hint` (the NB row it came from), `source`.
+        pub external_ids: BTreeMap<String, String> = "external_ids",
+    }
+}
+
+ovsdb::model! {
+    /// `Logical_DP_Group`: datapaths sharing logical flows.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LogicalDpGroup in "Logical_DP_Group" {
+        /// The datapaths.
+        pub datapaths: Vec<Uuid> = "datapaths",
+    }
+}
+
+/// The pipeline stages where ACLs live (OVN 23.03; `ls_in_acl_eval` from 23.09).
+pub const ACL_STAGES: [&str; 4] = [
+    "ls_in_acl",
+    "ls_out_acl",
+    "ls_in_acl_after_lb",
+    "ls_in_acl_eval",
+];
+
+/// The feature flags and settings ovn-controller 23.03 writes in
+/// `Chassis.other_config`. ovn-northd enables a feature only when every chassis
+/// advertises it (`northd/northd.c`, `build_chassis_features`), so a chassis without
+/// them would downgrade every other chassis' flows: vswitchd advertises them. It runs
+/// none of the logical pipelines they concern (conntrack labels, MAC binding
+/// timestamps, LB-related conntrack), so none changes what it does.
+pub const FEATURES: [(&str, &str); 4] = [
+    ("port-up-notif", "true"),
+    ("ct-no-masked-label", "true"),
+    ("mac-binding-timestamp", "true"),
+    ("ovn-ct-lb-related", "true"),
+];

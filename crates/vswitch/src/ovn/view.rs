@@ -1,0 +1,421 @@
+//! The logical view: what this chassis derives from the Southbound database and its own
+//! ports, as one pure function ([`derive`]) of its inputs, the way ovn-controller's
+//! engine derives flows (STYLE.md §13). The chassis applies the result as one topology
+//! change and the claims it implies as one transaction.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::net::IpAddr;
+
+use ovsdb::{Replica, Uuid};
+
+use super::sb::{
+    Chassis, DatapathBinding, Encap, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
+    SbGlobal, ACL_STAGES,
+};
+use crate::config::MacAddr;
+use crate::model::ovn::{MAX_PORT_KEY, MC_FLOOD};
+
+/// The Southbound rows the view is derived from, by uuid.
+#[derive(Debug, Clone, Default)]
+pub struct Sb {
+    /// `SB_Global.nb_cfg`.
+    pub nb_cfg: i64,
+    /// Chassis.
+    pub chassis: HashMap<Uuid, Chassis>,
+    /// Encaps.
+    pub encaps: HashMap<Uuid, Encap>,
+    /// Datapath bindings.
+    pub datapaths: HashMap<Uuid, DatapathBinding>,
+    /// Port bindings.
+    pub ports: HashMap<Uuid, PortBinding>,
+    /// Multicast groups.
+    pub groups: Vec<MulticastGroup>,
+    /// Datapaths with logical flows from ACLs.
+    pub acl_datapaths: HashSet<Uuid>,
+}
+
+impl Sb {
+    /// The rows of `r` (rows that do not decode are skipped: logged by the caller's
+    /// counters, never fatal).
+    pub fn from_replica(r: &Replica) -> Sb {
+        let dp_groups: HashMap<Uuid, LogicalDpGroup> = r.rows::<LogicalDpGroup>().collect();
+        let mut acl_datapaths = HashSet::new();
+        for (_, f) in r.rows::<LogicalFlow>() {
+            let in_acl_stage = f
+                .external_ids
+                .get("stage-name")
+                .is_some_and(|s| ACL_STAGES.contains(&s.as_str()));
+            // Flows northd derives from an ACL row name it in `stage-hint`; the
+            // default flows of a switch without ACLs have none.
+            if !in_acl_stage || !f.external_ids.contains_key("stage-hint") {
+                continue;
+            }
+            acl_datapaths.extend(f.logical_datapath);
+            if let Some(g) = f.logical_dp_group.and_then(|g| dp_groups.get(&g)) {
+                acl_datapaths.extend(g.datapaths.iter().copied());
+            }
+        }
+        Sb {
+            nb_cfg: r
+                .rows::<SbGlobal>()
+                .map(|(_, g)| g.nb_cfg)
+                .next()
+                .unwrap_or(0),
+            chassis: r.rows::<Chassis>().collect(),
+            encaps: r.rows::<Encap>().collect(),
+            datapaths: r.rows::<DatapathBinding>().collect(),
+            ports: r.rows::<PortBinding>().collect(),
+            groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
+            acl_datapaths,
+        }
+    }
+
+    /// The Geneve endpoint address of chassis `c`.
+    pub fn encap_ip(&self, c: &Chassis) -> Option<IpAddr> {
+        c.encaps
+            .iter()
+            .filter_map(|u| self.encaps.get(u))
+            .find(|e| e.kind == "geneve")
+            .and_then(|e| e.ip.parse().ok())
+    }
+}
+
+/// This chassis and its ports with an `iface_id`.
+#[derive(Debug, Clone)]
+pub struct Local<'a> {
+    /// The chassis name.
+    pub name: &'a str,
+    /// Its host name (`requested-chassis` may name either).
+    pub hostname: &'a str,
+    /// Its `Chassis` row, once registered.
+    pub chassis: Option<Uuid>,
+    /// Claim ports of switches with ACLs anyway.
+    pub allow_acls: bool,
+    /// Local port name -> the logical switch port it is.
+    pub ports: &'a BTreeMap<String, String>,
+}
+
+/// What one local port is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortView {
+    /// Bound here (or being claimed): its binding, logical switch, key and the source
+    /// MACs its port security allows (empty: any).
+    Bound {
+        /// The `Port_Binding` row.
+        binding: Uuid,
+        /// The logical switch.
+        datapath: Uuid,
+        /// Its logical port key.
+        key: u16,
+        /// Port security MACs.
+        security: Vec<MacAddr>,
+        /// `Port_Binding.up` as the database has it.
+        up: bool,
+    },
+    /// In no domain, and why.
+    Unbound(String),
+}
+
+/// Where a MAC of a logical switch lives.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DestView {
+    /// A local port, by name.
+    Local(String),
+    /// A port bound on another chassis.
+    Remote {
+        /// That chassis' name.
+        chassis: String,
+        /// Its Geneve endpoint.
+        ip: IpAddr,
+        /// The port's key.
+        key: u16,
+    },
+    /// A logical router port.
+    Router,
+}
+
+/// A multicast group as this chassis sends and delivers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupView {
+    /// Its key.
+    pub key: u16,
+    /// Local member ports, by name.
+    pub local: Vec<String>,
+    /// Other chassis with members: (name, Geneve endpoint).
+    pub remotes: Vec<(String, IpAddr)>,
+}
+
+/// One logical switch with a local port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatapathView {
+    /// Its tunnel key (VNI).
+    pub tunnel_key: u32,
+    /// Its name.
+    pub name: String,
+    /// Its local ports (name, key).
+    pub local: Vec<(String, u16)>,
+    /// MAC -> destination.
+    pub fdb: Vec<(MacAddr, DestView)>,
+    /// Its multicast groups.
+    pub groups: Vec<GroupView>,
+    /// Some port has `unknown` addresses.
+    pub has_unknown: bool,
+}
+
+/// The derived view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// Each local port with an `iface_id`, by name.
+    pub ports: BTreeMap<String, PortView>,
+    /// The logical switches with local ports.
+    pub datapaths: BTreeMap<Uuid, DatapathView>,
+    /// Bindings to claim (their `chassis` is not this one yet).
+    pub claims: Vec<Uuid>,
+    /// Bindings bound here that no local port is any more.
+    pub releases: Vec<Uuid>,
+}
+
+/// Derives the view from the database `sb` and this chassis `local`.
+pub fn derive(sb: &Sb, local: &Local<'_>) -> View {
+    let mut v = View::default();
+    let by_lsp: HashMap<&str, (Uuid, &PortBinding)> = sb
+        .ports
+        .iter()
+        .map(|(u, p)| (p.logical_port.as_str(), (*u, p)))
+        .collect();
+    for (name, lsp) in local.ports {
+        let state = match by_lsp.get(lsp.as_str()) {
+            None => PortView::Unbound(format!(
+                "logical switch port {lsp:?} is not in the Southbound database (ovn-nbctl lsp-add it)"
+            )),
+            Some((u, pb)) => claim(sb, local, lsp, *u, pb),
+        };
+        if let PortView::Bound { binding, .. } = &state {
+            if sb.ports[binding].chassis != local.chassis || local.chassis.is_none() {
+                v.claims.push(*binding);
+            }
+        }
+        v.ports.insert(name.clone(), state);
+    }
+    let claimed: HashSet<Uuid> = v
+        .ports
+        .values()
+        .filter_map(|p| match p {
+            PortView::Bound { binding, .. } => Some(*binding),
+            PortView::Unbound(_) => None,
+        })
+        .collect();
+    if let Some(me) = local.chassis {
+        let mut rel: Vec<Uuid> = sb
+            .ports
+            .iter()
+            .filter(|(u, p)| p.chassis == Some(me) && p.kind.is_empty() && !claimed.contains(u))
+            .map(|(u, _)| *u)
+            .collect();
+        rel.sort();
+        v.releases = rel;
+    }
+    let datapaths: BTreeSet<Uuid> = v
+        .ports
+        .values()
+        .filter_map(|p| match p {
+            PortView::Bound { datapath, .. } => Some(*datapath),
+            PortView::Unbound(_) => None,
+        })
+        .collect();
+    let local_of: HashMap<Uuid, &str> = v
+        .ports
+        .iter()
+        .filter_map(|(n, p)| match p {
+            PortView::Bound { binding, .. } => Some((*binding, n.as_str())),
+            PortView::Unbound(_) => None,
+        })
+        .collect();
+    for dp in datapaths {
+        if let Some(d) = datapath(sb, local, dp, &local_of) {
+            v.datapaths.insert(dp, d);
+        }
+    }
+    v
+}
+
+/// Whether this chassis may have binding `pb` of logical switch port `lsp`, by OVN's
+/// rules (`lport_can_bind_on_this_chassis`): a VIF, `requested-chassis` empty or
+/// naming this chassis (by name or host name), not bound to another chassis unless
+/// requested here, and (unless allowed) on a switch without ACLs.
+fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> PortView {
+    if !pb.kind.is_empty() {
+        return PortView::Unbound(format!(
+            "logical switch port {lsp:?} has type {:?}; a vswitchd chassis binds VIF ports (type \"\") only",
+            pb.kind
+        ));
+    }
+    let requested: Vec<&str> = pb
+        .options
+        .get("requested-chassis")
+        .map(|r| {
+            r.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    if !requested.is_empty() && !requested.iter().any(here) {
+        return PortView::Unbound(format!(
+            "logical switch port {lsp:?} is requested on chassis {}",
+            requested.join(",")
+        ));
+    }
+    if let Some(other) = pb.chassis.filter(|c| Some(*c) != local.chassis) {
+        if requested.is_empty() {
+            let name = sb
+                .chassis
+                .get(&other)
+                .map_or_else(|| other.to_string(), |c| c.name.clone());
+            return PortView::Unbound(format!(
+                "logical switch port {lsp:?} is bound to chassis {name}"
+            ));
+        }
+    }
+    let Some(dp) = sb.datapaths.get(&pb.datapath) else {
+        return PortView::Unbound(format!("logical switch port {lsp:?} has no datapath yet"));
+    };
+    if sb.acl_datapaths.contains(&pb.datapath) && !local.allow_acls {
+        return PortView::Unbound(format!(
+            "logical switch {:?} has ACLs (security groups), which a vswitchd chassis cannot enforce; not claimed (--ovn-allow-unenforced-acls claims it anyway)",
+            dp.external_ids.get("name").cloned().unwrap_or_default()
+        ));
+    }
+    let key = match u16::try_from(pb.tunnel_key) {
+        Ok(k) if (1..=MAX_PORT_KEY).contains(&k) => k,
+        _ => {
+            return PortView::Unbound(format!(
+                "logical switch port {lsp:?} has key {}, outside 1..=32767",
+                pb.tunnel_key
+            ))
+        }
+    };
+    PortView::Bound {
+        binding: u,
+        datapath: pb.datapath,
+        key,
+        security: macs(&pb.port_security),
+        up: pb.up == Some(true),
+    }
+}
+
+/// The MACs of `"MAC [IP...]"` entries.
+fn macs(entries: &[String]) -> Vec<MacAddr> {
+    entries
+        .iter()
+        .filter_map(|e| e.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Logical switch `dp` as this chassis forwards it, or None when it is not a switch
+/// with a usable key.
+fn datapath(
+    sb: &Sb,
+    local: &Local<'_>,
+    dp: Uuid,
+    local_of: &HashMap<Uuid, &str>,
+) -> Option<DatapathView> {
+    let db = sb.datapaths.get(&dp)?;
+    let tunnel_key = u32::try_from(db.tunnel_key)
+        .ok()
+        .filter(|&k| k <= crate::config::MAX_VNI)?;
+    let mut d = DatapathView {
+        tunnel_key,
+        name: db.external_ids.get("name").cloned().unwrap_or_default(),
+        local: Vec::new(),
+        fdb: Vec::new(),
+        groups: Vec::new(),
+        has_unknown: false,
+    };
+    // Where each port of the switch is: here (by local port name), on another chassis
+    // (its Geneve endpoint), or nowhere yet.
+    let mut place: HashMap<Uuid, DestView> = HashMap::new();
+    for (u, pb) in sb.ports.iter().filter(|(_, p)| p.datapath == dp) {
+        let Ok(key) = u16::try_from(pb.tunnel_key) else {
+            continue;
+        };
+        d.has_unknown |= pb.mac.iter().any(|m| m == "unknown");
+        if let Some(name) = local_of.get(u) {
+            d.local.push((name.to_string(), key));
+            place.insert(*u, DestView::Local(name.to_string()));
+        } else if pb.kind == "router" {
+            place.insert(*u, DestView::Router);
+        } else if let Some(c) = pb.chassis.filter(|c| Some(*c) != local.chassis) {
+            let Some(ch) = sb.chassis.get(&c) else {
+                continue;
+            };
+            let Some(ip) = sb.encap_ip(ch) else { continue };
+            place.insert(
+                *u,
+                DestView::Remote {
+                    chassis: ch.name.clone(),
+                    ip,
+                    key,
+                },
+            );
+        }
+    }
+    for (u, pb) in sb.ports.iter().filter(|(_, p)| p.datapath == dp) {
+        let Some(to) = place.get(u) else { continue };
+        let addrs = if pb.kind == "router" {
+            router_macs(sb, pb)
+        } else {
+            pb.mac.clone()
+        };
+        for m in macs(&addrs) {
+            d.fdb.push((m, to.clone()));
+        }
+    }
+    d.fdb.sort();
+    d.local.sort();
+    for g in sb.groups.iter().filter(|g| g.datapath == dp) {
+        let Ok(key) = u16::try_from(g.tunnel_key) else {
+            continue;
+        };
+        if key < MC_FLOOD {
+            continue;
+        }
+        let mut gv = GroupView {
+            key,
+            local: Vec::new(),
+            remotes: Vec::new(),
+        };
+        for m in &g.ports {
+            match place.get(m) {
+                Some(DestView::Local(n)) => gv.local.push(n.clone()),
+                Some(DestView::Remote { chassis, ip, .. })
+                    if !gv.remotes.iter().any(|(c, _)| c == chassis) =>
+                {
+                    gv.remotes.push((chassis.clone(), *ip));
+                }
+                _ => {}
+            }
+        }
+        gv.local.sort();
+        gv.remotes.sort();
+        if !gv.local.is_empty() || !gv.remotes.is_empty() {
+            d.groups.push(gv);
+        }
+    }
+    d.groups.sort_by_key(|g| g.key);
+    Some(d)
+}
+
+/// The MAC of the logical router port a `router` port of a switch peers with
+/// (`options:peer` names the router port's binding, whose `mac` holds its MAC).
+fn router_macs(sb: &Sb, pb: &PortBinding) -> Vec<String> {
+    let Some(peer) = pb.options.get("router-port").or(pb.options.get("peer")) else {
+        return Vec::new();
+    };
+    sb.ports
+        .values()
+        .find(|p| &p.logical_port == peer)
+        .map(|p| p.mac.clone())
+        .unwrap_or_default()
+}
