@@ -17,6 +17,9 @@
 #                  print its sha256, ping the peer every 10 ms while sending the blob
 #                  to the peer's port 5001 at vm.rate bytes/s (vmtool sendfile), then
 #                  print the ping's loss
+#         exchange like sink (the peer's stream in, its size and sha256 printed), then
+#                  like source without the ping flood: vm.bytes of /dev/urandom, its
+#                  sha256 printed, sent to the peer's port 5001 as fast as it goes
 #         [vm.stay=1] keeps the guest up after its test (the host kills it)
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -84,6 +87,12 @@ case "$test" in
             echo "RESULT flood sent=${sent:-0} received=${recv:-0}" ;;
     sink) nc -l -p 5001 > /tmp/blob
           echo "RESULT sink bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)" ;;
+    exchange) nc -l -p 5001 > /tmp/in
+          echo "RESULT sink bytes=$(wc -c < /tmp/in) sha256=$(sha256sum /tmp/in | cut -d' ' -f1)"
+          rm /tmp/in
+          head -c "$bytes" /dev/urandom > /tmp/blob
+          echo "RESULT blob bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)"
+          vmtool sendfile "$peer" 5001 /tmp/blob 0 ;;
 esac
 vmtool stats eth0
 echo DONE

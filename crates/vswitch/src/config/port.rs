@@ -148,6 +148,12 @@ impl PortConfig {
         }
     }
 
+    /// Whether the port's frames cross the overlay: it is on a VNI, or it is an OVN
+    /// logical switch port (its MTU is the overlay's inner MTU).
+    pub fn on_overlay(&self) -> bool {
+        self.vni.is_some() || self.iface_id.is_some()
+    }
+
     /// Whether port security restricts the source MACs of the port's frames.
     pub fn has_port_security(&self) -> bool {
         self.mac.is_some() || !self.allowed_macs.is_empty()

@@ -124,7 +124,7 @@ impl Port {
                 let mtu = cfg
                     .mtu
                     .map(u32::from)
-                    .or(ctx.inner_mtu.filter(|_| cfg.vni.is_some()));
+                    .or(ctx.inner_mtu.filter(|_| cfg.on_overlay()));
                 if let Some(m) = mtu {
                     tap::set_mtu(&cfg.iface, m)
                         .map_err(|e| named(format!("cannot set MTU {m}: {e}")))?;

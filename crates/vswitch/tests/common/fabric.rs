@@ -239,13 +239,42 @@ impl Capture {
         }
     }
 
-    /// Stops the capture; returns each Geneve frame's (length, VNI).
-    pub fn frames(mut self) -> Vec<(u32, u32)> {
+    /// Stops the capture (the file stays readable by [`Capture::fields`]).
+    pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             // SAFETY: kill(2) on our own child's pid.
             unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
             let _ = c.wait();
         }
+    }
+
+    /// Fields `fields` (their first occurrence: the outer headers where both layers
+    /// have one) of the captured frames matching display filter `filter`, one row per
+    /// frame.
+    pub fn fields(&self, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+        let mut a = vec![
+            "tshark",
+            "-r",
+            self.file.to_str().unwrap(),
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=f",
+        ];
+        for f in fields {
+            a.extend(["-e", f]);
+        }
+        run(&a)
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    }
+
+    /// Stops the capture; returns each Geneve frame's (length, VNI).
+    pub fn frames(mut self) -> Vec<(u32, u32)> {
+        self.stop();
         let out = run(&[
             "tshark",
             "-r",

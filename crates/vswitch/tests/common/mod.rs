@@ -8,6 +8,7 @@ pub mod fabric;
 pub mod footprint;
 pub mod hostile;
 pub mod looping;
+pub mod ovn;
 pub mod ovs;
 pub mod qemu;
 

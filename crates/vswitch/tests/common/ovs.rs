@@ -20,6 +20,75 @@ pub struct Ovs {
 
 impl Ovs {
     pub fn start(f: &Fabric, k: usize, dir: &TempDir, remote: &str, vm_mtu: u32) -> Ovs {
+        let ovs = Ovs::base(f, k, dir);
+        let rip = format!("options:remote_ip={remote}");
+        ovs.vsctl(&[
+            "add-port",
+            "br-int",
+            "gnv0",
+            "--",
+            "set",
+            "interface",
+            "gnv0",
+            "type=geneve",
+            &rip,
+            "options:key=5001",
+        ]);
+        ovs.internal_port(f, "vm", vm_mtu, &format!("10.50.0.{}/24", k + 1));
+        ovs
+    }
+
+    /// An OVN chassis on host `k`: Open vSwitch (userspace datapath, `br-int` left to
+    /// ovn-controller) and ovn-controller registered as chassis `name` with the host's
+    /// underlay address as its Geneve Encap, reading the Southbound database at
+    /// `sb_remote`, as OVN's documentation sets up a hypervisor.
+    pub fn ovn_chassis(f: &Fabric, k: usize, dir: &TempDir, name: &str, sb_remote: &str) -> Ovs {
+        let ovs = Ovs::base(f, k, dir);
+        let ids = [
+            format!("external_ids:system-id={name}"),
+            format!("external_ids:ovn-remote={sb_remote}"),
+            "external_ids:ovn-encap-type=geneve".to_string(),
+            format!("external_ids:ovn-encap-ip={}", f.addr(k)),
+            "external_ids:ovn-bridge=br-int".to_string(),
+        ];
+        let mut a = vec!["set", "open", "."];
+        a.extend(ids.iter().map(String::as_str));
+        ovs.vsctl(&a);
+        ovs.cmd_ns(&[
+            "ovn-controller",
+            &ovs.db(),
+            "--pidfile",
+            "--log-file",
+            "--detach",
+        ]);
+        ovs
+    }
+
+    /// A VIF of logical switch port `lsp`: an internal port of `br-int` in the host's
+    /// namespace with `mac`, address `addr` (CIDR) and MTU `mtu`, its
+    /// `external_ids:iface-id` naming the port (what ovn-controller binds).
+    pub fn vif(&self, f: &Fabric, iface: &str, lsp: &str, mac: &str, addr: &str, mtu: u32) {
+        let id = format!("external_ids:iface-id={lsp}");
+        let m = format!("mac=\"{mac}\"");
+        self.vsctl(&[
+            "add-port",
+            "br-int",
+            iface,
+            "--",
+            "set",
+            "interface",
+            iface,
+            "type=internal",
+            &id,
+            &m,
+        ]);
+        self.internal_port(f, iface, mtu, addr);
+    }
+
+    /// ovsdb-server and ovs-vswitchd (netdev datapath) on host `k`: `br-phy` holds the
+    /// uplink veth and the host's underlay address, as OVS's userspace tunnelling guide
+    /// does; `br-int` is created empty.
+    fn base(f: &Fabric, k: usize, dir: &TempDir) -> Ovs {
         let d = dir.path(&format!("ovs{k}"));
         std::fs::create_dir_all(&d).unwrap();
         let ovs = Ovs {
@@ -33,8 +102,7 @@ impl Ovs {
             db.to_str().unwrap(),
             "/usr/share/openvswitch/vswitch.ovsschema",
         ]);
-        let sock = format!("unix:{}", d.join("db.sock").display());
-        let punix = format!("--remote=p{sock}");
+        let punix = format!("--remote=p{}", ovs.db());
         ovs.cmd_ns(&[
             "ovsdb-server",
             db.to_str().unwrap(),
@@ -44,7 +112,13 @@ impl Ovs {
             "--detach",
         ]);
         ovs.vsctl(&["--no-wait", "init"]);
-        ovs.cmd_ns(&["ovs-vswitchd", &sock, "--pidfile", "--log-file", "--detach"]);
+        ovs.cmd_ns(&[
+            "ovs-vswitchd",
+            &ovs.db(),
+            "--pidfile",
+            "--log-file",
+            "--detach",
+        ]);
         let (link, addr) = (&f.link[k], f.addr(k));
         // br-phy must not share the veth's MAC: the kernel would then take the Geneve
         // frames for itself too and answer them with ICMP port unreachable.
@@ -77,43 +151,52 @@ impl Ovs {
             "br-int",
             "datapath_type=netdev",
         ]);
-        let rip = format!("options:remote_ip={remote}");
-        ovs.vsctl(&[
-            "add-port",
-            "br-int",
-            "gnv0",
-            "--",
-            "set",
-            "interface",
-            "gnv0",
-            "type=geneve",
-            &rip,
-            "options:key=5001",
-        ]);
-        ovs.vsctl(&[
-            "add-port",
-            "br-int",
-            "vm",
-            "--",
-            "set",
-            "interface",
-            "vm",
-            "type=internal",
-        ]);
-        let ns = &f.ns[k];
-        f.exec(ns, &["sysctl", "-qw", "net.ipv6.conf.vm.disable_ipv6=1"]);
+        ovs
+    }
+
+    /// Brings internal port `iface` up in the host's namespace with MTU `mtu` and
+    /// address `addr`, IPv6 off.
+    fn internal_port(&self, f: &Fabric, iface: &str, mtu: u32, addr: &str) {
+        if !self
+            .vsctl(&["list-ports", "br-int"])
+            .lines()
+            .any(|l| l == iface)
+        {
+            self.vsctl(&[
+                "add-port",
+                "br-int",
+                iface,
+                "--",
+                "set",
+                "interface",
+                iface,
+                "type=internal",
+            ]);
+        }
+        let ns = &self.ns;
         f.exec(
             ns,
-            &["ip", "link", "set", "vm", "mtu", &vm_mtu.to_string(), "up"],
+            &[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{iface}.disable_ipv6=1"),
+            ],
         );
-        let vm = format!("10.50.0.{}/24", k + 1);
-        f.exec(ns, &["ip", "addr", "add", &vm, "dev", "vm"]);
-        ovs
+        f.exec(
+            ns,
+            &["ip", "link", "set", iface, "mtu", &mtu.to_string(), "up"],
+        );
+        f.exec(ns, &["ip", "addr", "add", addr, "dev", iface]);
+    }
+
+    /// `unix:` remote of this instance's database.
+    fn db(&self) -> String {
+        format!("unix:{}", self.dir.join("db.sock").display())
     }
 
     /// `ovs-vsctl` against this instance's database.
     pub fn vsctl(&self, args: &[&str]) -> String {
-        let db = format!("--db=unix:{}", self.dir.join("db.sock").display());
+        let db = format!("--db={}", self.db());
         let mut a = vec!["ovs-vsctl", "--timeout=20", &db];
         a.extend_from_slice(args);
         self.cmd(&a)
@@ -131,7 +214,14 @@ impl Ovs {
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(args[0]);
         c.args(&args[1..]);
-        for var in ["OVS_RUNDIR", "OVS_LOGDIR", "OVS_DBDIR", "OVS_SYSCONFDIR"] {
+        for var in [
+            "OVS_RUNDIR",
+            "OVS_LOGDIR",
+            "OVS_DBDIR",
+            "OVS_SYSCONFDIR",
+            "OVN_RUNDIR",
+            "OVN_LOGDIR",
+        ] {
             c.env(var, &self.dir);
         }
         c
@@ -170,7 +260,7 @@ fn finish(args: &[&str], mut c: Command) -> String {
 
 impl Drop for Ovs {
     fn drop(&mut self) {
-        for name in ["ovs-vswitchd", "ovsdb-server"] {
+        for name in ["ovn-controller", "ovs-vswitchd", "ovsdb-server"] {
             let Some(pid) = self.pid(name) else { continue };
             // SAFETY: kill(2) on a pid this instance's pidfile names.
             unsafe { libc::kill(pid, libc::SIGTERM) };

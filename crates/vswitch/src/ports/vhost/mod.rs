@@ -95,7 +95,7 @@ impl VhostPort {
             path: cfg.path.clone(),
             queue_pairs: cfg.queues,
             offloads: cfg.offloads,
-            mtu_advice: cfg.vni.is_some(),
+            mtu_advice: cfg.on_overlay(),
             conn: ArcSwapOption::empty(),
             connections: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),

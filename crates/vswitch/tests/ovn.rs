@@ -1,0 +1,553 @@
+//! vswitchd as an OVN chassis beside an Open vSwitch chassis, in one real OVN
+//! deployment: the OVN central (NB and SB `ovsdb-server`, `ovn-northd`) in the test's
+//! temporary directory, **hv1** = Open vSwitch (userspace datapath) + ovn-controller in
+//! one network namespace, **hv2** = vswitchd (AF_XDP uplink, Geneve endpoint) in
+//! another, with two taps and a QEMU VM (TCG). The logical network is made with
+//! `ovn-nbctl` only; no tunnel, VNI or MAC is configured on either switch by hand.
+//! The underlay is a 1600-byte-MTU bridge (198.51.100.0/24), captured with tshark.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fabric::{tunnels, Capture, Fabric};
+use common::ovn::OvnCentral;
+use common::ovs::Ovs;
+use common::qemu::{kv, num, Vm, VmSpec};
+use common::*;
+use vswitch::control::protocol::{OvnReply, Request, Response};
+
+const HV1_VIF: &str = "02:00:00:00:01:01";
+const HV1_VIF_B: &str = "02:00:00:00:01:02";
+const TAP_MAC: &str = "02:00:00:00:02:01";
+const TAP_B_MAC: &str = "02:00:00:00:02:03";
+const VM_MAC: &str = "52:54:00:00:02:02";
+/// Bytes of each TCP transfer (the issue: 32 MiB each way).
+const MB: usize = 32;
+
+/// `vswitchctl ovn` of `sw`.
+fn ovn(sw: &Vswitchd) -> OvnReply {
+    match ctl(&sw.control, Request::Ovn).expect("ovn") {
+        Response::Ovn(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The `vswitchctl ovn` row of local port `port`.
+fn ovn_port(sw: &Vswitchd, port: &str) -> vswitch::control::protocol::OvnPortRow {
+    ovn(sw)
+        .ports
+        .into_iter()
+        .find(|p| p.port == port)
+        .unwrap_or_else(|| panic!("no {port} in vswitchctl ovn"))
+}
+
+/// The (ingress, egress) keys of OVN's option in a tshark `geneve.options` field.
+fn ovn_keys(hex: &str) -> Option<(u16, u16)> {
+    let h: String = hex.chars().filter(char::is_ascii_hexdigit).collect();
+    let b: Vec<u8> = (0..h.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
+        .collect();
+    let mut rest = &b[..];
+    while rest.len() >= 4 {
+        let len = 4 + 4 * usize::from(rest[3] & 0x1f);
+        if rest.len() < len {
+            return None;
+        }
+        if rest[0..2] == [0x01, 0x02] && rest[2] == 0x80 && len == 8 {
+            let v = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
+            return Some((((v >> 16) & 0x7fff) as u16, v as u16));
+        }
+        rest = &rest[len..];
+    }
+    None
+}
+
+/// Sends `n` UDP frames from `src` to `dst` out of `iface` in namespace `ns` (scapy).
+fn send_frames(ns: &str, iface: &str, src: &str, dst: &str, n: u32) {
+    let script = format!(
+        "from scapy.all import Ether,IP,UDP,sendp\n\
+         sendp(Ether(src='{src}',dst='{dst}')/IP(src='10.0.0.2',dst='10.0.0.99')/UDP(dport=9)/(b'x'*64),iface='{iface}',count={n},verbose=False)"
+    );
+    // Debian's python (python3-scapy), whatever python3 comes first in PATH.
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "/usr/bin/python3", "-c", &script])
+        .output()
+        .expect("python3-scapy");
+    assert!(o.status.success(), "scapy: {o:?}");
+}
+
+/// A port's drop counter `reason`.
+fn drops(sw: &Vswitchd, port: &str, reason: &str) -> u64 {
+    sw.port(port).stats.drops.get(reason).copied().unwrap_or(0)
+}
+
+/// hv2's vswitchd: uplink, Geneve endpoint, taps `t0` (sw0), `t1` (sw1), the VM's
+/// port `vm` (sw0), as an OVN chassis.
+fn hv2_args(
+    f: &Fabric,
+    dir: &TempDir,
+    c: &OvnCentral,
+    taps: &[String; 2],
+    extra: &[&str],
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--uplink".into(),
+        format!("u={},mode=generic", f.link[1]),
+        "--geneve".into(),
+        format!("t={},uplink=u", f.addr(1)),
+        "--tap".into(),
+        format!("t0={},iface_id=lsp-tap", taps[0]),
+        "--tap".into(),
+        format!("t1={},iface_id=lsp-tap-b", taps[1]),
+        "--vhost-user".into(),
+        format!("vm={},iface_id=lsp-vm", dir.path("vm.sock").display()),
+        "--ovn-remote".into(),
+        c.sb_remote(),
+        "--chassis".into(),
+        "hv2".into(),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// Gives hv2's taps their MACs and addresses (sw0: 10.0.0.2, sw1: 10.1.0.2).
+fn hv2_taps(f: &Fabric, taps: &[String; 2]) {
+    let ns = &f.ns[1];
+    for (tap, mac, addr) in [
+        (&taps[0], TAP_MAC, "10.0.0.2/24"),
+        (&taps[1], TAP_B_MAC, "10.1.0.2/24"),
+    ] {
+        f.exec(
+            ns,
+            &[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
+            ],
+        );
+        f.exec(ns, &["ip", "link", "set", tap, "address", mac]);
+        f.exec(ns, &["ip", "addr", "add", addr, "dev", tap]);
+        f.exec(ns, &["ip", "link", "set", tap, "up"]);
+    }
+}
+
+/// Pings `ip` from namespace `ns` until one answers (within `secs`); returns whether.
+fn ping_ok(ns: &str, ip: &str, secs: u64) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(secs) {
+        let ok = Command::new("ip")
+            .args(["netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return true;
+        }
+    }
+    false
+}
+
+/// A receiver of one TCP stream on `ip`:5001 in namespace `ns` (python3), which prints
+/// the byte count and sha256 when the stream ends.
+fn tcp_sink(ns: &str, ip: &str) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
+    let script = format!(
+        "import socket,hashlib\n\
+         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('{ip}',5001)); s.listen(1); print('ready',flush=True)\n\
+         c,_=s.accept(); h=hashlib.sha256(); n=0\n\
+         while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
+         print(n,h.hexdigest(),flush=True)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    (KillOnDrop(child), out)
+}
+
+/// Sends `mb` MiB of a pattern to `ip`:5001 from namespace `ns` (retrying the connect
+/// for 120 s while the receiver starts); returns "BYTES SHA256".
+fn tcp_send(ns: &str, ip: &str, mb: usize) -> String {
+    let script = format!(
+        "import socket,hashlib,time\n\
+         data=bytes((i*7)&255 for i in range(1<<20))*{mb}\n\
+         t=time.time()\n\
+         while True:\n try:\n  s=socket.create_connection(('{ip}',5001),timeout=30); break\n except OSError:\n  time.sleep(0.2); assert time.time()-t<120\n\
+         s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
+    );
+    let o = Command::new("ip")
+        .args([
+            "netns", "exec", ns, "timeout", "300", "python3", "-c", &script,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn vswitchd_chassis_beside_an_ovs_chassis() {
+    let _g = serial();
+    setup_host();
+    let t0 = Instant::now();
+    let f = Fabric::new("ovn", 2, 1600);
+    let dir = TempDir::new("ovn");
+    let c = OvnCentral::start(&dir);
+    // The logical network, with ovn-nbctl only.
+    c.nbctl(&["ls-add", "sw0"]);
+    c.nbctl(&["ls-add", "sw1"]);
+    for (ls, lsp, addr) in [
+        ("sw0", "lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
+        ("sw0", "lsp-tap", format!("{TAP_MAC} 10.0.0.2")),
+        ("sw0", "lsp-vm", format!("{VM_MAC} 10.0.0.3")),
+        ("sw1", "lsp-hv1-b", format!("{HV1_VIF_B} 10.1.0.1")),
+        ("sw1", "lsp-tap-b", format!("{TAP_B_MAC} 10.1.0.2")),
+    ] {
+        c.nbctl(&["lsp-add", ls, lsp]);
+        c.nbctl(&["lsp-set-addresses", lsp, &addr]);
+    }
+    // hv1: Open vSwitch + ovn-controller, two VIFs.
+    let hv1 = Ovs::ovn_chassis(&f, 0, &dir, "hv1", &c.sb_remote());
+    hv1.vif(&f, "vif0", "lsp-hv1", HV1_VIF, "10.0.0.1/24", 1500);
+    hv1.vif(&f, "vif1", "lsp-hv1-b", HV1_VIF_B, "10.1.0.1/24", 1500);
+    // hv2: vswitchd.
+    let id = std::process::id() % 10000;
+    let taps = [format!("vovn{id}a"), format!("vovn{id}b")];
+    let mut sw = Vswitchd::start_in(
+        Some(&f.ns[1]),
+        &dir,
+        "hv2",
+        &hv2_args(&f, &dir, &c, &taps, &[]),
+    );
+    hv2_taps(&f, &taps);
+    let vm = Vm::start(VmSpec::new(
+        "ovnvm",
+        &dir.path("vm.sock"),
+        VM_MAC,
+        format!(
+            "vm.ip=10.0.0.3 vm.peer=10.0.0.1 vm.test=exchange vm.bytes={} vm.stay=1",
+            MB << 20
+        ),
+    ));
+
+    // 1. The Southbound database: hv2 registered with its Encap, its ports bound and up,
+    //    --wait=hv returns, and ovn-controller made a tunnel to hv2.
+    wait_for(Duration::from_secs(30), "hv2's ports bound and up", || {
+        let up = ["lsp-tap", "lsp-tap-b", "lsp-vm"]
+            .iter()
+            .all(|p| c.sb_get("Port_Binding", "logical_port", p, "up") == "true");
+        up.then_some(())
+    });
+    let hv2_uuid = c.sb_get("Chassis", "name", "hv2", "_uuid");
+    for p in ["lsp-tap", "lsp-vm"] {
+        assert_eq!(
+            c.sb_get("Port_Binding", "logical_port", p, "chassis"),
+            hv2_uuid
+        );
+    }
+    assert_eq!(c.sb_get("Encap", "chassis_name", "hv2", "ip"), f.addr(1));
+    assert_eq!(c.sb_get("Encap", "chassis_name", "hv2", "type"), "geneve");
+    let other = c.sb_get("Chassis", "name", "hv2", "other_config");
+    for flag in [
+        "port-up-notif",
+        "ct-no-masked-label",
+        "mac-binding-timestamp",
+        "datapath-type=netdev",
+    ] {
+        assert!(other.contains(flag), "{flag} in {other}");
+    }
+    let t = Instant::now();
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    eprintln!("ovn-nbctl --wait=hv sync returned in {:?}", t.elapsed());
+    assert_eq!(
+        c.sb_get("Chassis_Private", "name", "hv2", "nb_cfg"),
+        c.sbctl(&["get", "SB_Global", ".", "nb_cfg"]).trim()
+    );
+    wait_for(
+        Duration::from_secs(30),
+        "ovn-controller's tunnel to hv2",
+        || {
+            let ports = hv1.vsctl(&[
+                "--bare",
+                "--columns=options",
+                "find",
+                "interface",
+                "type=geneve",
+            ]);
+            ports.contains(&f.addr(1)).then_some(())
+        },
+    );
+    let key = |lsp: &str| -> u16 {
+        c.sb_get("Port_Binding", "logical_port", lsp, "tunnel_key")
+            .parse()
+            .unwrap()
+    };
+    let dp_key = |ls: &str| -> u32 {
+        c.sb_get("Datapath_Binding", "external_ids:name", ls, "tunnel_key")
+            .parse()
+            .unwrap_or_else(|_| panic!("no datapath {ls}"))
+    };
+    let (sw0, sw1) = (dp_key("sw0"), dp_key("sw1"));
+    let row = ovn_port(&sw, "t0");
+    assert!(
+        row.bound && row.vni == sw0 && row.key == key("lsp-tap"),
+        "{row:?}"
+    );
+    assert_eq!(sw.show_port("t0")["domain"], format!("ovn datapath {sw0}"));
+
+    // 2. Pings both ways, then 32 MiB each way, sha256 checked (tap <-> hv1's VIF).
+    let mut cap = Capture::start(&f, 1, &dir);
+    assert!(
+        ping_ok(&f.ns[1], "10.0.0.1", 20),
+        "hv2's tap cannot reach hv1:\n{}",
+        sw.log()
+    );
+    assert!(
+        ping_ok(&f.ns[0], "10.0.0.2", 10),
+        "hv1 cannot reach hv2's tap"
+    );
+    tcp_transfer(Some(&f.ns[0]), Some(&f.ns[1]), "10.0.0.1", MB);
+    tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.0.0.2", MB);
+    // The VM: its own pings to hv1, then hv1 -> VM and VM -> hv1 streams.
+    let pings = vm.wait_lines("RESULT ping", 2, Duration::from_secs(180));
+    for l in &pings {
+        let m = kv(l);
+        assert_eq!(num(&m, "sent"), num(&m, "received"), "VM: {l}");
+    }
+    assert!(ping_ok(&f.ns[0], "10.0.0.3", 10), "hv1 cannot reach the VM");
+    let sent = tcp_send(&f.ns[0], "10.0.0.3", MB);
+    let sink = kv(&vm.wait_lines("RESULT sink", 1, Duration::from_secs(120))[0]);
+    assert_eq!(
+        format!("{} {}", sink["bytes"], sink["sha256"]),
+        sent,
+        "hv1 -> VM"
+    );
+    let (_rx, mut out) = tcp_sink(&f.ns[0], "10.0.0.1");
+    let blob = kv(&vm.wait_lines("RESULT blob", 1, Duration::from_secs(120))[0]);
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        format!("{} {}", blob["bytes"], blob["sha256"]),
+        "VM -> hv1"
+    );
+    let segmented: u64 = tunnels(&sw).iter().map(|t| t.segmented).sum();
+    assert!(
+        segmented > 0,
+        "the VM's TSO frames were segmented into the tunnel"
+    );
+    eprintln!("{MB} MiB each way: tap <-> hv1 and VM <-> hv1, sha256 equal; {segmented} TSO frames segmented");
+
+    // 3. On the wire: the VNI is the datapath's key (assigned by northd), OVN's option
+    //    carries the ingress and egress keys; an ARP broadcast from hv2 goes to 0x8000.
+    cap.stop();
+    let hv2_ip = format!("ip.src == {}", f.addr(1));
+    let lens = cap.fields(&format!("{hv2_ip} && geneve"), &["frame.len"]);
+    let biggest = lens
+        .iter()
+        .filter_map(|r| r[0].parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        lens.len() > 1000,
+        "the transfers crossed the underlay: {} frames",
+        lens.len()
+    );
+    assert!(
+        biggest <= 1614,
+        "a frame of {biggest} bytes on a 1600-byte MTU underlay"
+    );
+    let pings_out = cap.fields(
+        &format!("{hv2_ip} && icmp.type == 8 && ip.src == 10.0.0.2"),
+        &["geneve.vni", "geneve.options"],
+    );
+    assert!(!pings_out.is_empty(), "the tap's pings were captured");
+    for r in &pings_out {
+        let vni = u32::from_str_radix(r[0].trim_start_matches("0x"), 16).unwrap();
+        assert_eq!(vni, sw0, "VNI = sw0's tunnel key");
+        assert_eq!(
+            ovn_keys(&r[1]),
+            Some((key("lsp-tap"), key("lsp-hv1"))),
+            "{r:?}"
+        );
+    }
+    let arps = cap.fields(
+        &format!("{hv2_ip} && arp.opcode == 1 && arp.src.proto_ipv4 == 10.0.0.2"),
+        &["geneve.vni", "geneve.options"],
+    );
+    assert!(!arps.is_empty(), "the tap's ARP request was captured");
+    for r in &arps {
+        assert_eq!(ovn_keys(&r[1]), Some((key("lsp-tap"), 0x8000)), "{r:?}");
+    }
+
+    // 4. Unknown unicast: dropped while no port has `unknown`, then to _MC_unknown
+    //    (hv1's port) only. Port security drops a spoofed source.
+    let d0 = drops(&sw, "t0", "ovn_unknown_unicast");
+    send_frames(&f.ns[1], &taps[0], TAP_MAC, "02:00:00:00:09:99", 5);
+    wait_for(Duration::from_secs(5), "unknown unicast dropped", || {
+        (drops(&sw, "t0", "ovn_unknown_unicast") == d0 + 5).then_some(())
+    });
+    c.nbctl(&[
+        "lsp-set-addresses",
+        "lsp-hv1",
+        &format!("{HV1_VIF} 10.0.0.1"),
+        "unknown",
+    ]);
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    let vm_tx = sw.port("vm").stats.tx_packets;
+    let mut cap = Capture::start(&f, 1, &dir);
+    send_frames(&f.ns[1], &taps[0], TAP_MAC, "02:00:00:00:09:99", 5);
+    std::thread::sleep(Duration::from_millis(500)); // the capture's tail
+    cap.stop();
+    let unknown = cap.fields("udp.dstport == 9", &["geneve.options"]);
+    assert_eq!(
+        unknown.len(),
+        5,
+        "unknown unicast to _MC_unknown: {unknown:?}"
+    );
+    for r in &unknown {
+        assert_eq!(ovn_keys(&r[0]).map(|k| k.1), Some(0x8001), "{r:?}");
+    }
+    assert_eq!(drops(&sw, "t0", "ovn_unknown_unicast"), d0 + 5);
+    assert!(
+        sw.port("vm").stats.tx_packets - vm_tx < 5,
+        "the VM is not in _MC_unknown"
+    );
+    c.nbctl(&[
+        "lsp-set-port-security",
+        "lsp-tap",
+        &format!("{TAP_MAC} 10.0.0.2"),
+    ]);
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    let s0 = drops(&sw, "t0", "spoofed_source");
+    send_frames(
+        &f.ns[1],
+        &taps[0],
+        "02:00:00:00:02:99",
+        "ff:ff:ff:ff:ff:ff",
+        5,
+    );
+    wait_for(Duration::from_secs(5), "the spoofed source dropped", || {
+        (drops(&sw, "t0", "spoofed_source") == s0 + 5).then_some(())
+    });
+    assert!(
+        ping_ok(&f.ns[1], "10.0.0.1", 10),
+        "the tap's own MAC still passes"
+    );
+
+    // 7. sw1 is isolated from sw0: sw0's broadcasts reach no sw1 port, and the reverse.
+    let t1_tx = sw.port("t1").stats.tx_packets;
+    let vif1_tx: u64 = hv1.iface_stat("vif1", "tx_packets");
+    send_frames(&f.ns[1], &taps[0], TAP_MAC, "ff:ff:ff:ff:ff:ff", 20);
+    send_frames(&f.ns[0], "vif0", HV1_VIF, "ff:ff:ff:ff:ff:ff", 20);
+    assert!(ping_ok(&f.ns[1], "10.1.0.1", 10), "sw1 works: hv2 -> hv1");
+    let t1_now = sw.port("t1").stats.tx_packets;
+    let vif1_now = hv1.iface_stat("vif1", "tx_packets");
+    // sw1's own ping exchange moved a handful of frames; none of the 40 broadcasts.
+    assert!(
+        t1_now - t1_tx < 10,
+        "sw0's broadcasts reached sw1's tap: {t1_tx} -> {t1_now}"
+    );
+    assert!(
+        vif1_now - vif1_tx < 10,
+        "sw0's broadcasts reached sw1's VIF: {vif1_tx} -> {vif1_now}"
+    );
+    assert_ne!(sw0, sw1);
+
+    // 6. lsp-del of a bound port: its traffic stops and its switch's domain goes (sw1
+    //    has no other port here); lsp-add again: traffic resumes, nothing restarted.
+    c.nbctl(&["lsp-del", "lsp-tap-b"]);
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    wait_for(Duration::from_secs(10), "t1 detached", || {
+        (sw.show_port("t1")["domain"] == "none (OVN port not bound)").then_some(())
+    });
+    let why = ovn_port(&sw, "t1").why_unbound;
+    assert!(why.contains("not in the Southbound database"), "{why}");
+    let fdb_sw1 = sw.show()["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["domain"] == format!("ovn datapath {sw1}"))
+        .count();
+    assert_eq!(fdb_sw1, 0, "no port left in sw1's domain");
+    assert!(!ping_ok(&f.ns[1], "10.1.0.1", 3), "traffic stopped");
+    c.nbctl(&["lsp-add", "sw1", "lsp-tap-b"]);
+    c.nbctl(&[
+        "lsp-set-addresses",
+        "lsp-tap-b",
+        &format!("{TAP_B_MAC} 10.1.0.2"),
+    ]);
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    assert!(
+        ping_ok(&f.ns[1], "10.1.0.1", 20),
+        "traffic resumed after lsp-add"
+    );
+
+    // 5. A switch with an ACL: its port is not claimed, and vswitchctl says why; with
+    //    --ovn-allow-unenforced-acls it is. The clean stop removes hv2's rows.
+    c.nbctl(&["ls-add", "sw2"]);
+    c.nbctl(&["lsp-add", "sw2", "lsp-acl"]);
+    c.nbctl(&["lsp-set-addresses", "lsp-acl", "02:00:00:00:02:05 10.2.0.2"]);
+    c.nbctl(&[
+        "acl-add",
+        "sw2",
+        "to-lport",
+        "1001",
+        "ip4.src == 10.9.9.9",
+        "drop",
+    ]);
+    let tap_acl = format!("vovn{id}c");
+    let out = vswitchctl_out(
+        &sw.control,
+        &[
+            "add-port",
+            "--tap",
+            &format!("t2={tap_acl},iface_id=lsp-acl"),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    let why = wait_for(Duration::from_secs(10), "t2's reason", || {
+        let r = ovn_port(&sw, "t2");
+        (!r.why_unbound.is_empty()).then_some(r.why_unbound)
+    });
+    assert!(why.contains("has ACLs"), "{why}");
+    assert_eq!(
+        c.sb_get("Port_Binding", "logical_port", "lsp-acl", "chassis"),
+        ""
+    );
+    let text = vswitchctl_out(&sw.control, &["ovn"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("has ACLs"));
+    assert_eq!(sw.stop(), Some(0));
+    wait_for(
+        Duration::from_secs(10),
+        "hv2's rows removed on a clean stop",
+        || {
+            c.sb_get("Chassis", "name", "hv2", "_uuid")
+                .is_empty()
+                .then_some(())
+        },
+    );
+    let mut args = hv2_args(&f, &dir, &c, &taps, &["--ovn-allow-unenforced-acls"]);
+    args.extend([
+        "--tap".to_string(),
+        format!("t2={tap_acl},iface_id=lsp-acl"),
+    ]);
+    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2b", &args);
+    wait_for(
+        Duration::from_secs(30),
+        "lsp-acl claimed with the flag",
+        || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
+    );
+    assert!(ovn_port(&sw, "t2").bound);
+    eprintln!("OVN chassis test: {:?}", t0.elapsed());
+}
