@@ -109,6 +109,8 @@ fn hv2_args(
         "hv2".into(),
         "--poll".into(),
         "adaptive".into(),
+        "--metrics".into(),
+        "127.0.0.1:9478".into(),
     ];
     a.extend(extra.iter().map(|s| s.to_string()));
     a
@@ -346,6 +348,26 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         "the VM's TSO frames were segmented into the tunnel"
     );
     eprintln!("{MB} MiB each way: tap <-> hv1 and VM <-> hv1, sha256 equal; {segmented} TSO frames segmented");
+    let hv1_row = ovn(&sw)
+        .other_chassis
+        .into_iter()
+        .find(|c| c.name == "hv1")
+        .expect("hv1 among the other chassis");
+    assert_eq!(hv1_row.encap_ip, f.addr(0));
+    // Sent: inner frames before segmentation (a TSO frame counts once).
+    assert!(
+        hv1_row.tx_packets > 1_000 && hv1_row.rx_packets > 10_000,
+        "{hv1_row:?}"
+    );
+    let scrape = "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:9478/metrics').read().decode())";
+    let metrics = f.exec(&f.ns[1], &["/usr/bin/python3", "-c", scrape]);
+    for want in [
+        "vswitch_ovn_southbound_connected 1",
+        "vswitch_ovn_ports{state=\"bound\"} 3",
+        "vswitch_ovn_chassis_tx_packets_total{chassis=\"hv1\"}",
+    ] {
+        assert!(metrics.contains(want), "{want} in /metrics:\n{metrics}");
+    }
 
     // 3. On the wire: the VNI is the datapath's key (assigned by northd), OVN's option
     //    carries the ingress and egress keys; an ARP broadcast from hv2 goes to 0x8000.
@@ -396,6 +418,12 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     wait_for(Duration::from_secs(5), "unknown unicast dropped", || {
         (drops(&sw, "t0", "ovn_unknown_unicast") == d0 + 5).then_some(())
     });
+    let metrics = f.exec(&f.ns[1], &["/usr/bin/python3", "-c", scrape]);
+    let want = format!(
+        "vswitch_port_drops_total{{port=\"t0\",reason=\"ovn_unknown_unicast\"}} {}",
+        d0 + 5
+    );
+    assert!(metrics.contains(&want), "{want} in /metrics");
     c.nbctl(&[
         "lsp-set-addresses",
         "lsp-hv1",

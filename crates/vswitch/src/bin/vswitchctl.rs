@@ -321,10 +321,12 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
     println!("other chassis:");
     for c in &r.other_chassis {
         println!(
-            "  {}  encap {}  logical switches {}",
+            "  {}  encap {}  logical switches {}  frames sent {} received {}",
             c.name,
             c.encap_ip,
-            c.logical_switches.join(",")
+            c.logical_switches.join(","),
+            c.tx_packets,
+            c.rx_packets
         );
     }
     println!("supported:");

@@ -227,6 +227,73 @@ fn encode_tunnels(sw: &Switch, enc: &mut DescriptorEncoder) -> Result<(), std::f
     Ok(())
 }
 
+/// `vswitch_ovn_*`: the OVN chassis' Southbound connection, the `nb_cfg` applied, its
+/// ports by state, and the frames exchanged with each other chassis.
+#[derive(Debug)]
+pub struct OvnCollector {
+    status: Arc<crate::ovn::Status>,
+    switch: Arc<Switch>,
+}
+
+impl Collector for OvnCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let r = crate::ovn::reply_of(&self.status, &self.switch);
+        let gauge = |enc: &mut DescriptorEncoder, name: &str, help: &str, v: i64| {
+            let g = ConstGauge::new(v);
+            g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
+        };
+        gauge(
+            &mut enc,
+            "vswitch_ovn_southbound_connected",
+            "1 while the OVN Southbound database is connected.",
+            i64::from(r.connection.starts_with("connected")),
+        )?;
+        gauge(
+            &mut enc,
+            "vswitch_ovn_nb_cfg",
+            "The SB_Global.nb_cfg this chassis last applied.",
+            r.nb_cfg,
+        )?;
+        let c = ConstCounter::new(r.connects);
+        c.encode(enc.encode_descriptor(
+            "vswitch_ovn_southbound_connects",
+            "Connections made to the OVN Southbound database.",
+            None,
+            c.metric_type(),
+        )?)?;
+        let mut m = enc.encode_descriptor(
+            "vswitch_ovn_ports",
+            "Local ports naming an OVN logical switch port, by state.",
+            None,
+            ConstGauge::new(0i64).metric_type(),
+        )?;
+        let bound = r.ports.iter().filter(|p| p.bound).count() as i64;
+        for (state, n) in [("bound", bound), ("unbound", r.ports.len() as i64 - bound)] {
+            ConstGauge::new(n).encode(m.encode_family(&[("state", state)])?)?;
+        }
+        for (name, help, get) in [
+            (
+                "vswitch_ovn_chassis_tx_packets",
+                "Frames sent to another OVN chassis (inner, before segmentation).",
+                (|c: &crate::control::protocol::OvnChassisRow| c.tx_packets) as fn(&_) -> u64,
+            ),
+            (
+                "vswitch_ovn_chassis_rx_packets",
+                "Frames received from another OVN chassis (inner, after decapsulation).",
+                |c| c.rx_packets,
+            ),
+        ] {
+            let mut m =
+                enc.encode_descriptor(name, help, None, ConstCounter::new(0u64).metric_type())?;
+            for c in &r.other_chassis {
+                ConstCounter::new(get(c))
+                    .encode(m.encode_family(&[("chassis", c.name.as_str())])?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Longest a client may take to send its request headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -244,6 +311,12 @@ const MAX_CONNECTIONS: usize = 256;
 pub async fn serve(listener: TcpListener, ctl: Arc<Control>) {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SwitchCollector(ctl.switch.clone())));
+    if let Some(status) = ctl.ovn.get() {
+        registry.register_collector(Box::new(OvnCollector {
+            status: status.clone(),
+            switch: ctl.switch.clone(),
+        }));
+    }
     let registry = Arc::new(registry);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {

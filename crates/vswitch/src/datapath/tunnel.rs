@@ -169,6 +169,7 @@ impl Pipeline {
                 security: None,
                 mac_limit: u32::MAX,
             };
+            self.switch.remotes.count_rx(remote, (j - i) as u64);
             if from[i].3.is_some() {
                 // OVN: the sender decided; no classification, no learning.
                 self.actions.clear();
@@ -227,6 +228,7 @@ impl Pipeline {
         self.templates.reset_if(topo.generation);
         let (cands, n) = candidates(topo, remote, ip);
         let frames = copy_into(self.groups.groups[g].frames(), &mut self.encap_sel);
+        self.switch.remotes.count_tx(remote, frames.len() as u64);
         if n == 0 {
             self.no_endpoint(topo, ip, frames.len() as u64);
             return;

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::config::GeneveConfig;
@@ -25,10 +25,35 @@ pub type RemoteId = u16;
 /// Most remote endpoints a switch keeps.
 pub const MAX_REMOTES: usize = (1 << 16) - 1;
 
-/// The registry of remote endpoints: ids are handed out once and never reused.
-#[derive(Debug, Default)]
+/// The registry of remote endpoints: ids are handed out once and never reused. Also
+/// counts the inner frames sent to and received from each remote (added per batch,
+/// not per frame).
+#[derive(Debug)]
 pub struct Remotes {
     inner: RwLock<(HashMap<IpAddr, RemoteId>, Vec<IpAddr>)>,
+    /// Frames sent to each remote, by id.
+    tx: Box<[AtomicU64]>,
+    /// Frames received from each remote, by id.
+    rx: Box<[AtomicU64]>,
+}
+
+impl Default for Remotes {
+    fn default() -> Self {
+        Remotes {
+            inner: RwLock::default(),
+            tx: zeroed_counters(MAX_REMOTES),
+            rx: zeroed_counters(MAX_REMOTES),
+        }
+    }
+}
+
+/// `n` counters at zero, allocated zeroed: pages of remotes never used are never
+/// touched (512 KiB of address space per table, not of resident memory).
+fn zeroed_counters(n: usize) -> Box<[AtomicU64]> {
+    let b = Box::<[AtomicU64]>::new_zeroed_slice(n);
+    // SAFETY: an all-zero AtomicU64 is a valid AtomicU64 holding 0 (it has the layout
+    // of u64), and every element was zeroed by the allocation.
+    unsafe { b.assume_init() }
 }
 
 impl Remotes {
@@ -48,6 +73,36 @@ impl Remotes {
         g.1.push(ip);
         g.0.insert(ip, id);
         Some(id)
+    }
+
+    /// The id of `ip`, if registered (never registers).
+    pub fn id(&self, ip: IpAddr) -> Option<RemoteId> {
+        self.read().0.get(&ip).copied()
+    }
+
+    /// Counts `n` inner frames sent to remote `id`.
+    #[inline]
+    pub fn count_tx(&self, id: RemoteId, n: u64) {
+        if let Some(c) = self.tx.get(usize::from(id)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts `n` inner frames received from remote `id`.
+    #[inline]
+    pub fn count_rx(&self, id: RemoteId, n: u64) {
+        if let Some(c) = self.rx.get(usize::from(id)) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Inner frames (sent, received) to and from remote `id` so far.
+    pub fn frames(&self, id: RemoteId) -> (u64, u64) {
+        let get = |t: &[AtomicU64]| {
+            t.get(usize::from(id))
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        };
+        (get(&self.tx), get(&self.rx))
     }
 
     /// The address of remote `id`.

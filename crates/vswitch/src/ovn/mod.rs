@@ -69,7 +69,22 @@ pub const UNSUPPORTED: [&str; 5] = [
 
 /// `vswitchctl ovn`'s reply.
 pub fn reply(ctl: &Control) -> OvnReply {
-    let mut r = ctl.ovn.get().map(|s| s.reply()).unwrap_or_default();
+    match ctl.ovn.get() {
+        Some(s) => reply_of(s, &ctl.switch),
+        None => OvnReply::default(),
+    }
+}
+
+/// The reply of chassis `status` on `sw`, with the frames exchanged with each other
+/// chassis.
+pub fn reply_of(status: &Status, sw: &crate::switch::Switch) -> OvnReply {
+    let mut r = status.reply();
+    for c in &mut r.other_chassis {
+        let id = c.encap_ip.parse().ok().and_then(|ip| sw.remotes.id(ip));
+        if let Some(id) = id {
+            (c.tx_packets, c.rx_packets) = sw.remotes.frames(id);
+        }
+    }
     if !r.chassis.is_empty() {
         r.supported = SUPPORTED.iter().map(|s| s.to_string()).collect();
         r.unsupported = UNSUPPORTED.iter().map(|s| s.to_string()).collect();

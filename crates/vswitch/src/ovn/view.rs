@@ -419,3 +419,218 @@ fn router_macs(sb: &Sb, pb: &PortBinding) -> Vec<String> {
         .map(|p| p.mac.clone())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uuid(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn pb(lsp: &str, dp: Uuid, key: i64, mac: &str, chassis: Option<Uuid>) -> PortBinding {
+        PortBinding {
+            uuid: Uuid::nil(),
+            logical_port: lsp.into(),
+            kind: String::new(),
+            datapath: dp,
+            tunnel_key: key,
+            mac: vec![mac.into()],
+            chassis,
+            requested_chassis: None,
+            options: Default::default(),
+            port_security: Vec::new(),
+            up: Some(false),
+        }
+    }
+
+    /// sw0 (key 5) with p-here (claimable), p-hv1 and p-hv1b (bound on hv1), p-rtr (a
+    /// router port whose peer has 02:..:ff), p-unk (`unknown`); chassis hv1 and us.
+    fn sb() -> Sb {
+        let (dp, hv1, me, enc) = (uuid(1), uuid(10), uuid(11), uuid(20));
+        let mut s = Sb::default();
+        s.datapaths.insert(
+            dp,
+            DatapathBinding {
+                uuid: dp,
+                tunnel_key: 5,
+                external_ids: [("name".to_string(), "sw0".to_string())].into(),
+            },
+        );
+        s.chassis.insert(
+            hv1,
+            Chassis {
+                uuid: hv1,
+                name: "hv1".into(),
+                hostname: "host1".into(),
+                encaps: vec![enc],
+                other_config: Default::default(),
+            },
+        );
+        s.chassis.insert(
+            me,
+            Chassis {
+                uuid: me,
+                name: "hv2".into(),
+                hostname: "host2".into(),
+                encaps: vec![],
+                other_config: Default::default(),
+            },
+        );
+        s.encaps.insert(
+            enc,
+            Encap {
+                uuid: enc,
+                kind: "geneve".into(),
+                ip: "198.51.100.1".into(),
+                options: Default::default(),
+                chassis_name: "hv1".into(),
+            },
+        );
+        s.ports.insert(
+            uuid(100),
+            pb("p-here", dp, 1, "02:00:00:00:00:01 10.0.0.1", None),
+        );
+        s.ports.insert(
+            uuid(101),
+            pb("p-hv1", dp, 2, "02:00:00:00:00:02", Some(hv1)),
+        );
+        s.ports.insert(
+            uuid(102),
+            pb("p-hv1b", dp, 3, "02:00:00:00:00:03", Some(hv1)),
+        );
+        let mut rtr = pb("p-rtr", dp, 4, "router", None);
+        rtr.kind = "router".into();
+        rtr.options.insert("router-port".into(), "lrp0".into());
+        s.ports.insert(uuid(103), rtr);
+        s.ports.insert(
+            uuid(104),
+            pb("lrp0", uuid(2), 1, "02:00:00:00:00:ff 10.0.0.254/24", None),
+        );
+        s.ports
+            .insert(uuid(105), pb("p-unk", dp, 5, "unknown", None));
+        s.groups.push(MulticastGroup {
+            uuid: uuid(200),
+            datapath: dp,
+            name: "_MC_flood".into(),
+            tunnel_key: 0x8000,
+            ports: vec![uuid(100), uuid(101), uuid(102), uuid(103)],
+        });
+        s
+    }
+
+    fn local<'a>(ports: &'a BTreeMap<String, String>, allow_acls: bool) -> Local<'a> {
+        Local {
+            name: "hv2",
+            hostname: "host2",
+            chassis: Some(uuid(11)),
+            allow_acls,
+            ports,
+        }
+    }
+
+    fn ports(p: &[(&str, &str)]) -> BTreeMap<String, String> {
+        p.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    /// A claimable port is bound with its key, its switch becomes a domain whose MACs
+    /// point here, at hv1 (by key) or at the router port; _MC_flood reaches the local
+    /// port and hv1 once.
+    #[test]
+    fn a_local_port_and_its_switch() {
+        let ps = ports(&[("vm1", "p-here")]);
+        let v = derive(&sb(), &local(&ps, false));
+        assert_eq!(v.claims, vec![uuid(100)]);
+        let PortView::Bound { key, datapath, .. } = &v.ports["vm1"] else {
+            panic!("{:?}", v.ports["vm1"]);
+        };
+        assert_eq!((*key, *datapath), (1, uuid(1)));
+        let d = &v.datapaths[&uuid(1)];
+        assert_eq!(
+            (d.tunnel_key, d.name.as_str(), d.has_unknown),
+            (5, "sw0", true)
+        );
+        let ip: IpAddr = "198.51.100.1".parse().unwrap();
+        let fdb: BTreeMap<String, DestView> = d
+            .fdb
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.clone()))
+            .collect();
+        assert_eq!(fdb["02:00:00:00:00:01"], DestView::Local("vm1".into()));
+        assert_eq!(
+            fdb["02:00:00:00:00:03"],
+            DestView::Remote {
+                chassis: "hv1".into(),
+                ip,
+                key: 3
+            }
+        );
+        assert_eq!(fdb["02:00:00:00:00:ff"], DestView::Router);
+        assert_eq!(
+            d.groups,
+            vec![GroupView {
+                key: 0x8000,
+                local: vec!["vm1".into()],
+                remotes: vec![("hv1".into(), ip)],
+            }]
+        );
+    }
+
+    /// OVN's binding rules: unknown port, non-VIF type, requested elsewhere (by name
+    /// or host name), bound elsewhere, a switch with ACLs; requested here wins over a
+    /// binding elsewhere.
+    #[test]
+    fn claims_follow_ovns_rules() {
+        let mut s = sb();
+        let why = |s: &Sb, lsp: &str, allow: bool| -> Option<String> {
+            let ps = ports(&[("x", lsp)]);
+            match &derive(s, &local(&ps, allow)).ports["x"] {
+                PortView::Unbound(w) => Some(w.clone()),
+                PortView::Bound { .. } => None,
+            }
+        };
+        assert!(why(&s, "nope", false)
+            .unwrap()
+            .contains("not in the Southbound"));
+        assert!(why(&s, "p-rtr", false).unwrap().contains("type \"router\""));
+        assert!(why(&s, "p-hv1", false)
+            .unwrap()
+            .contains("bound to chassis hv1"));
+        s.ports
+            .get_mut(&uuid(101))
+            .unwrap()
+            .options
+            .insert("requested-chassis".into(), "host2".into());
+        assert_eq!(why(&s, "p-hv1", false), None, "requested here by host name");
+        s.ports
+            .get_mut(&uuid(100))
+            .unwrap()
+            .options
+            .insert("requested-chassis".into(), "hv1,hv3".into());
+        assert!(why(&s, "p-here", false)
+            .unwrap()
+            .contains("requested on chassis hv1,hv3"));
+        s.acl_datapaths.insert(uuid(1));
+        assert!(why(&s, "p-unk", false).unwrap().contains("has ACLs"));
+        assert_eq!(why(&s, "p-unk", true), None);
+    }
+
+    /// A binding this chassis holds with no local port naming it any more is released.
+    #[test]
+    fn orphan_bindings_are_released() {
+        let mut s = sb();
+        s.ports.get_mut(&uuid(100)).unwrap().chassis = Some(uuid(11));
+        let none = ports(&[]);
+        let v = derive(&s, &local(&none, false));
+        assert_eq!(v.releases, vec![uuid(100)]);
+        assert!(v.datapaths.is_empty());
+        let ps = ports(&[("vm1", "p-here")]);
+        let v = derive(&s, &local(&ps, false));
+        assert!(
+            v.releases.is_empty() && v.claims.is_empty(),
+            "already ours: {v:?}"
+        );
+    }
+}
