@@ -33,9 +33,14 @@
 #                            [--streams "1 4"] [--modes "native generic"] [--only "vswitchd ovs"]
 #   (default 3 rounds of 8 s: about 8 minutes)
 #   --poll MODE vswitchd's --poll (default adaptive; OVS sleeps up to 50 us when idle)
-#   --topologies "geneve plain"   for tcp (default geneve): plain puts the VM and the uplink
-#               in one L2 domain (vswitchd: no --geneve, no vni; OVS: the internal port on
-#               br-phy, no br-int), so frames cross the veth unencapsulated
+#   --topologies "geneve plain ovn"   for tcp (default geneve): plain puts the VM and the
+#               uplink in one L2 domain (vswitchd: no --geneve, no vni; OVS: the internal port
+#               on br-phy, no br-int), so frames cross the veth unencapsulated; ovn drives both
+#               switches from OVN (an OVN central in the work directory: NB/SB ovsdb-server
+#               and ovn-northd; logical switch sw0 with one port per VM, made by ovn-nbctl):
+#               vswitchd chassis <-> vswitchd chassis (--ovn-remote, iface_id=), or OVS +
+#               ovn-controller <-> OVS + ovn-controller; VM MTU 1542 (58 bytes of Geneve
+#               with OVN's option on the 1600-byte underlay)
 #   --latency "0 10 50 90"   after each tcp measurement of the first --streams value, ICMP
 #               round trips between the VMs (ping -i 0.002, 500 per level) while iperf3 runs
 #               paced (-b) at each percentage of the Gbit/s just measured (0: no iperf3)
@@ -129,6 +134,8 @@ vswitchd_host() {
     local k=$1 mode=$2; shift 2
     local tep=(--geneve "t=198.51.100.$((k + 1)),uplink=u,remote=198.51.100.$((2 - k))")
     [ "$topo" = plain ] && tep=()
+    [ "$topo" = ovn ] && tep=(--geneve "t=198.51.100.$((k + 1)),uplink=u"
+        --ovn-remote "unix:$work/ovs-central/sb.sock" --chassis "hv$k")
     ip netns exec "bo$k" "$VSWITCHD" --uplink "u=bou$k,mode=$mode" "${tep[@]}" \
         --poll "$poll" --pmd-cpus "$k" --control "$work/ctl$k.sock" "$@" \
         2>"$work/vswitchd$k.log" &
@@ -178,9 +185,39 @@ ovs_host() {
     ip netns exec "$ns" ip addr add "198.51.100.$((k + 1))/24" dev br-phy
     ip netns exec "$ns" ip link set br-phy mtu 1600 up
     vsctl "$k" add-br br-int -- set bridge br-int datapath_type=netdev
+    if [ "$topo" = ovn ]; then
+        # ovn-controller makes the tunnels; br-int is its integration bridge.
+        vsctl "$k" set open . "external_ids:system-id=hv$k" \
+            "external_ids:ovn-remote=unix:$work/ovs-central/sb.sock" \
+            external_ids:ovn-encap-type=geneve "external_ids:ovn-encap-ip=198.51.100.$((k + 1))"
+        OVN_RUNDIR=$d OVN_LOGDIR=$d ip netns exec "$ns" ovn-controller "unix:$d/db.sock" \
+            --pidfile="$d/ovn-controller.pid" --log-file="$d/ovn-controller.log" --detach
+        return 0
+    fi
     vsctl "$k" add-port br-int gnv0 -- set interface gnv0 type=geneve \
         "options:remote_ip=198.51.100.$((2 - k))" options:key=5001
 }
+
+# ovn_central: NB and SB ovsdb-server and ovn-northd in $work/ovs-central (stop_all stops
+# them with the OVS daemons), logical switch sw0 with ports vm0 and vm1 (the VMs' MACs
+# 02:00:00:00:0a:0(k+1) and addresses 10.50.0.(k+1)).
+ovn_central() {
+    local d="$work/ovs-central"
+    mkdir -p "$d"
+    local db
+    for db in nb sb; do
+        ovsdb-tool create "$d/$db.db" "/usr/share/ovn/ovn-$db.ovsschema"
+        ovsdb-server "$d/$db.db" --remote="punix:$d/$db.sock" --pidfile="$d/$db.pid" \
+            --log-file="$d/$db.log" --unixctl="$d/$db.ctl" --detach 2>/dev/null
+    done
+    ovn-northd --ovnnb-db="unix:$d/nb.sock" --ovnsb-db="unix:$d/sb.sock" \
+        --pidfile="$d/northd.pid" --log-file="$d/northd.log" --detach 2>/dev/null
+    nbctl ls-add sw0
+    for k in 0 1; do
+        nbctl lsp-add sw0 "vm$k" -- lsp-set-addresses "vm$k" "02:00:00:00:0a:0$((k + 1)) 10.50.0.$((k + 1))"
+    done
+}
+nbctl() { ovn-nbctl --timeout=30 --db="unix:$work/ovs-central/nb.sock" "$@"; }
 
 # counters: with --verbose, each switch's counters on stderr.
 counters() {
@@ -204,18 +241,32 @@ counters() {
 measure_tcp() {
     local sw=$1 mode=$2 n=$3
     hosts "$sw"
+    [ "$topo" = ovn ] && ovn_central
     for k in 0 1; do
+        local mac="02:00:00:00:0a:0$((k + 1))"
         if [ "$sw" = vswitchd ]; then
-            if [ "$topo" = plain ]; then vswitchd_host "$k" "$mode" --tap vm=bovm
-            else vswitchd_host "$k" "$mode" --tap vm=bovm,vni=5001; fi
+            case $topo in
+                plain) vswitchd_host "$k" "$mode" --tap vm=bovm ;;
+                ovn) vswitchd_host "$k" "$mode" --tap "vm=bovm,iface_id=vm$k"
+                     ip netns exec "bo$k" ip link set bovm address "$mac" ;;
+                *) vswitchd_host "$k" "$mode" --tap vm=bovm,vni=5001 ;;
+            esac
         else
             ovs_host "$k" "$mode" 0
-            local br=br-int; [ "$topo" = plain ] && br=br-phy
-            vsctl "$k" add-port "$br" bovm -- set interface bovm type=internal
-            ip netns exec "bo$k" ip link set bovm mtu 1550 up
+            local br=br-int mtu=1550; [ "$topo" = plain ] && br=br-phy
+            if [ "$topo" = ovn ]; then
+                mtu=1542
+                vsctl "$k" add-port br-int bovm -- set interface bovm type=internal \
+                    "external_ids:iface-id=vm$k" "mac=\"$mac\""
+            else
+                vsctl "$k" add-port "$br" bovm -- set interface bovm type=internal
+            fi
+            ip netns exec "bo$k" ip link set bovm mtu "$mtu" up
         fi
+        ip netns exec "bo$k" ip link set bovm up
         ip netns exec "bo$k" ip addr add "10.50.0.$((k + 1))/24" dev bovm
     done
+    [ "$topo" = ovn ] && nbctl --wait=hv sync
     local ok=""
     for _ in $(seq 30); do
         ip netns exec bo0 ping -c 1 -W 1 10.50.0.2 >/dev/null 2>&1 && { ok=1; break; }
@@ -371,7 +422,7 @@ for r in $(seq "$rounds"); do
                         measure_tcp "$sw" "$mode" "$n"
                         read -r g re cpu <"$work/value"
                         # The TSV keeps its shape: a plain-topology row says so in its part.
-                        part_name=tcp; [ "$topo" = plain ] && part_name=tcp-plain
+                        part_name=tcp; [ "$topo" = geneve ] || part_name="tcp-$topo"
                         printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$r" "$part_name" "$sw" "$mode" "$n" "$g" "$re" "$cpu" | tee -a "$results"
                         json "{\"scenario\":\"tcp\",\"switch\":\"$sw\",\"round\":$r,\"params\":{\"topology\":\"$topo\",\"streams\":$n,\"mode\":\"$mode\"},\"metrics\":{\"gbps\":$g,\"retransmits\":$re,\"cpu_s_per_gb\":$cpu}}"
                         if [ -f "$work/latency" ]; then
@@ -400,7 +451,7 @@ med = {}
 for r in rows:
     med.setdefault((r["part"], r["streams"], r["switch"], r["mode"]), []).append(float(r["value"]))
 med = {k: statistics.median(v) for k, v in med.items()}
-for part, unit, target in (("tcp", "Gbit/s", 3.0), ("tcp-plain", "Gbit/s", None), ("frames", "Mpps (64 B)", 1.3)):
+for part, unit, target in (("tcp", "Gbit/s", 3.0), ("tcp-plain", "Gbit/s", None), ("tcp-ovn", "Gbit/s", None), ("frames", "Mpps (64 B)", 1.3)):
     keys = sorted({(k[1]) for k in med if k[0] == part})
     if not keys:
         continue
