@@ -107,6 +107,11 @@ pub enum Event {
     Connected {
         /// The server.
         remote: Remote,
+        /// True when the server still had the replica's last transaction
+        /// (`monitor_cond_since` found it) and sent only what changed since;
+        /// false when it sent its whole state, which was diffed against the
+        /// replica.
+        incremental: bool,
     },
     /// An established connection was lost (or a connection attempt got as
     /// far as a server that refused the monitor, e.g. for a missing table);
@@ -406,19 +411,6 @@ impl Session {
                 attempts = attempts.saturating_add(1);
                 index += 1;
             }
-            if established
-                || matches!(
-                    error,
-                    Error::NoSuchTable { .. }
-                        | Error::NoSuchColumn { .. }
-                        | Error::NoSuchDatabase { .. }
-                )
-            {
-                let _ = self.events.send(Event::Disconnected {
-                    remote: remote.clone(),
-                    reason: error.to_string(),
-                });
-            }
             let wait = jitter(backoff);
             if !established {
                 backoff = (backoff * 2).min(self.config.backoff_max);
@@ -429,6 +421,18 @@ impl Session {
                 attempts,
                 last_error: error.to_string(),
             });
+            let refused = matches!(
+                error,
+                Error::NoSuchTable { .. }
+                    | Error::NoSuchColumn { .. }
+                    | Error::NoSuchDatabase { .. }
+            );
+            if established || refused {
+                let _ = self.events.send(Event::Disconnected {
+                    remote: remote.clone(),
+                    reason: error.to_string(),
+                });
+            }
             if self.idle_until(until).await.is_err() {
                 break;
             }
@@ -584,6 +588,7 @@ impl Session {
         let resolved = self.spec.resolve(&schema)?;
 
         let mut method = Method::CondSince;
+        tracing::debug!(last_txn_id = ?self.last_txn_id, "monitoring");
         let reply = loop {
             let params = match method {
                 Method::CondSince => json!([
@@ -651,6 +656,7 @@ impl Session {
         });
         let _ = self.events.send(Event::Connected {
             remote: remote.clone(),
+            incremental: found,
         });
         if !changes.is_empty() {
             let _ = self.events.send(Event::Changes(changes));
@@ -729,6 +735,7 @@ impl Session {
                     return Ok(());
                 }
             };
+            tracing::trace!(?input, "received");
             match input {
                 Input::ProbeDue => {
                     let id = conn.probe().await?;
@@ -865,6 +872,7 @@ impl Session {
             }
         };
         self.write_replica().apply(&cs);
+        tracing::trace!(?txn, changes = cs.len(), "update");
         if let Some(t) = txn {
             self.last_txn_id = Some(t).filter(|t| !t.is_nil());
         }
@@ -908,6 +916,7 @@ async fn connect(remote: &Remote) -> std::io::Result<(Reader, Writer)> {
     })
 }
 
+#[derive(Debug)]
 enum Input {
     Message(Message),
     /// The server was silent for the probe interval: send an echo.

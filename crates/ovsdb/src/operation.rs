@@ -487,8 +487,11 @@ fn operation_error(
     schema: Option<&DatabaseSchema>,
 ) -> OperationError {
     let kind = OperationErrorKind::from_error(error);
-    let named_table =
-        details.and_then(|d| word_after(d, "Table ").or_else(|| word_after(d, "delete ")));
+    let named_table = details.and_then(|d| {
+        word_after(d, "Table ")
+            .or_else(|| word_after(d, "delete "))
+            .or_else(|| word_after(d, "rows in "))
+    });
     let table = named_table.or_else(|| op.and_then(Operation::table).map(str::to_owned));
     let mut column = details.and_then(|d| word_after(d, "column "));
     if column.is_none() && kind == OperationErrorKind::ConstraintViolation {
@@ -540,4 +543,35 @@ fn offending_column(op: Option<&Operation>, schema: Option<&DatabaseSchema>) -> 
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constraint_violation_names_the_column() {
+        let schema = DatabaseSchema::from_json(
+            &serde_json::from_str(
+                &std::fs::read_to_string(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/server/test.ovsschema"
+                ))
+                .unwrap(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let ops = [
+            Operation::Comment("c".into()),
+            Operation::insert("Thing", Row::new().with("name", "b").with("count", 5000i64)),
+        ];
+        let result = json!([{}, {"details": "5000 is not in the valid range 0 to 1000 (inclusive)", "error": "constraint violation"}]);
+        let e = decode_results(&result, &ops, Some(&schema)).unwrap_err();
+        let e = e.as_operation().unwrap();
+        assert_eq!(
+            (e.index, e.table.as_deref(), e.column.as_deref()),
+            (Some(1), Some("Thing"), Some("count"))
+        );
+    }
 }
