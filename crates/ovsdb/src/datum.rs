@@ -457,7 +457,7 @@ impl Datum {
 impl fmt::Display for Datum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Datum::Set(s) if s.len() == 1 => write!(f, "{}", s.first().expect("one element")),
+            Datum::Set(s) if s.len() == 1 => s.iter().try_for_each(|a| write!(f, "{a}")),
             Datum::Set(s) => {
                 f.write_str("[")?;
                 for (i, a) in s.iter().enumerate() {

@@ -354,3 +354,80 @@ fn decode_row_update(v: &Value, rt: &ResolvedTable) -> Result<RowUpdate, Error> 
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resolved() -> Resolved {
+        let schema = DatabaseSchema::from_json(&json!({"name": "T", "tables": {"A": {"columns": {
+            "name": {"type": "string"},
+            "n": {"type": "integer"},
+            "tags": {"type": {"key": "string", "min": 0, "max": 1}},
+        }}}}))
+        .unwrap();
+        MonitorSpec::new("T")
+            .table(TableSpec::new("A"))
+            .resolve(&schema)
+            .unwrap()
+    }
+
+    const U: &str = "36bdd6a5-9a0c-4d4c-9a0c-1b0e1cc3e0a1";
+
+    #[test]
+    fn update2_rows() {
+        let r = resolved();
+        let u = decode_updates(&json!({"A": {U: {"insert": {"name": "a"}}}}), &r, true).unwrap();
+        // Omitted columns hold their defaults.
+        let want = Row::new()
+            .with("name", "a")
+            .with("n", 0i64)
+            .with("tags", None::<String>);
+        assert_eq!(u[0].2, RowUpdate::Insert(want));
+        let u = decode_updates(&json!({"A": {U: {"modify": {"n": 3}}}}), &r, true).unwrap();
+        assert_eq!(u[0].2, RowUpdate::Modify(Row::new().with("n", 3i64)));
+        let u = decode_updates(&json!({"A": {U: {"delete": null}}}), &r, true).unwrap();
+        assert_eq!(u[0].2, RowUpdate::Delete);
+    }
+
+    #[test]
+    fn update_v1_rows() {
+        let r = resolved();
+        let full = json!({"name": "a", "n": 1, "tags": ["set", []]});
+        let u = decode_updates(&json!({"A": {U: {"new": full}}}), &r, false).unwrap();
+        assert!(matches!(u[0].2, RowUpdate::Insert(_)));
+        let u = decode_updates(
+            &json!({"A": {U: {"old": {"n": 0}, "new": full}}}),
+            &r,
+            false,
+        )
+        .unwrap();
+        assert!(matches!(u[0].2, RowUpdate::Replace(_)));
+        let u = decode_updates(&json!({"A": {U: {"old": full}}}), &r, false).unwrap();
+        assert_eq!(u[0].2, RowUpdate::Delete);
+    }
+
+    #[test]
+    fn malformed_updates_are_errors() {
+        let r = resolved();
+        for (v, want) in [
+            (json!({"B": {}}), "unmonitored table"),
+            (json!({"A": {"x": {"delete": null}}}), "bad row UUID"),
+            (
+                json!({"A": {U: {"insert": {"name": 1}}}}),
+                "A.name: expected string",
+            ),
+            (json!({"A": {U: {"insert": {"colour": 1}}}}), "A.colour"),
+            (json!({"A": {U: {"upsert": {}}}}), "unknown row update kind"),
+            (
+                json!({"A": {U: {"insert": {}, "delete": null}}}),
+                "one-member",
+            ),
+            (json!([]), "not an object"),
+        ] {
+            let e = decode_updates(&v, &r, true).unwrap_err().to_string();
+            assert!(e.contains(want), "{v}: {e}");
+        }
+    }
+}
