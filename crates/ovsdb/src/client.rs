@@ -583,6 +583,9 @@ impl Session {
                 available,
             }));
         }
+        if available.iter().any(|d| d == "_Server") {
+            self.check_cluster_member(conn, &db).await?;
+        }
         let schema = self.call(conn, "get_schema", json!([db])).await??;
         let schema = Arc::new(DatabaseSchema::from_json(&schema)?);
         let resolved = self.spec.resolve(&schema)?;
@@ -662,6 +665,25 @@ impl Session {
             let _ = self.events.send(Event::Changes(changes));
         }
         Ok(method)
+    }
+
+    /// Refuses a member of a clustered database that is not connected to
+    /// its cluster (its data may be stale), as ovsdb-idl does: `_Server`'s
+    /// Database row (ovsdb-server(5)) must say `connected` for a clustered
+    /// database.
+    async fn check_cluster_member(
+        &mut self,
+        conn: &mut Conn,
+        db: &str,
+    ) -> Result<(), Option<Error>> {
+        let select = json!(["_Server", {"op": "select", "table": "Database",
+            "where": [["name", "==", db]], "columns": ["model", "connected"]}]);
+        let r = self.call(conn, "transact", select).await??;
+        let row = &r[0]["rows"][0];
+        if row["model"].as_str() == Some("clustered") && row["connected"].as_bool() != Some(true) {
+            return Err(Some(Error::NotClusterMember(db.to_owned())));
+        }
+        Ok(())
     }
 
     /// Sends a request and waits for its reply while answering echoes and

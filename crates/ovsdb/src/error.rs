@@ -92,6 +92,11 @@ pub enum Error {
         /// True when the column exists but the monitor does not include it.
         not_monitored: bool,
     },
+    /// The server is a member of a clustered database that is not connected
+    /// to its cluster (its data may be stale); the client tries the next
+    /// remote.
+    #[error("the server's copy of clustered database {0:?} is not connected to its cluster")]
+    NotClusterMember(String),
     /// A JSON-RPC request failed as a whole (its `error` member was not null).
     #[error("{method} failed: {error}")]
     Rpc {
