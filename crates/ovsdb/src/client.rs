@@ -531,10 +531,15 @@ impl Session {
             Ok(m) => m,
             Err(None) => return Outcome::Shutdown,
             Err(Some(error)) => {
+                // Condition changes that arrived meanwhile are remembered
+                // for the next attempt.
+                for c in std::mem::take(&mut self.deferred) {
+                    let _ = self.offline_command(Some(c));
+                }
                 return Outcome::Failed {
                     error,
                     established: false,
-                }
+                };
             }
         };
         let mut pending: HashMap<u64, Pending> = HashMap::new();
@@ -590,32 +595,7 @@ impl Session {
         let schema = Arc::new(DatabaseSchema::from_json(&schema)?);
         let resolved = self.spec.resolve(&schema)?;
 
-        let mut method = Method::CondSince;
-        tracing::debug!(last_txn_id = ?self.last_txn_id, "monitoring");
-        let reply = loop {
-            let params = match method {
-                Method::CondSince => json!([
-                    db,
-                    MONITOR_ID,
-                    self.spec.requests(&resolved, true),
-                    self.last_txn_id.unwrap_or(Uuid::nil()).to_string()
-                ]),
-                Method::Cond => json!([db, MONITOR_ID, self.spec.requests(&resolved, true)]),
-                Method::Plain => json!([db, MONITOR_ID, self.spec.requests(&resolved, false)]),
-            };
-            match self.call(conn, method.name(), params).await? {
-                Ok(r) => break r,
-                Err(e @ Error::Rpc { .. }) => {
-                    tracing::debug!(error = %e, "falling back from {}", method.name());
-                    method = match method {
-                        Method::CondSince => Method::Cond,
-                        Method::Cond => Method::Plain,
-                        Method::Plain => return Err(Some(e)),
-                    };
-                }
-                Err(e) => return Err(Some(e)),
-            }
-        };
+        let (method, reply) = self.monitor(conn, &db, &resolved).await?;
         if method == Method::Plain && self.spec.tables().any(|t| t.current_condition().is_some()) {
             tracing::warn!("the server has no monitor_cond: conditions are ignored");
         }
@@ -665,6 +645,44 @@ impl Session {
             let _ = self.events.send(Event::Changes(changes));
         }
         Ok(method)
+    }
+
+    /// Sends the best monitor request the server accepts: falls back from
+    /// `monitor_cond_since` to `monitor_cond` to `monitor` when the server
+    /// answers `unknown method`.
+    async fn monitor(
+        &mut self,
+        conn: &mut Conn,
+        db: &str,
+        resolved: &Resolved,
+    ) -> Result<(Method, Value), Option<Error>> {
+        let mut method = Method::CondSince;
+        tracing::debug!(last_txn_id = ?self.last_txn_id, "monitoring");
+        loop {
+            let params = match method {
+                Method::CondSince => json!([
+                    db,
+                    MONITOR_ID,
+                    self.spec.requests(resolved, true),
+                    self.last_txn_id.unwrap_or(Uuid::nil()).to_string()
+                ]),
+                Method::Cond => json!([db, MONITOR_ID, self.spec.requests(resolved, true)]),
+                Method::Plain => json!([db, MONITOR_ID, self.spec.requests(resolved, false)]),
+            };
+            match self.call(conn, method.name(), params).await? {
+                Ok(r) => return Ok((method, r)),
+                Err(Error::Rpc { error, .. })
+                    if error.contains("unknown method") && method != Method::Plain =>
+                {
+                    tracing::debug!(%error, "falling back from {}", method.name());
+                    method = match method {
+                        Method::CondSince => Method::Cond,
+                        _ => Method::Plain,
+                    };
+                }
+                Err(e) => return Err(Some(e)),
+            }
+        }
     }
 
     /// Refuses a member of a clustered database that is not connected to

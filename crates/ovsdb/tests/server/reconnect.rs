@@ -257,3 +257,45 @@ async fn all_columns_resync_after_restart() {
     no_event(&mut events);
     assert_eq!(replica_state(&client.replica()), server.dump());
 }
+
+#[tokio::test]
+async fn condition_set_while_disconnected_applies_on_reconnect() {
+    let mut server = Server::start(TEST_SCHEMA);
+    server.transact(json!([
+        {"op": "insert", "table": "Thing", "row": {"name": "a"}},
+        {"op": "insert", "table": "Thing", "row": {"name": "b"}},
+    ]));
+    let (client, mut events) = connect(
+        fast(vec![server.unix()]),
+        ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing").columns(&["name"])),
+    )
+    .await;
+    assert_eq!(next_changes(&mut events).await.len(), 2);
+    server.stop();
+    assert!(matches!(
+        next_event(&mut events).await,
+        Event::Disconnected { .. }
+    ));
+    client
+        .set_condition("Thing", vec![ovsdb::Condition::eq("name", "b")])
+        .await
+        .unwrap();
+    server.restart();
+    assert!(matches!(
+        next_event(&mut events).await,
+        Event::Connected { .. }
+    ));
+    let cs = next_changes(&mut events).await;
+    assert_eq!(cs.len(), 1);
+    assert_eq!(cs.changes[0].kind, ChangeKind::Delete);
+    assert_eq!(
+        cs.changes[0]
+            .old
+            .as_ref()
+            .unwrap()
+            .get::<String>("name")
+            .unwrap(),
+        "a"
+    );
+    assert_eq!(client.replica().table_len("Thing"), 1);
+}
