@@ -299,3 +299,45 @@ async fn condition_set_while_disconnected_applies_on_reconnect() {
     );
     assert_eq!(client.replica().table_len("Thing"), 1);
 }
+
+/// A message past `max_message` drops the connection with that reason; the
+/// client keeps retrying (here every monitor reply is too large) and says
+/// why in its state.
+#[tokio::test]
+async fn oversized_message_drops_the_connection() {
+    let server = Server::start(TEST_SCHEMA);
+    let config = ClientConfig {
+        max_message: 4096,
+        ..fast(vec![server.unix()])
+    };
+    let (client, mut events) = connect(
+        config,
+        ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing").columns(&["name"])),
+    )
+    .await;
+    server
+        .transact(json!([{"op": "insert", "table": "Thing", "row": {"name": "x".repeat(10_000)}}]));
+    match next_event(&mut events).await {
+        Event::Disconnected { reason, .. } => assert_eq!(reason, "a message exceeds 4096 bytes"),
+        e => panic!("{e:?}"),
+    }
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    loop {
+        if let ConnectionState::Backoff {
+            last_error,
+            attempts,
+            ..
+        } = client.state()
+        {
+            if attempts >= 2 {
+                assert_eq!(last_error, "a message exceeds 4096 bytes");
+                break;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "{:?}", client.state());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The replica kept what it had.
+    assert_eq!(client.replica().table_len("Thing"), 0);
+    client.shutdown().await;
+}
