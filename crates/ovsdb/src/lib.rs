@@ -28,7 +28,9 @@
 //! The session task owns the socket. The replica is behind a
 //! `std::sync::RwLock` that the task write-locks only to apply a computed
 //! change set; [`Client::replica`] returns a read guard, which must not be
-//! held across an `.await`. See [`client`](Client) for more.
+//! held across an `.await` (a guard taken inside the arguments of an
+//! awaited call lives until the end of the statement: take what you need in
+//! a statement of its own).
 //!
 //! # Example
 //!

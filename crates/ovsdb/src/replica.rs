@@ -88,7 +88,7 @@ pub struct TypedChange<M> {
 /// replica when it is delivered. At most one change per row.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChangeSet {
-    /// The changes, ordered by table, then as the server sent them.
+    /// The changes, sorted by table, then row UUID.
     pub changes: Vec<RowChange>,
 }
 
@@ -130,7 +130,8 @@ impl ChangeSet {
 
 #[derive(Clone, Debug, Default)]
 struct Table {
-    rows: HashMap<Uuid, Row>,
+    /// Sorted, so that iteration order does not depend on hashing.
+    rows: BTreeMap<Uuid, Row>,
     /// Indexed column → value → rows.
     indexes: BTreeMap<String, HashMap<Datum, BTreeSet<Uuid>>>,
 }
@@ -170,7 +171,8 @@ impl Replica {
         self.schema.as_deref()
     }
 
-    /// The rows of a model's table that decode, with their UUIDs; a row
+    /// The rows of a model's table that decode, with their UUIDs, sorted by
+    /// UUID; a row
     /// that does not decode is logged and skipped (see
     /// [`try_rows`](Self::try_rows)).
     pub fn rows<M: Model>(&self) -> impl Iterator<Item = (Uuid, M)> + '_ {
@@ -252,7 +254,7 @@ impl Replica {
         self.tables.get(table)?.rows.get(uuid)
     }
 
-    /// Every row of a table as stored, in no particular order.
+    /// Every row of a table as stored, sorted by UUID.
     pub fn raw_rows<'a>(&'a self, table: &str) -> impl Iterator<Item = (&'a Uuid, &'a Row)> + 'a {
         self.tables
             .get(table)
@@ -356,22 +358,17 @@ impl Replica {
         }
         let mut changes = Vec::new();
         for (name, t) in &self.tables {
-            let mut gone: Vec<(&Uuid, &Row)> = t
+            let gone = t
                 .rows
                 .iter()
-                .filter(|(u, _)| !new_rows.contains_key(&(name.clone(), **u)))
-                .collect();
-            gone.sort_by_key(|(u, _)| **u);
-            changes.extend(
-                gone.into_iter()
-                    .filter_map(|(u, r)| change(name, *u, Some(r.clone()), None)),
-            );
+                .filter(|(u, _)| !new_rows.contains_key(&(name.clone(), **u)));
+            changes.extend(gone.filter_map(|(u, r)| change(name, *u, Some(r.clone()), None)));
         }
         for ((table, uuid), row) in new_rows {
             let old = self.raw_row(&table, &uuid).cloned();
             changes.extend(change(&table, uuid, old, Some(row)));
         }
-        changes.sort_by(|a, b| a.table.cmp(&b.table));
+        changes.sort_by(|a, b| (&a.table, a.uuid).cmp(&(&b.table, b.uuid)));
         ChangeSet { changes }
     }
 
