@@ -341,3 +341,42 @@ async fn oversized_message_drops_the_connection() {
     assert_eq!(client.replica().table_len("Thing"), 0);
     client.shutdown().await;
 }
+
+/// The client's own probe: a stopped (silent) server is dropped after the
+/// probe interval plus another without an answer; once it runs again the
+/// client reconnects by itself.
+#[tokio::test]
+async fn silent_server_is_dropped_by_the_probe() {
+    let server = Server::start(TEST_SCHEMA);
+    let probe = Duration::from_millis(300);
+    let config = ClientConfig {
+        inactivity_probe: Some(probe),
+        ..fast(vec![server.unix()])
+    };
+    let (client, mut events) = connect(
+        config,
+        ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing")),
+    )
+    .await;
+    // A responsive server keeps the connection up across several probes.
+    tokio::time::sleep(probe * 4).await;
+    no_event(&mut events);
+    server.signal("STOP");
+    let stopped = std::time::Instant::now();
+    match next_event(&mut events).await {
+        Event::Disconnected { reason, .. } => {
+            assert_eq!(reason, "no answer to an echo within 300ms")
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(stopped.elapsed() >= probe, "{:?}", stopped.elapsed());
+    server.signal("CONT");
+    assert!(matches!(
+        next_event(&mut events).await,
+        Event::Connected { .. }
+    ));
+    client
+        .transact(vec![Operation::Comment("back".into())])
+        .await
+        .unwrap();
+}

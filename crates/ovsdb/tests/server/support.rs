@@ -136,6 +136,12 @@ impl Server {
         }
     }
 
+    /// Sends a signal to the server (`STOP`, `CONT`).
+    pub fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        run(Command::new("kill").arg(format!("-{sig}")).arg(pid));
+    }
+
     /// Starts the server again on the same database and socket (a new TCP port).
     pub fn restart(&mut self) {
         self.stop();
