@@ -70,6 +70,12 @@
 //! # Ok(()) }
 //! ```
 
+//! # Features
+//!
+//! - `test-utils`: `Replica::for_test` and `Replica::apply_updates2`, a
+//!   replica fed `<table-updates2>` by hand, for consumers' tests without a
+//!   server (and the `update` fuzz target).
+
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -405,6 +405,39 @@ fn change(table: &str, uuid: Uuid, old: Option<Row>, new: Option<Row>) -> Option
     })
 }
 
+/// Test doubles: a replica fed by hand, for consumers' tests without a
+/// server, and for fuzzing.
+#[cfg(feature = "test-utils")]
+impl Replica {
+    /// An empty replica of what `spec` monitors, checked against `schema`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::start`](crate::Client::start) would report them:
+    /// [`Error::NoSuchTable`], [`Error::NoSuchColumn`].
+    pub fn for_test(spec: &crate::MonitorSpec, schema: DatabaseSchema) -> Result<Replica, Error> {
+        let resolved = spec.resolve(&schema)?;
+        let mut r = Replica::default();
+        r.configure(resolved, Arc::new(schema));
+        Ok(r)
+    }
+
+    /// Applies a `<table-updates2>` object (ovsdb-server(7) §4.1.14) as the
+    /// session applies one update2/update3 message: all or nothing, and
+    /// returns its change set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Protocol`] or [`Error::Type`] for a malformed update, which
+    /// leaves the replica unchanged.
+    pub fn apply_updates2(&mut self, updates: &serde_json::Value) -> Result<ChangeSet, Error> {
+        let updates = crate::monitor::decode_updates(updates, &self.resolved, true)?;
+        let cs = self.changes_of(&updates)?;
+        self.apply(&cs);
+        Ok(cs)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
