@@ -464,7 +464,9 @@ impl Session {
                 condition,
                 reply,
             }) => {
-                let r = self.remember_condition(&table, condition);
+                let r = self
+                    .check_condition(&table, &condition)
+                    .and_then(|()| self.remember_condition(&table, condition));
                 if r.is_ok() {
                     // The history the server keeps is for the old condition.
                     self.last_txn_id = None;
@@ -473,6 +475,28 @@ impl Session {
                 Ok(())
             }
         }
+    }
+
+    /// Checks that a condition's columns are in the connected server's
+    /// schema, so that a bad condition is refused now rather than making
+    /// every later monitor request fail.
+    fn check_condition(&self, table: &str, condition: &[Condition]) -> Result<(), Error> {
+        let replica = self.read_replica();
+        let Some(ts) = replica.schema().and_then(|s| s.tables.get(table)) else {
+            return Ok(());
+        };
+        for c in condition {
+            if let Condition::Compare { column, .. } = c {
+                if ts.column(column).is_none() {
+                    return Err(Error::NoSuchColumn {
+                        table: table.to_owned(),
+                        column: column.clone(),
+                        not_monitored: false,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn remember_condition(&mut self, table: &str, condition: Vec<Condition>) -> Result<(), Error> {
@@ -810,13 +834,14 @@ impl Session {
             Command::Shutdown => return Ok(false),
             Command::Transact { ops, reply } => {
                 let id = conn.next_id();
-                conn.send(&jsonrpc::request(
+                let msg = jsonrpc::request(
                     "transact",
                     operation::transact_params(self.spec.database(), &ops),
                     id,
-                ))
-                .await?;
+                );
+                // Pending first: if the send fails, the caller hears Disconnected.
                 pending.insert(id, Pending::Transact { ops, reply });
+                conn.send(&msg).await?;
             }
             Command::SetCondition {
                 table,
@@ -824,6 +849,10 @@ impl Session {
                 reply,
             } => {
                 let where_ = conditions_json(&condition);
+                if let Err(e) = self.check_condition(&table, &condition) {
+                    let _ = reply.send(Err(e));
+                    return Ok(true);
+                }
                 if let Err(e) = self.remember_condition(&table, condition) {
                     let _ = reply.send(Err(e));
                     return Ok(true);
@@ -834,13 +863,13 @@ impl Session {
                     return Ok(true);
                 }
                 let id = conn.next_id();
-                conn.send(&jsonrpc::request(
+                let msg = jsonrpc::request(
                     "monitor_cond_change",
                     json!([MONITOR_ID, MONITOR_ID, {table: [{"where": where_}]}]),
                     id,
-                ))
-                .await?;
+                );
                 pending.insert(id, Pending::CondChange(reply));
+                conn.send(&msg).await?;
             }
         }
         Ok(true)

@@ -216,6 +216,17 @@ async fn conditions_and_set_condition() {
         client.set_condition("Nope", vec![]).await,
         Err(ovsdb::Error::NoSuchTable { .. })
     ));
+    // A column the table lacks is refused and not remembered.
+    let e = client
+        .set_condition("Thing", vec![Condition::eq("colour", "red")])
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "table \"Thing\" has no column \"colour\"");
+    assert_eq!(
+        client.replica().raw_rows("Thing").count(),
+        0,
+        "the previous condition (false) still holds"
+    );
 }
 
 #[tokio::test]
