@@ -43,7 +43,8 @@ fuzz_target!(|data: &[u8]| {
         let _ = t.describe();
         if let Ok(d) = Datum::from_json(&v, t) {
             let j = d.to_json();
-            let again = Datum::from_json(&j, t).unwrap_or_else(|e| panic!("{j} does not decode again as {t:?}: {e}"));
+            let again = Datum::from_json(&j, t)
+                .unwrap_or_else(|e| panic!("{j} does not decode again as {t:?}: {e}"));
             assert_eq!(again, d, "{j}");
             let _ = t.check(&d);
             let _ = d.to_string();

@@ -38,5 +38,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(whole.0, split.0);
     // A too-large message may be noticed at a different point, but the
     // outcome (error or not) is the same.
-    assert_eq!(whole.1.is_some(), split.1.is_some(), "{:?} vs {:?}", whole.1, split.1);
+    assert_eq!(
+        whole.1.is_some(),
+        split.1.is_some(),
+        "{:?} vs {:?}",
+        whole.1,
+        split.1
+    );
 });

@@ -42,7 +42,9 @@ fuzz_target!(|data: &[u8]| {
         }
         // The index answers as a scan would.
         for (_, row) in replica.raw_rows("Thing") {
-            let Some(name) = row.datum("name") else { continue };
+            let Some(name) = row.datum("name") else {
+                continue;
+            };
             let scan: Vec<_> = replica
                 .raw_rows("Thing")
                 .filter(|(_, r)| r.datum("name") == Some(name))
