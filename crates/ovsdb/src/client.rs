@@ -342,8 +342,35 @@ impl Method {
     }
 }
 
-/// The id of our one monitor on a connection.
+/// The id of our monitor of the database on a connection.
 const MONITOR_ID: &str = "ovsdb-rs";
+/// The id of our monitor of `_Server` (cluster membership).
+const SERVER_MONITOR_ID: &str = "ovsdb-rs-server";
+
+/// Fails if a `_Server` Database `<table-updates2>` says a clustered
+/// database is not connected to its cluster (a `modify` carries the new
+/// value of the scalar `connected`).
+fn check_membership(updates: &Value, db: &str) -> Result<(), Error> {
+    let rows = updates.get("Database").and_then(Value::as_object);
+    for update in rows.into_iter().flat_map(|r| r.values()) {
+        let Some(row) = update.as_object().and_then(|o| o.values().next()) else {
+            continue;
+        };
+        let clustered = row.get("model").and_then(Value::as_str) == Some("clustered");
+        // update2 omits a false `connected` from initial rows (the default).
+        let connected = row
+            .get("connected")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let modify = update.get("modify").is_some();
+        if (clustered && !connected)
+            || (modify && row.get("connected") == Some(&Value::Bool(false)))
+        {
+            return Err(Error::NotClusterMember(db.to_owned()));
+        }
+    }
+    Ok(())
+}
 
 enum Outcome {
     /// Stop the task.
@@ -613,7 +640,7 @@ impl Session {
             }));
         }
         if available.iter().any(|d| d == "_Server") {
-            self.check_cluster_member(conn, &db).await?;
+            self.watch_cluster_membership(conn, &db).await?;
         }
         let schema = self.call(conn, "get_schema", json!([db])).await??;
         let schema = Arc::new(DatabaseSchema::from_json(&schema)?);
@@ -709,23 +736,19 @@ impl Session {
         }
     }
 
-    /// Refuses a member of a clustered database that is not connected to
-    /// its cluster (its data may be stale), as ovsdb-idl does: `_Server`'s
-    /// Database row (ovsdb-server(5)) must say `connected` for a clustered
-    /// database.
-    async fn check_cluster_member(
+    /// Watches the database's row of `_Server`'s Database table
+    /// (ovsdb-server(5)) with a second monitor, and refuses a member of a
+    /// clustered database that is not connected to its cluster (its data
+    /// may be stale), now or later, as ovsdb-idl does.
+    async fn watch_cluster_membership(
         &mut self,
         conn: &mut Conn,
         db: &str,
     ) -> Result<(), Option<Error>> {
-        let select = json!(["_Server", {"op": "select", "table": "Database",
-            "where": [["name", "==", db]], "columns": ["model", "connected"]}]);
-        let r = self.call(conn, "transact", select).await??;
-        let row = &r[0]["rows"][0];
-        if row["model"].as_str() == Some("clustered") && row["connected"].as_bool() != Some(true) {
-            return Err(Some(Error::NotClusterMember(db.to_owned())));
-        }
-        Ok(())
+        let params = json!(["_Server", SERVER_MONITOR_ID, {"Database": [{
+            "columns": ["name", "model", "connected"], "where": [["name", "==", db]]}]}]);
+        let initial = self.call(conn, "monitor_cond", params).await??;
+        check_membership(&initial, db).map_err(Some)
     }
 
     /// Sends a request and waits for its reply while answering echoes and
@@ -908,6 +931,11 @@ impl Session {
     fn notification(&mut self, method: Method, name: &str, params: &Value) -> Result<(), Error> {
         if name == "monitor_canceled" {
             return Err(Error::Protocol("the server canceled the monitor".into()));
+        }
+        if let ("update2", Some([id, updates])) = (name, params.as_array().map(Vec::as_slice)) {
+            if id.as_str() == Some(SERVER_MONITOR_ID) {
+                return check_membership(updates, self.spec.database());
+            }
         }
         if name != method.notification() {
             tracing::debug!(name, "ignored notification");

@@ -93,8 +93,8 @@ pub enum Error {
         not_monitored: bool,
     },
     /// The server is a member of a clustered database that is not connected
-    /// to its cluster (its data may be stale); the client tries the next
-    /// remote.
+    /// to its cluster (its data may be stale), when connecting or later; the
+    /// client drops the connection and tries the next remote.
     #[error("the server's copy of clustered database {0:?} is not connected to its cluster")]
     NotClusterMember(String),
     /// A JSON-RPC request failed as a whole (its `error` member was not null).

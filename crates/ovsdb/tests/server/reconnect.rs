@@ -380,3 +380,37 @@ async fn silent_server_is_dropped_by_the_probe() {
         .await
         .unwrap();
 }
+
+/// A member of a clustered database that loses its cluster (its only
+/// peer, the leader, goes down: it cannot elect a leader alone) is dropped
+/// by a connected client and refused by a new one, as ovsdb-idl does: its
+/// data may be stale.
+#[tokio::test]
+async fn cluster_member_without_its_cluster_is_refused() {
+    let mut leader = Server::start_clustered(TEST_SCHEMA);
+    let member = crate::support::Server::join(&leader);
+    let spec = ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing"));
+    // Connected once the member has joined (refused while it joins).
+    let (client, mut events) = connect(fast(vec![member.unix()]), spec.clone()).await;
+
+    leader.stop();
+    match next_event(&mut events).await {
+        Event::Disconnected { reason, .. } => {
+            assert!(reason.contains("not connected to its cluster"), "{reason}")
+        }
+        e => panic!("{e:?}"),
+    }
+    let (fresh, _events) = ovsdb::Client::start(fast(vec![member.unix()]), spec);
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    for c in [&client, &fresh] {
+        loop {
+            if let ConnectionState::Backoff { last_error, .. } = c.state() {
+                if last_error.contains("not connected to its cluster") {
+                    break;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "{:?}", c.state());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}

@@ -70,6 +70,30 @@ impl Server {
         s
     }
 
+    /// A second member of `leader`'s clustered database
+    /// (`ovsdb-tool join-cluster`), started.
+    pub fn join(leader: &Server) -> Server {
+        assert!(leader.clustered);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let raft = |d: &Path| format!("unix:{}", d.join("raft.sock").display());
+        run(Command::new("ovsdb-tool")
+            .arg("join-cluster")
+            .arg(dir.path().join("db.db"))
+            .arg(&leader.db_name)
+            .arg(raft(dir.path()))
+            .arg(raft(leader.dir.path())));
+        let mut s = Server {
+            dir,
+            child: None,
+            schema: leader.schema.clone(),
+            db_name: leader.db_name.clone(),
+            tcp_port: 0,
+            clustered: true,
+        };
+        s.spawn();
+        s
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
