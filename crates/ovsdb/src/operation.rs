@@ -241,6 +241,10 @@ pub enum Operation {
     Abort,
     /// §5.2.9: a comment for the server's log.
     Comment(String),
+    /// §5.2.10: fails with `not owner` unless this session owns the named
+    /// lock (RFC 7047 §4.1.8; this client takes no locks, so it always
+    /// fails: useful only to check the error path).
+    Assert(String),
 }
 
 fn conds(c: &[Condition]) -> Value {
@@ -311,7 +315,10 @@ impl Operation {
             | Operation::Mutate { table, .. }
             | Operation::Delete { table, .. }
             | Operation::Wait { table, .. } => Some(table),
-            Operation::Commit { .. } | Operation::Abort | Operation::Comment(_) => None,
+            Operation::Commit { .. }
+            | Operation::Abort
+            | Operation::Comment(_)
+            | Operation::Assert(_) => None,
         }
     }
 
@@ -379,6 +386,7 @@ impl Operation {
             Operation::Commit { durable } => json!({"op": "commit", "durable": durable}),
             Operation::Abort => json!({"op": "abort"}),
             Operation::Comment(c) => json!({"op": "comment", "comment": c}),
+            Operation::Assert(lock) => json!({"op": "assert", "lock": lock}),
         }
     }
 
@@ -399,7 +407,7 @@ pub enum OperationResult {
     Count(u64),
     /// `select`: the rows, typed by the schema.
     Rows(Vec<Row>),
-    /// `wait`, `commit`, `abort`, `comment`: nothing.
+    /// `wait`, `commit`, `abort`, `comment`, `assert`: nothing.
     Empty,
 }
 

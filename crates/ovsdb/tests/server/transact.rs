@@ -297,6 +297,17 @@ async fn errors_name_operation_table_and_column() {
         (Some(0), OperationErrorKind::TimedOut, Some("Thing"))
     );
 
+    // An assert on a lock this session does not own.
+    let e = op_error(
+        client
+            .transact(vec![Operation::Assert("lock".into())])
+            .await,
+    );
+    assert_eq!(
+        (e.index, e.kind, e.table),
+        (Some(0), OperationErrorKind::NotOwner, None)
+    );
+
     // An unknown column and an unknown table: syntax errors.
     let e = op_error(
         client
