@@ -210,7 +210,7 @@ ovn_central() {
         ovsdb-server "$d/$db.db" --remote="punix:$d/$db.sock" --pidfile="$d/$db.pid" \
             --log-file="$d/$db.log" --unixctl="$d/$db.ctl" --detach 2>/dev/null
     done
-    ovn-northd --ovnnb-db="unix:$d/nb.sock" --ovnsb-db="unix:$d/sb.sock" \
+    OVN_RUNDIR=$d OVN_LOGDIR=$d ovn-northd --ovnnb-db="unix:$d/nb.sock" --ovnsb-db="unix:$d/sb.sock" \
         --pidfile="$d/northd.pid" --log-file="$d/northd.log" --detach 2>/dev/null
     nbctl ls-add sw0
     for k in 0 1; do

@@ -186,7 +186,7 @@ for s in $scenarios; do
         ;;
     tcp)
         scenario tcp scripts/bench-overlay.sh --parts tcp --modes native --streams 1 \
-            --topologies "plain geneve" --latency "$latency" --rounds "$rounds" \
+            --topologies "plain geneve ovn" --latency "$latency" --rounds "$rounds" \
             --secs "$tcp_secs" --only "vswitchd ovs" --json "$raw"
         not_run latency limit "testpmd io forwarding has no tap port for the kernel's TCP and ICMP; and testpmd 22.11 --latencystats stamps frames at the guest's own rx and reads them at its tx, so in the PVP loop it measures the guest, not the switch"
         ;;

@@ -440,6 +440,9 @@ fn print_show(s: ShowReply) {
         if !p.socket_access.is_empty() {
             println!("    socket: {}", p.socket_access);
         }
+        if !p.ovn.is_empty() {
+            println!("    ovn: {}", p.ovn);
+        }
         if p.protocol_errors > 0 {
             println!(
                 "    protocol errors: {} (connections closed by vswitchd; see its log)",

@@ -649,6 +649,10 @@ pub struct ShowPort {
     /// afxdp and tap ports: the network interface.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub iface: String,
+    /// Ports with `iface_id=`: the OVN logical switch port, and what the chassis made of
+    /// it (its switch, VNI and key, or why it is not bound).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ovn: String,
     /// afxdp ports: the AF_XDP mode in use and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub afxdp: Option<ShowAfxdp>,

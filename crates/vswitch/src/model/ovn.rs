@@ -113,6 +113,9 @@ pub struct OvnTopo {
     pub domains: Vec<Option<Arc<OvnDomain>>>,
     /// Each remote chassis' name, for `show` (by remote id).
     pub chassis_of: HashMap<RemoteId, String>,
+    /// What each local port with an `iface_id` is, for `show`: its logical switch port,
+    /// switch and key, or why it is not bound (by port name).
+    pub port_status: HashMap<String, String>,
 }
 
 impl OvnTopo {

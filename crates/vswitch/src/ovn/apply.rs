@@ -189,8 +189,6 @@ fn without_up(v: &View) -> View {
 /// groups), in one generation. Returns it.
 fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
     let sw = &ctl.switch;
-    let topo = sw.topo();
-    let port_id = |name: &str| topo.by_name(name).map(|p| p.port.id);
     let mut dp_domain: HashMap<Uuid, DomainId> = HashMap::new();
     for (u, d) in &v.datapaths {
         let id = sw
@@ -203,103 +201,164 @@ fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
         .domains
         .intern(DomainKey::Detached)
         .map_err(|e| e.to_string())?;
-    let mut entries = Vec::new();
-    let mut chassis_of = HashMap::new();
-    for (u, d) in &v.datapaths {
-        let dom = dp_domain[u];
-        for (mac, to) in &d.fdb {
-            let dest = match to {
-                DestView::Local(n) => match port_id(n) {
-                    Some(p) => Dest::Port(p),
-                    None => continue,
-                },
-                DestView::Remote { chassis, ip, key } => {
-                    let Some(remote) = sw.remotes.intern(*ip) else {
-                        continue;
-                    };
-                    chassis_of.insert(remote, chassis.clone());
-                    Dest::RemotePort { remote, key: *key }
-                }
-                DestView::Router => Dest::Router,
-            };
-            entries.push((dom, *mac, dest));
-        }
-    }
-    let mut domains: Vec<Option<Arc<OvnDomain>>> = Vec::new();
-    for (u, d) in &v.datapaths {
-        let dom = usize::from(dp_domain[u]);
-        if domains.len() <= dom {
-            domains.resize(dom + 1, None);
-        }
-        let groups = d
-            .groups
-            .iter()
-            .map(|g| McGroup {
-                key: g.key,
-                local: g.local.iter().filter_map(|n| port_id(n)).collect(),
-                remotes: g
-                    .remotes
-                    .iter()
-                    .filter_map(|(c, ip)| {
-                        let r = sw.remotes.intern(*ip)?;
-                        chassis_of.insert(r, c.clone());
-                        Some(r)
-                    })
-                    .collect(),
-            })
-            .collect();
-        domains[dom] = Some(Arc::new(OvnDomain {
-            tunnel_key: d.tunnel_key,
-            name: d.name.clone(),
-            local_by_key: d
-                .local
-                .iter()
-                .filter_map(|(n, k)| Some((*k, port_id(n)?)))
-                .collect(),
-            groups,
-            has_unknown: d.has_unknown,
-        }));
-    }
+    let r = Resolver {
+        sw,
+        topo: sw.topo(),
+        chassis_of: Default::default(),
+    };
+    let entries = r.fdb(v, &dp_domain);
+    let ovn = Arc::new(r.ovn_topo(v, &dp_domain));
     // The FDB first: its new entries are only reached once the topology is published.
     sw.fdb.replace_ovn(&entries);
-    let ovn = Arc::new(OvnTopo {
-        domains,
-        chassis_of,
-    });
     let (_, generation) = sw.publish(|t: &mut Topology| {
-        for tp in t.ports.iter_mut().flatten() {
-            if tp.config.iface_id.is_none() {
-                continue;
-            }
-            let (domain, key, ovn_key, security) = match v.ports.get(&tp.port.name) {
-                Some(PortView::Bound {
-                    datapath,
-                    key,
-                    security,
-                    ..
-                }) if dp_domain.contains_key(datapath) => {
-                    let tk = v.datapaths[datapath].tunnel_key;
-                    (
-                        dp_domain[datapath],
-                        DomainKey::Ovn(tk),
-                        *key,
-                        security.clone(),
-                    )
-                }
-                _ => (detached, DomainKey::Detached, 0, Vec::new()),
-            };
-            tp.domain = domain;
-            tp.domain_key = key;
-            tp.ovn_key = ovn_key;
-            if tp.config.allowed_macs != security || tp.config.mac.is_some() {
-                let mut c = (*tp.config).clone();
-                c.mac = None;
-                c.allowed_macs = security;
-                tp.config = Arc::new(c);
-            }
-        }
+        place_ports(t, v, &dp_domain, detached);
         t.ovn = ovn;
         Ok::<_, String>(())
     })?;
     Ok(generation)
+}
+
+/// Turns the view's names (ports, chassis addresses) into the data path's ids.
+struct Resolver<'a> {
+    sw: &'a crate::switch::Switch,
+    topo: Arc<Topology>,
+    /// Remote ids met so far, with their chassis' names.
+    chassis_of: std::cell::RefCell<HashMap<crate::model::tunnel::RemoteId, String>>,
+}
+
+impl Resolver<'_> {
+    fn port(&self, name: &str) -> Option<crate::model::fdb::PortId> {
+        self.topo.by_name(name).map(|p| p.port.id)
+    }
+
+    fn remote(
+        &self,
+        chassis: &str,
+        ip: std::net::IpAddr,
+    ) -> Option<crate::model::tunnel::RemoteId> {
+        let r = self.sw.remotes.intern(ip)?;
+        self.chassis_of.borrow_mut().insert(r, chassis.to_string());
+        Some(r)
+    }
+
+    /// The FDB's OVN entries: every MAC of every logical switch with a local port.
+    fn fdb(
+        &self,
+        v: &View,
+        dp_domain: &HashMap<Uuid, DomainId>,
+    ) -> Vec<(DomainId, crate::config::MacAddr, Dest)> {
+        let mut entries = Vec::new();
+        for (u, d) in &v.datapaths {
+            for (mac, to) in &d.fdb {
+                let dest = match to {
+                    DestView::Local(n) => self.port(n).map(Dest::Port),
+                    DestView::Remote { chassis, ip, key } => self
+                        .remote(chassis, *ip)
+                        .map(|remote| Dest::RemotePort { remote, key: *key }),
+                    DestView::Router => Some(Dest::Router),
+                };
+                entries.extend(dest.map(|dest| (dp_domain[u], *mac, dest)));
+            }
+        }
+        entries
+    }
+
+    /// The data path's view of the logical switches, by domain, and what `show` says
+    /// of each port.
+    fn ovn_topo(&self, v: &View, dp_domain: &HashMap<Uuid, DomainId>) -> OvnTopo {
+        let mut domains: Vec<Option<Arc<OvnDomain>>> = Vec::new();
+        for (u, d) in &v.datapaths {
+            let dom = usize::from(dp_domain[u]);
+            if domains.len() <= dom {
+                domains.resize(dom + 1, None);
+            }
+            let groups = d
+                .groups
+                .iter()
+                .map(|g| McGroup {
+                    key: g.key,
+                    local: g.local.iter().filter_map(|n| self.port(n)).collect(),
+                    remotes: g
+                        .remotes
+                        .iter()
+                        .filter_map(|(c, ip)| self.remote(c, *ip))
+                        .collect(),
+                })
+                .collect();
+            domains[dom] = Some(Arc::new(OvnDomain {
+                tunnel_key: d.tunnel_key,
+                name: d.name.clone(),
+                local_by_key: d
+                    .local
+                    .iter()
+                    .filter_map(|(n, k)| Some((*k, self.port(n)?)))
+                    .collect(),
+                groups,
+                has_unknown: d.has_unknown,
+            }));
+        }
+        let port_status = v
+            .ports
+            .iter()
+            .map(|(name, p)| {
+                let s = match p {
+                    PortView::Bound { datapath, key, .. } => {
+                        let d = &v.datapaths[datapath];
+                        format!(
+                            "bound: logical switch {} (vni {}), port key {key}",
+                            d.name, d.tunnel_key
+                        )
+                    }
+                    PortView::Unbound(why) => format!("not bound: {why}"),
+                };
+                (name.clone(), s)
+            })
+            .collect();
+        OvnTopo {
+            domains,
+            chassis_of: self.chassis_of.take(),
+            port_status,
+        }
+    }
+}
+
+/// Gives every `iface_id` port of `t` its domain, key and port security from `v`
+/// (detached when not bound).
+fn place_ports(
+    t: &mut Topology,
+    v: &View,
+    dp_domain: &HashMap<Uuid, DomainId>,
+    detached: DomainId,
+) {
+    for tp in t.ports.iter_mut().flatten() {
+        if tp.config.iface_id.is_none() {
+            continue;
+        }
+        let (domain, key, ovn_key, security) = match v.ports.get(&tp.port.name) {
+            Some(PortView::Bound {
+                datapath,
+                key,
+                security,
+                ..
+            }) if dp_domain.contains_key(datapath) => {
+                let tk = v.datapaths[datapath].tunnel_key;
+                (
+                    dp_domain[datapath],
+                    DomainKey::Ovn(tk),
+                    *key,
+                    security.clone(),
+                )
+            }
+            _ => (detached, DomainKey::Detached, 0, Vec::new()),
+        };
+        tp.domain = domain;
+        tp.domain_key = key;
+        tp.ovn_key = ovn_key;
+        if tp.config.allowed_macs != security || tp.config.mac.is_some() {
+            let mut c = (*tp.config).clone();
+            c.mac = None;
+            c.allowed_macs = security;
+            tp.config = Arc::new(c);
+        }
+    }
 }

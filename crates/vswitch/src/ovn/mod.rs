@@ -146,7 +146,11 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     let reg = registration::Registration::new(&cfg, encap);
     let mut pass = apply::Pass::default();
     let mut connected = false;
+    // A pass that failed (a transaction refused, the connection lost midway) is tried
+    // again after this long even if nothing changes meanwhile.
+    let mut retry: Option<tokio::time::Instant> = None;
     loop {
+        let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
@@ -157,6 +161,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 }
             }
             () = ctl.ovn_wake.notified() => {}
+            () = tokio::time::sleep_until(retry_at), if retry.is_some() => {}
             () = ctl.ovn_stop.notified() => {
                 if connected {
                     reg.unregister(&client, &ctl).await;
@@ -169,15 +174,24 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
         if !connected {
             continue;
         }
-        if let Err(e) = reg.ensure(&client).await {
-            warn!(error = %e, "cannot register the chassis in the Southbound database");
-            continue;
-        }
-        if let Err(e) = pass.run(&ctl, &client, &cfg, &status).await {
-            warn!(error = %e, "OVN pass failed; retried on the next change");
-        }
+        let result = match reg.ensure(&client).await {
+            Ok(()) => pass.run(&ctl, &client, &cfg, &status).await,
+            Err(e) => Err(format!("registering the chassis: {e}")),
+        };
+        retry = match result {
+            Ok(()) => None,
+            Err(e) => {
+                warn!(error = %e, "OVN pass failed; retried in 1 s or on the next change");
+                Some(tokio::time::Instant::now() + RETRY)
+            }
+        };
     }
 }
+
+/// How long after a failed pass the next one runs when nothing else wakes the chassis.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// A placeholder deadline while no retry is due (the branch is disabled then).
+const RETRY_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Notes event `ev` in the status; returns whether the database is connected now.
 fn note(status: &Status, ev: Event, connected: bool) -> bool {

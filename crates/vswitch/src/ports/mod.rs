@@ -293,6 +293,16 @@ impl Port {
             migration: None,
             iface: cfg.iface.clone(),
             afxdp: None,
+            ovn: match &cfg.iface_id {
+                Some(lsp) => format!(
+                    "{lsp}: {}",
+                    topo.ovn
+                        .port_status
+                        .get(&self.name)
+                        .map_or("waiting for the OVN Southbound database", String::as_str)
+                ),
+                None => String::new(),
+            },
         };
         match &self.kind {
             PortKind::Vhost(v) => v.show(&mut s),
