@@ -101,13 +101,18 @@ fn stop_ping(ping: &mut KillOnDrop) -> (u64, u64) {
     common::ping_counts(&text).unwrap_or_else(|| panic!("no ping summary in {text}"))
 }
 
-/// vswitchd's footprint once `port` has no driver (its old connection released) and no
-/// control request is in flight.
+/// vswitchd's footprint in the steady state of a free server port: `port`'s old
+/// connection released and the next connection's device set up, listening (its
+/// worker thread and eventfds exist from then until a driver comes), and no control
+/// request in flight.
 fn settled_footprint(sw: &Vswitchd, port: &str) -> Footprint {
     wait_for(
         Duration::from_secs(10),
-        "the old connection released",
-        || (migration_of(sw, port).is_null()).then_some(()),
+        "the old connection released and the port listening again",
+        || {
+            let p = sw.show_port(port);
+            (p["migration"].is_null() && p["listening"] == true).then_some(())
+        },
     );
     footprint::quiet(sw.pid(), &sw.control)
 }
@@ -261,11 +266,7 @@ fn vm_migrates_back_and_forth_under_traffic() {
     // The VM is back on vm1a, vm1b is free again: the same fds and mappings as after
     // the first round trip.
     let before = before.expect("two migrations at least");
-    wait_for(
-        Duration::from_secs(10),
-        "the old connection released",
-        || (migration_of(&sw, "vm1b").is_null()).then_some(()),
-    );
+    settled_footprint(&sw, "vm1b");
     // Eventfds: a sleeping PMD duplicates the kick fds of its polled queues (the
     // transmit queues of vm1a, vm1b and vm2). RSS is not compared here: the guest's
     // traffic moves through allocator caches (the hostile and soak tests bound it).

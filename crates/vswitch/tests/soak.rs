@@ -36,6 +36,18 @@ fn sample(sw: &Vswitchd, start: Instant) -> Sample {
     }
 }
 
+/// Waits until port c has no driver and listens for the next one.
+fn c_listening(sw: &Vswitchd) {
+    wait_for(
+        Duration::from_secs(10),
+        "c disconnected and listening",
+        || {
+            let c = sw.show_port("c");
+            (c["link"] == "down" && c["listening"] == true).then_some(())
+        },
+    );
+}
+
 /// Least-squares slope of RSS over time, KiB per minute.
 fn rss_slope(s: &[Sample]) -> f64 {
     let n = s.len() as f64;
@@ -153,11 +165,10 @@ fn soak_loop_with_churn_stays_flat() {
         ctl(&["del-port", "e"]);
         ctl(&["acl", "del", "a", "0"]);
         if start.elapsed() >= next_sample {
-            // Sampled with c's connection gone, so that what a connection holds is not
+            // Sampled with c's connection gone and c listening again (the next
+            // connection's device set up), so that what a connection holds is not
             // counted at one end and not the other.
-            wait_for(Duration::from_secs(10), "c disconnected", || {
-                (sw.port("c").link == "down").then_some(())
-            });
+            c_listening(&sw);
             samples.push(sample(&sw, start));
             next_sample += Duration::from_secs(10);
         }
@@ -166,9 +177,7 @@ fn soak_loop_with_churn_stays_flat() {
     scraper.join().expect("the scraper");
     lg.cmd("stop");
     let (a, b) = settled(&sw);
-    wait_for(Duration::from_secs(10), "c disconnected", || {
-        (sw.port("c").link == "down").then_some(())
-    });
+    c_listening(&sw);
     // The first sample is taken before any churn; compare with the first one after.
     // Connections of the last scrapes close on their own: nothing may have grown once
     // they have (awaited). RSS is judged by its slope below, not by one sample.

@@ -368,7 +368,7 @@ fuzz_target!(|data: &[u8]| {
         port & 4 != 0,
         port & 8 != 0,
         &srv.wakers,
-        Endpoint::Listen(&mut listener),
+        Endpoint::Listen(&mut listener, &std::sync::atomic::AtomicBool::new(false)),
         &publish,
         &srv.slot,
     );

@@ -410,11 +410,15 @@ fn guest_state(p: &vswitch::control::protocol::ShowPort) -> String {
             times(p.connections)
         )
     } else if p.connections == 0 {
-        "  no guest connected (never connected)".to_string()
+        format!(
+            "  no guest connected (never connected{})",
+            if p.listening { "; listening" } else { "" }
+        )
     } else {
         format!(
-            "  no guest connected (connected {} before)",
-            times(p.connections)
+            "  no guest connected (connected {} before{})",
+            times(p.connections),
+            if p.listening { "; listening" } else { "" }
         )
     }
 }

@@ -617,6 +617,10 @@ pub struct ShowPort {
     /// vhost-user: how many times a driver has connected since the port was added
     /// (the current connection included).
     pub connections: u64,
+    /// vhost-user server sockets: ready for the next driver (no driver attached and the
+    /// next connection's device set up).
+    #[serde(default)]
+    pub listening: bool,
     /// vhost-user server sockets: the socket file's mode and group as set
     /// (`mode 0660 group libvirt-qemu`; empty when neither was set).
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -274,6 +274,7 @@ impl Port {
             link: if self.link_up() { "up" } else { "down" }.into(),
             connected: false,
             connections: 0,
+            listening: false,
             socket_access: socket_access(cfg),
             protocol_errors: 0,
             queue_pairs: queues,

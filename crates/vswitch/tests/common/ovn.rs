@@ -31,16 +31,21 @@ impl OvnCentral {
             ]);
             c.start_server(db);
         }
-        c.run(&[
-            "ovn-northd",
-            &format!("--ovnnb-db={}", c.nb_remote()),
-            &format!("--ovnsb-db={}", c.sb_remote()),
-            &format!("--pidfile={}", c.dir.join("northd.pid").display()),
-            &format!("--log-file={}", c.dir.join("northd.log").display()),
-            "--detach",
-        ]);
+        c.start_northd();
         c.nbctl(&["--timeout=20", "sync"]);
         c
+    }
+
+    /// Starts ovn-northd.
+    pub fn start_northd(&self) {
+        self.run(&[
+            "ovn-northd",
+            &format!("--ovnnb-db={}", self.nb_remote()),
+            &format!("--ovnsb-db={}", self.sb_remote()),
+            &format!("--pidfile={}", self.dir.join("northd.pid").display()),
+            &format!("--log-file={}", self.dir.join("northd.log").display()),
+            "--detach",
+        ]);
     }
 
     /// Starts database `db`'s server (`nb` or `sb`) on its socket.
@@ -57,9 +62,9 @@ impl OvnCentral {
         ]);
     }
 
-    /// Kills database `db`'s server (as an outage: SIGKILL).
-    pub fn kill_server(&self, db: &str) {
-        if let Some(pid) = self.pid(db) {
+    /// Kills `name` (`nb`, `sb` or `northd`) with SIGKILL, as an outage.
+    pub fn kill(&self, name: &str) {
+        if let Some(pid) = self.pid(name) {
             // SAFETY: kill(2) on a pid this central's pidfile names.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             wait_gone(pid);

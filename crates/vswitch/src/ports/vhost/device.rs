@@ -545,8 +545,9 @@ pub enum Ending {
 
 /// How a connection attaches.
 pub enum Endpoint<'a> {
-    /// Accept on this listener (server mode).
-    Listen(&'a mut Listener),
+    /// Accept on this listener (server mode); the flag is set while the connection's
+    /// device is ready and waits for a driver to connect.
+    Listen(&'a mut Listener, &'a AtomicBool),
     /// Connect to this socket path (client mode).
     Connect(&'a str),
 }
@@ -607,7 +608,12 @@ impl Connection {
             memless_reported: AtomicBool::new(false),
         });
         let attach = match endpoint {
-            Endpoint::Listen(l) => daemon.start(l),
+            Endpoint::Listen(l, listening) => {
+                listening.store(true, Ordering::Release);
+                let r = daemon.start(l);
+                listening.store(false, Ordering::Release);
+                r
+            }
             Endpoint::Connect(p) => daemon.start_client(p),
         };
         if let Err(e) = attach {

@@ -58,6 +58,9 @@ pub struct VhostPort {
     pub connections: AtomicU64,
     /// Connections vswitchd closed because the driver broke the protocol.
     pub protocol_errors: AtomicU64,
+    /// Server mode: the next connection's device is ready and the socket waits for a
+    /// driver (false while a driver is attached, and between connections).
+    pub listening: AtomicBool,
     /// Per queue pair: the connection whose transmit-queue kicks were last disabled
     /// (the polling PMD disables them once per connection).
     kicks_off_for: Box<[AtomicU64]>,
@@ -99,6 +102,7 @@ impl VhostPort {
             conn: ArcSwapOption::empty(),
             connections: AtomicU64::new(0),
             protocol_errors: AtomicU64::new(0),
+            listening: AtomicBool::new(false),
             kicks_off_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
             bad_avail_for: (0..cfg.queues).map(|_| AtomicU64::new(0)).collect(),
             listener: Mutex::new(None),
@@ -178,7 +182,7 @@ impl VhostPort {
         let path = self.path.display().to_string();
         let mut listener = self.listener.lock().unwrap_or_else(|e| e.into_inner());
         let endpoint = match listener.as_mut() {
-            Some(l) => Endpoint::Listen(l),
+            Some(l) => Endpoint::Listen(l, &self.listening),
             None => Endpoint::Connect(&path),
         };
         let ending = Connection::establish(
@@ -204,6 +208,7 @@ impl VhostPort {
         s.offloads_offered = self.offloads;
         s.connections = self.connections.load(Ordering::Relaxed);
         s.protocol_errors = self.protocol_errors.load(Ordering::Relaxed);
+        s.listening = self.listening.load(Ordering::Acquire);
         let Some(c) = self.conn.load_full() else {
             return;
         };
