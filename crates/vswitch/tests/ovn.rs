@@ -820,3 +820,88 @@ fn outages_keep_forwarding_and_resync() {
         "the Chassis row is reused"
     );
 }
+
+/// A clustered Southbound database (three `ovsdb-server` members, issue 28 §4):
+/// vswitchd is given all three; the leader is killed; vswitchd follows to another
+/// member, its claims stay, `nb_cfg` keeps advancing, and a port created afterwards is
+/// claimed.
+#[test]
+fn clustered_southbound_survives_its_leader() {
+    let _g = serial();
+    setup_host();
+    let t0 = Instant::now();
+    let f = Fabric::new("ovc", 1, 1600);
+    let dir = TempDir::new("ovn-cluster");
+    let c = OvnCentral::start_clustered(&dir, 3);
+    c.nbctl(&["ls-add", "sw0"]);
+    c.nbctl(&["lsp-add", "sw0", "lsp-a"]);
+    c.nbctl(&["lsp-set-addresses", "lsp-a", &format!("{TAP_MAC} 10.0.0.2")]);
+    let id = std::process::id() % 10000;
+    let args: Vec<String> = vec![
+        "--uplink".into(),
+        format!("u={},mode=generic", f.link[0]),
+        "--geneve".into(),
+        format!("t={},uplink=u", f.addr(0)),
+        "--tap".into(),
+        format!("ta=vovc{id}a,iface_id=lsp-a"),
+        "--tap".into(),
+        format!("tb=vovc{id}b,iface_id=lsp-b"),
+        "--ovn-remote".into(),
+        c.sb_remote(),
+        "--chassis".into(),
+        "hv1".into(),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    let sw = Vswitchd::start_in(Some(&f.ns[0]), &dir, "hv1", &args);
+    wait_for(Duration::from_secs(30), "lsp-a bound and up", || {
+        (c.sb_get("Port_Binding", "logical_port", "lsp-a", "up") == "true").then_some(())
+    });
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    let me = c.sb_get("Chassis", "name", "hv1", "_uuid");
+    let leader = c.sb_leader().expect("the cluster has a leader");
+    let before = ovn(&sw);
+    eprintln!(
+        "[{:>6.1?}] killing the leader {leader}; vswitchd: {}",
+        t0.elapsed(),
+        before.connection
+    );
+    c.kill(&leader);
+    let t = Instant::now();
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    eprintln!(
+        "[{:>6.1?}] --wait=hv sync returned {:?} after the leader died; new leader {:?}; vswitchd: {}",
+        t0.elapsed(),
+        t.elapsed(),
+        c.sb_leader(),
+        ovn(&sw).connection
+    );
+    assert_eq!(
+        c.sb_get("Chassis_Private", "name", "hv1", "nb_cfg"),
+        c.sbctl(&["get", "SB_Global", ".", "nb_cfg"]).trim(),
+        "nb_cfg keeps advancing"
+    );
+    assert_eq!(
+        c.sb_get("Port_Binding", "logical_port", "lsp-a", "chassis"),
+        me,
+        "the claim stays"
+    );
+    assert!(
+        !ovn(&sw).connection.contains(&format!("{leader}.sock")),
+        "not on the dead member"
+    );
+    // A port created after the failover is claimed through the new leader.
+    c.nbctl(&["lsp-add", "sw0", "lsp-b"]);
+    c.nbctl(&[
+        "lsp-set-addresses",
+        "lsp-b",
+        &format!("{TAP_B_MAC} 10.0.0.3"),
+    ]);
+    wait_for(
+        Duration::from_secs(30),
+        "lsp-b claimed after the failover",
+        || (c.sb_get("Port_Binding", "logical_port", "lsp-b", "up") == "true").then_some(()),
+    );
+    assert!(ovn_port(&sw, "tb").bound);
+    eprintln!("[{:>6.1?}] clustered Southbound: done", t0.elapsed());
+}

@@ -9,9 +9,12 @@ use std::time::Duration;
 
 use super::TempDir;
 
-/// ovsdb-server (NB), ovsdb-server (SB) and ovn-northd, stopped on drop.
+/// ovsdb-server (NB), ovsdb-server (SB, or the members of a clustered SB) and
+/// ovn-northd, stopped on drop.
 pub struct OvnCentral {
     dir: PathBuf,
+    /// Members of a clustered Southbound database (`sb1`..`sbN`); empty: one `sb`.
+    sb_members: Vec<String>,
 }
 
 impl OvnCentral {
@@ -20,7 +23,10 @@ impl OvnCentral {
     pub fn start(dir: &TempDir) -> OvnCentral {
         let d = dir.path("ovn-central");
         std::fs::create_dir_all(&d).unwrap();
-        let c = OvnCentral { dir: d };
+        let c = OvnCentral {
+            dir: d,
+            sb_members: Vec::new(),
+        };
         for (db, schema) in [("nb", "ovn-nb"), ("sb", "ovn-sb")] {
             let file = c.dir.join(format!("{db}.db"));
             c.run(&[
@@ -34,6 +40,72 @@ impl OvnCentral {
         c.start_northd();
         c.nbctl(&["--timeout=20", "sync"]);
         c
+    }
+
+    /// As [`OvnCentral::start`], with a clustered Southbound database of `n` members
+    /// (`sb1`..`sbN`, raft on 127.0.0.1; `ovsdb-tool create-cluster` and
+    /// `join-cluster`), each serving its own unix socket; returns once the cluster has
+    /// a leader and northd has synced.
+    pub fn start_clustered(dir: &TempDir, n: usize) -> OvnCentral {
+        let d = dir.path("ovn-central");
+        std::fs::create_dir_all(&d).unwrap();
+        let members: Vec<String> = (1..=n).map(|i| format!("sb{i}")).collect();
+        let c = OvnCentral {
+            dir: d,
+            sb_members: members.clone(),
+        };
+        let nb = c.dir.join("nb.db");
+        c.run(&[
+            "ovsdb-tool",
+            "create",
+            nb.to_str().unwrap(),
+            "/usr/share/ovn/ovn-nb.ovsschema",
+        ]);
+        c.start_server("nb");
+        let base = 16000 + (std::process::id() % 1000) as usize * 4;
+        let raft = |i: usize| format!("tcp:127.0.0.1:{}", base + i);
+        for (i, m) in members.iter().enumerate() {
+            let file = c.dir.join(format!("{m}.db"));
+            if i == 0 {
+                c.run(&[
+                    "ovsdb-tool",
+                    "create-cluster",
+                    file.to_str().unwrap(),
+                    "/usr/share/ovn/ovn-sb.ovsschema",
+                    &raft(0),
+                ]);
+            } else {
+                c.run(&[
+                    "ovsdb-tool",
+                    "join-cluster",
+                    file.to_str().unwrap(),
+                    "OVN_Southbound",
+                    &raft(i),
+                    &raft(0),
+                ]);
+            }
+            c.start_server(m);
+        }
+        c.start_northd();
+        c.nbctl(&["--timeout=30", "sync"]);
+        c
+    }
+
+    /// The member of the clustered Southbound database that is leader now.
+    pub fn sb_leader(&self) -> Option<String> {
+        self.sb_members.iter().find_map(|m| {
+            let ctl = self.dir.join(format!("{m}.ctl"));
+            let o = Command::new("ovs-appctl")
+                .arg("-t")
+                .arg(&ctl)
+                .args(["cluster/status", "OVN_Southbound"])
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == "Role: leader")
+                .then(|| m.clone())
+        })
     }
 
     /// Starts ovn-northd.
@@ -76,9 +148,17 @@ impl OvnCentral {
         format!("unix:{}", self.dir.join("nb.sock").display())
     }
 
-    /// The Southbound database's remote.
+    /// The Southbound database's remote (every member's, comma-separated, when it is
+    /// clustered).
     pub fn sb_remote(&self) -> String {
-        format!("unix:{}", self.dir.join("sb.sock").display())
+        if self.sb_members.is_empty() {
+            return format!("unix:{}", self.dir.join("sb.sock").display());
+        }
+        self.sb_members
+            .iter()
+            .map(|m| format!("unix:{}", self.dir.join(format!("{m}.sock")).display()))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// `ovn-nbctl ARGS` against the Northbound database.
@@ -162,7 +242,9 @@ fn wait_gone(pid: i32) {
 
 impl Drop for OvnCentral {
     fn drop(&mut self) {
-        for name in ["northd", "sb", "nb"] {
+        let mut names = vec!["northd".to_string(), "sb".to_string(), "nb".to_string()];
+        names.extend(self.sb_members.iter().cloned());
+        for name in &names {
             if let Some(pid) = self.pid(name) {
                 // SAFETY: kill(2) on a pid this central's pidfile names.
                 unsafe { libc::kill(pid, libc::SIGTERM) };
