@@ -10,13 +10,46 @@ use crate::model::stats::DropReason;
 use crate::model::topology::{DomainId, Topology};
 use crate::model::tunnel::RemoteId;
 
-/// A destination of a burst's frames.
+/// A destination of a burst's frames: a local port, or a remote tunnel endpoint with
+/// the egress key of OVN's option (0: none). Packed in one word, so grouping a burst
+/// compares one integer per frame ([`Target::kind`] unpacks it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub struct Target(u64);
+
+/// What a [`Target`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
     /// A local port.
     Port(PortId),
     /// A remote tunnel endpoint, with the egress key of OVN's option (0: none).
     Remote(RemoteId, u16),
+}
+
+impl Target {
+    /// Set for remotes: bits 16..32 the remote, 0..16 the egress key.
+    const REMOTE: u64 = 1 << 32;
+
+    /// Local port `p`.
+    #[inline]
+    pub fn port(p: PortId) -> Self {
+        Target(u64::from(p))
+    }
+
+    /// Remote `r`, with OVN egress key `egress` (0: none).
+    #[inline]
+    pub fn remote(r: RemoteId, egress: u16) -> Self {
+        Target(Self::REMOTE | u64::from(r) << 16 | u64::from(egress))
+    }
+
+    /// What the target is.
+    #[inline]
+    pub fn kind(self) -> TargetKind {
+        if self.0 & Self::REMOTE == 0 {
+            TargetKind::Port(self.0 as PortId)
+        } else {
+            TargetKind::Remote((self.0 >> 16) as RemoteId, self.0 as u16)
+        }
+    }
 }
 
 /// The frames of one burst bound for one destination.
@@ -34,7 +67,7 @@ pub struct Group {
 impl Default for Group {
     fn default() -> Self {
         Group {
-            target: Target::Port(0),
+            target: Target::port(0),
             sel: [0; BURST],
             n: 0,
         }
@@ -120,12 +153,12 @@ impl Groups {
         };
         for &p in ports {
             if p != src.port.id && topo.port(p).is_some_and(|tp| tp.port.can_flood()) {
-                self.targets.push(Target::Port(p));
+                self.targets.push(Target::port(p));
             }
         }
         if src.tep.is_none() {
             self.targets
-                .extend(remotes.iter().map(|&r| Target::Remote(r, group)));
+                .extend(remotes.iter().map(|&r| Target::remote(r, group)));
         }
         let n = self.targets.len() as u32 - start;
         self.floods.push((domain, group, start, n));
@@ -147,9 +180,9 @@ impl Pipeline {
         self.group(topo, src);
         self.soft.reset();
         for g in 0..self.groups.active {
-            let port = match self.groups.groups[g].target {
-                Target::Port(p) => p,
-                Target::Remote(r, egress) => {
+            let port = match self.groups.groups[g].target.kind() {
+                TargetKind::Port(p) => p,
+                TargetKind::Remote(r, egress) => {
                     self.encap(topo, src, (r, egress), g, queue, burst, pkts);
                     continue;
                 }
@@ -191,8 +224,8 @@ impl Pipeline {
         let mut unflooded = 0u64;
         for (i, a) in self.actions.iter().enumerate() {
             match *a {
-                Action::Output(p) => groups.push(Target::Port(p), i as u16, &mut hint),
-                Action::Encap(r, k) => groups.push(Target::Remote(r, k), i as u16, &mut hint),
+                Action::Output(p) => groups.push(Target::port(p), i as u16, &mut hint),
+                Action::Encap(r, k) => groups.push(Target::remote(r, k), i as u16, &mut hint),
                 Action::Flood(d) | Action::Multicast(d, _) => {
                     let group = match *a {
                         Action::Multicast(_, g) => g,
