@@ -83,8 +83,32 @@ fn drops(sw: &Vswitchd, port: &str, reason: &str) -> u64 {
     sw.port(port).stats.drops.get(reason).copied().unwrap_or(0)
 }
 
-/// hv2's vswitchd: uplink, Geneve endpoint, taps `t0` (sw0), `t1` (sw1), the VM's
-/// port `vm` (sw0), as an OVN chassis.
+/// vswitchd on fabric host `k` as OVN chassis `name` of `c`: an AF_XDP uplink, a Geneve
+/// endpoint on the host's underlay address, adaptive polling, and `ports` (flags and
+/// their specs, e.g. `--tap`, `t0=IF,iface_id=LSP`).
+fn chassis_args(f: &Fabric, k: usize, c: &OvnCentral, name: &str, ports: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--uplink".into(),
+        format!("u={},mode=generic", f.link[k]),
+        "--geneve".into(),
+        format!("t={},uplink=u", f.addr(k)),
+        "--ovn-remote".into(),
+        c.sb_remote(),
+        "--chassis".into(),
+        name.into(),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    a.extend(ports.iter().cloned());
+    a
+}
+
+/// `--tap NAME=IFNAME,iface_id=LSP`.
+fn tap(name: &str, ifname: &str, lsp: &str) -> [String; 2] {
+    ["--tap".into(), format!("{name}={ifname},iface_id={lsp}")]
+}
+
+/// hv2's vswitchd: taps `t0` (sw0), `t1` (sw1), the VM's port `vm` (sw0), metrics.
 fn hv2_args(
     f: &Fabric,
     dir: &TempDir,
@@ -92,49 +116,38 @@ fn hv2_args(
     taps: &[String; 2],
     extra: &[&str],
 ) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "--uplink".into(),
-        format!("u={},mode=generic", f.link[1]),
-        "--geneve".into(),
-        format!("t={},uplink=u", f.addr(1)),
-        "--tap".into(),
-        format!("t0={},iface_id=lsp-tap", taps[0]),
-        "--tap".into(),
-        format!("t1={},iface_id=lsp-tap-b", taps[1]),
+    let mut ports: Vec<String> = tap("t0", &taps[0], "lsp-tap").into();
+    ports.extend(tap("t1", &taps[1], "lsp-tap-b"));
+    ports.extend([
         "--vhost-user".into(),
         format!("vm={},iface_id=lsp-vm", dir.path("vm.sock").display()),
-        "--ovn-remote".into(),
-        c.sb_remote(),
-        "--chassis".into(),
-        "hv2".into(),
-        "--poll".into(),
-        "adaptive".into(),
         "--metrics".into(),
         "127.0.0.1:9478".into(),
-    ];
-    a.extend(extra.iter().map(|s| s.to_string()));
-    a
+    ]);
+    ports.extend(extra.iter().map(|s| s.to_string()));
+    chassis_args(f, 1, c, "hv2", &ports)
+}
+
+/// Tap `tap` of host `k`: MAC `mac`, address `addr`, IPv6 off, up.
+fn tap_up(f: &Fabric, k: usize, tap: &str, mac: &str, addr: &str) {
+    let ns = &f.ns[k];
+    f.exec(
+        ns,
+        &[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
+        ],
+    );
+    f.exec(ns, &["ip", "link", "set", tap, "address", mac]);
+    f.exec(ns, &["ip", "addr", "add", addr, "dev", tap]);
+    f.exec(ns, &["ip", "link", "set", tap, "up"]);
 }
 
 /// Gives hv2's taps their MACs and addresses (sw0: 10.0.0.2, sw1: 10.1.0.2).
 fn hv2_taps(f: &Fabric, taps: &[String; 2]) {
-    let ns = &f.ns[1];
-    for (tap, mac, addr) in [
-        (&taps[0], TAP_MAC, "10.0.0.2/24"),
-        (&taps[1], TAP_B_MAC, "10.1.0.2/24"),
-    ] {
-        f.exec(
-            ns,
-            &[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
-            ],
-        );
-        f.exec(ns, &["ip", "link", "set", tap, "address", mac]);
-        f.exec(ns, &["ip", "addr", "add", addr, "dev", tap]);
-        f.exec(ns, &["ip", "link", "set", tap, "up"]);
-    }
+    tap_up(f, 1, &taps[0], TAP_MAC, "10.0.0.2/24");
+    tap_up(f, 1, &taps[1], TAP_B_MAC, "10.1.0.2/24");
 }
 
 /// Pings `ip` from namespace `ns` until one answers (within `secs`); returns whether.
@@ -676,44 +689,13 @@ fn outages_keep_forwarding_and_resync() {
     let hv1 = Ovs::ovn_chassis(&f, 0, &dir, "hv1", &c.sb_remote());
     hv1.vif(&f, "vif0", "lsp-hv1", HV1_VIF, "10.0.0.1/24", 1500);
     let id = std::process::id() % 10000;
-    let (tap, late) = (format!("vovo{id}a"), format!("vovo{id}b"));
-    let args = |extra: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "--uplink".into(),
-            format!("u={},mode=generic", f.link[1]),
-            "--geneve".into(),
-            format!("t={},uplink=u", f.addr(1)),
-            "--tap".into(),
-            format!("t0={tap},iface_id=lsp-tap"),
-            "--tap".into(),
-            format!("t1={late},iface_id=lsp-late"),
-            "--ovn-remote".into(),
-            c.sb_remote(),
-            "--chassis".into(),
-            "hv2".into(),
-            "--poll".into(),
-            "adaptive".into(),
-        ];
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
-    };
-    let tap_up = |tap: &str, mac: &str, addr: &str| {
-        let ns = &f.ns[1];
-        f.exec(
-            ns,
-            &[
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
-            ],
-        );
-        f.exec(ns, &["ip", "link", "set", tap, "address", mac]);
-        f.exec(ns, &["ip", "addr", "add", addr, "dev", tap]);
-        f.exec(ns, &["ip", "link", "set", tap, "up"]);
-    };
-    let mut sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2", &args(&[]));
-    tap_up(&tap, TAP_MAC, "10.0.0.2/24");
-    tap_up(&late, TAP_B_MAC, "10.0.0.4/24");
+    let (tap0, late) = (format!("vovo{id}a"), format!("vovo{id}b"));
+    let mut ports: Vec<String> = tap("t0", &tap0, "lsp-tap").into();
+    ports.extend(tap("t1", &late, "lsp-late"));
+    let args = chassis_args(&f, 1, &c, "hv2", &ports);
+    let mut sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2", &args);
+    tap_up(&f, 1, &tap0, TAP_MAC, "10.0.0.2/24");
+    tap_up(&f, 1, &late, TAP_B_MAC, "10.0.0.4/24");
     c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
     assert!(
         ping_ok(&f.ns[1], "10.0.0.1", 20),
@@ -794,8 +776,8 @@ fn outages_keep_forwarding_and_resync() {
     // are up again, and hv1's traffic to it resumes within 1 s of that.
     let uuid0 = c.sb_get("Chassis", "name", "hv2", "_uuid");
     sw.kill9();
-    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2b", &args(&[]));
-    tap_up(&tap, TAP_MAC, "10.0.0.2/24");
+    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2b", &args);
+    tap_up(&f, 1, &tap0, TAP_MAC, "10.0.0.2/24");
     let up = Instant::now();
     wait_for(Duration::from_secs(30), "hv2's ports running again", || {
         let r = ovn(&sw);
@@ -837,22 +819,9 @@ fn clustered_southbound_survives_its_leader() {
     c.nbctl(&["lsp-add", "sw0", "lsp-a"]);
     c.nbctl(&["lsp-set-addresses", "lsp-a", &format!("{TAP_MAC} 10.0.0.2")]);
     let id = std::process::id() % 10000;
-    let args: Vec<String> = vec![
-        "--uplink".into(),
-        format!("u={},mode=generic", f.link[0]),
-        "--geneve".into(),
-        format!("t={},uplink=u", f.addr(0)),
-        "--tap".into(),
-        format!("ta=vovc{id}a,iface_id=lsp-a"),
-        "--tap".into(),
-        format!("tb=vovc{id}b,iface_id=lsp-b"),
-        "--ovn-remote".into(),
-        c.sb_remote(),
-        "--chassis".into(),
-        "hv1".into(),
-        "--poll".into(),
-        "adaptive".into(),
-    ];
+    let mut ports: Vec<String> = tap("ta", &format!("vovc{id}a"), "lsp-a").into();
+    ports.extend(tap("tb", &format!("vovc{id}b"), "lsp-b"));
+    let args = chassis_args(&f, 0, &c, "hv1", &ports);
     let sw = Vswitchd::start_in(Some(&f.ns[0]), &dir, "hv1", &args);
     wait_for(Duration::from_secs(30), "lsp-a bound and up", || {
         (c.sb_get("Port_Binding", "logical_port", "lsp-a", "up") == "true").then_some(())

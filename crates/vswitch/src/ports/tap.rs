@@ -37,6 +37,9 @@ pub const RX_BUFS: u32 = 64;
 /// Write buffers: one delivery batch.
 pub const TX_BUFS: u32 = 64;
 
+/// How long opening a busy tap waits for its previous owner to let go.
+const TAP_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
 const TUNSETVNETHDRSZ: libc::c_ulong = 0x4004_54d8;
@@ -214,10 +217,25 @@ impl TapPort {
             what,
             source: io::Error::last_os_error(),
         };
-        let mut req = ifreq(ifname, IFF_TAP | IFF_NO_PI | IFF_VNET_HDR);
-        // SAFETY: TUNSETIFF reads and writes a struct ifreq, which `req` is (40 bytes).
-        if unsafe { libc::ioctl(raw, TUNSETIFF, &mut req) } < 0 {
-            return Err(err("TUNSETIFF"));
+        // A tap of the same name that is busy may be a crashed vswitchd's: its io_uring
+        // holds the tap's fd until the kernel tears the ring down, a moment after the
+        // process died, so a restart right after kill -9 waits for that (up to 2 s).
+        let deadline = std::time::Instant::now() + TAP_BUSY_WAIT;
+        loop {
+            let mut req = ifreq(ifname, IFF_TAP | IFF_NO_PI | IFF_VNET_HDR);
+            // SAFETY: TUNSETIFF reads and writes a struct ifreq, which `req` is (40 bytes).
+            if unsafe { libc::ioctl(raw, TUNSETIFF, &mut req) } == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EBUSY) || std::time::Instant::now() > deadline {
+                return Err(TapError::Ioctl {
+                    ifname: ifname.into(),
+                    what: "TUNSETIFF",
+                    source: e,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let hdr: libc::c_int = VNET_HDR_LEN as libc::c_int;
         // SAFETY: TUNSETVNETHDRSZ reads one int.

@@ -229,8 +229,8 @@ impl OvnCentral {
 }
 
 /// Waits (up to 10 s) until process `pid` is gone or a zombie (daemonized: not our
-/// child).
-fn wait_gone(pid: i32) {
+/// child, so its stat says when it has exited).
+pub fn wait_gone(pid: i32) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 use super::fabric::Fabric;
 use super::TempDir;
@@ -264,14 +263,7 @@ impl Drop for Ovs {
             let Some(pid) = self.pid(name) else { continue };
             // SAFETY: kill(2) on a pid this instance's pidfile names.
             unsafe { libc::kill(pid, libc::SIGTERM) };
-            // Daemonized, so not our child: gone (or a zombie) when its stat says so.
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while std::time::Instant::now() < deadline {
-                match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-                    Ok(s) if !s.contains(") Z ") => std::thread::sleep(Duration::from_millis(20)),
-                    _ => break,
-                }
-            }
+            super::ovn::wait_gone(pid);
         }
     }
 }
