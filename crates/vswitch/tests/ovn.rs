@@ -332,14 +332,16 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         ping_ok(&f.ns[0], "10.0.0.2", 10),
         "hv1 cannot reach hv2's tap"
     );
-    tcp_transfer(Some(&f.ns[0]), Some(&f.ns[1]), "10.0.0.1", MB);
-    tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.0.0.2", MB);
-    // The VM: its own pings to hv1, then hv1 -> VM and VM -> hv1 streams.
+    // The VM's own pings to hv1 (56 and 1400 bytes, every echo answered), awaited
+    // before the bulk transfers so that they measure the path, not a loaded machine.
     let pings = vm.wait_lines("RESULT ping", 2, Duration::from_secs(180));
     for l in &pings {
         let m = kv(l);
         assert_eq!(num(&m, "sent"), num(&m, "received"), "VM: {l}");
     }
+    tcp_transfer(Some(&f.ns[0]), Some(&f.ns[1]), "10.0.0.1", MB);
+    tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "10.0.0.2", MB);
+    // The VM: hv1 -> VM and VM -> hv1 streams.
     assert!(ping_ok(&f.ns[0], "10.0.0.3", 10), "hv1 cannot reach the VM");
     let sent = tcp_send(&f.ns[0], "10.0.0.3", MB);
     let sink = kv(&vm.wait_lines("RESULT sink", 1, Duration::from_secs(120))[0]);
@@ -597,7 +599,8 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     assert!(out.status.success(), "{out:?}");
     c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
     let why = wait_for(Duration::from_secs(10), "t2's reason", || {
-        let r = ovn_port(&sw, "t2");
+        // t2 appears in the chassis' status with the pass that follows add-port.
+        let r = ovn(&sw).ports.into_iter().find(|p| p.port == "t2")?;
         (!r.why_unbound.is_empty()).then_some(r.why_unbound)
     });
     assert!(why.contains("has ACLs"), "{why}");
@@ -628,7 +631,11 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         "lsp-acl claimed with the flag",
         || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
     );
-    assert!(ovn_port(&sw, "t2").bound);
+    wait_for(
+        Duration::from_secs(10),
+        "t2 bound in vswitchctl ovn",
+        || ovn_port(&sw, "t2").bound.then_some(()),
+    );
     eprintln!("OVN chassis test: {:?}", t0.elapsed());
 }
 
@@ -871,6 +878,11 @@ fn clustered_southbound_survives_its_leader() {
         "lsp-b claimed after the failover",
         || (c.sb_get("Port_Binding", "logical_port", "lsp-b", "up") == "true").then_some(()),
     );
-    assert!(ovn_port(&sw, "tb").bound);
+    // The chassis' status follows at the end of the pass that set `up`.
+    wait_for(
+        Duration::from_secs(10),
+        "tb bound in vswitchctl ovn",
+        || ovn_port(&sw, "tb").bound.then_some(()),
+    );
     eprintln!("[{:>6.1?}] clustered Southbound: done", t0.elapsed());
 }

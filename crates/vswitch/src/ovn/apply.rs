@@ -79,6 +79,14 @@ impl Pass {
                 "OVN logical view published"
             );
         }
+        // The status first: once the database says `up` or reports this pass's nb_cfg,
+        // `vswitchctl ovn` already shows what the data path runs.
+        let (port_rows, chassis_rows) = super::rows(&v, &sb);
+        status.update(|r| {
+            r.nb_cfg = sb.nb_cfg;
+            r.ports = port_rows;
+            r.other_chassis = chassis_rows;
+        });
         self.mark_up(client, &v, me).await?;
         if let Some((u, p)) = private {
             if p.nb_cfg != sb.nb_cfg {
@@ -98,12 +106,6 @@ impl Pass {
                     .map_err(|e| format!("nb_cfg: {e}"))?;
             }
         }
-        let (port_rows, chassis_rows) = super::rows(&v, &sb);
-        status.update(|r| {
-            r.nb_cfg = sb.nb_cfg;
-            r.ports = port_rows;
-            r.other_chassis = chassis_rows;
-        });
         self.published = Some(v);
         Ok(())
     }

@@ -788,6 +788,25 @@ pub fn vswitchctl_out(ctl: &Path, args: &[&str]) -> std::process::Output {
         .expect("run vswitchctl")
 }
 
+/// Runs `c` (the command `args` names, from Debian package `pkg`); returns its stdout,
+/// or panics with its stderr when it fails.
+pub fn output_of(args: &[&str], mut c: Command, pkg: &str) -> String {
+    let o = c
+        .output()
+        .unwrap_or_else(|e| panic!("{} (Debian {pkg}): {e}", args[0]));
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The pid a daemon's pid file holds.
+pub fn pid_file(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
 /// A child process killed (and reaped) when the test ends, passed or failed.
 pub struct KillOnDrop(pub std::process::Child);
 

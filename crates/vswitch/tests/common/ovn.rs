@@ -208,23 +208,11 @@ impl OvnCentral {
         ] {
             c.env(var, &self.dir);
         }
-        let o = c
-            .output()
-            .unwrap_or_else(|e| panic!("{} (Debian ovn-central): {e}", args[0]));
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        super::output_of(args, c, "ovn-central")
     }
 
     fn pid(&self, name: &str) -> Option<i32> {
-        std::fs::read_to_string(self.dir.join(format!("{name}.pid")))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        super::pid_file(&self.dir.join(format!("{name}.pid")))
     }
 }
 

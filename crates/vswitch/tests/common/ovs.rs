@@ -33,7 +33,7 @@ impl Ovs {
             &rip,
             "options:key=5001",
         ]);
-        ovs.internal_port(f, "vm", vm_mtu, &format!("10.50.0.{}/24", k + 1));
+        ovs.internal_port(f, "vm", vm_mtu, &format!("10.50.0.{}/24", k + 1), &[]);
         ovs
     }
 
@@ -69,19 +69,7 @@ impl Ovs {
     pub fn vif(&self, f: &Fabric, iface: &str, lsp: &str, mac: &str, addr: &str, mtu: u32) {
         let id = format!("external_ids:iface-id={lsp}");
         let m = format!("mac=\"{mac}\"");
-        self.vsctl(&[
-            "add-port",
-            "br-int",
-            iface,
-            "--",
-            "set",
-            "interface",
-            iface,
-            "type=internal",
-            &id,
-            &m,
-        ]);
-        self.internal_port(f, iface, mtu, addr);
+        self.internal_port(f, iface, mtu, addr, &[&id, &m]);
     }
 
     /// ovsdb-server and ovs-vswitchd (netdev datapath) on host `k`: `br-phy` holds the
@@ -153,25 +141,21 @@ impl Ovs {
         ovs
     }
 
-    /// Brings internal port `iface` up in the host's namespace with MTU `mtu` and
-    /// address `addr`, IPv6 off.
-    fn internal_port(&self, f: &Fabric, iface: &str, mtu: u32, addr: &str) {
-        if !self
-            .vsctl(&["list-ports", "br-int"])
-            .lines()
-            .any(|l| l == iface)
-        {
-            self.vsctl(&[
-                "add-port",
-                "br-int",
-                iface,
-                "--",
-                "set",
-                "interface",
-                iface,
-                "type=internal",
-            ]);
-        }
+    /// Adds internal port `iface` to `br-int` (with interface columns `settings`) and
+    /// brings it up in the host's namespace with MTU `mtu` and address `addr`, IPv6 off.
+    fn internal_port(&self, f: &Fabric, iface: &str, mtu: u32, addr: &str, settings: &[&str]) {
+        let mut a = vec![
+            "add-port",
+            "br-int",
+            iface,
+            "--",
+            "set",
+            "interface",
+            iface,
+            "type=internal",
+        ];
+        a.extend_from_slice(settings);
+        self.vsctl(&a);
         let ns = &self.ns;
         f.exec(
             ns,
@@ -237,24 +221,12 @@ impl Ovs {
     }
 
     fn pid(&self, name: &str) -> Option<i32> {
-        std::fs::read_to_string(self.dir.join(format!("{name}.pid")))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        super::pid_file(&self.dir.join(format!("{name}.pid")))
     }
 }
 
-fn finish(args: &[&str], mut c: Command) -> String {
-    let o = c
-        .output()
-        .unwrap_or_else(|e| panic!("{} (Debian openvswitch-switch): {e}", args[0]));
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+fn finish(args: &[&str], c: Command) -> String {
+    super::output_of(args, c, "openvswitch-switch")
 }
 
 impl Drop for Ovs {
