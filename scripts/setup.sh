@@ -16,7 +16,7 @@ fi
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
 # ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
 # ovn-controller chassis beside vswitchd's (none of their services is started).
-pkgs=(dpdk dpdk-dev python3-scapy tshark ethtool iproute2 util-linux coreutils procps
+pkgs=(dpdk dpdk-dev python3-scapy tshark tcpdump ethtool iproute2 util-linux coreutils procps
       busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
       ovn-central ovn-host)

@@ -230,8 +230,11 @@ fn apply_links(switch: &Switch, net: &RwLock<NetState>) {
         let p = &tp.port;
         match &p.kind {
             PortKind::Tap(t) => {
-                // The tap has carrier while vswitchd holds it: only IFF_UP matters.
-                let up = net.links.get(&t.ifindex).is_some_and(|l| l.admin_up);
+                // The tap has carrier while vswitchd holds it: only IFF_UP matters. A
+                // tap moved to another network namespace (a container's, a test's
+                // "VM") is out of this watcher's sight: it counts as up, and the
+                // kernel's refusal of writes to a downed tap is counted (`tx_error`).
+                let up = net.links.get(&t.ifindex).is_none_or(|l| l.admin_up);
                 if up != t.link_up() {
                     info!(port = %p.name, iface = %t.ifname, link = if up { "up" } else { "down" }, "tap link state");
                     t.set_link(up);

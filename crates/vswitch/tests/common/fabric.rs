@@ -195,56 +195,80 @@ impl Drop for Fabric {
     }
 }
 
-/// A capture of host `k`'s bridge port (tshark), stopped and read by `frames`.
+/// A capture of host `k`'s bridge port, stopped and read by `frames`.
+///
+/// tcpdump in immediate mode: on stop nothing captured is still in a kernel ring block
+/// (tshark/dumpcap's TPACKET_V3 blocks wait for a timeout before they reach the file,
+/// and a stop inside that window loses the last frames); SIGINT flushes the file. 32 MiB
+/// of kernel buffer and the first 256 bytes of each frame (every header, and the
+/// start of the inner payload) keep up with a TCP stream. tshark dissects the file.
 pub struct Capture {
     child: Option<std::process::Child>,
     file: std::path::PathBuf,
+    /// tcpdump's stderr after "listening on", read to its end (its closing counts).
+    summary: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Capture {
     pub fn start(f: &Fabric, k: usize, dir: &TempDir) -> Capture {
-        let file = dir.path("underlay.pcap");
-        let child = Command::new("ip")
+        let file = dir.path(&format!("underlay-{}.pcap", f.port[k]));
+        let mut child = Command::new("ip")
             .args([
                 "netns",
                 "exec",
                 &f.fabric,
-                "tshark",
-                "-q",
+                "tcpdump",
+                "--immediate-mode",
+                "-B",
+                "32768",
+                "-s",
+                "256",
                 "-i",
                 &f.port[k],
-                "-f",
-                "udp port 6081",
                 "-w",
             ])
             .arg(&file)
+            .arg("udp port 6081")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("tshark (Debian package tshark)");
-        // tshark says "Capturing on 'br0'" once it captures.
-        let mut child = child;
+            .expect("tcpdump (Debian package tcpdump)");
+        // tcpdump says "listening on IFACE" once it captures.
         let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
         while std::io::BufRead::read_line(&mut err, &mut line).unwrap_or(0) > 0 {
-            if line.contains("Capturing on") {
+            if line.contains("listening on") {
                 break;
             }
             line.clear();
         }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        let summary = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            s
+        });
         Capture {
             child: Some(child),
             file,
+            summary: Some(summary),
         }
     }
 
     /// Stops the capture (the file stays readable by [`Capture::fields`]).
+    /// Panics when the kernel dropped frames for the capture: it could not count them.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            // SAFETY: kill(2) on our own child's pid.
+            // SAFETY: kill(2) on our own child's pid (`ip netns exec` execs tcpdump).
             unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
             let _ = c.wait();
+        }
+        if let Some(s) = self.summary.take() {
+            let s = s.join().unwrap_or_default();
+            let dropped = s
+                .lines()
+                .find(|l| l.contains("dropped by kernel"))
+                .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok());
+            assert_eq!(dropped, Some(0), "the capture lost frames: {s}");
         }
     }
 

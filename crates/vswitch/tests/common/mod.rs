@@ -4,6 +4,7 @@
 //! Debian's dpdk-dev when missing) and every process and file is cleaned up by `Drop`.
 #![allow(dead_code)]
 
+pub mod chassis;
 pub mod fabric;
 pub mod footprint;
 pub mod hostile;

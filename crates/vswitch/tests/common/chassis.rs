@@ -1,0 +1,216 @@
+//! Helpers of the OVN chassis tests: vswitchd as a chassis on a fabric host, its
+//! `vswitchctl ovn` view, taps with addresses, pings and TCP streams between host
+//! namespaces.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::fabric::{tunnels, Fabric};
+use super::ovn::OvnCentral;
+use super::*;
+use vswitch::control::protocol::{OvnReply, Request, Response};
+
+pub const HV1_VIF: &str = "02:00:00:00:01:01";
+pub const HV1_VIF_B: &str = "02:00:00:00:01:02";
+pub const TAP_MAC: &str = "02:00:00:00:02:01";
+pub const TAP_B_MAC: &str = "02:00:00:00:02:03";
+pub const VM_MAC: &str = "52:54:00:00:02:02";
+/// Bytes of each TCP transfer (the issue: 32 MiB each way).
+pub const MB: usize = 32;
+
+/// `vswitchctl ovn` of `sw`.
+pub fn ovn(sw: &Vswitchd) -> OvnReply {
+    match ctl(&sw.control, Request::Ovn).expect("ovn") {
+        Response::Ovn(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The `vswitchctl ovn` row of local port `port`.
+pub fn ovn_port(sw: &Vswitchd, port: &str) -> vswitch::control::protocol::OvnPortRow {
+    ovn(sw)
+        .ports
+        .into_iter()
+        .find(|p| p.port == port)
+        .unwrap_or_else(|| panic!("no {port} in vswitchctl ovn"))
+}
+
+/// The (ingress, egress) keys of OVN's option in a tshark `geneve.options` field.
+pub fn ovn_keys(hex: &str) -> Option<(u16, u16)> {
+    let h: String = hex.chars().filter(char::is_ascii_hexdigit).collect();
+    let b: Vec<u8> = (0..h.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok())
+        .collect();
+    let mut rest = &b[..];
+    while rest.len() >= 4 {
+        let len = 4 + 4 * usize::from(rest[3] & 0x1f);
+        if rest.len() < len {
+            return None;
+        }
+        if rest[0..2] == [0x01, 0x02] && rest[2] == 0x80 && len == 8 {
+            let v = u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]);
+            return Some((((v >> 16) & 0x7fff) as u16, v as u16));
+        }
+        rest = &rest[len..];
+    }
+    None
+}
+
+/// Sends `n` UDP frames from `src` to `dst` out of `iface` in namespace `ns` (scapy).
+pub fn send_frames(ns: &str, iface: &str, src: &str, dst: &str, n: u32) {
+    let script = format!(
+        "from scapy.all import Ether,IP,UDP,sendp\n\
+         sendp(Ether(src='{src}',dst='{dst}')/IP(src='10.0.0.2',dst='10.0.0.99')/UDP(dport=9)/(b'x'*64),iface='{iface}',count={n},verbose=False)"
+    );
+    // Debian's python (python3-scapy), whatever python3 comes first in PATH.
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "/usr/bin/python3", "-c", &script])
+        .output()
+        .expect("python3-scapy");
+    assert!(o.status.success(), "scapy: {o:?}");
+}
+
+/// A port's drop counter `reason`.
+pub fn drops(sw: &Vswitchd, port: &str, reason: &str) -> u64 {
+    sw.port(port).stats.drops.get(reason).copied().unwrap_or(0)
+}
+
+/// vswitchd on fabric host `k` as OVN chassis `name` of `c`: an AF_XDP uplink, a Geneve
+/// endpoint on the host's underlay address, adaptive polling, and `ports` (flags and
+/// their specs, e.g. `--tap`, `t0=IF,iface_id=LSP`).
+pub fn chassis_args(
+    f: &Fabric,
+    k: usize,
+    c: &OvnCentral,
+    name: &str,
+    ports: &[String],
+) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--uplink".into(),
+        format!("u={},mode=generic", f.link[k]),
+        "--geneve".into(),
+        format!("t={},uplink=u", f.addr(k)),
+        "--ovn-remote".into(),
+        c.sb_remote(),
+        "--chassis".into(),
+        name.into(),
+        "--poll".into(),
+        "adaptive".into(),
+    ];
+    a.extend(ports.iter().cloned());
+    a
+}
+
+/// `--tap NAME=IFNAME,iface_id=LSP`.
+pub fn tap(name: &str, ifname: &str, lsp: &str) -> [String; 2] {
+    ["--tap".into(), format!("{name}={ifname},iface_id={lsp}")]
+}
+
+/// Tap `tap` of host `k`: MAC `mac`, address `addr`, IPv6 off, up.
+pub fn tap_up(f: &Fabric, k: usize, tap: &str, mac: &str, addr: &str) {
+    let ns = &f.ns[k];
+    f.exec(
+        ns,
+        &[
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
+        ],
+    );
+    f.exec(ns, &["ip", "link", "set", tap, "address", mac]);
+    f.exec(ns, &["ip", "addr", "add", addr, "dev", tap]);
+    f.exec(ns, &["ip", "link", "set", tap, "up"]);
+}
+
+/// Pings `ip` from namespace `ns` until one answers (within `secs`); returns whether.
+pub fn ping_ok(ns: &str, ip: &str, secs: u64) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(secs) {
+        let ok = Command::new("ip")
+            .args(["netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return true;
+        }
+    }
+    false
+}
+
+/// A receiver of one TCP stream on `ip`:5001 in namespace `ns` (python3), which prints
+/// the byte count and sha256 when the stream ends.
+pub fn tcp_sink(ns: &str, ip: &str) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
+    let script = format!(
+        "import socket,hashlib\n\
+         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('{ip}',5001)); s.listen(1); print('ready',flush=True)\n\
+         c,_=s.accept(); h=hashlib.sha256(); n=0\n\
+         while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
+         print(n,h.hexdigest(),flush=True)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    (KillOnDrop(child), out)
+}
+
+/// Sends `mb` MiB of a pattern to `ip`:5001 from namespace `ns` (retrying the connect
+/// for 120 s while the receiver starts); returns "BYTES SHA256".
+pub fn tcp_send(ns: &str, ip: &str, mb: usize) -> String {
+    let script = format!(
+        "import socket,hashlib,time\n\
+         data=bytes((i*7)&255 for i in range(1<<20))*{mb}\n\
+         t=time.time()\n\
+         while True:\n try:\n  s=socket.create_connection(('{ip}',5001),timeout=30); break\n except OSError:\n  time.sleep(0.2); assert time.time()-t<120\n\
+         s.sendall(data); s.close(); print(len(data),hashlib.sha256(data).hexdigest())\n"
+    );
+    let o = Command::new("ip")
+        .args([
+            "netns", "exec", ns, "timeout", "300", "python3", "-c", &script,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A 10 ms ping from namespace `ns` to `ip` that runs until [`stop_ping`].
+pub fn ping_flood(ns: &str, ip: &str) -> KillOnDrop {
+    KillOnDrop(
+        Command::new("ip")
+            .args(["netns", "exec", ns, "ping", "-n", "-q", "-i", "0.01", ip])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Stops a [`ping_flood`] with SIGINT; returns (transmitted, received).
+pub fn stop_ping(mut p: KillOnDrop) -> (u64, u64) {
+    // SAFETY: kill(2) on our own child (`ip netns exec` execs ping in place).
+    unsafe { libc::kill(p.0.id() as i32, libc::SIGINT) };
+    p.0.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut text).unwrap();
+    ping_counts(&text).unwrap_or_else(|| panic!("no ping summary: {text}"))
+}
+
+/// Frames every tunnel endpoint of `sw` dropped, all reasons.
+pub fn tunnel_drops(sw: &Vswitchd) -> u64 {
+    tunnels(sw)
+        .iter()
+        .map(|t| t.drops.values().sum::<u64>())
+        .sum()
+}
+
+/// The topology generation vswitchd runs.
+pub fn generation(sw: &Vswitchd) -> u64 {
+    sw.show()["generation"].as_u64().unwrap()
+}
