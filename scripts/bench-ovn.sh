@@ -219,8 +219,9 @@ class Rpc:
         if not data:
             sys.exit("ovnbench: the database closed the connection")
         self.buf += self.utf8.decode(data)
-        # A message ends with '}': only then try to decode (a large reply comes in many reads).
-        while self.buf.rstrip().endswith("}"):
+        # A large reply comes in many reads: try to decode it only when what has come ends
+        # with '}' (small messages, the updates measured, are decoded at once).
+        while self.buf and (len(self.buf) < 65536 or self.buf.rstrip().endswith("}")):
             try:
                 msg, end = self.dec.raw_decode(self.buf.lstrip())
             except json.JSONDecodeError:
@@ -551,17 +552,15 @@ ovs_daemon() {
 start_ovs() {
     local d="$work/ovs" args=() name lp
     mkdir -p "$d"
-    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-    ovs_daemon ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock"
-    vsctl --no-wait init
-    vsctl --no-wait add-br br-int -- set bridge br-int datapath_type=netdev
-    vsctl --no-wait set open . "external_ids:system-id=$chassis" \
-        "external_ids:ovn-remote=unix:$central/sb.sock" external_ids:ovn-encap-type=geneve \
-        "external_ids:ovn-encap-ip=$encap"
+    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema || return 1
+    ovs_daemon ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" || return 1
     while read -r name lp; do
         args+=(-- add-port br-int "$name" -- set interface "$name" type=internal "external_ids:iface-id=$lp")
     done <"$work/locals"
-    vsctl --no-wait "${args[@]:1}"
+    vsctl --no-wait init -- add-br br-int -- set bridge br-int datapath_type=netdev \
+        -- set open . "external_ids:system-id=$chassis" \
+        "external_ids:ovn-remote=unix:$central/sb.sock" external_ids:ovn-encap-type=geneve \
+        "external_ids:ovn-encap-ip=$encap" "${args[@]}" || return 1
     t_start=$EPOCHREALTIME
     ovs_daemon ovs-vswitchd "unix:$d/db.sock" || return 1
     ovs_daemon ovn-controller "unix:$d/db.sock" || return 1
@@ -607,16 +606,18 @@ chassis_log() {
     else tail -n 10 "$work/ovs/ovn-controller.log" "$work/ovs/ovs-vswitchd.log" >&2; fi
 }
 
-# measure SWITCH RUN: full sync, RSS, changes; writes $work/result-SWITCH.json.
-measure() {
-    local sw=$1 run=$2 watch t_done pid
+# full_sync SWITCH: starts the chassis with the Southbound watcher already connected;
+# returns once every local port is up (sets t_start, t_done).
+full_sync() {
+    local sw=$1 watch pid start=start_ovs
+    [ "$sw" = vswitchd ] && start=start_vswitchd
     rm -f "$work/ready"
     helper sync --sb "$central/sb.sock" --chassis "$chassis" --n "$n" --m "$m" --p "$p" \
         --ready "$work/ready" --timeout 900 >"$work/sync.t" 2>"$work/sync.err" &
     watch=$!
     for _ in $(seq 600); do [ -f "$work/ready" ] || ! kill -0 "$watch" 2>/dev/null && break; sleep 0.1; done
     [ -f "$work/ready" ] || { cat "$work/sync.err" >&2; return 1; }
-    if ! if [ "$sw" = vswitchd ]; then start_vswitchd; else start_ovs; fi; then
+    if ! "$start"; then
         echo "bench-ovn.sh: $sw did not start" >&2; chassis_log "$sw"; kill "$watch"; return 1
     fi
     while kill -0 "$watch" 2>/dev/null; do
@@ -630,10 +631,16 @@ measure() {
     done
     wait "$watch" || { cat "$work/sync.err" >&2; chassis_log "$sw"; return 1; }
     t_done=$(cat "$work/sync.t")
+}
+
+# measure SWITCH RUN: full sync, RSS, changes; writes $work/result-SWITCH.json.
+measure() {
+    local sw=$1 run=$2 rss=() pid
+    full_sync "$sw" || return 1
     nbctl --wait=hv sync
-    local rss=()
     for pid in $(tr ',' ' ' <<<"$chassis_pids"); do rss+=("${pid%%=*}=$(rss_kib "${pid#*=}")"); done
-    echo "  $sw: full sync $(awk -v a="$t_start" -v b="$t_done" 'BEGIN { printf "%.3f", b - a }') s; $c lsp-add and $c lsp-set-addresses changes..."
+    echo "  $sw: full sync $(awk -v a="$t_start" -v b="$t_done" 'BEGIN { printf "%.3f", b - a }') s;" \
+        "$c lsp-add and $c lsp-set-addresses changes..."
     if ! helper changes --sb "$central/sb.sock" --nb "$central/nb.sock" --chassis "$chassis" \
         --n "$n" --m "$m" --p "$p" --c "$c" --run "$run" --pids "$chassis_pids" \
         --add-port "$add_port" --verify "$verify" --out "$work/changes.json"; then
@@ -655,6 +662,7 @@ import glob, json, math, sys
 work, out = sys.argv[1], sys.argv[2]
 n, m, k, p, c = map(int, sys.argv[3:8])
 res = {r["switch"]: r for r in map(lambda f: json.load(open(f)), glob.glob(f"{work}/result-*.json"))}
+res = {sw: res[sw] for sw in ("vswitchd", "ovn-controller") if sw in res}
 def pct(v, q): v = sorted(v); return v[max(0, math.ceil(q * len(v)) - 1)] if v else float("nan")
 def metrics(r):
     mt = {"sync_s": r["sync_s"], "rss_mib": sum(r["rss_mib"].values()),

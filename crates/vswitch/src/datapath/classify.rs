@@ -256,7 +256,7 @@ pub fn l2_decide(
     }
     match src.mode {
         Mode::Learn => {}
-        Mode::Ovn(o) => return ovn_decide(src, o, dmac, fdb),
+        Mode::Ovn(o) => return ovn_decide(src, o, smac, dmac, fdb),
         Mode::Detached => return drop_for(DropReason::OvnUnbound),
     }
     let learn = if smac[0] & 1 == 0 {
@@ -295,12 +295,24 @@ fn drop_for(reason: DropReason) -> Decision {
     }
 }
 
-/// The L2 decision in OVN logical switch `o` (the source admitted): no learning; a
-/// known MAC's port, here or on another chassis; broadcast and multicast to
-/// `_MC_flood`; unknown unicast to `_MC_unknown` when a port of the switch has
-/// `unknown` addresses, else dropped (as OVN's `ls_in_l2_unknown` stage does).
+/// The L2 decision in OVN logical switch `o` (the source admitted): source MACs
+/// learned only from local ports with `unknown` addresses and no port security (OVN's
+/// `ls_in_put_fdb`); a known MAC's port, here or on another chassis; broadcast and
+/// multicast to `_MC_flood`; unknown unicast to `_MC_unknown` when a port of the switch
+/// has `unknown` addresses, else dropped (as OVN's `ls_in_l2_unknown` stage does).
 #[inline]
-fn ovn_decide(src: &Source<'_>, o: &OvnDomain, dmac: &[u8; 6], fdb: &FdbReader<'_>) -> Decision {
+fn ovn_decide(
+    src: &Source<'_>,
+    o: &OvnDomain,
+    smac: &[u8; 6],
+    dmac: &[u8; 6],
+    fdb: &FdbReader<'_>,
+) -> Decision {
+    let learn = if src.tep.is_none() && smac[0] & 1 == 0 && o.learns(src.ovn_key) {
+        fdb_key(src.domain, smac)
+    } else {
+        NO_LEARN
+    };
     let action = if dmac[0] & 1 != 0 {
         Action::Multicast(src.domain, ovn::MC_FLOOD)
     } else {
@@ -321,6 +333,6 @@ fn ovn_decide(src: &Source<'_>, o: &OvnDomain, dmac: &[u8; 6], fdb: &FdbReader<'
     Decision {
         action,
         rule: NO_RULE,
-        learn: NO_LEARN,
+        learn,
     }
 }

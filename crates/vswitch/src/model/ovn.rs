@@ -86,6 +86,10 @@ pub struct OvnDomain {
     /// Some port of the switch has `unknown` among its addresses: unknown unicast goes
     /// to `_MC_unknown` rather than being dropped.
     pub has_unknown: bool,
+    /// Keys of the local ports that learn source MACs (`unknown` addresses, no port
+    /// security), as OVN's `ls_in_put_fdb` stage does; the chassis writes what they
+    /// learn to the Southbound `FDB` table.
+    pub learning: Vec<u16>,
 }
 
 impl OvnDomain {
@@ -96,6 +100,12 @@ impl OvnDomain {
             .iter()
             .find(|(k, _)| *k == key)
             .map(|&(_, p)| p)
+    }
+
+    /// Whether the local port with key `key` learns source MACs.
+    #[inline]
+    pub fn learns(&self, key: u16) -> bool {
+        key != 0 && self.learning.contains(&key)
     }
 
     /// Group `key`, if it has members the switch reaches.

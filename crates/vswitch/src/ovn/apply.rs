@@ -212,11 +212,15 @@ fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
     let ovn = Arc::new(r.ovn_topo(v, &dp_domain));
     // The FDB first: its new entries are only reached once the topology is published.
     sw.fdb.replace_ovn(&entries);
-    let (_, generation) = sw.publish(|t: &mut Topology| {
-        place_ports(t, v, &dp_domain, detached);
+    let (moved, generation) = sw.publish(|t: &mut Topology| {
+        let moved = place_ports(t, v, &dp_domain, detached);
         t.ovn = ovn;
-        Ok::<_, String>(())
+        Ok::<_, String>(moved)
     })?;
+    // What a port learned in the switch it left is not behind it any more.
+    for p in moved {
+        sw.fdb.flush_port(p, false);
+    }
     Ok(generation)
 }
 
@@ -297,6 +301,7 @@ impl Resolver<'_> {
                     .collect(),
                 groups,
                 has_unknown: d.has_unknown,
+                learning: d.learning.iter().map(|(_, k)| *k).collect(),
             }));
         }
         let port_status = v
@@ -325,13 +330,14 @@ impl Resolver<'_> {
 }
 
 /// Gives every `iface_id` port of `t` its domain, key and port security from `v`
-/// (detached when not bound).
+/// (detached when not bound); returns the ports whose domain changed.
 fn place_ports(
     t: &mut Topology,
     v: &View,
     dp_domain: &HashMap<Uuid, DomainId>,
     detached: DomainId,
-) {
+) -> Vec<crate::model::fdb::PortId> {
+    let mut moved = Vec::new();
     for tp in t.ports.iter_mut().flatten() {
         if tp.config.iface_id.is_none() {
             continue;
@@ -353,6 +359,9 @@ fn place_ports(
             }
             _ => (detached, DomainKey::Detached, 0, Vec::new()),
         };
+        if tp.domain != domain {
+            moved.push(tp.port.id);
+        }
         tp.domain = domain;
         tp.domain_key = key;
         tp.ovn_key = ovn_key;
@@ -363,4 +372,5 @@ fn place_ports(
             tp.config = Arc::new(c);
         }
     }
+    moved
 }

@@ -11,9 +11,11 @@
 //! `SB_Global.nb_cfg` the pass saw, so `ovn-nbctl --wait=hv sync` returns once this
 //! chassis has applied a change. While the database is away the data path keeps the
 //! last view; after a reconnect the replica resyncs and the next pass publishes only
-//! the difference.
+//! the difference. Every [`FDB_TICK`], when the data path's FDB has changed, MACs
+//! learned behind `unknown` ports are written to the `FDB` table ([`fdb`]).
 
 pub mod apply;
+pub mod fdb;
 pub mod registration;
 pub mod sb;
 pub mod view;
@@ -48,12 +50,13 @@ impl Status {
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
 /// deployment").
-pub const SUPPORTED: [&str; 7] = [
+pub const SUPPORTED: [&str; 8] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
     "unknown unicast to _MC_unknown when a port has 'unknown' addresses, else dropped (ovn_unknown_unicast)",
     "port security by MAC (Port_Binding.port_security), dropped as spoofed_source",
+    "MACs learned behind 'unknown' ports without port security, written to the FDB table; other chassis' FDB rows read back (unicast to the port, not _MC_unknown)",
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
 ];
@@ -110,6 +113,7 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::DatapathBinding>())
         .table(TableSpec::of::<sb::PortBinding>().index("logical_port"))
         .table(TableSpec::of::<sb::MulticastGroup>())
+        .table(TableSpec::of::<sb::Fdb>())
         .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
 }
@@ -149,6 +153,9 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     // A pass that failed (a transaction refused, the connection lost midway) is tried
     // again after this long even if nothing changes meanwhile.
     let mut retry: Option<tokio::time::Instant> = None;
+    let mut fdb_tick = tokio::time::interval(FDB_TICK);
+    fdb_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut fdb_seen = u64::MAX;
     loop {
         let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
         tokio::select! {
@@ -162,6 +169,21 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
             }
             () = ctl.ovn_wake.notified() => {}
             () = tokio::time::sleep_until(retry_at), if retry.is_some() => {}
+            _ = fdb_tick.tick(), if connected => {
+                let g = ctl.switch.fdb.generation();
+                if g != fdb_seen {
+                    match fdb::publish(&client, &fdb::learned(&ctl.switch)).await {
+                        Ok(n) => {
+                            fdb_seen = g;
+                            if n > 0 {
+                                info!(rows = n, "learned MACs written to the Southbound FDB table");
+                            }
+                        }
+                        Err(e) => warn!(error = %e, "OVN FDB update failed; tried again"),
+                    }
+                }
+                continue;
+            }
             () = ctl.ovn_stop.notified() => {
                 if connected {
                     reg.unregister(&client, &ctl).await;
@@ -187,6 +209,11 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
         };
     }
 }
+
+/// How often the chassis looks for newly learned MACs to write to the `FDB` table
+/// (ovn-controller writes on the first frame; a frame to such a MAC from another
+/// chassis goes to `_MC_unknown`, still delivered, until the row is there).
+pub const FDB_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How long after a failed pass the next one runs when nothing else wakes the chassis.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);

@@ -137,6 +137,23 @@ ovsdb::model! {
     }
 }
 
+ovsdb::model! {
+    /// `FDB`: a MAC learned behind a logical port with `unknown` addresses, written by
+    /// the chassis that learned it (one row per MAC and logical switch, the `mac` +
+    /// `dp_key` index), read by every chassis: unicast to it goes to that port rather
+    /// than to `_MC_unknown`. OVN 23.03 does not age these rows; ovn-northd deletes a
+    /// port's rows with the port.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Fdb in "FDB" {
+        /// The MAC, lower-case `xx:xx:xx:xx:xx:xx`.
+        pub mac: String = "mac",
+        /// The logical switch's key (`Datapath_Binding.tunnel_key`).
+        pub dp_key: i64 = "dp_key",
+        /// The logical port's key (`Port_Binding.tunnel_key`).
+        pub port_key: i64 = "port_key",
+    }
+}
+
 /// The pipeline stages where ACLs live (OVN 23.03; `ls_in_acl_eval` from 23.09).
 pub const ACL_STAGES: [&str; 4] = [
     "ls_in_acl",

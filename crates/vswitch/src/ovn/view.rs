@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use ovsdb::{Replica, Uuid};
 
 use super::sb::{
-    Chassis, DatapathBinding, Encap, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
+    Chassis, DatapathBinding, Encap, Fdb, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
     SbGlobal, ACL_STAGES,
 };
 use crate::config::MacAddr;
@@ -32,6 +32,8 @@ pub struct Sb {
     pub groups: Vec<MulticastGroup>,
     /// Datapaths with logical flows from ACLs.
     pub acl_datapaths: HashSet<Uuid>,
+    /// MACs learned behind `unknown` ports (by any chassis).
+    pub fdb: Vec<Fdb>,
 }
 
 impl Sb {
@@ -67,6 +69,7 @@ impl Sb {
             ports: r.rows::<PortBinding>().collect(),
             groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
             acl_datapaths,
+            fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
         }
     }
 
@@ -160,6 +163,9 @@ pub struct DatapathView {
     pub groups: Vec<GroupView>,
     /// Some port has `unknown` addresses.
     pub has_unknown: bool,
+    /// Local ports that learn source MACs (`unknown` addresses, no port security):
+    /// (name, key).
+    pub learning: Vec<(String, u16)>,
 }
 
 /// The derived view.
@@ -332,6 +338,7 @@ fn datapath(
         fdb: Vec::new(),
         groups: Vec::new(),
         has_unknown: false,
+        learning: Vec::new(),
     };
     // Where each port of the switch is: here (by local port name), on another chassis
     // (its Geneve endpoint), or nowhere yet.
@@ -340,9 +347,13 @@ fn datapath(
         let Ok(key) = u16::try_from(pb.tunnel_key) else {
             continue;
         };
-        d.has_unknown |= pb.mac.iter().any(|m| m == "unknown");
+        let unknown = pb.mac.iter().any(|m| m == "unknown");
+        d.has_unknown |= unknown;
         if let Some(name) = local_of.get(u) {
             d.local.push((name.to_string(), key));
+            if unknown && pb.port_security.is_empty() {
+                d.learning.push((name.to_string(), key));
+            }
             place.insert(*u, DestView::Local(name.to_string()));
         } else if pb.kind == "router" {
             place.insert(*u, DestView::Router);
@@ -372,8 +383,10 @@ fn datapath(
             d.fdb.push((m, to.clone()));
         }
     }
+    learned_macs(sb, dp, tunnel_key, &place, &mut d.fdb);
     d.fdb.sort();
     d.local.sort();
+    d.learning.sort();
     for g in sb.groups.iter().filter(|g| g.datapath == dp) {
         let Ok(key) = u16::try_from(g.tunnel_key) else {
             continue;
@@ -405,6 +418,34 @@ fn datapath(
     }
     d.groups.sort_by_key(|g| g.key);
     Some(d)
+}
+
+/// Adds the Southbound `FDB` rows of logical switch `dp` (key `tunnel_key`) to `fdb`:
+/// each learned MAC where its port is (`place`), unless a port's own addresses name
+/// the MAC already (those win, as in OVN's `ls_in_l2_lkup`, which matches them first).
+fn learned_macs(
+    sb: &Sb,
+    dp: Uuid,
+    tunnel_key: u32,
+    place: &HashMap<Uuid, DestView>,
+    fdb: &mut Vec<(MacAddr, DestView)>,
+) {
+    let by_key: HashMap<i64, Uuid> = sb
+        .ports
+        .iter()
+        .filter(|(_, p)| p.datapath == dp)
+        .map(|(u, p)| (p.tunnel_key, *u))
+        .collect();
+    let named: HashSet<MacAddr> = fdb.iter().map(|(m, _)| *m).collect();
+    for row in sb.fdb.iter().filter(|f| f.dp_key == i64::from(tunnel_key)) {
+        let Ok(mac) = row.mac.parse::<MacAddr>() else {
+            continue;
+        };
+        let to = by_key.get(&row.port_key).and_then(|u| place.get(u));
+        if let (Some(to), false) = (to, named.contains(&mac)) {
+            fdb.push((mac, to.clone()));
+        }
+    }
 }
 
 /// The MAC of the logical router port a `router` port of a switch peers with
@@ -632,5 +673,54 @@ mod tests {
             v.releases.is_empty() && v.claims.is_empty(),
             "already ours: {v:?}"
         );
+    }
+
+    /// `FDB` rows: a MAC learned behind hv1's port is reached there by its key, one
+    /// behind a local `unknown` port here; a row naming a port's own MAC, another
+    /// switch or no port is ignored. The local `unknown` port without port security
+    /// learns; one with port security does not.
+    #[test]
+    fn learned_macs_from_the_fdb_table() {
+        let mut s = sb();
+        let row = |mac: &str, dp_key: i64, port_key: i64| Fdb {
+            uuid: Uuid::nil(),
+            mac: mac.into(),
+            dp_key,
+            port_key,
+        };
+        s.fdb = vec![
+            row("0a:00:00:00:00:01", 5, 2),
+            row("0a:00:00:00:00:02", 5, 5),
+            row("02:00:00:00:00:03", 5, 5),
+            row("0a:00:00:00:00:03", 6, 2),
+            row("0a:00:00:00:00:04", 5, 99),
+        ];
+        let ps = ports(&[("vm1", "p-here"), ("r", "p-unk")]);
+        let v = derive(&s, &local(&ps, false));
+        let d = &v.datapaths[&uuid(1)];
+        let fdb: BTreeMap<String, DestView> = d
+            .fdb
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.clone()))
+            .collect();
+        assert_eq!(
+            fdb["0a:00:00:00:00:01"],
+            DestView::Remote {
+                chassis: "hv1".into(),
+                ip: "198.51.100.1".parse().unwrap(),
+                key: 2
+            }
+        );
+        assert_eq!(fdb["0a:00:00:00:00:02"], DestView::Local("r".into()));
+        assert!(matches!(
+            fdb["02:00:00:00:00:03"],
+            DestView::Remote { key: 3, .. }
+        ));
+        assert!(!fdb.contains_key("0a:00:00:00:00:03"));
+        assert!(!fdb.contains_key("0a:00:00:00:00:04"));
+        assert_eq!(d.learning, vec![("r".to_string(), 5)]);
+        s.ports.get_mut(&uuid(105)).unwrap().port_security = vec!["0a:00:00:00:00:09".into()];
+        let v = derive(&s, &local(&ps, false));
+        assert!(v.datapaths[&uuid(1)].learning.is_empty());
     }
 }

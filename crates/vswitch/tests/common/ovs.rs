@@ -185,6 +185,13 @@ impl Ovs {
         self.cmd(&a)
     }
 
+    /// `ovs-ofctl` against this instance's bridges (e.g. `dump-flows br-int`).
+    pub fn ofctl(&self, args: &[&str]) -> String {
+        let mut a = vec!["ovs-ofctl"];
+        a.extend_from_slice(args);
+        self.cmd(&a)
+    }
+
     /// A counter of `iface` (`ovs-vsctl get interface IFACE statistics:NAME`).
     pub fn iface_stat(&self, iface: &str, name: &str) -> u64 {
         let key = format!("statistics:{name}");
