@@ -69,6 +69,9 @@
 #                 the C lsp-add changes (their add-port steps and pauses included), and
 #                 over the C set-addresses changes less what the C FDB checks cost (measured
 #                 by running C more checks right after; fdb_checks_cpu_s in the JSON).
+#                 Also without the process' PMD threads (threads named pmd*: vswitchd's
+#                 one PMD, whose adaptive polling costs CPU with no frame to forward;
+#                 ovs-vswitchd without DPDK has none): the control plane's own cost.
 # The table gives ovn-controller's figure / vswitchd's (target: >= 5 on each); RSS and CPU
 # of OVS are ovn-controller's and ovs-vswitchd's together, each also shown alone.
 # On two cores the central, the chassis and this script share the CPUs: only figures of
@@ -175,7 +178,7 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # and the change driver (stdlib only).
 write_helper() {
 cat >"$work/ovnbench.py" <<'PY'
-import argparse, codecs, json, math, os, select, shlex, socket, subprocess, sys, time
+import argparse, codecs, glob, json, math, os, select, shlex, socket, subprocess, sys, time
 
 # Naming: switch lsI, port lsIpJ; port J of switch I is local when J*N+I < P.
 def lsp(i, j): return f"ls{i}p{j}"
@@ -378,6 +381,20 @@ def cpu_s(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+def cpu_pmd(pid):
+    """CPU seconds of the process' PMD threads (named pmd*: vswitchd's; OVS has none here)."""
+    total = 0.0
+    for st in glob.glob(f"/proc/{pid}/task/*/stat"):
+        try:
+            text = open(st).read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        if comm.startswith("pmd"):
+            f = text.rsplit(")", 1)[1].split()
+            total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
 def run(argv):
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=normal)
     if r.returncode != 0:
@@ -395,6 +412,7 @@ def cmd_changes(a):
     out = {"lsp_add_ms": [], "lsp_add_chassis_ms": [], "lsp_add_nbctl_ms": [], "set_addr_ms": [],
            "set_addr_chassis_ms": [], "set_addr_nbctl_ms": [], "late": 0, "cpu": {}}
     cpu0 = {n: cpu_s(v) for n, v in pids.items()}
+    pmd0 = {n: cpu_pmd(v) for n, v in pids.items()}
     for c in range(a.c):
         i, name, lp = hosts[c % len(hosts)], f"n{c}", f"new{c}"
         run(shlex.split(a.add_port.format(name=name, lsp=lp)))
@@ -416,6 +434,7 @@ def cmd_changes(a):
         out["lsp_add_nbctl_ms"].append((time.time() - t0) * 1e3)
         time.sleep(0.1)
     cpu1 = {n: cpu_s(v) for n, v in pids.items()}
+    pmd1 = {n: cpu_pmd(v) for n, v in pids.items()}
     for c in range(a.c):
         i = hosts[c % len(hosts)]
         remote = [j for j in range(a.m) if not is_local(a, i, j)]
@@ -448,13 +467,16 @@ def cmd_changes(a):
         out["set_addr_nbctl_ms"].append((time.time() - t0) * 1e3)
         time.sleep(0.1)
     cpu2 = {n: cpu_s(v) for n, v in pids.items()}
+    pmd2 = {n: cpu_pmd(v) for n, v in pids.items()}
     # What the C FDB checks cost the chassis, measured by running them again on their own.
     for _ in range(a.c):
         run(verify)
     cpu3 = {n: cpu_s(v) for n, v in pids.items()}
     out["cpu"] = {"lsp_add": {n: cpu1[n] - cpu0[n] for n in pids},
                   "set_addr": {n: max(0.0, cpu2[n] - cpu1[n] - (cpu3[n] - cpu2[n])) for n in pids},
-                  "fdb_checks": {n: cpu3[n] - cpu2[n] for n in pids}}
+                  "fdb_checks": {n: cpu3[n] - cpu2[n] for n in pids},
+                  "pmd_lsp_add": {n: pmd1[n] - pmd0[n] for n in pids},
+                  "pmd_set_addr": {n: pmd2[n] - pmd1[n] for n in pids}}
     json.dump(out, open(a.out, "w"))
 
 def main():
@@ -675,7 +697,11 @@ def metrics(r):
           "lsp_add_cpu_s": sum(r["cpu"]["lsp_add"].values()), "set_addr_cpu_s": sum(r["cpu"]["set_addr"].values()),
           "lsp_add_nbctl_p50_ms": pct(r["lsp_add_nbctl_ms"], .5),
           "set_addr_nbctl_p50_ms": pct(r["set_addr_nbctl_ms"], .5), "set_addr_late": r["late"],
-          "fdb_checks_cpu_s": sum(r["cpu"]["fdb_checks"].values())}
+          "fdb_checks_cpu_s": sum(r["cpu"]["fdb_checks"].values()),
+          "lsp_add_pmd_cpu_s": sum(r["cpu"]["pmd_lsp_add"].values()),
+          "set_addr_pmd_cpu_s": sum(r["cpu"]["pmd_set_addr"].values())}
+    mt["lsp_add_cp_cpu_s"] = mt["lsp_add_cpu_s"] - mt["lsp_add_pmd_cpu_s"]
+    mt["set_addr_cp_cpu_s"] = max(0.0, mt["set_addr_cpu_s"] - mt["set_addr_pmd_cpu_s"])
     if len(r["rss_mib"]) > 1:
         for proc, v in r["rss_mib"].items():
             key = proc.replace("-", "_")
@@ -703,7 +729,9 @@ rows = [("full sync to all local ports up (s)", "sync_s", "{:.3f}"),
         ("  from the SB mac change, p50 (ms)", "set_addr_chassis_p50_ms", "{:.1f}"),
         ("  from the SB mac change, p99 (ms)", "set_addr_chassis_p99_ms", "{:.1f}"),
         (f"CPU over {c} lsp-add (s)", "lsp_add_cpu_s", "{:.2f}"),
-        (f"CPU over {c} set-addresses (s)", "set_addr_cpu_s", "{:.2f}")]
+        (f"CPU over {c} set-addresses (s)", "set_addr_cpu_s", "{:.2f}"),
+        ("  without PMD threads, lsp-add (s)", "lsp_add_cp_cpu_s", "{:.2f}"),
+        ("  without PMD threads, set-addr (s)", "set_addr_cp_cpu_s", "{:.2f}")]
 v, o = mts.get("vswitchd"), mts.get("ovn-controller")
 print(f"  {'figure':<36} {'vswitchd':>10} {'ovn-controller+ovs':>19} {'ratio':>7}  (ovn-controller / vswitchd, target >= 5)")
 for label, key, fmt in rows:

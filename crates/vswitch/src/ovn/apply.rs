@@ -8,8 +8,9 @@ use std::sync::Arc;
 use ovsdb::{Client, Condition, Operation, Row, Uuid};
 use tracing::info;
 
+use super::rows::Dirty;
 use super::sb::{Chassis, ChassisPrivate};
-use super::view::{self, DestView, PortView, Sb, View};
+use super::view::{self, DestView, PortView, Sb, Touched, View};
 use super::Status;
 use crate::config::ovn::OvnConfig;
 use crate::control::ops::Control;
@@ -22,10 +23,18 @@ use crate::model::topology::{DomainId, DomainKey, Topology};
 pub struct Pass {
     /// The view last published (`up` flags aside).
     published: Option<View>,
+    /// The Southbound rows, kept current across passes.
+    sb: Option<Sb>,
+    /// The local ports and chassis of the last pass that completed.
+    settled: Option<(BTreeMap<String, String>, Uuid)>,
+    /// What changed since the view was last published.
+    touched: Touched,
 }
 
 impl Pass {
-    /// Runs one pass.
+    /// Runs one pass on the rows changed since the last (`dirty`, consumed). When
+    /// nothing the view is derived from changed since a pass that completed (only
+    /// `SB_Global.nb_cfg` moved, say), the view stands and only `nb_cfg` is reported.
     ///
     /// # Errors
     /// A transaction or the topology change failed; the next pass starts over.
@@ -35,6 +44,7 @@ impl Pass {
         client: &Client,
         cfg: &OvnConfig,
         status: &Status,
+        dirty: &mut Dirty,
     ) -> Result<(), String> {
         let ports: BTreeMap<String, String> = ctl
             .switch
@@ -42,7 +52,8 @@ impl Pass {
             .iter()
             .filter_map(|tp| Some((tp.port.name.clone(), tp.config.iface_id.clone()?)))
             .collect();
-        let (sb, me, private) = {
+        let view_rows = dirty.all || dirty.touches_view();
+        let (me, private) = {
             let r = client.replica();
             let me = r
                 .rows::<Chassis>()
@@ -51,24 +62,61 @@ impl Pass {
             let private = r
                 .rows::<ChassisPrivate>()
                 .find(|(_, c)| c.name == cfg.chassis);
-            (Sb::from_replica(&r), me, private)
+            match self.sb.as_mut() {
+                Some(sb) if !dirty.all => sb.refresh(&r, dirty, &mut self.touched),
+                _ => {
+                    self.sb = Some(Sb::from_replica(&r));
+                    self.touched.all = true;
+                }
+            }
+            dirty.clear();
+            (me, private)
         };
-        let local = view::Local {
-            name: &cfg.chassis,
-            hostname: &cfg.hostname,
-            chassis: me,
-            allow_acls: cfg.allow_unenforced_acls,
-            ports: &ports,
-        };
-        let v = view::derive(&sb, &local);
         let Some(me) = me else {
             return Err("the chassis is not registered yet".into());
         };
+        let settled = self.settled.take();
+        if settled.as_ref() != Some(&(ports.clone(), me)) {
+            // Other local ports (or a first pass): no switch's view carries over.
+            self.touched.all = true;
+        }
+        if view_rows || settled != Some((ports.clone(), me)) {
+            self.derive_and_apply(ctl, client, cfg, status, &ports, me)
+                .await?;
+        }
+        let nb_cfg = self.sb.as_ref().map_or(0, |sb| sb.nb_cfg);
+        status.update(|r| r.nb_cfg = nb_cfg);
+        if let Some((u, p)) = private {
+            if p.nb_cfg != nb_cfg {
+                report_nb_cfg(client, u, nb_cfg).await?;
+            }
+        }
+        self.settled = Some((ports, me));
+        Ok(())
+    }
+
+    /// Derives the view from the rows and `ports`, claims, publishes what changed,
+    /// updates the status and marks the running ports up.
+    async fn derive_and_apply(
+        &mut self,
+        ctl: &Arc<Control>,
+        client: &Client,
+        cfg: &OvnConfig,
+        status: &Status,
+        ports: &BTreeMap<String, String>,
+        me: Uuid,
+    ) -> Result<(), String> {
+        let sb = self.sb.as_ref().expect("rows decoded");
+        let local = view::Local {
+            name: &cfg.chassis,
+            hostname: &cfg.hostname,
+            chassis: Some(me),
+            allow_acls: cfg.allow_unenforced_acls,
+            ports,
+        };
+        let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
         self.claim(client, &v, me).await?;
-        let fresh = self
-            .published
-            .as_ref()
-            .is_none_or(|p| without_up(p) != without_up(&v));
+        let fresh = self.published.as_ref().is_none_or(|p| !same_but_up(p, &v));
         if fresh {
             let generation = publish(ctl, &v)?;
             ctl.adopted(generation).await;
@@ -81,32 +129,15 @@ impl Pass {
         }
         // The status first: once the database says `up` or reports this pass's nb_cfg,
         // `vswitchctl ovn` already shows what the data path runs.
-        let (port_rows, chassis_rows) = super::rows(&v, &sb);
+        let sb = self.sb.as_ref().expect("rows decoded");
+        let (port_rows, chassis_rows) = super::rows(&v, sb);
         status.update(|r| {
-            r.nb_cfg = sb.nb_cfg;
             r.ports = port_rows;
             r.other_chassis = chassis_rows;
         });
         self.mark_up(client, &v, me).await?;
-        if let Some((u, p)) = private {
-            if p.nb_cfg != sb.nb_cfg {
-                let ts = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as i64);
-                let row = Row::new()
-                    .with("nb_cfg", sb.nb_cfg)
-                    .with("nb_cfg_timestamp", ts);
-                client
-                    .transact(vec![Operation::update(
-                        "Chassis_Private",
-                        vec![Condition::uuid(u)],
-                        row,
-                    )])
-                    .await
-                    .map_err(|e| format!("nb_cfg: {e}"))?;
-            }
-        }
         self.published = Some(v);
+        self.touched = Touched::default();
         Ok(())
     }
 
@@ -173,17 +204,54 @@ impl Pass {
     }
 }
 
-/// `v` without the `up` flags (which change by the pass itself, not the data path).
-fn without_up(v: &View) -> View {
-    let mut v = v.clone();
-    for p in v.ports.values_mut() {
-        if let PortView::Bound { up, .. } = p {
-            *up = false;
-        }
-    }
-    v.claims.clear();
-    v.releases.clear();
-    v
+/// Writes `Chassis_Private.nb_cfg` (row `u`): this chassis runs what `nb_cfg` covers.
+async fn report_nb_cfg(client: &Client, u: Uuid, nb_cfg: i64) -> Result<(), String> {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let row = Row::new()
+        .with("nb_cfg", nb_cfg)
+        .with("nb_cfg_timestamp", ts);
+    client
+        .transact(vec![Operation::update(
+            "Chassis_Private",
+            vec![Condition::uuid(u)],
+            row,
+        )])
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("nb_cfg: {e}"))
+}
+
+/// Whether `a` and `b` publish the same thing: equal but for the `up` flags, claims
+/// and releases (which change by the pass itself, not the data path). Compared in
+/// place: a view holds every MAC of every local switch.
+fn same_but_up(a: &View, b: &View) -> bool {
+    let port_eq = |(na, pa): (&String, &PortView), (nb, pb): (&String, &PortView)| {
+        na == nb
+            && match (pa, pb) {
+                (
+                    PortView::Bound {
+                        binding: b1,
+                        datapath: d1,
+                        key: k1,
+                        security: s1,
+                        ..
+                    },
+                    PortView::Bound {
+                        binding: b2,
+                        datapath: d2,
+                        key: k2,
+                        security: s2,
+                        ..
+                    },
+                ) => (b1, d1, k1, s1) == (b2, d2, k2, s2),
+                (x, y) => x == y,
+            }
+    };
+    a.datapaths == b.datapaths
+        && a.ports.len() == b.ports.len()
+        && a.ports.iter().zip(&b.ports).all(|(x, y)| port_eq(x, y))
 }
 
 /// Publishes `v`: the OVN logical switches' MACs as the FDB's OVN entries, then the

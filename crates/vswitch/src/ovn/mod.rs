@@ -17,6 +17,7 @@
 pub mod apply;
 pub mod fdb;
 pub mod registration;
+pub mod rows;
 pub mod sb;
 pub mod view;
 
@@ -156,15 +157,23 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     let mut fdb_tick = tokio::time::interval(FDB_TICK);
     fdb_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fdb_seen = u64::MAX;
+    let mut trim = Trim::default();
+    let mut dirty = rows::Dirty::default();
+    dirty.all = true;
     loop {
         let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
-                connected = note(&status, ev, connected);
+                let mut changed = relevant(&ev);
+                connected = note(&status, ev, connected, &mut dirty);
                 // Everything already queued is one batch.
                 while let Ok(ev) = events.try_recv() {
-                    connected = note(&status, ev, connected);
+                    changed |= relevant(&ev);
+                    connected = note(&status, ev, connected, &mut dirty);
+                }
+                if !changed && retry.is_none() {
+                    continue;
                 }
             }
             () = ctl.ovn_wake.notified() => {}
@@ -197,11 +206,14 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
             continue;
         }
         let result = match reg.ensure(&client).await {
-            Ok(()) => pass.run(&ctl, &client, &cfg, &status).await,
+            Ok(()) => pass.run(&ctl, &client, &cfg, &status, &mut dirty).await,
             Err(e) => Err(format!("registering the chassis: {e}")),
         };
         retry = match result {
-            Ok(()) => None,
+            Ok(()) => {
+                trim.run();
+                None
+            }
             Err(e) => {
                 warn!(error = %e, "OVN pass failed; retried in 1 s or on the next change");
                 Some(tokio::time::Instant::now() + RETRY)
@@ -215,13 +227,49 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
 /// chassis goes to `_MC_unknown`, still delivered, until the row is there).
 pub const FDB_TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Returns the heap a pass freed to the kernel (glibc's `malloc_trim`), at most once
+/// per [`Trim::EVERY`]. A pass decodes the whole replica into owned rows and drops
+/// them; glibc keeps such freed memory in its per-thread arenas, where it would count
+/// as the chassis' resident memory for as long as the process runs.
+#[derive(Debug, Default)]
+struct Trim {
+    last: Option<std::time::Instant>,
+}
+
+impl Trim {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+    fn run(&mut self) {
+        if self.last.is_some_and(|t| t.elapsed() < Self::EVERY) {
+            return;
+        }
+        self.last = Some(std::time::Instant::now());
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free heap pages to the kernel.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+}
+
 /// How long after a failed pass the next one runs when nothing else wakes the chassis.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// A placeholder deadline while no retry is due (the branch is disabled then).
 const RETRY_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Notes event `ev` in the status; returns whether the database is connected now.
-fn note(status: &Status, ev: Event, connected: bool) -> bool {
+/// Whether event `ev` can change the view: any change but those to `Chassis_Private`
+/// alone (what chassis write about themselves, this one's `nb_cfg` included: without
+/// this, every pass would be followed by a second one for its own write).
+fn relevant(ev: &Event) -> bool {
+    match ev {
+        Event::Changes(cs) => cs.changes.iter().any(|c| c.table != "Chassis_Private"),
+        Event::Connected { .. } | Event::Disconnected { .. } => true,
+    }
+}
+
+/// Notes event `ev` in the status and its rows in `dirty`; returns whether the
+/// database is connected now.
+fn note(status: &Status, ev: Event, connected: bool, dirty: &mut rows::Dirty) -> bool {
     match ev {
         Event::Connected {
             remote,
@@ -232,6 +280,7 @@ fn note(status: &Status, ev: Event, connected: bool) -> bool {
                 r.connection = format!("connected to {remote}");
                 r.connects += 1;
             });
+            dirty.all = true;
             true
         }
         Event::Disconnected { remote, reason } => {
@@ -239,7 +288,10 @@ fn note(status: &Status, ev: Event, connected: bool) -> bool {
             status.update(|r| r.connection = format!("disconnected from {remote}: {reason}"));
             false
         }
-        Event::Changes(_) => connected,
+        Event::Changes(cs) => {
+            dirty.note(&cs);
+            connected
+        }
     }
 }
 

@@ -5,83 +5,16 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
-use ovsdb::{Replica, Uuid};
+use ovsdb::Uuid;
+use rustc_hash::FxHashMap;
 
-use super::sb::{
-    Chassis, DatapathBinding, Encap, Fdb, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
-    SbGlobal, ACL_STAGES,
-};
+use super::sb::{Fdb, MulticastGroup, PortBinding};
 use crate::config::MacAddr;
 use crate::model::ovn::{MAX_PORT_KEY, MC_FLOOD};
 
-/// The Southbound rows the view is derived from, by uuid.
-#[derive(Debug, Clone, Default)]
-pub struct Sb {
-    /// `SB_Global.nb_cfg`.
-    pub nb_cfg: i64,
-    /// Chassis.
-    pub chassis: HashMap<Uuid, Chassis>,
-    /// Encaps.
-    pub encaps: HashMap<Uuid, Encap>,
-    /// Datapath bindings.
-    pub datapaths: HashMap<Uuid, DatapathBinding>,
-    /// Port bindings.
-    pub ports: HashMap<Uuid, PortBinding>,
-    /// Multicast groups.
-    pub groups: Vec<MulticastGroup>,
-    /// Datapaths with logical flows from ACLs.
-    pub acl_datapaths: HashSet<Uuid>,
-    /// MACs learned behind `unknown` ports (by any chassis).
-    pub fdb: Vec<Fdb>,
-}
-
-impl Sb {
-    /// The rows of `r` (rows that do not decode are skipped: logged by the caller's
-    /// counters, never fatal).
-    pub fn from_replica(r: &Replica) -> Sb {
-        let dp_groups: HashMap<Uuid, LogicalDpGroup> = r.rows::<LogicalDpGroup>().collect();
-        let mut acl_datapaths = HashSet::new();
-        for (_, f) in r.rows::<LogicalFlow>() {
-            let in_acl_stage = f
-                .external_ids
-                .get("stage-name")
-                .is_some_and(|s| ACL_STAGES.contains(&s.as_str()));
-            // Flows northd derives from an ACL row name it in `stage-hint`; the
-            // default flows of a switch without ACLs have none.
-            if !in_acl_stage || !f.external_ids.contains_key("stage-hint") {
-                continue;
-            }
-            acl_datapaths.extend(f.logical_datapath);
-            if let Some(g) = f.logical_dp_group.and_then(|g| dp_groups.get(&g)) {
-                acl_datapaths.extend(g.datapaths.iter().copied());
-            }
-        }
-        Sb {
-            nb_cfg: r
-                .rows::<SbGlobal>()
-                .map(|(_, g)| g.nb_cfg)
-                .next()
-                .unwrap_or(0),
-            chassis: r.rows::<Chassis>().collect(),
-            encaps: r.rows::<Encap>().collect(),
-            datapaths: r.rows::<DatapathBinding>().collect(),
-            ports: r.rows::<PortBinding>().collect(),
-            groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
-            acl_datapaths,
-            fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
-        }
-    }
-
-    /// The Geneve endpoint address of chassis `c`.
-    pub fn encap_ip(&self, c: &Chassis) -> Option<IpAddr> {
-        c.encaps
-            .iter()
-            .filter_map(|u| self.encaps.get(u))
-            .find(|e| e.kind == "geneve")
-            .and_then(|e| e.ip.parse().ok())
-    }
-}
+pub use super::rows::{Sb, Touched};
 
 /// This chassis and its ports with an `iface_id`.
 #[derive(Debug, Clone)]
@@ -173,24 +106,68 @@ pub struct DatapathView {
 pub struct View {
     /// Each local port with an `iface_id`, by name.
     pub ports: BTreeMap<String, PortView>,
-    /// The logical switches with local ports.
-    pub datapaths: BTreeMap<Uuid, DatapathView>,
+    /// The logical switches with local ports (shared with the next view where
+    /// nothing of a switch changed).
+    pub datapaths: BTreeMap<Uuid, Arc<DatapathView>>,
     /// Bindings to claim (their `chassis` is not this one yet).
     pub claims: Vec<Uuid>,
     /// Bindings bound here that no local port is any more.
     pub releases: Vec<Uuid>,
 }
 
+/// The rows grouped once per derivation, so that each logical switch costs its own
+/// rows rather than a scan of the whole database (FxHash: keys are the database's own
+/// names and UUIDs, and this runs over every row on every pass).
+struct Index<'a> {
+    /// Port bindings by logical port name.
+    by_lsp: FxHashMap<&'a str, (Uuid, &'a PortBinding)>,
+    /// Port bindings by datapath.
+    by_dp: FxHashMap<Uuid, Vec<(Uuid, &'a PortBinding)>>,
+    /// Multicast groups by datapath.
+    groups: FxHashMap<Uuid, Vec<&'a MulticastGroup>>,
+    /// FDB rows by datapath key.
+    fdb: FxHashMap<i64, Vec<&'a Fdb>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(sb: &'a Sb) -> Self {
+        let mut ix = Index {
+            by_lsp: FxHashMap::with_capacity_and_hasher(sb.ports.len(), Default::default()),
+            by_dp: FxHashMap::default(),
+            groups: FxHashMap::default(),
+            fdb: FxHashMap::default(),
+        };
+        for (u, p) in &sb.ports {
+            ix.by_lsp.insert(p.logical_port.as_str(), (*u, p));
+            ix.by_dp.entry(p.datapath).or_default().push((*u, p));
+        }
+        for g in &sb.groups {
+            ix.groups.entry(g.datapath).or_default().push(g);
+        }
+        for f in &sb.fdb {
+            ix.fdb.entry(f.dp_key).or_default().push(f);
+        }
+        ix
+    }
+
+    /// The port bindings of datapath `dp`.
+    fn ports(&self, dp: Uuid) -> &[(Uuid, &'a PortBinding)] {
+        self.by_dp.get(&dp).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// Derives the view from the database `sb` and this chassis `local`.
 pub fn derive(sb: &Sb, local: &Local<'_>) -> View {
+    derive_reusing(sb, local, None, &Touched::everything())
+}
+
+/// As [`derive`], taking from `prev` (a view derived from the same local ports) the
+/// switches no changed row `touched`.
+pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: &Touched) -> View {
     let mut v = View::default();
-    let by_lsp: HashMap<&str, (Uuid, &PortBinding)> = sb
-        .ports
-        .iter()
-        .map(|(u, p)| (p.logical_port.as_str(), (*u, p)))
-        .collect();
+    let ix = Index::new(sb);
     for (name, lsp) in local.ports {
-        let state = match by_lsp.get(lsp.as_str()) {
+        let state = match ix.by_lsp.get(lsp.as_str()) {
             None => PortView::Unbound(format!(
                 "logical switch port {lsp:?} is not in the Southbound database (ovn-nbctl lsp-add it)"
             )),
@@ -238,8 +215,13 @@ pub fn derive(sb: &Sb, local: &Local<'_>) -> View {
         })
         .collect();
     for dp in datapaths {
-        if let Some(d) = datapath(sb, local, dp, &local_of) {
-            v.datapaths.insert(dp, d);
+        let kept = prev
+            .and_then(|p| p.datapaths.get(&dp))
+            .filter(|d| !touched.concerns(dp, d.tunnel_key));
+        if let Some(d) = kept {
+            v.datapaths.insert(dp, d.clone());
+        } else if let Some(d) = datapath(sb, &ix, local, dp, &local_of) {
+            v.datapaths.insert(dp, Arc::new(d));
         }
     }
     v
@@ -323,6 +305,7 @@ fn macs(entries: &[String]) -> Vec<MacAddr> {
 /// with a usable key.
 fn datapath(
     sb: &Sb,
+    ix: &Index<'_>,
     local: &Local<'_>,
     dp: Uuid,
     local_of: &HashMap<Uuid, &str>,
@@ -340,10 +323,39 @@ fn datapath(
         has_unknown: false,
         learning: Vec::new(),
     };
-    // Where each port of the switch is: here (by local port name), on another chassis
-    // (its Geneve endpoint), or nowhere yet.
+    let place = place_ports(sb, ix, local, dp, local_of, &mut d);
+    for (u, pb) in ix.ports(dp) {
+        let Some(to) = place.get(u) else { continue };
+        let addrs = if pb.kind == "router" {
+            router_macs(ix, pb)
+        } else {
+            pb.mac.clone()
+        };
+        for m in macs(&addrs) {
+            d.fdb.push((m, to.clone()));
+        }
+    }
+    learned_macs(ix, dp, tunnel_key, &place, &mut d.fdb);
+    d.fdb.sort();
+    d.local.sort();
+    d.learning.sort();
+    d.groups = groups(ix, dp, &place);
+    Some(d)
+}
+
+/// Where each port of switch `dp` is: here (by local port name), on another chassis
+/// (its Geneve endpoint), a router port, or nowhere yet. Notes the switch's local
+/// ports, learning ports and `unknown` addresses in `d`.
+fn place_ports(
+    sb: &Sb,
+    ix: &Index<'_>,
+    local: &Local<'_>,
+    dp: Uuid,
+    local_of: &HashMap<Uuid, &str>,
+    d: &mut DatapathView,
+) -> HashMap<Uuid, DestView> {
     let mut place: HashMap<Uuid, DestView> = HashMap::new();
-    for (u, pb) in sb.ports.iter().filter(|(_, p)| p.datapath == dp) {
+    for (u, pb) in ix.ports(dp) {
         let Ok(key) = u16::try_from(pb.tunnel_key) else {
             continue;
         };
@@ -372,22 +384,13 @@ fn datapath(
             );
         }
     }
-    for (u, pb) in sb.ports.iter().filter(|(_, p)| p.datapath == dp) {
-        let Some(to) = place.get(u) else { continue };
-        let addrs = if pb.kind == "router" {
-            router_macs(sb, pb)
-        } else {
-            pb.mac.clone()
-        };
-        for m in macs(&addrs) {
-            d.fdb.push((m, to.clone()));
-        }
-    }
-    learned_macs(sb, dp, tunnel_key, &place, &mut d.fdb);
-    d.fdb.sort();
-    d.local.sort();
-    d.learning.sort();
-    for g in sb.groups.iter().filter(|g| g.datapath == dp) {
+    place
+}
+
+/// The multicast groups of switch `dp` with a member here or on another chassis.
+fn groups(ix: &Index<'_>, dp: Uuid, place: &HashMap<Uuid, DestView>) -> Vec<GroupView> {
+    let mut out = Vec::new();
+    for g in ix.groups.get(&dp).map_or(&[][..], Vec::as_slice) {
         let Ok(key) = u16::try_from(g.tunnel_key) else {
             continue;
         };
@@ -413,31 +416,33 @@ fn datapath(
         gv.local.sort();
         gv.remotes.sort();
         if !gv.local.is_empty() || !gv.remotes.is_empty() {
-            d.groups.push(gv);
+            out.push(gv);
         }
     }
-    d.groups.sort_by_key(|g| g.key);
-    Some(d)
+    out.sort_by_key(|g| g.key);
+    out
 }
 
 /// Adds the Southbound `FDB` rows of logical switch `dp` (key `tunnel_key`) to `fdb`:
 /// each learned MAC where its port is (`place`), unless a port's own addresses name
 /// the MAC already (those win, as in OVN's `ls_in_l2_lkup`, which matches them first).
 fn learned_macs(
-    sb: &Sb,
+    ix: &Index<'_>,
     dp: Uuid,
     tunnel_key: u32,
     place: &HashMap<Uuid, DestView>,
     fdb: &mut Vec<(MacAddr, DestView)>,
 ) {
-    let by_key: HashMap<i64, Uuid> = sb
-        .ports
+    let Some(rows) = ix.fdb.get(&i64::from(tunnel_key)) else {
+        return;
+    };
+    let by_key: HashMap<i64, Uuid> = ix
+        .ports(dp)
         .iter()
-        .filter(|(_, p)| p.datapath == dp)
         .map(|(u, p)| (p.tunnel_key, *u))
         .collect();
     let named: HashSet<MacAddr> = fdb.iter().map(|(m, _)| *m).collect();
-    for row in sb.fdb.iter().filter(|f| f.dp_key == i64::from(tunnel_key)) {
+    for row in rows {
         let Ok(mac) = row.mac.parse::<MacAddr>() else {
             continue;
         };
@@ -450,20 +455,20 @@ fn learned_macs(
 
 /// The MAC of the logical router port a `router` port of a switch peers with
 /// (`options:peer` names the router port's binding, whose `mac` holds its MAC).
-fn router_macs(sb: &Sb, pb: &PortBinding) -> Vec<String> {
+fn router_macs(ix: &Index<'_>, pb: &PortBinding) -> Vec<String> {
     let Some(peer) = pb.options.get("router-port").or(pb.options.get("peer")) else {
         return Vec::new();
     };
-    sb.ports
-        .values()
-        .find(|p| &p.logical_port == peer)
-        .map(|p| p.mac.clone())
+    ix.by_lsp
+        .get(peer.as_str())
+        .map(|(_, p)| p.mac.clone())
         .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ovn::sb::{Chassis, DatapathBinding, Encap};
 
     fn uuid(n: u128) -> Uuid {
         Uuid::from_u128(n)
@@ -722,5 +727,29 @@ mod tests {
         s.ports.get_mut(&uuid(105)).unwrap().port_security = vec!["0a:00:00:00:00:09".into()];
         let v = derive(&s, &local(&ps, false));
         assert!(v.datapaths[&uuid(1)].learning.is_empty());
+    }
+
+    /// A switch no changed row touched is taken from the previous view as it is (the
+    /// same allocation); a touched one is derived again and shows the change.
+    #[test]
+    fn untouched_switches_carry_over() {
+        let mut s = sb();
+        let ps = ports(&[("vm1", "p-here")]);
+        let first = derive(&s, &local(&ps, false));
+        let same = derive_reusing(&s, &local(&ps, false), Some(&first), &Touched::default());
+        assert!(Arc::ptr_eq(
+            &first.datapaths[&uuid(1)],
+            &same.datapaths[&uuid(1)]
+        ));
+        s.ports.get_mut(&uuid(101)).unwrap().mac = vec!["02:00:00:00:00:22".into()];
+        let mut touched = Touched::default();
+        touched.datapaths.insert(uuid(1));
+        let next = derive_reusing(&s, &local(&ps, false), Some(&first), &touched);
+        let d = &next.datapaths[&uuid(1)];
+        assert!(d
+            .fdb
+            .iter()
+            .any(|(m, _)| m.to_string() == "02:00:00:00:00:22"));
+        assert_eq!(next, derive(&s, &local(&ps, false)));
     }
 }

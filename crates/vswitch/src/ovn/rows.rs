@@ -1,0 +1,225 @@
+//! The Southbound rows the chassis derives its view from, decoded once and then kept
+//! current row by row: a pass re-decodes only the rows its batch of change sets named
+//! (a change to one port of a deployment of thousands costs one row, not the whole
+//! replica).
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use ovsdb::{ChangeSet, Replica, Uuid};
+
+use super::sb::{
+    Chassis, DatapathBinding, Encap, Fdb, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
+    SbGlobal, ACL_STAGES,
+};
+
+/// The Southbound rows the view is derived from, by uuid.
+#[derive(Debug, Clone, Default)]
+pub struct Sb {
+    /// `SB_Global.nb_cfg`.
+    pub nb_cfg: i64,
+    /// Chassis.
+    pub chassis: HashMap<Uuid, Chassis>,
+    /// Encaps.
+    pub encaps: HashMap<Uuid, Encap>,
+    /// Datapath bindings.
+    pub datapaths: HashMap<Uuid, DatapathBinding>,
+    /// Port bindings.
+    pub ports: HashMap<Uuid, PortBinding>,
+    /// Multicast groups.
+    pub groups: Vec<MulticastGroup>,
+    /// Datapaths with logical flows from ACLs.
+    pub acl_datapaths: HashSet<Uuid>,
+    /// MACs learned behind `unknown` ports (by any chassis).
+    pub fdb: Vec<Fdb>,
+}
+
+impl Sb {
+    /// The rows of `r` (rows that do not decode are skipped: logged by the caller's
+    /// counters, never fatal).
+    pub fn from_replica(r: &Replica) -> Sb {
+        Sb {
+            nb_cfg: nb_cfg(r),
+            chassis: r.rows::<Chassis>().collect(),
+            encaps: r.rows::<Encap>().collect(),
+            datapaths: r.rows::<DatapathBinding>().collect(),
+            ports: r.rows::<PortBinding>().collect(),
+            groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
+            acl_datapaths: acl_datapaths(r),
+            fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
+        }
+    }
+
+    /// Brings the rows `dirty` names up to date with `r` (decoded again, or removed
+    /// when gone); the datapaths with ACLs are recomputed only when a logical flow or
+    /// datapath group changed. Notes in `touched` what the changed rows concern.
+    pub fn refresh(&mut self, r: &Replica, dirty: &Dirty, touched: &mut Touched) {
+        let mut acls = false;
+        for (table, u) in &dirty.rows {
+            match table.as_str() {
+                "SB_Global" => self.nb_cfg = nb_cfg(r),
+                "Chassis" => {
+                    put(&mut self.chassis, *u, r.get(u));
+                    touched.all = true;
+                }
+                "Encap" => {
+                    put(&mut self.encaps, *u, r.get(u));
+                    touched.all = true;
+                }
+                "Datapath_Binding" => {
+                    put(&mut self.datapaths, *u, r.get(u));
+                    touched.datapaths.insert(*u);
+                }
+                "Port_Binding" => {
+                    touched
+                        .datapaths
+                        .extend(self.ports.get(u).map(|p| p.datapath));
+                    put(&mut self.ports, *u, r.get::<PortBinding>(u));
+                    touched
+                        .datapaths
+                        .extend(self.ports.get(u).map(|p| p.datapath));
+                }
+                "Multicast_Group" => {
+                    touched.datapaths.extend(
+                        self.groups
+                            .iter()
+                            .filter(|g| g.uuid == *u)
+                            .map(|g| g.datapath),
+                    );
+                    self.groups.retain(|g| g.uuid != *u);
+                    self.groups.extend(r.get::<MulticastGroup>(u));
+                    touched.datapaths.extend(
+                        self.groups
+                            .iter()
+                            .filter(|g| g.uuid == *u)
+                            .map(|g| g.datapath),
+                    );
+                }
+                "FDB" => {
+                    touched
+                        .keys
+                        .extend(self.fdb.iter().filter(|f| f.uuid == *u).map(|f| f.dp_key));
+                    self.fdb.retain(|f| f.uuid != *u);
+                    self.fdb.extend(r.get::<Fdb>(u));
+                    touched
+                        .keys
+                        .extend(self.fdb.iter().filter(|f| f.uuid == *u).map(|f| f.dp_key));
+                }
+                "Logical_Flow" | "Logical_DP_Group" => acls = true,
+                _ => {}
+            }
+        }
+        if acls {
+            self.acl_datapaths = acl_datapaths(r);
+            touched.all = true;
+        }
+    }
+
+    /// The Geneve endpoint address of chassis `c`.
+    pub fn encap_ip(&self, c: &Chassis) -> Option<IpAddr> {
+        c.encaps
+            .iter()
+            .filter_map(|u| self.encaps.get(u))
+            .find(|e| e.kind == "geneve")
+            .and_then(|e| e.ip.parse().ok())
+    }
+}
+
+/// What changed rows concern, since the view was last derived: logical switches (by
+/// row, and by key for `FDB` rows), or everything (chassis, encaps, ACLs, a full
+/// decode). A switch not touched keeps its derived view.
+#[derive(Debug, Default)]
+pub struct Touched {
+    /// Everything.
+    pub all: bool,
+    /// `Datapath_Binding` rows.
+    pub datapaths: HashSet<Uuid>,
+    /// `Datapath_Binding.tunnel_key`s (of `FDB` rows).
+    pub keys: HashSet<i64>,
+}
+
+impl Touched {
+    /// Everything changed.
+    pub fn everything() -> Touched {
+        Touched {
+            all: true,
+            ..Default::default()
+        }
+    }
+
+    /// Whether the view of switch `dp` (key `key`) must be derived again.
+    pub fn concerns(&self, dp: Uuid, key: u32) -> bool {
+        self.all || self.datapaths.contains(&dp) || self.keys.contains(&i64::from(key))
+    }
+}
+
+/// Rows changed since the last pass, as the change sets named them.
+#[derive(Debug, Default)]
+pub struct Dirty {
+    /// (table, row).
+    rows: Vec<(String, Uuid)>,
+    /// Everything: decode the whole replica again (after a reconnect).
+    pub all: bool,
+}
+
+impl Dirty {
+    /// Notes the rows of change set `cs`.
+    pub fn note(&mut self, cs: &ChangeSet) {
+        if !self.all {
+            self.rows
+                .extend(cs.changes.iter().map(|c| (c.table.clone(), c.uuid)));
+        }
+    }
+
+    /// Whether a noted row is one the view is derived from (anything but
+    /// `SB_Global`, whose `nb_cfg` is only reported, and `Chassis_Private`).
+    pub fn touches_view(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|(t, _)| t != "SB_Global" && t != "Chassis_Private")
+    }
+
+    /// Forgets what was noted (a pass consumed it).
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.all = false;
+    }
+}
+
+/// Sets or removes row `u` of `map`.
+fn put<T>(map: &mut HashMap<Uuid, T>, u: Uuid, row: Option<T>) {
+    match row {
+        Some(row) => map.insert(u, row),
+        None => map.remove(&u),
+    };
+}
+
+/// `SB_Global.nb_cfg` (0 before northd wrote it).
+fn nb_cfg(r: &Replica) -> i64 {
+    r.rows::<SbGlobal>()
+        .map(|(_, g)| g.nb_cfg)
+        .next()
+        .unwrap_or(0)
+}
+
+/// The datapaths with logical flows from ACLs.
+fn acl_datapaths(r: &Replica) -> HashSet<Uuid> {
+    let dp_groups: HashMap<Uuid, LogicalDpGroup> = r.rows::<LogicalDpGroup>().collect();
+    let mut out = HashSet::new();
+    for (_, f) in r.rows::<LogicalFlow>() {
+        let in_acl_stage = f
+            .external_ids
+            .get("stage-name")
+            .is_some_and(|s| ACL_STAGES.contains(&s.as_str()));
+        // Flows northd derives from an ACL row name it in `stage-hint`; the default
+        // flows of a switch without ACLs have none.
+        if !in_acl_stage || !f.external_ids.contains_key("stage-hint") {
+            continue;
+        }
+        out.extend(f.logical_datapath);
+        if let Some(g) = f.logical_dp_group.and_then(|g| dp_groups.get(&g)) {
+            out.extend(g.datapaths.iter().copied());
+        }
+    }
+    out
+}
