@@ -314,7 +314,7 @@ def cmd_fill(a):
             for j in range(a.m):
                 args += ["--", "lsp-add", f"ls{i}", lsp(i, j),
                          "--", "lsp-set-addresses", lsp(i, j), f"{mac(i, j)} {ip(i, j)}"]
-        subprocess.run(["ovn-nbctl", "--timeout=600", f"--db=unix:{a.nb}"] + args[1:], check=True)
+        subprocess.run(["ovn-nbctl", "-vtimeval:off", "--timeout=600", f"--db=unix:{a.nb}"] + args[1:], check=True)
 
 def transact(sb, ops, chunk=5000):
     for s in range(0, len(ops), chunk):

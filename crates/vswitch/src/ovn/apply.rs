@@ -14,7 +14,7 @@ use super::view::{self, DestView, PortView, Sb, Touched, View};
 use super::Status;
 use crate::config::ovn::OvnConfig;
 use crate::control::ops::Control;
-use crate::model::fdb::Dest;
+use crate::model::fdb::{Dest, PortId};
 use crate::model::ovn::{McGroup, OvnDomain, OvnTopo};
 use crate::model::topology::{DomainId, DomainKey, Topology};
 
@@ -25,8 +25,10 @@ pub struct Pass {
     published: Option<View>,
     /// The Southbound rows, kept current across passes.
     sb: Option<Sb>,
-    /// The local ports and chassis of the last pass that completed.
-    settled: Option<(BTreeMap<String, String>, Uuid)>,
+    /// The local ports (names and ids) and chassis of the last pass that completed.
+    settled: Option<(BTreeMap<String, String>, Vec<PortId>, Uuid)>,
+    /// The ids of the `iface_id` ports the last published view placed.
+    placed: Vec<PortId>,
     /// What changed since the view was last published.
     touched: Touched,
 }
@@ -46,12 +48,18 @@ impl Pass {
         status: &Status,
         dirty: &mut Dirty,
     ) -> Result<(), String> {
-        let ports: BTreeMap<String, String> = ctl
-            .switch
-            .topo()
+        let topo = ctl.switch.topo();
+        let ports: BTreeMap<String, String> = topo
             .iter()
             .filter_map(|tp| Some((tp.port.name.clone(), tp.config.iface_id.clone()?)))
             .collect();
+        // A port deleted and added again under its name between two passes is another
+        // port: it must be placed, though the view (by names) is the same.
+        let ids: Vec<PortId> = ports
+            .keys()
+            .filter_map(|n| topo.by_name(n).map(|p| p.port.id))
+            .collect();
+        drop(topo);
         let view_rows = dirty.all || dirty.touches_view();
         let (me, private) = {
             let r = client.replica();
@@ -76,12 +84,15 @@ impl Pass {
             return Err("the chassis is not registered yet".into());
         };
         let settled = self.settled.take();
-        if settled.as_ref() != Some(&(ports.clone(), me)) {
+        let same_ports = settled
+            .as_ref()
+            .is_some_and(|(p, i, m)| (p, i, *m) == (&ports, &ids, me));
+        if !same_ports {
             // Other local ports (or a first pass): no switch's view carries over.
             self.touched.all = true;
         }
-        if view_rows || settled != Some((ports.clone(), me)) {
-            self.derive_and_apply(ctl, client, cfg, status, &ports, me)
+        if view_rows || !same_ports {
+            self.derive_and_apply(ctl, client, cfg, status, (&ports, &ids), me)
                 .await?;
         }
         let nb_cfg = self.sb.as_ref().map_or(0, |sb| sb.nb_cfg);
@@ -91,19 +102,20 @@ impl Pass {
                 report_nb_cfg(client, u, nb_cfg).await?;
             }
         }
-        self.settled = Some((ports, me));
+        self.settled = Some((ports, ids, me));
         Ok(())
     }
 
-    /// Derives the view from the rows and `ports`, claims, publishes what changed,
-    /// updates the status and marks the running ports up.
+    /// Derives the view from the rows and the local ports (name to logical port, and
+    /// their ids), claims, publishes what changed (or what another port of the same
+    /// name now is), updates the status and marks the running ports up.
     async fn derive_and_apply(
         &mut self,
         ctl: &Arc<Control>,
         client: &Client,
         cfg: &OvnConfig,
         status: &Status,
-        ports: &BTreeMap<String, String>,
+        (ports, ids): (&BTreeMap<String, String>, &[PortId]),
         me: Uuid,
     ) -> Result<(), String> {
         let sb = self.sb.as_ref().expect("rows decoded");
@@ -116,7 +128,8 @@ impl Pass {
         };
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
         self.claim(client, &v, me).await?;
-        let fresh = self.published.as_ref().is_none_or(|p| !same_but_up(p, &v));
+        let fresh =
+            self.published.as_ref().is_none_or(|p| !same_but_up(p, &v)) || ids != self.placed;
         if fresh {
             let generation = publish(ctl, &v)?;
             ctl.adopted(generation).await;
@@ -137,6 +150,7 @@ impl Pass {
         });
         self.mark_up(client, &v, me).await?;
         self.published = Some(v);
+        self.placed = ids.to_vec();
         self.touched = Touched::default();
         Ok(())
     }
