@@ -284,42 +284,103 @@ impl Decapsulator {
                 return Err(DropReason::BadUdpChecksum);
             }
         }
-        let g = &udp[UDP_HEADER_LEN..];
-        if g.len() < wire::HEADER_LEN {
-            return Err(DropReason::Truncated);
-        }
-        let p = wire::Packet::new_unchecked(g);
-        if p.version() != 0 {
-            return Err(DropReason::BadVersion);
-        }
-        if p.header_len() > g.len() {
-            return Err(DropReason::LengthMismatch);
-        }
-        let options = &g[wire::HEADER_LEN..p.header_len()];
-        let mut rest = options;
-        while !rest.is_empty() {
-            let o = GeneveOption::new_checked(rest).map_err(|_| DropReason::BadOption)?;
-            if o.critical() && !self.registry.contains(o.class(), o.option_type()) {
-                return Err(DropReason::UnknownCriticalOption);
-            }
-            rest = &rest[o.total_len()..];
-        }
-        if p.control() {
-            return Err(DropReason::ControlPacket);
-        }
-        let inner_offset = udp_off + UDP_HEADER_LEN + p.header_len();
+        let g = decapsulate_payload(&self.registry, &udp[UDP_HEADER_LEN..])?;
+        let inner_offset = udp_off + UDP_HEADER_LEN + g.inner_offset;
         Ok(Decapsulated {
             outer_src,
             outer_dst,
             udp_src_port: be16(udp, 0),
-            vni: p.vni(),
-            protocol_type: p.protocol_type(),
-            critical: p.critical(),
-            options,
-            inner: &frame[inner_offset..ip_end],
+            vni: g.vni,
+            protocol_type: g.protocol_type,
+            critical: g.critical,
+            options: g.options,
+            inner: g.inner,
             inner_offset,
         })
     }
+
+    /// Validates a Geneve UDP payload (the Geneve header, its options and
+    /// the inner frame, as a UDP socket bound to port 6081 receives it) and
+    /// returns the inner frame.
+    ///
+    /// For a switch whose tunnel endpoint is a kernel UDP socket: the kernel
+    /// has already checked the outer IP and UDP headers, lengths and the
+    /// UDP checksum, and delivers only the datagram's payload, which
+    /// [`Decapsulator::decapsulate`] (a whole outer frame) cannot take.
+    /// Checks, in order: the 8-byte Geneve header present; version 0;
+    /// `Opt Len` within the payload; options well formed (RFC 8926 §3.5);
+    /// no critical option missing from [`Decapsulator::registry`]; O bit
+    /// clear. `udp_port`, `verify_checksums` and `allow_ipv6_zero_checksum`
+    /// do not apply (the socket's port and the kernel decided those).
+    ///
+    /// # Errors
+    /// The [`DropReason`] of the first check that fails: `Truncated`,
+    /// `BadVersion`, `LengthMismatch`, `BadOption`, `UnknownCriticalOption`,
+    /// `ControlPacket`.
+    #[inline]
+    pub fn decapsulate_payload<'a>(
+        &self,
+        payload: &'a [u8],
+    ) -> Result<GenevePayload<'a>, DropReason> {
+        decapsulate_payload(&self.registry, payload)
+    }
+}
+
+/// A validated Geneve UDP payload ([`Decapsulator::decapsulate_payload`]):
+/// views into the datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GenevePayload<'a> {
+    /// VNI (24 bits).
+    pub vni: u32,
+    /// Protocol type of the payload. [`wire::ETHERTYPE_TEB`] is Ethernet;
+    /// any other is reported, not dropped: the caller decides.
+    pub protocol_type: u16,
+    /// The C bit as sent.
+    pub critical: bool,
+    /// The options area (validated; iterate with [`wire::OptionIter`]).
+    pub options: &'a [u8],
+    /// The inner frame: everything after the Geneve header and options.
+    pub inner: &'a [u8],
+    /// Offset of `inner` in the payload, in bytes (8 + options length).
+    pub inner_offset: usize,
+}
+
+/// The Geneve part of decapsulation, shared by both entry points.
+#[inline]
+fn decapsulate_payload<'a>(
+    registry: &OptionRegistry,
+    g: &'a [u8],
+) -> Result<GenevePayload<'a>, DropReason> {
+    if g.len() < wire::HEADER_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let p = wire::Packet::new_unchecked(g);
+    if p.version() != 0 {
+        return Err(DropReason::BadVersion);
+    }
+    if p.header_len() > g.len() {
+        return Err(DropReason::LengthMismatch);
+    }
+    let options = &g[wire::HEADER_LEN..p.header_len()];
+    let mut rest = options;
+    while !rest.is_empty() {
+        let o = GeneveOption::new_checked(rest).map_err(|_| DropReason::BadOption)?;
+        if o.critical() && !registry.contains(o.class(), o.option_type()) {
+            return Err(DropReason::UnknownCriticalOption);
+        }
+        rest = &rest[o.total_len()..];
+    }
+    if p.control() {
+        return Err(DropReason::ControlPacket);
+    }
+    Ok(GenevePayload {
+        vni: p.vni(),
+        protocol_type: p.protocol_type(),
+        critical: p.critical(),
+        options,
+        inner: &g[p.header_len()..],
+        inner_offset: p.header_len(),
+    })
 }
 
 #[cfg(test)]
@@ -372,6 +433,50 @@ mod tests {
                 .len(),
             100
         );
+    }
+
+    #[test]
+    fn payload_of_a_udp_socket() {
+        let mut t = template(false, &[(0x0102, 0x03, &[9, 9, 9, 9])]);
+        let f = encap(&mut t);
+        let dec = Decapsulator::default();
+        let whole = dec.decapsulate(&f).unwrap();
+        // A UDP socket receives what follows the 8-byte UDP header.
+        let udp_payload = &f[14 + 20 + 8..];
+        let p = dec.decapsulate_payload(udp_payload).unwrap();
+        assert_eq!(
+            (p.vni, p.protocol_type, p.critical, p.options, p.inner),
+            (
+                whole.vni,
+                whole.protocol_type,
+                whole.critical,
+                whole.options,
+                whole.inner
+            )
+        );
+        assert_eq!(p.inner_offset, 8 + 8);
+        assert_eq!(&udp_payload[p.inner_offset..], p.inner);
+
+        let check = |g: &[u8], r: DropReason| {
+            assert_eq!(dec.decapsulate_payload(g).unwrap_err(), r, "{}", r.as_str())
+        };
+        check(&udp_payload[..7], DropReason::Truncated);
+        check(&udp_payload[..12], DropReason::LengthMismatch);
+        let mut g = udp_payload.to_vec();
+        g[0] |= 0x40; // version 1
+        check(&g, DropReason::BadVersion);
+        let mut g = udp_payload.to_vec();
+        g[1] |= 0x80; // O bit
+        check(&g, DropReason::ControlPacket);
+        let mut g = udp_payload.to_vec();
+        g[8 + 3] = 0x04; // option length 4 words: runs past the options area
+        check(&g, DropReason::BadOption);
+        let mut g = udp_payload.to_vec();
+        g[8 + 2] |= 0x80; // the option becomes critical, and it is unknown
+        check(&g, DropReason::UnknownCriticalOption);
+        let mut known = Decapsulator::default();
+        known.registry.insert(0x0102, 0x83);
+        assert!(known.decapsulate_payload(&g).is_ok());
     }
 
     #[test]

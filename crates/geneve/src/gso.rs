@@ -41,6 +41,11 @@ use crate::net::{
 };
 use crate::Error;
 
+/// Bytes of a `struct virtio_net_hdr` without `num_buffers` (virtio 1.2
+/// §5.1.6): `flags`, `gso_type`, `hdr_len`, `gso_size`, `csum_start`,
+/// `csum_offset`.
+pub const VIRTIO_NET_HDR_LEN: usize = 10;
+
 /// Kind of segmentation a frame asks for (virtio `gso_type` without the ECN
 /// bit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,6 +173,47 @@ impl GsoMeta {
         } else {
             0
         }
+    }
+
+    /// Parses a `struct virtio_net_hdr` (virtio 1.2 §5.1.6: `flags`,
+    /// `gso_type`, then `hdr_len`, `gso_size`, `csum_start`, `csum_offset`
+    /// as little-endian u16s) from the first [`VIRTIO_NET_HDR_LEN`] bytes of
+    /// `hdr`, as a tap with `IFF_VNET_HDR` or a virtqueue hands it over.
+    /// Longer headers (the 12-byte `virtio_net_hdr_mrg_rxbuf` with
+    /// `num_buffers`) parse the same; the bytes after the tenth are ignored.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if `hdr` is shorter than 10 bytes; otherwise as
+    /// [`GsoMeta::from_virtio_net_hdr`].
+    pub fn parse_virtio_net_hdr(hdr: &[u8]) -> Result<Self, Error> {
+        let h: &[u8; VIRTIO_NET_HDR_LEN] = hdr
+            .get(..VIRTIO_NET_HDR_LEN)
+            .and_then(|h| h.try_into().ok())
+            .ok_or(Error::Truncated)?;
+        let le = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]);
+        Self::from_virtio_net_hdr(h[0], h[1], le(2), le(4), le(6), le(8))
+    }
+
+    /// This metadata as the 10 bytes of a `struct virtio_net_hdr` (virtio
+    /// 1.2 §5.1.6, little-endian fields), ready to precede a frame written to
+    /// a tap with `IFF_VNET_HDR` (with a 12-byte header, `num_buffers`
+    /// follows as 0). The inverse of [`GsoMeta::parse_virtio_net_hdr`].
+    pub fn to_virtio_net_hdr(&self) -> [u8; VIRTIO_NET_HDR_LEN] {
+        let mut h = [0u8; VIRTIO_NET_HDR_LEN];
+        h[0] = self.virtio_flags();
+        h[1] = self.virtio_gso_type();
+        for (i, v) in [
+            self.hdr_len,
+            self.gso_size,
+            self.csum_start,
+            self.csum_offset,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            h[2 + 2 * i..4 + 2 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        h
     }
 }
 
@@ -934,6 +980,45 @@ pub fn example_tcp_frame(payload_len: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// virtio 1.2 §5.1.6 byte layout: a Linux tap's header for a 64 KB
+    /// TCPv4 TSO frame with a partial checksum (NEEDS_CSUM, gso_type
+    /// TCPV4 | ECN, hdr_len 66, gso_size 1448, csum_start 34, csum_offset 16).
+    const TAP_TSO_HDR: [u8; 10] = [0x01, 0x81, 66, 0, 0xa8, 0x05, 34, 0, 16, 0];
+
+    #[test]
+    fn virtio_net_hdr_parse_and_emit() {
+        let m = GsoMeta::parse_virtio_net_hdr(&TAP_TSO_HDR).unwrap();
+        assert_eq!(
+            m,
+            GsoMeta {
+                gso_type: GsoType::TcpV4,
+                ecn: true,
+                gso_size: 1448,
+                hdr_len: 66,
+                needs_csum: true,
+                data_valid: false,
+                csum_start: 34,
+                csum_offset: 16,
+            }
+        );
+        assert_eq!(m.to_virtio_net_hdr(), TAP_TSO_HDR);
+        // A 12-byte header (num_buffers after) parses the same.
+        let mut mrg = [0xa5u8; 12];
+        mrg[..10].copy_from_slice(&TAP_TSO_HDR);
+        assert_eq!(GsoMeta::parse_virtio_net_hdr(&mrg), Ok(m));
+        assert_eq!(
+            GsoMeta::parse_virtio_net_hdr(&TAP_TSO_HDR[..9]),
+            Err(Error::Truncated)
+        );
+        let mut udp = TAP_TSO_HDR;
+        udp[1] = GsoMeta::VIRTIO_NET_HDR_GSO_UDP_L4;
+        assert_eq!(
+            GsoMeta::parse_virtio_net_hdr(&udp),
+            Err(Error::UnsupportedGsoType)
+        );
+        assert_eq!(GsoMeta::NONE.to_virtio_net_hdr(), [0; 10]);
+    }
 
     std::thread_local! {
         /// Turns the middle-segment fast path off on this thread.

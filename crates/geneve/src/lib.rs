@@ -117,4 +117,5 @@ pub enum Error {
 
 pub use gso::{
     complete_checksum, segment, segment_with, GsoMeta, GsoType, InnerChecksum, SegmentPlan,
+    VIRTIO_NET_HDR_LEN,
 };

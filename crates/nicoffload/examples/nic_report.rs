@@ -4,6 +4,7 @@
 //! cargo run --example nic_report -- eth0
 //! cargo run --example nic_report -- eth0 --json
 //! cargo run --example nic_report -- eth0 --datapath kernel-stack --afxdp-mode zero-copy
+//! cargo run --example nic_report -- eth0 --datapath udp-socket
 //! ```
 
 use anyhow::Context;
@@ -42,6 +43,8 @@ enum DatapathArg {
     AfXdp,
     /// The kernel network stack.
     KernelStack,
+    /// A user-space Geneve endpoint over a UDP socket (examples/geneve_gateway.rs).
+    UdpSocket,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -66,6 +69,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         datapath: match args.datapath {
             DatapathArg::AfXdp => Datapath::AfXdp,
             DatapathArg::KernelStack => Datapath::KernelStack,
+            DatapathArg::UdpSocket => Datapath::UdpSocket,
         },
         afxdp_mode: match args.afxdp_mode {
             ModeArg::Auto => AfXdpRequest::Auto,

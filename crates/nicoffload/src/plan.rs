@@ -16,6 +16,13 @@ pub enum Datapath {
     AfXdp,
     /// The kernel network stack (a socket or tap): every netdev feature counts.
     KernelStack,
+    /// A user-space tunnel endpoint over a kernel UDP socket (a switch
+    /// that encapsulates Geneve itself and sends it with `send`/`sendmmsg`):
+    /// the kernel builds, checksums and routes the outer IP/UDP headers, so
+    /// the NIC's outer offloads count, but it sees the Geneve header and the
+    /// inner frame as opaque payload, so inner TCP segmentation, inner
+    /// checksums and coalescing of inner segments are the switch's.
+    UdpSocket,
 }
 
 /// The AF_XDP mode the configuration asks for (`mode=` of an afxdp port).
@@ -192,6 +199,7 @@ impl fmt::Display for OffloadPlan {
         let dp = match self.datapath {
             Datapath::AfXdp => "AF_XDP",
             Datapath::KernelStack => "kernel stack",
+            Datapath::UdpSocket => "UDP socket",
         };
         writeln!(f, "offload plan for {} ({dp})", self.ifname)?;
         for d in &self.decisions {
@@ -256,6 +264,9 @@ impl OffloadPlan {
                     Placement::NotNeeded,
                     "datapath is the kernel stack",
                 ),
+                Datapath::UdpSocket => {
+                    decision(Job::AfXdp, Placement::NotNeeded, "datapath is a UDP socket")
+                }
             },
         ];
         Self {
@@ -305,6 +316,14 @@ fn tunnel_tso(caps: &NicCapabilities, dp: Datapath) -> Decision {
             format!(
                 "AF_XDP has no segmentation offload (frames go out as given); \
                  the switch segments Geneve TCP itself. NIC: {nic}, usable only by the kernel stack"
+            ),
+        ),
+        Datapath::UdpSocket => decision(
+            job,
+            Placement::Software,
+            format!(
+                "the kernel sees Geneve as opaque UDP payload (its tunnel GSO serves only its own \
+                 geneve devices); the switch segments inner TCP to the MTU before sending. NIC: {nic}"
             ),
         ),
         Datapath::KernelStack => {
@@ -380,6 +399,15 @@ fn tx_checksum(caps: &NicCapabilities, dp: Datapath) -> Decision {
                 ),
             }
         }
+        Datapath::UdpSocket => decision(
+            job,
+            Placement::Software,
+            format!(
+                "inner checksums are inside the UDP payload: the switch completes them; the outer \
+                 UDP checksum is the kernel's ({})",
+                nic.map_or_else(|| "computed in software".to_owned(), |n| format!("{n} on"))
+            ),
+        ),
         Datapath::KernelStack => match nic {
             Some(n) => decision(job, Placement::Hardware, format!("{n} on")),
             None => decision(
@@ -405,6 +433,15 @@ fn rx_checksum(caps: &NicCapabilities, dp: Datapath) -> Decision {
             format!(
                 "AF_XDP rx descriptors carry no checksum status (XDP rx metadata has timestamp, hash, VLAN tag only); \
                  the switch verifies. NIC: {}",
+                feat(caps, names::RX_CHECKSUM)
+            ),
+        ),
+        Datapath::UdpSocket => decision(
+            job,
+            Placement::Software,
+            format!(
+                "the socket reports nothing about inner checksums: the switch verifies them; the \
+                 kernel verifies the outer UDP checksum ({})",
                 feat(caps, names::RX_CHECKSUM)
             ),
         ),
@@ -434,6 +471,14 @@ fn receive_coalescing(caps: &NicCapabilities, dp: Datapath) -> Decision {
                 "XDP sees frames before the kernel's GRO; attaching generic XDP turns LRO and rx-gro-hw \
                  off (generic_xdp_install) and drivers refuse or disable them for native XDP; \
                  the switch coalesces within each rx batch. NIC: {hw}, {lro}"
+            ),
+        ),
+        Datapath::UdpSocket => decision(
+            job,
+            Placement::Software,
+            format!(
+                "LRO, rx-gro-hw and the kernel's UDP GRO merge outer datagrams, not the inner TCP \
+                 segments inside them; the switch coalesces within each receive batch. NIC: {hw}, {lro}"
             ),
         ),
         Datapath::KernelStack => {
@@ -709,6 +754,45 @@ mod tests {
             "{}",
             d.reason
         );
+    }
+
+    #[test]
+    fn udp_socket_does_inner_work_in_software_whatever_the_nic_offers() {
+        let needs = OffloadNeeds {
+            datapath: Datapath::UdpSocket,
+            ..OffloadNeeds::default()
+        };
+        let c = caps(
+            Some(15),
+            &[
+                (names::TX_UDP_TNL_SEGMENTATION, true, false),
+                (names::TX_CHECKSUM_IP_GENERIC, true, false),
+                (names::RX_CHECKSUM, true, false),
+                (names::RX_GRO_HW, true, false),
+            ],
+        );
+        let plan = OffloadPlan::new(&c, &needs);
+        for job in [
+            Job::TunnelTso,
+            Job::TxChecksum,
+            Job::RxChecksum,
+            Job::ReceiveCoalescing,
+        ] {
+            let d = plan.get(job).unwrap();
+            assert_eq!(d.placement, Placement::Software, "{d}");
+        }
+        assert!(plan
+            .get(Job::TunnelTso)
+            .unwrap()
+            .reason
+            .contains("opaque UDP payload"));
+        assert_eq!(
+            plan.get(Job::AfXdp).unwrap().placement,
+            Placement::NotNeeded
+        );
+        assert!(plan.to_string().contains("(UDP socket)"));
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(json.contains(r#""datapath":"udp_socket""#), "{json}");
     }
 
     #[test]
