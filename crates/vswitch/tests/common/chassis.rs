@@ -181,25 +181,53 @@ pub fn tcp_send(ns: &str, ip: &str, mb: usize) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
-/// A 10 ms ping from namespace `ns` to `ip` that runs until [`stop_ping`].
-pub fn ping_flood(ns: &str, ip: &str) -> KillOnDrop {
-    KillOnDrop(
-        Command::new("ip")
-            .args(["netns", "exec", ns, "ping", "-n", "-q", "-i", "0.01", ip])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    )
+/// A 10 ms ping from namespace `ns` to `ip` that runs until [`stop_ping`]; its
+/// replies are read as they come (a full pipe would stall ping).
+pub struct Flood {
+    child: KillOnDrop,
+    out: std::thread::JoinHandle<String>,
 }
 
-/// Stops a [`ping_flood`] with SIGINT; returns (transmitted, received).
-pub fn stop_ping(mut p: KillOnDrop) -> (u64, u64) {
+/// Starts a [`Flood`].
+pub fn ping_flood(ns: &str, ip: &str) -> Flood {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-n", "-i", "0.01", ip])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+        text
+    });
+    Flood {
+        child: KillOnDrop(child),
+        out,
+    }
+}
+
+/// Stops a [`ping_flood`] with SIGINT; returns (transmitted, received). The echo sent
+/// last may still be on its way when ping is interrupted: it is not counted as sent
+/// unless its reply came (any other missing reply is a loss).
+pub fn stop_ping(mut f: Flood) -> (u64, u64) {
     // SAFETY: kill(2) on our own child (`ip netns exec` execs ping in place).
-    unsafe { libc::kill(p.0.id() as i32, libc::SIGINT) };
-    p.0.wait().unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut text).unwrap();
-    ping_counts(&text).unwrap_or_else(|| panic!("no ping summary: {text}"))
+    unsafe { libc::kill(f.child.0.id() as i32, libc::SIGINT) };
+    f.child.0.wait().unwrap();
+    let text = f.out.join().unwrap();
+    let (tx, rx) = ping_counts(&text).unwrap_or_else(|| panic!("no ping summary: {text}"));
+    let last_answered = text
+        .lines()
+        .filter_map(|l| {
+            l.split("icmp_seq=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .any(|seq| seq == tx);
+    (if last_answered { tx } else { tx - 1 }, rx)
 }
 
 /// Frames every tunnel endpoint of `sw` dropped, all reasons.
