@@ -14,6 +14,29 @@ use common::ovn::OvnCentral;
 use common::ovs::Ovs;
 use common::*;
 
+/// Starts hv2's vswitchd again (log tag `tag`), gives its tap `tap0` its address back
+/// and waits for its ports to be bound and up; returns it and how long after that hv1's
+/// first ping to it was answered (probes of 200 ms each: a lost first echo costs its
+/// timeout, not the traffic a second).
+fn restart(
+    f: &Fabric,
+    dir: &TempDir,
+    tag: &str,
+    args: &[String],
+    tap0: &str,
+) -> (Vswitchd, Duration) {
+    let sw = Vswitchd::start_in(Some(&f.ns[1]), dir, tag, args);
+    tap_up(f, 1, tap0, TAP_MAC, "10.0.0.2/24");
+    let up = Instant::now();
+    wait_for(Duration::from_secs(30), "hv2's ports running again", || {
+        let r = ovn(&sw);
+        r.ports.iter().all(|p| p.bound && p.up).then_some(())
+    });
+    let resumed = first_answer(&f.ns[0], "10.0.0.2", up, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("hv1 -> hv2 after {tag}: no answer"));
+    (sw, resumed)
+}
+
 /// Outages (issue 28 §4): the Southbound database killed under traffic, a change made
 /// while it is away, ovn-northd restarted, vswitchd killed (-9) and restarted, then
 /// stopped cleanly and restarted. Established
@@ -125,18 +148,7 @@ fn outages_keep_forwarding_and_resync() {
     // are up again, and hv1's traffic to it resumes within 1 s of that.
     let uuid0 = c.sb_get("Chassis", "name", "hv2", "_uuid");
     sw.kill9();
-    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2b", &args);
-    tap_up(&f, 1, &tap0, TAP_MAC, "10.0.0.2/24");
-    let up = Instant::now();
-    wait_for(Duration::from_secs(30), "hv2's ports running again", || {
-        let r = ovn(&sw);
-        r.ports.iter().all(|p| p.bound && p.up).then_some(())
-    });
-    assert!(
-        ping_ok(&f.ns[0], "10.0.0.2", 10),
-        "hv1 -> hv2 after the restart"
-    );
-    let resumed = up.elapsed();
+    let (sw, resumed) = restart(&f, &dir, "hv2b", &args, &tap0);
     eprintln!(
         "[{:>6.1?}] vswitchd restarted after kill -9: traffic {resumed:?} after its ports were up",
         t0.elapsed()
@@ -161,18 +173,7 @@ fn outages_keep_forwarding_and_resync() {
         let released = c.sb_get("Port_Binding", "logical_port", "lsp-tap", "chassis");
         (gone.trim().is_empty() && released.is_empty()).then_some(())
     });
-    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2c", &args);
-    tap_up(&f, 1, &tap0, TAP_MAC, "10.0.0.2/24");
-    let up = Instant::now();
-    wait_for(Duration::from_secs(30), "hv2's ports running again", || {
-        let r = ovn(&sw);
-        r.ports.iter().all(|p| p.bound && p.up).then_some(())
-    });
-    assert!(
-        ping_ok(&f.ns[0], "10.0.0.2", 10),
-        "hv1 -> hv2 after the clean restart"
-    );
-    let resumed = up.elapsed();
+    let (_sw, resumed) = restart(&f, &dir, "hv2c", &args, &tap0);
     let uuid1 = c.sb_get("Chassis", "name", "hv2", "_uuid");
     eprintln!(
         "[{:>6.1?}] vswitchd restarted cleanly: registered again ({uuid0} -> {uuid1}), traffic {resumed:?} after its ports were up",

@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::chassis::*;
@@ -26,37 +26,10 @@ const MOVED_MAC: &str = "02:00:00:00:03:01";
 const MOVED_IP: &str = "10.0.0.4";
 
 /// Sends `n` broadcast UDP frames carrying `marker` from `iface` (MAC `src`) in
-/// namespace `ns` (scapy).
+/// namespace `ns`.
 fn send_broadcasts(ns: &str, iface: &str, src: &str, marker: &str, n: usize) {
-    let script = format!(
-        "from scapy.all import Ether,IP,UDP,sendp\n\
-         sendp(Ether(src='{src}',dst='ff:ff:ff:ff:ff:ff')/IP(src='10.0.0.250',dst='10.0.0.255')/UDP(dport=9)/(b'{marker}'*8),iface='{iface}',count={n},verbose=False)"
-    );
-    let o = Command::new("ip")
-        .args(["netns", "exec", ns, "/usr/bin/python3", "-c", &script])
-        .output()
-        .expect("python3-scapy");
-    assert!(o.status.success(), "scapy: {o:?}");
-}
-
-/// Time from `since` until one ping (a new process each try, 200 ms for its answer)
-/// from namespace `ns` to `ip` is answered; None after `limit`. A fresh socket and
-/// neighbour lookup per try: a long-lived ping can stall on its own send buffer while
-/// the neighbour entry of the moved address is re-resolved, and would time that instead.
-fn first_answer(ns: &str, ip: &str, since: Instant, limit: Duration) -> Option<Duration> {
-    while since.elapsed() < limit {
-        let ok = Command::new("ip")
-            .args([
-                "netns", "exec", ns, "ping", "-n", "-q", "-c", "1", "-W", "0.2", ip,
-            ])
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Some(since.elapsed());
-        }
-    }
-    None
+    let payload = format!("b'{marker}'*8");
+    send_payload(ns, iface, src, "ff:ff:ff:ff:ff:ff", &payload, n as u32);
 }
 
 /// A network namespace, deleted on drop.

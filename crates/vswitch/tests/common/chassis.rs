@@ -58,9 +58,14 @@ pub fn ovn_keys(hex: &str) -> Option<(u16, u16)> {
 
 /// Sends `n` UDP frames from `src` to `dst` out of `iface` in namespace `ns` (scapy).
 pub fn send_frames(ns: &str, iface: &str, src: &str, dst: &str, n: u32) {
+    send_payload(ns, iface, src, dst, "b'x'*64", n);
+}
+
+/// As [`send_frames`], each frame's UDP payload the Python bytes expression `payload`.
+pub fn send_payload(ns: &str, iface: &str, src: &str, dst: &str, payload: &str, n: u32) {
     let script = format!(
         "from scapy.all import Ether,IP,UDP,sendp\n\
-         sendp(Ether(src='{src}',dst='{dst}')/IP(src='10.0.0.2',dst='10.0.0.99')/UDP(dport=9)/(b'x'*64),iface='{iface}',count={n},verbose=False)"
+         sendp(Ether(src='{src}',dst='{dst}')/IP(src='10.0.0.2',dst='10.0.0.99')/UDP(dport=9)/({payload}),iface='{iface}',count={n},verbose=False)"
     );
     // Debian's python (python3-scapy), whatever python3 comes first in PATH.
     let o = Command::new("ip")
@@ -179,6 +184,26 @@ pub fn tcp_send(ns: &str, ip: &str, mb: usize) -> String {
         .unwrap();
     assert!(o.status.success(), "{o:?}");
     String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Time from `since` until one ping (a new process each try, 200 ms for its answer)
+/// from namespace `ns` to `ip` is answered; None after `limit`. A fresh socket and
+/// neighbour lookup per try: a long-lived ping can stall on its own send buffer while
+/// the neighbour entry of the moved address is re-resolved, and would time that instead.
+pub fn first_answer(ns: &str, ip: &str, since: Instant, limit: Duration) -> Option<Duration> {
+    while since.elapsed() < limit {
+        let ok = Command::new("ip")
+            .args([
+                "netns", "exec", ns, "ping", "-n", "-q", "-c", "1", "-W", "0.2", ip,
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(since.elapsed());
+        }
+    }
+    None
 }
 
 /// A 10 ms ping from namespace `ns` to `ip` that runs until [`stop_ping`]; its
