@@ -329,6 +329,24 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
             c.rx_packets
         );
     }
+    println!("provider networks:");
+    for l in &r.provider_networks {
+        let vlan = match l.vlan {
+            0 => "untagged".to_string(),
+            v => format!("vlan {v}"),
+        };
+        if l.uplink.is_empty() {
+            println!(
+                "  {} ({}): network {} not in --ovn-bridge-mappings: other chassis through tunnels",
+                l.logical_switch, l.localnet_port, l.network
+            );
+        } else {
+            println!(
+                "  {} ({}): network {} on uplink {}, {vlan}",
+                l.logical_switch, l.localnet_port, l.network, l.uplink
+            );
+        }
+    }
     println!("supported:");
     for s in &r.supported {
         println!("  {s}");

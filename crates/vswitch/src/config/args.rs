@@ -177,6 +177,15 @@ pub struct Args {
     /// unenforced security group is a hole; `vswitchctl ovn` says which.
     #[arg(long)]
     pub ovn_allow_unenforced_acls: bool,
+
+    /// Provider networks of the OVN deployment: logical switches with a `localnet` port
+    /// for NETWORK (`options:network_name`) are bridged to --uplink UPLINK, their frames
+    /// tagged with the port's VLAN (`tag`), and reach other chassis over that network
+    /// rather than through tunnels (Open vSwitch's `ovn-bridge-mappings`, with uplinks
+    /// for bridges). The uplink must not carry a --geneve endpoint. Example:
+    /// `physnet1:phys0,physnet2:phys1`.
+    #[arg(long, value_name = "NETWORK:UPLINK[,...]")]
+    pub ovn_bridge_mappings: Option<String>,
 }
 
 /// `on` or `off`.

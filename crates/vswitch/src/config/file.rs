@@ -76,6 +76,8 @@ pub struct FileConfig {
     pub chassis: Option<String>,
     /// Claim ports of logical switches with ACLs (`--ovn-allow-unenforced-acls`).
     pub ovn_allow_unenforced_acls: Option<bool>,
+    /// Provider networks to uplinks, `"NETWORK:UPLINK[,...]"` (`--ovn-bridge-mappings`).
+    pub ovn_bridge_mappings: Option<String>,
 }
 
 /// Reads and parses a TOML configuration file.

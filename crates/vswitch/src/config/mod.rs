@@ -424,15 +424,28 @@ impl TryFrom<Args> for Config {
         }
         validate_ports(&ports)?;
         let ovn = ovn::resolve(
-            args.ovn_remote
-                .as_deref()
-                .map(|r| ("--ovn-remote", r))
-                .or(file.ovn_remote.as_deref().map(|r| ("ovn_remote", r))),
-            args.chassis
-                .as_deref()
-                .map(|c| ("--chassis", c))
-                .or(file.chassis.as_deref().map(|c| ("chassis", c))),
-            args.ovn_allow_unenforced_acls || file.ovn_allow_unenforced_acls.unwrap_or(false),
+            ovn::OvnSettings {
+                remote: args
+                    .ovn_remote
+                    .as_deref()
+                    .map(|r| ("--ovn-remote", r))
+                    .or(file.ovn_remote.as_deref().map(|r| ("ovn_remote", r))),
+                chassis: args
+                    .chassis
+                    .as_deref()
+                    .map(|c| ("--chassis", c))
+                    .or(file.chassis.as_deref().map(|c| ("chassis", c))),
+                allow_unenforced_acls: args.ovn_allow_unenforced_acls
+                    || file.ovn_allow_unenforced_acls.unwrap_or(false),
+                bridge_mappings: args
+                    .ovn_bridge_mappings
+                    .as_deref()
+                    .map(|m| ("--ovn-bridge-mappings", m))
+                    .or(file
+                        .ovn_bridge_mappings
+                        .as_deref()
+                        .map(|m| ("ovn_bridge_mappings", m))),
+            },
             &file
                 .geneve
                 .iter()
@@ -1091,6 +1104,50 @@ mod tests {
         .to_string();
         assert!(e.contains("IPv4 Geneve tunnel endpoint"), "{e}");
         let e = Config::try_from(args(&["--chassis", "hv1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only used with --ovn-remote"), "{e}");
+    }
+
+    /// `--ovn-bridge-mappings`: NETWORK:UPLINK pairs naming uplinks without a tunnel
+    /// endpoint, each network once; advertised as written.
+    #[test]
+    fn bridge_mappings_are_checked() {
+        let with = |m: &str| {
+            Config::try_from(args(&[
+                "--uplink",
+                "u=eth0",
+                "--uplink",
+                "p=eth1",
+                "--geneve",
+                "t=198.51.100.1,uplink=u",
+                "--ovn-remote",
+                "tcp:127.0.0.1:6642",
+                "--chassis",
+                "hv1",
+                "--ovn-bridge-mappings",
+                m,
+            ]))
+        };
+        let c = with("physnet1:p, physnet2:p").unwrap();
+        let o = c.ovn.unwrap();
+        assert_eq!(o.bridge_mappings_text(), "physnet1:p,physnet2:p");
+        assert_eq!(o.uplink_of("physnet2"), Some("p"));
+        for (bad, says) in [
+            ("physnet1", "expected NETWORK:UPLINK"),
+            ("physnet1:", "expected NETWORK:UPLINK"),
+            ("physnet1:nope", "nope is not an --uplink"),
+            ("physnet1:u", "carries Geneve endpoint t"),
+            ("physnet1:p,physnet1:p", "mapped twice"),
+            (",", "expected NETWORK:UPLINK"),
+        ] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("--ovn-bridge-mappings") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+        let e = Config::try_from(args(&["--ovn-bridge-mappings", "a:b"]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("only used with --ovn-remote"), "{e}");

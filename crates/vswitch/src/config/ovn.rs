@@ -18,23 +18,58 @@ pub struct OvnConfig {
     /// Claim ports of logical switches whose ACLs (security groups) vswitchd cannot
     /// enforce.
     pub allow_unenforced_acls: bool,
+    /// Provider networks: which uplink carries each physical network a `localnet` port
+    /// names (`options:network_name`), as Open vSwitch's `ovn-bridge-mappings` maps
+    /// networks to bridges.
+    pub bridge_mappings: Vec<BridgeMapping>,
+}
+
+/// One entry of `--ovn-bridge-mappings`: physical network `network` is reached
+/// through AF_XDP uplink `uplink`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BridgeMapping {
+    /// The physical network's name (`Port_Binding.options:network_name`).
+    pub network: String,
+    /// The uplink's port name.
+    pub uplink: String,
+}
+
+/// The settings [`resolve`] checks, each with the flag or key it came from.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OvnSettings<'a> {
+    /// `--ovn-remote` / `ovn_remote`.
+    pub remote: Option<(&'a str, &'a str)>,
+    /// `--chassis` / `chassis`.
+    pub chassis: Option<(&'a str, &'a str)>,
+    /// `--ovn-allow-unenforced-acls`.
+    pub allow_unenforced_acls: bool,
+    /// `--ovn-bridge-mappings` / `ovn_bridge_mappings`.
+    pub bridge_mappings: Option<(&'a str, &'a str)>,
 }
 
 /// Builds the OVN settings from the flags over the file and checks them against the
 /// tunnel endpoints and ports: a chassis name, remotes that parse, an IPv4 Geneve
 /// endpoint (its address is the chassis' Encap IP) with room for OVN's option, and
-/// `iface_id=` only with OVN and never with `vlan=`/`vni=` (OVN decides the domain).
+/// `iface_id=` only with OVN and never with `vlan=`/`vni=` (OVN decides the domain),
+/// bridge mappings that name uplinks which carry no tunnel endpoint.
 ///
 /// # Errors
 /// The first setting that fails, named by its flag or key.
 pub fn resolve(
-    remote: Option<(&str, &str)>,
-    chassis: Option<(&str, &str)>,
-    allow_unenforced_acls: bool,
+    s: OvnSettings<'_>,
     teps: &[GeneveConfig],
     ports: &[(String, PortConfig)],
 ) -> Result<Option<OvnConfig>, ConfigError> {
+    let OvnSettings {
+        remote,
+        chassis,
+        allow_unenforced_acls,
+        bridge_mappings,
+    } = s;
     let Some((field, remote)) = remote else {
+        if let Some((field, _)) = bridge_mappings {
+            return Err(invalid(field, "bridge mappings are only used with --ovn-remote"));
+        }
         if let Some((field, p)) = ports.iter().find(|(_, p)| p.iface_id.is_some()) {
             return Err(invalid(
                 field,
@@ -101,12 +136,88 @@ pub fn resolve(
             ));
         }
     }
+    let bridge_mappings = match bridge_mappings {
+        Some((f, m)) => parse_bridge_mappings(f, m, teps, ports)?,
+        None => Vec::new(),
+    };
     Ok(Some(OvnConfig {
         remotes,
         chassis: chassis.to_string(),
         hostname: hostname(),
         allow_unenforced_acls,
+        bridge_mappings,
     }))
+}
+
+/// Parses `NETWORK:UPLINK[,NETWORK:UPLINK...]` (setting `field`): each network once,
+/// each uplink an `--uplink` port that carries no Geneve endpoint (its XDP program
+/// steers only tunnel traffic to vswitchd).
+fn parse_bridge_mappings(
+    field: &str,
+    text: &str,
+    teps: &[GeneveConfig],
+    ports: &[(String, PortConfig)],
+) -> Result<Vec<BridgeMapping>, ConfigError> {
+    let mut out: Vec<BridgeMapping> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((network, uplink)) = entry
+            .split_once(':')
+            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+        else {
+            return Err(invalid(
+                field,
+                format!("{entry:?}: expected NETWORK:UPLINK (a physical network and the --uplink port that reaches it)"),
+            ));
+        };
+        if out.iter().any(|m| m.network == network) {
+            return Err(invalid(field, format!("network {network} mapped twice")));
+        }
+        let is_uplink = ports
+            .iter()
+            .any(|(_, p)| p.name == uplink && p.kind == super::PortType::Afxdp);
+        if !is_uplink {
+            return Err(invalid(
+                field,
+                format!("{entry}: {uplink} is not an --uplink (AF_XDP) port"),
+            ));
+        }
+        if let Some(g) = teps.iter().find(|g| g.uplink == uplink) {
+            return Err(invalid(
+                field,
+                format!(
+                    "{entry}: uplink {uplink} carries Geneve endpoint {}, whose XDP program passes everything but tunnel traffic to the kernel; give the physical network an uplink of its own",
+                    g.name
+                ),
+            ));
+        }
+        out.push(BridgeMapping {
+            network: network.to_string(),
+            uplink: uplink.to_string(),
+        });
+    }
+    if out.is_empty() {
+        return Err(invalid(field, "expected NETWORK:UPLINK[,NETWORK:UPLINK...]"));
+    }
+    Ok(out)
+}
+
+impl OvnConfig {
+    /// `Chassis.other_config:ovn-bridge-mappings`: `network:uplink` pairs, comma-separated.
+    pub fn bridge_mappings_text(&self) -> String {
+        self.bridge_mappings
+            .iter()
+            .map(|m| format!("{}:{}", m.network, m.uplink))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The uplink mapped to physical network `network`.
+    pub fn uplink_of(&self, network: &str) -> Option<&str> {
+        self.bridge_mappings
+            .iter()
+            .find(|m| m.network == network)
+            .map(|m| m.uplink.as_str())
+    }
 }
 
 /// This host's name (gethostname(2)), or "localhost".

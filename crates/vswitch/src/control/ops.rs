@@ -593,7 +593,7 @@ fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
         what.push("emc_insert_inv_prob");
     }
     if old.ovn != new.ovn {
-        what.push("ovn_remote, chassis, ovn_allow_unenforced_acls");
+        what.push("ovn_remote, chassis, ovn_allow_unenforced_acls, ovn_bridge_mappings");
     }
     if what.is_empty() {
         Ok(())

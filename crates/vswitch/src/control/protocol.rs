@@ -552,6 +552,9 @@ pub struct OvnReply {
     pub ports: Vec<OvnPortRow>,
     /// Other chassis that have ports on this chassis' logical switches.
     pub other_chassis: Vec<OvnChassisRow>,
+    /// This chassis' logical switches with a `localnet` port (provider networks).
+    #[serde(default)]
+    pub provider_networks: Vec<OvnLocalnetRow>,
     /// What works on a vswitchd chassis and what does not.
     pub supported: Vec<String>,
     /// What is refused or counted.
@@ -577,6 +580,21 @@ pub struct OvnPortRow {
     pub key: u16,
     /// Why it is not bound (empty when bound).
     pub why_unbound: String,
+}
+
+/// A provider network in `vswitchctl ovn`: a logical switch with a `localnet` port.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnLocalnetRow {
+    /// The logical switch.
+    pub logical_switch: String,
+    /// Its localnet port.
+    pub localnet_port: String,
+    /// The physical network (`options:network_name`).
+    pub network: String,
+    /// The uplink mapped to it (empty: not mapped; the switch uses tunnels).
+    pub uplink: String,
+    /// Its VLAN (0: untagged).
+    pub vlan: u16,
 }
 
 /// Another chassis in `vswitchctl ovn`.

@@ -297,7 +297,8 @@ fn drop_for(reason: DropReason) -> Decision {
 
 /// The L2 decision in OVN logical switch `o` (the source admitted): source MACs
 /// learned only from local ports with `unknown` addresses and no port security (OVN's
-/// `ls_in_put_fdb`); a known MAC's port, here or on another chassis; broadcast and
+/// `ls_in_put_fdb`); a known MAC's port, here or on another chassis (through the
+/// provider network's uplink when the switch has one, else a tunnel); broadcast and
 /// multicast to `_MC_flood`; unknown unicast to `_MC_unknown` when a port of the switch
 /// has `unknown` addresses, else dropped (as OVN's `ls_in_l2_unknown` stage does).
 #[inline]
@@ -319,6 +320,14 @@ fn ovn_decide(
         match fdb.lookup(fdb_key(src.domain, dmac)) {
             Some(d) if d == src.learn => Action::Drop(DropReason::SamePort),
             Some(Dest::Port(p)) => Action::Output(p),
+            // A provider network reaches the port's chassis itself; a frame from it
+            // to another chassis' port is not this chassis' to deliver.
+            Some(Dest::RemotePort { .. }) if src.tep.is_none() && o.localnet.is_some() => {
+                match o.localnet {
+                    Some(l) if l.uplink != src.port.id => Action::Output(l.uplink),
+                    _ => Action::Drop(DropReason::SplitHorizon),
+                }
+            }
             Some(Dest::RemotePort { remote, key }) if src.tep.is_none() => {
                 Action::Encap(remote, key)
             }

@@ -151,8 +151,17 @@ impl Groups {
                 None => (&[], &[]),
             }
         };
+        // A tunnelled frame is not sent on to the provider network: the chassis that
+        // sent it reaches the network itself (OVN's MLF_RX_FROM_TUNNEL).
+        let uplink = match (src.mode, src.tep) {
+            (super::pipeline::Mode::Ovn(o), Some(_)) => o.localnet.map(|l| l.uplink),
+            _ => None,
+        };
         for &p in ports {
-            if p != src.port.id && topo.port(p).is_some_and(|tp| tp.port.can_flood()) {
+            if p != src.port.id
+                && Some(p) != uplink
+                && topo.port(p).is_some_and(|tp| tp.port.can_flood())
+            {
                 self.targets.push(Target::port(p));
             }
         }
@@ -276,19 +285,47 @@ impl Pipeline {
             self.prepare_gro(g, takes, burst, pkts, counters);
             return;
         }
+        let vid = provider_vlan(src, dst.id);
         let group = &self.groups.groups[g];
         for &i in group.frames() {
             let p = &mut pkts[usize::from(i)];
             if spreads {
                 self.ensure_hash(src, burst, p);
             }
-            if takes.accepts(&p.vhdr) {
+            if takes.accepts(&p.vhdr) && vid == 0 {
                 self.items.push(TxItem::Whole { pkt: i });
                 continue;
             }
+            if vid != 0 && !p.vhdr.has_offload() {
+                match self.soft.tagged(p, burst, vid) {
+                    Some(buf) => self.items.push(TxItem::Soft { pkt: i, buf }),
+                    None => counters.drop(DropReason::BadDescriptor, 1),
+                }
+                continue;
+            }
             if let Some(r) = self.soft.make(usize::from(i), p, burst, counters) {
-                self.items.extend(r.map(|buf| TxItem::Soft { pkt: i, buf }));
+                for buf in r {
+                    let buf = if vid == 0 {
+                        buf
+                    } else {
+                        self.soft.tagged_soft(buf, vid)
+                    };
+                    self.items.push(TxItem::Soft { pkt: i, buf });
+                }
             }
         }
+    }
+}
+
+/// The VLAN a frame from `src` must carry out of port `dst` (0: none): the tag of the
+/// provider network when `dst` is the uplink of the source's OVN logical switch.
+#[inline]
+fn provider_vlan(src: &Source<'_>, dst: PortId) -> u16 {
+    match src.mode {
+        super::pipeline::Mode::Ovn(o) => o
+            .localnet
+            .filter(|l| l.uplink == dst)
+            .map_or(0, |l| l.tag),
+        _ => 0,
     }
 }

@@ -7,11 +7,13 @@
 //! - [`forward`]: grouping by destination, flooding, one batch per destination;
 //! - [`offload`]: software checksum completion and segmentation;
 //! - [`gro`]: software GRO of tunnelled TCP toward guests and taps;
-//! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay).
+//! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay);
+//! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out).
 
 pub mod classify;
 pub mod forward;
 pub mod gro;
+pub mod localnet;
 pub mod offload;
 pub mod packet;
 pub mod pipeline;

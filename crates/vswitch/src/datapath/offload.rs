@@ -163,6 +163,39 @@ impl SoftFrames {
         (self.used - 1) as u32
     }
 
+    /// Frame `p` of `burst` copied into a new soft buffer with an 802.1Q tag (VLAN
+    /// `vid`, PCP 0) after its MAC addresses (IEEE 802.1Q §9.3); returns the buffer's
+    /// index, or None when the frame cannot be read whole.
+    pub fn tagged<'m, B: RxBurst<'m>>(&mut self, p: &Pkt, burst: &B, vid: u16) -> Option<u32> {
+        self.grow(1);
+        let b = &mut self.bufs[self.used];
+        let len = p.len as usize;
+        b.resize(len + 4, 0);
+        if len < 14 || burst.read(p, 0, &mut b[4..]) != len {
+            return None;
+        }
+        b.copy_within(4..16, 0);
+        b[12..14].copy_from_slice(&super::localnet::TPID_8021Q);
+        b[14..16].copy_from_slice(&vid.to_be_bytes());
+        self.used += 1;
+        Some(self.used as u32 - 1)
+    }
+
+    /// Soft buffer `buf` of this burst copied into a new one with an 802.1Q tag (as
+    /// [`SoftFrames::tagged`]); returns the new buffer's index.
+    pub fn tagged_soft(&mut self, buf: u32, vid: u16) -> u32 {
+        self.grow(1);
+        let (made, free) = self.bufs.split_at_mut(self.used);
+        let (src, dst) = (&made[buf as usize], &mut free[0]);
+        dst.clear();
+        dst.extend_from_slice(&src[..12]);
+        dst.extend_from_slice(&super::localnet::TPID_8021Q);
+        dst.extend_from_slice(&vid.to_be_bytes());
+        dst.extend_from_slice(&src[12..]);
+        self.used += 1;
+        self.used as u32 - 1
+    }
+
     /// Makes `n` more buffers available after `used`.
     fn grow(&mut self, n: usize) {
         if self.bufs.len() < self.used + n {

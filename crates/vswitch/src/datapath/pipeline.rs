@@ -129,6 +129,8 @@ pub struct Pipeline {
     pub(super) encap_scratch: Vec<u8>,
     /// Software GRO of tunnelled TCP.
     pub(super) gro: super::gro::Gro,
+    /// Frames of OVN provider networks, without their VLAN tags.
+    pub(super) untagged: super::localnet::Untagged,
 }
 
 impl Pipeline {
@@ -157,6 +159,7 @@ impl Pipeline {
             encap_sel: Vec::with_capacity(BURST),
             encap_scratch: Vec::new(),
             gro: Default::default(),
+            untagged: Default::default(),
             switch,
         }
     }
@@ -200,6 +203,10 @@ impl BurstHandler for Run<'_> {
         };
         if self.topo.tunnels.is_underlay(src.id) {
             self.pipeline.decap(self.topo, src, queue, burst, pkts);
+            return;
+        }
+        if self.topo.ovn.bridges(src.id) {
+            self.pipeline.localnet_rx(self.topo, tp, queue, burst, pkts);
             return;
         }
         let src = Source::local(self.topo, tp);

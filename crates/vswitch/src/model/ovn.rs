@@ -90,6 +90,21 @@ pub struct OvnDomain {
     /// security), as OVN's `ls_in_put_fdb` stage does; the chassis writes what they
     /// learn to the Southbound `FDB` table.
     pub learning: Vec<u16>,
+    /// The switch is a provider network bridged to an uplink (its `localnet` port's
+    /// network is mapped here): frames to ports on other chassis, and the copies of
+    /// multicast groups they would get, go out of the uplink with the VLAN tag.
+    pub localnet: Option<Localnet>,
+}
+
+/// Where a logical switch with a `localnet` port meets the physical network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Localnet {
+    /// The AF_XDP uplink (`--ovn-bridge-mappings`).
+    pub uplink: PortId,
+    /// The 802.1Q VLAN id its frames carry there (0: untagged).
+    pub tag: u16,
+    /// The localnet port's key: the ingress key of frames from the network.
+    pub key: u16,
 }
 
 impl OvnDomain {
@@ -123,6 +138,9 @@ pub struct OvnTopo {
     pub domains: Vec<Option<Arc<OvnDomain>>>,
     /// Each remote chassis' name, for `show` (by remote id).
     pub chassis_of: HashMap<RemoteId, String>,
+    /// The provider networks: (uplink, VLAN (0: untagged), domain), sorted; a frame
+    /// received on the uplink with that VLAN is in that domain.
+    pub localnets: Vec<(PortId, u16, DomainId)>,
     /// What each local port with an `iface_id` is, for `show`: its logical switch port,
     /// switch and key, or why it is not bound (by port name).
     pub port_status: HashMap<String, String>,
@@ -133,6 +151,22 @@ impl OvnTopo {
     #[inline]
     pub fn domain(&self, d: DomainId) -> Option<&OvnDomain> {
         self.domains.get(usize::from(d)).and_then(|x| x.as_deref())
+    }
+
+    /// Whether uplink `port` carries a provider network.
+    #[inline]
+    pub fn bridges(&self, port: PortId) -> bool {
+        !self.localnets.is_empty() && self.localnets.iter().any(|l| l.0 == port)
+    }
+
+    /// The domain of the frames received on uplink `port` with VLAN `vlan` (0:
+    /// untagged), if a provider network is there.
+    #[inline]
+    pub fn localnet_domain(&self, port: PortId, vlan: u16) -> Option<DomainId> {
+        self.localnets
+            .iter()
+            .find(|l| l.0 == port && l.1 == vlan)
+            .map(|l| l.2)
     }
 }
 

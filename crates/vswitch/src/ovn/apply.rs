@@ -15,7 +15,7 @@ use super::Status;
 use crate::config::ovn::OvnConfig;
 use crate::control::ops::Control;
 use crate::model::fdb::{Dest, PortId};
-use crate::model::ovn::{McGroup, OvnDomain, OvnTopo};
+use crate::model::ovn::{Localnet, McGroup, OvnDomain, OvnTopo};
 use crate::model::topology::{DomainId, DomainKey, Topology};
 
 /// What the last pass applied.
@@ -125,6 +125,7 @@ impl Pass {
             chassis: Some(me),
             allow_acls: cfg.allow_unenforced_acls,
             ports,
+            mappings: &cfg.bridge_mappings,
         };
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
         self.claim(client, &v, me).await?;
@@ -147,6 +148,7 @@ impl Pass {
         status.update(|r| {
             r.ports = port_rows;
             r.other_chassis = chassis_rows;
+            r.provider_networks = super::provider_rows(&v);
         });
         self.mark_up(client, &v, me).await?;
         self.published = Some(v);
@@ -351,10 +353,22 @@ impl Resolver<'_> {
         entries
     }
 
+    /// The uplink and VLAN switch `d` is bridged to, if its localnet port's network is
+    /// mapped to an uplink of this switch.
+    fn localnet(&self, d: &view::DatapathView) -> Option<Localnet> {
+        let l = d.localnet.as_ref()?;
+        Some(Localnet {
+            uplink: self.port(l.uplink.as_deref()?)?,
+            tag: l.tag,
+            key: l.key,
+        })
+    }
+
     /// The data path's view of the logical switches, by domain, and what `show` says
     /// of each port.
     fn ovn_topo(&self, v: &View, dp_domain: &HashMap<Uuid, DomainId>) -> OvnTopo {
         let mut domains: Vec<Option<Arc<OvnDomain>>> = Vec::new();
+        let mut localnets = Vec::new();
         for (u, d) in &v.datapaths {
             let dom = usize::from(dp_domain[u]);
             if domains.len() <= dom {
@@ -384,7 +398,11 @@ impl Resolver<'_> {
                 groups,
                 has_unknown: d.has_unknown,
                 learning: d.learning.iter().map(|(_, k)| *k).collect(),
+                localnet: self.localnet(d),
             }));
+            if let Some(l) = domains[dom].as_ref().and_then(|o| o.localnet) {
+                localnets.push((l.uplink, l.tag, dp_domain[u]));
+            }
         }
         let port_status = v
             .ports
@@ -403,8 +421,10 @@ impl Resolver<'_> {
                 (name.clone(), s)
             })
             .collect();
+        localnets.sort_unstable();
         OvnTopo {
             domains,
+            localnets,
             chassis_of: self.chassis_of.take(),
             port_status,
         }

@@ -30,7 +30,7 @@ use tracing::{info, warn};
 
 use crate::config::ovn::OvnConfig;
 use crate::control::ops::Control;
-use crate::control::protocol::{OvnChassisRow, OvnPortRow, OvnReply};
+use crate::control::protocol::{OvnChassisRow, OvnLocalnetRow, OvnPortRow, OvnReply};
 
 /// What `vswitchctl ovn` shows, updated by every pass.
 #[derive(Debug, Default)]
@@ -51,7 +51,7 @@ impl Status {
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
 /// deployment").
-pub const SUPPORTED: [&str; 8] = [
+pub const SUPPORTED: [&str; 9] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
@@ -60,6 +60,7 @@ pub const SUPPORTED: [&str; 8] = [
     "MACs learned behind 'unknown' ports without port security, written to the FDB table; other chassis' FDB rows read back (unicast to the port, not _MC_unknown)",
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
+    "provider networks: a switch's localnet port whose network_name --ovn-bridge-mappings maps to an uplink is bridged there, VLAN-tagged by its tag; other chassis' ports of the switch are reached over that network, not tunnels",
 ];
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
@@ -68,7 +69,7 @@ pub const UNSUPPORTED: [&str; 5] = [
     "logical routers: frames to a router port's MAC are dropped (ovn_router_unsupported)",
     "native DHCP/DNS, load balancers, NAT, QoS: not run (they live in OVN's logical flows)",
     "port security by IP address (only the MACs of port_security are enforced)",
-    "port types other than VIF (localnet, localport, virtual, external, vtep): not bound",
+    "port types other than VIF (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
 ];
 
 /// `vswitchctl ovn`'s reply.
@@ -344,4 +345,21 @@ fn rows(view: &view::View, sb: &view::Sb) -> (Vec<OvnPortRow>, Vec<OvnChassisRow
         }
     }
     (ports, chassis.into_values().collect())
+}
+
+/// The provider networks of the view's logical switches, for `vswitchctl ovn`.
+pub(crate) fn provider_rows(view: &view::View) -> Vec<OvnLocalnetRow> {
+    view.datapaths
+        .values()
+        .filter_map(|d| {
+            let l = d.localnet.as_ref()?;
+            Some(OvnLocalnetRow {
+                logical_switch: d.name.clone(),
+                localnet_port: l.port.clone(),
+                network: l.network.clone(),
+                uplink: l.uplink.clone().unwrap_or_default(),
+                vlan: l.tag,
+            })
+        })
+        .collect()
 }

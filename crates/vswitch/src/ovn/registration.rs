@@ -24,6 +24,7 @@ pub struct Registration {
     hostname: String,
     ip: IpAddr,
     csum: bool,
+    bridge_mappings: String,
 }
 
 impl Registration {
@@ -34,11 +35,13 @@ impl Registration {
             hostname: cfg.hostname.clone(),
             ip,
             csum,
+            bridge_mappings: cfg.bridge_mappings_text(),
         }
     }
 
-    /// `Chassis.other_config`: the datapath type, interface types and the feature
-    /// flags of the deployment's ovn-controller ([`FEATURES`]).
+    /// `Chassis.other_config`: the datapath type, interface types, the bridge mappings
+    /// (`network:uplink`) and the feature flags of the deployment's ovn-controller
+    /// ([`FEATURES`]).
     fn other_config(&self) -> BTreeMap<String, String> {
         let mut m: BTreeMap<String, String> = FEATURES
             .iter()
@@ -47,7 +50,7 @@ impl Registration {
         m.insert("datapath-type".into(), "netdev".into());
         m.insert("iface-types".into(), IFACE_TYPES.into());
         m.insert("is-interconn".into(), "false".into());
-        m.insert("ovn-bridge-mappings".into(), String::new());
+        m.insert("ovn-bridge-mappings".into(), self.bridge_mappings.clone());
         m
     }
 

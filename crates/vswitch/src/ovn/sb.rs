@@ -90,12 +90,14 @@ ovsdb::model! {
         pub chassis: Option<Uuid> = "chassis",
         /// The chassis the CMS asks for (from `options:requested-chassis`).
         pub requested_chassis: Option<Uuid> = "requested_chassis",
-        /// `requested-chassis`, `peer` (router ports), ...
+        /// `requested-chassis`, `peer` (router ports), `network_name` (localnet), ...
         pub options: BTreeMap<String, String> = "options",
         /// Port security: `"MAC [IP...]"` entries.
         pub port_security: Vec<String> = "port_security",
         /// The port is up (set by its chassis once it runs).
         pub up: Option<bool> = "up",
+        /// A `localnet` port's VLAN (1..=4094); none: the network is untagged.
+        pub tag: Option<i64> = "tag",
     }
 }
 

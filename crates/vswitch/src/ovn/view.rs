@@ -29,6 +29,8 @@ pub struct Local<'a> {
     pub allow_acls: bool,
     /// Local port name -> the logical switch port it is.
     pub ports: &'a BTreeMap<String, String>,
+    /// Physical networks and the uplinks that reach them (`--ovn-bridge-mappings`).
+    pub mappings: &'a [crate::config::ovn::BridgeMapping],
 }
 
 /// What one local port is.
@@ -81,6 +83,26 @@ pub struct GroupView {
     pub remotes: Vec<(String, IpAddr)>,
 }
 
+/// The `localnet` port of a logical switch (a provider network): its frames to other
+/// chassis go out of an uplink onto the physical network instead of into tunnels, as
+/// ovn-controller bridges them (`controller/physical.c`: remote ports and multicast
+/// groups go through the localnet port when the datapath has one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalnetView {
+    /// The localnet logical port.
+    pub port: String,
+    /// Its key.
+    pub key: u16,
+    /// The physical network (`options:network_name`).
+    pub network: String,
+    /// The uplink mapped to the network; none: the network is not mapped here, and the
+    /// switch's other chassis are reached through tunnels (as ovn-controller ignores a
+    /// localnet port of an unplugged network).
+    pub uplink: Option<String>,
+    /// The VLAN frames carry on the network (`tag`; 0: untagged).
+    pub tag: u16,
+}
+
 /// One logical switch with a local port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatapathView {
@@ -99,6 +121,8 @@ pub struct DatapathView {
     /// Local ports that learn source MACs (`unknown` addresses, no port security):
     /// (name, key).
     pub learning: Vec<(String, u16)>,
+    /// Its `localnet` port, if it has one.
+    pub localnet: Option<LocalnetView>,
 }
 
 /// The derived view.
@@ -322,6 +346,7 @@ fn datapath(
         groups: Vec::new(),
         has_unknown: false,
         learning: Vec::new(),
+        localnet: None,
     };
     let place = place_ports(sb, ix, local, dp, local_of, &mut d);
     for (u, pb) in ix.ports(dp) {
@@ -339,13 +364,15 @@ fn datapath(
     d.fdb.sort();
     d.local.sort();
     d.learning.sort();
-    d.groups = groups(ix, dp, &place);
+    let bridged = d.localnet.as_ref().is_some_and(|l| l.uplink.is_some());
+    d.groups = groups(ix, dp, &place, bridged);
     Some(d)
 }
 
-/// Where each port of switch `dp` is: here (by local port name), on another chassis
-/// (its Geneve endpoint), a router port, or nowhere yet. Notes the switch's local
-/// ports, learning ports and `unknown` addresses in `d`.
+/// Where each port of switch `dp` is: here (by local port name; a mapped `localnet`
+/// port is its uplink), on another chassis (its Geneve endpoint), a router port, or
+/// nowhere yet. Notes the switch's local ports, learning ports, `unknown` addresses and
+/// localnet port in `d`.
 fn place_ports(
     sb: &Sb,
     ix: &Index<'_>,
@@ -361,7 +388,13 @@ fn place_ports(
         };
         let unknown = pb.mac.iter().any(|m| m == "unknown");
         d.has_unknown |= unknown;
-        if let Some(name) = local_of.get(u) {
+        if pb.kind == "localnet" {
+            let l = localnet(local, pb, key);
+            if let Some(up) = &l.uplink {
+                place.insert(*u, DestView::Local(up.clone()));
+            }
+            d.localnet = Some(l);
+        } else if let Some(name) = local_of.get(u) {
             d.local.push((name.to_string(), key));
             if unknown && pb.port_security.is_empty() {
                 d.learning.push((name.to_string(), key));
@@ -387,8 +420,36 @@ fn place_ports(
     place
 }
 
-/// The multicast groups of switch `dp` with a member here or on another chassis.
-fn groups(ix: &Index<'_>, dp: Uuid, place: &HashMap<Uuid, DestView>) -> Vec<GroupView> {
+/// Localnet port `pb` (key `key`) as this chassis bridges it: to the uplink its
+/// network is mapped to, with its VLAN.
+fn localnet(local: &Local<'_>, pb: &PortBinding, key: u16) -> LocalnetView {
+    let network = pb.options.get("network_name").cloned().unwrap_or_default();
+    LocalnetView {
+        port: pb.logical_port.clone(),
+        key,
+        uplink: local
+            .mappings
+            .iter()
+            .find(|m| m.network == network)
+            .map(|m| m.uplink.clone()),
+        network,
+        tag: pb
+            .tag
+            .and_then(|t| u16::try_from(t).ok())
+            .filter(|t| (1..=4094).contains(t))
+            .unwrap_or(0),
+    }
+}
+
+/// The multicast groups of switch `dp` with a member here or on another chassis. On a
+/// switch `bridged` to a physical network, other chassis get their copies from the
+/// network, not through tunnels.
+fn groups(
+    ix: &Index<'_>,
+    dp: Uuid,
+    place: &HashMap<Uuid, DestView>,
+    bridged: bool,
+) -> Vec<GroupView> {
     let mut out = Vec::new();
     for g in ix.groups.get(&dp).map_or(&[][..], Vec::as_slice) {
         let Ok(key) = u16::try_from(g.tunnel_key) else {
@@ -406,7 +467,7 @@ fn groups(ix: &Index<'_>, dp: Uuid, place: &HashMap<Uuid, DestView>) -> Vec<Grou
             match place.get(m) {
                 Some(DestView::Local(n)) => gv.local.push(n.clone()),
                 Some(DestView::Remote { chassis, ip, .. })
-                    if !gv.remotes.iter().any(|(c, _)| c == chassis) =>
+                    if !bridged && !gv.remotes.iter().any(|(c, _)| c == chassis) =>
                 {
                     gv.remotes.push((chassis.clone(), *ip));
                 }
@@ -487,6 +548,7 @@ mod tests {
             options: Default::default(),
             port_security: Vec::new(),
             up: Some(false),
+            tag: None,
         }
     }
 
@@ -572,6 +634,7 @@ mod tests {
             chassis: Some(uuid(11)),
             allow_acls,
             ports,
+            mappings: &[],
         }
     }
 
@@ -727,6 +790,57 @@ mod tests {
         s.ports.get_mut(&uuid(105)).unwrap().port_security = vec!["0a:00:00:00:00:09".into()];
         let v = derive(&s, &local(&ps, false));
         assert!(v.datapaths[&uuid(1)].learning.is_empty());
+    }
+
+    /// A localnet port whose network is mapped here bridges its switch to the uplink:
+    /// the uplink is a member of the switch's groups and the other chassis get no
+    /// tunnelled copies; unmapped, the switch stays on tunnels. Remote ports keep their
+    /// chassis (the data path sends to them through the uplink).
+    #[test]
+    fn localnet_bridges_a_switch_to_its_uplink() {
+        let mut s = sb();
+        let mut ln = pb("ln-sw0", uuid(1), 9, "unknown", None);
+        ln.kind = "localnet".into();
+        ln.options.insert("network_name".into(), "physnet1".into());
+        ln.tag = Some(100);
+        s.ports.insert(uuid(106), ln);
+        s.groups[0].ports.push(uuid(106));
+        let ps = ports(&[("vm1", "p-here")]);
+        let maps = [crate::config::ovn::BridgeMapping {
+            network: "physnet1".into(),
+            uplink: "phys".into(),
+        }];
+        let mut l = local(&ps, false);
+        l.mappings = &maps;
+        let v = derive(&s, &l);
+        let d = &v.datapaths[&uuid(1)];
+        assert_eq!(
+            d.localnet,
+            Some(LocalnetView {
+                port: "ln-sw0".into(),
+                key: 9,
+                network: "physnet1".into(),
+                uplink: Some("phys".into()),
+                tag: 100,
+            })
+        );
+        assert_eq!(
+            d.groups,
+            vec![GroupView {
+                key: 0x8000,
+                local: vec!["phys".into(), "vm1".into()],
+                remotes: vec![],
+            }]
+        );
+        assert!(d
+            .fdb
+            .iter()
+            .any(|(_, t)| matches!(t, DestView::Remote { key: 3, .. })));
+        let v = derive(&s, &local(&ps, false));
+        let d = &v.datapaths[&uuid(1)];
+        assert_eq!(d.localnet.as_ref().map(|l| l.uplink.clone()), Some(None));
+        assert_eq!(d.groups[0].local, vec!["vm1".to_string()]);
+        assert_eq!(d.groups[0].remotes.len(), 1, "unmapped: tunnels");
     }
 
     /// A switch no changed row touched is taken from the previous view as it is (the
