@@ -68,7 +68,10 @@ pub fn resolve(
     } = s;
     let Some((field, remote)) = remote else {
         if let Some((field, _)) = bridge_mappings {
-            return Err(invalid(field, "bridge mappings are only used with --ovn-remote"));
+            return Err(invalid(
+                field,
+                "bridge mappings are only used with --ovn-remote",
+            ));
         }
         if let Some((field, p)) = ports.iter().find(|(_, p)| p.iface_id.is_some()) {
             return Err(invalid(
@@ -196,7 +199,10 @@ fn parse_bridge_mappings(
         });
     }
     if out.is_empty() {
-        return Err(invalid(field, "expected NETWORK:UPLINK[,NETWORK:UPLINK...]"));
+        return Err(invalid(
+            field,
+            "expected NETWORK:UPLINK[,NETWORK:UPLINK...]",
+        ));
     }
     Ok(out)
 }

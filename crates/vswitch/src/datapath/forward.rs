@@ -322,10 +322,9 @@ impl Pipeline {
 #[inline]
 fn provider_vlan(src: &Source<'_>, dst: PortId) -> u16 {
     match src.mode {
-        super::pipeline::Mode::Ovn(o) => o
-            .localnet
-            .filter(|l| l.uplink == dst)
-            .map_or(0, |l| l.tag),
+        super::pipeline::Mode::Ovn(o) => {
+            o.localnet.filter(|l| l.uplink == dst).map_or(0, |l| l.tag)
+        }
         _ => 0,
     }
 }

@@ -105,10 +105,24 @@ impl Pipeline {
         // SAFETY: every frame described lies in `u.buf` (IN_LINEAR), which this
         // function owns and does not change while `frames` lives; the area is empty.
         let frames = unsafe { HostFrames::new(std::ptr::null(), 0, &u.buf) };
+        self.switch_untagged(topo, tp, queue, &frames, &mut u.pkts, &u.domains);
+        self.untagged = u;
+    }
+
+    /// Switches `pkts` (in `frames`, each in domain `domains[i]`) in runs of one domain.
+    fn switch_untagged(
+        &mut self,
+        topo: &Topology,
+        tp: &TopoPort,
+        queue: u16,
+        frames: &HostFrames<'_>,
+        pkts: &mut [Pkt],
+        domains: &[DomainId],
+    ) {
         let mut i = 0;
-        while i < u.pkts.len() {
-            let domain = u.domains[i];
-            let j = i + u.domains[i..].iter().take_while(|&&d| d == domain).count();
+        while i < pkts.len() {
+            let domain = domains[i];
+            let j = i + domains[i..].iter().take_while(|&&d| d == domain).count();
             let key = self
                 .switch
                 .domains
@@ -132,12 +146,10 @@ impl Pipeline {
                 security: None,
                 mac_limit: tp.mac_limit,
             };
-            self.classify(topo, &src, &frames, &mut u.pkts[i..j]);
-            self.forward(topo, &src, queue, &frames, &mut u.pkts[i..j]);
+            self.classify(topo, &src, frames, &mut pkts[i..j]);
+            self.forward(topo, &src, queue, frames, &mut pkts[i..j]);
             i = j;
         }
-        drop(frames);
-        self.untagged = u;
     }
 }
 

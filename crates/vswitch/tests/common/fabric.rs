@@ -211,7 +211,13 @@ pub struct Capture {
 
 impl Capture {
     pub fn start(f: &Fabric, k: usize, dir: &TempDir) -> Capture {
-        let file = dir.path(&format!("underlay-{}.pcap", f.port[k]));
+        Capture::on(f, &f.port[k], "udp port 6081", dir)
+    }
+
+    /// A capture of fabric bridge port `port`, of the frames tcpdump filter `filter`
+    /// matches.
+    pub fn on(f: &Fabric, port: &str, filter: &str, dir: &TempDir) -> Capture {
+        let file = dir.path(&format!("underlay-{port}.pcap"));
         let mut child = Command::new("ip")
             .args([
                 "netns",
@@ -224,11 +230,11 @@ impl Capture {
                 "-s",
                 "256",
                 "-i",
-                &f.port[k],
+                port,
                 "-w",
             ])
             .arg(&file)
-            .arg("udp port 6081")
+            .arg(filter)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -1,0 +1,225 @@
+//! OVN provider networks (issue 28 §1), in a real OVN deployment: logical switch sw0
+//! has a `localnet` port for physnet1 on VLAN 100. **hv1** is Open vSwitch +
+//! ovn-controller (`ovn-bridge-mappings=physnet1:br-phy`), **hv2** is vswitchd
+//! (`--ovn-bridge-mappings physnet1:phys`, `phys` an AF_XDP uplink of its own), and
+//! **host** is a plain Linux namespace with a VLAN 100 interface, no switch. The
+//! "physical network" is the fabric's Linux bridge, which also carries the underlay.
+//!
+//! - All three ping each other and move TCP (sha256 checked).
+//! - On hv2's physical port, sw0's frames are tagged 100 (none untagged); on its
+//!   underlay port no Geneve frame passes: chassis reach each other over the
+//!   physical network, not through tunnels, as OVN does for switches with a
+//!   localnet port.
+
+mod common;
+
+use common::chassis::*;
+use common::fabric::{tunnels, Capture, Fabric};
+use common::ovn::OvnCentral;
+use common::ovs::Ovs;
+use common::*;
+
+/// MiB per TCP transfer.
+const TCP_MB: usize = 16;
+
+/// The host's VLAN interface.
+const HOST_IF: &str = "vlan100";
+
+/// A VLAN interface `name` for VLAN `vid` on `link` in namespace `ns`, as the kernel's
+/// 802.1Q driver makes one (`ip link add link LINK type vlan`), which this test
+/// machine's kernel lacks (no CONFIG_VLAN_8021Q): a tap whose frames a script tags onto
+/// `link` (a packet socket), and whose receive gets `link`'s frames of the VLAN
+/// untagged (the tag read from the frame, or from the packet's metadata where the
+/// kernel moved it). Runs until dropped.
+fn vlan_interface(ns: &str, link: &str, name: &str, vid: u16) -> KillOnDrop {
+    let script = format!(
+        "import fcntl,os,socket,struct,select\n\
+         tap=os.open('/dev/net/tun',os.O_RDWR)\n\
+         fcntl.ioctl(tap,0x400454ca,struct.pack('16sH',b'{name}',0x0002|0x1000))\n\
+         s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(3))\n\
+         s.bind(('{link}',0)); s.setsockopt(263,8,1)\n\
+         tag=struct.pack('!HH',0x8100,{vid})\n\
+         print('ready',flush=True)\n\
+         while True:\n\
+         \x20r,_,_=select.select([tap,s],[],[])\n\
+         \x20if tap in r:\n\
+         \x20\x20f=os.read(tap,65536); s.send(f[:12]+tag+f[12:])\n\
+         \x20if s in r:\n\
+         \x20\x20f,anc,_,addr=s.recvmsg(65536,socket.CMSG_SPACE(20))\n\
+         \x20\x20if addr[2]==4: continue\n\
+         \x20\x20v=None\n\
+         \x20\x20for l,t,d in anc:\n\
+         \x20\x20\x20st,_,_,_,_,tci,_=struct.unpack('IIIHHHH',d[:20])\n\
+         \x20\x20\x20if l==263 and t==8 and st&0x10: v=tci&0xfff\n\
+         \x20\x20if v is None and f[12:14]==b'\\x81\\x00': v=struct.unpack('!H',f[14:16])[0]&0xfff; f=f[:12]+f[16:]\n\
+         \x20\x20if v=={vid}: os.write(tap,f)\n"
+    );
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        "ready",
+        "the VLAN interface script did not start"
+    );
+    KillOnDrop(child)
+}
+
+/// Turns off VLAN tag offload on `dev` in namespace `ns`: tags stay in the frames'
+/// bytes, where a generic-mode XDP program (and a capture) sees them, rather than in
+/// the kernel's packet metadata.
+fn tags_inline(f: &Fabric, ns: &str, dev: &str) {
+    f.exec(
+        ns,
+        &["ethtool", "-K", dev, "rxvlan", "off", "txvlan", "off"],
+    );
+}
+
+#[test]
+fn a_provider_network_is_bridged_to_its_uplink() {
+    let _g = serial();
+    setup_host();
+    let f = Fabric::new("opn", 3, 1600);
+    let dir = TempDir::new("ovn-localnet");
+    let c = OvnCentral::start(&dir);
+    c.nbctl(&["ls-add", "sw0"]);
+    for (lsp, addr) in [
+        ("lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
+        ("lsp-a", format!("{TAP_MAC} 10.0.0.2")),
+    ] {
+        c.nbctl(&["lsp-add", "sw0", lsp]);
+        c.nbctl(&["lsp-set-addresses", lsp, &addr]);
+    }
+    c.nbctl(&["lsp-add", "sw0", "ln-sw0"]);
+    c.nbctl(&["lsp-set-type", "ln-sw0", "localnet"]);
+    c.nbctl(&["lsp-set-addresses", "ln-sw0", "unknown"]);
+    c.nbctl(&["lsp-set-options", "ln-sw0", "network_name=physnet1"]);
+    c.nbctl(&["set", "logical_switch_port", "ln-sw0", "tag=100"]);
+
+    // hv2's physical port: a veth of its own on the fabric bridge.
+    let id = std::process::id() % 10000;
+    let (phys, peer) = (format!("vopn{id}x"), format!("vopn{id}y"));
+    run(&[
+        "ip", "link", "add", &phys, "type", "veth", "peer", "name", &peer,
+    ]);
+    run(&["ip", "link", "set", &phys, "netns", &f.ns[1]]);
+    run(&["ip", "link", "set", &peer, "netns", &f.fabric]);
+    f.exec(
+        &f.fabric,
+        &[
+            "ip", "link", "set", &peer, "mtu", "1600", "master", "br0", "up",
+        ],
+    );
+    let v6 = format!("net.ipv6.conf.{phys}.disable_ipv6=1");
+    f.exec(&f.ns[1], &["sysctl", "-qw", &v6]);
+    f.exec(&f.ns[1], &["ip", "link", "set", &phys, "mtu", "1600", "up"]);
+    tags_inline(&f, &f.ns[1], &phys);
+    for p in f.port.iter().chain(std::iter::once(&peer)) {
+        tags_inline(&f, &f.fabric, p);
+    }
+
+    // host: VLAN 100 on its fabric link, through a userspace 802.1Q driver.
+    let h = &f.ns[2];
+    let _vlan = vlan_interface(h, &f.link[2], HOST_IF, 100);
+    let v6 = format!("net.ipv6.conf.{HOST_IF}.disable_ipv6=1");
+    f.exec(h, &["sysctl", "-qw", &v6]);
+    f.exec(h, &["ip", "link", "set", HOST_IF, "mtu", "1500", "up"]);
+    f.exec(h, &["ip", "addr", "add", "10.0.0.3/24", "dev", HOST_IF]);
+
+    let hv1 = Ovs::ovn_chassis(&f, 0, &dir, "hv1", &c.sb_remote());
+    hv1.vsctl(&[
+        "set",
+        "open",
+        ".",
+        "external_ids:ovn-bridge-mappings=physnet1:br-phy",
+    ]);
+    hv1.vif(&f, "vif0", "lsp-hv1", HV1_VIF, "10.0.0.1/24", 1500);
+    let ta = format!("vopn{id}a");
+    let mut args = chassis_args(&f, 1, &c, "hv2", &tap("ta", &ta, "lsp-a"));
+    args.extend([
+        "--uplink".to_string(),
+        format!("phys={phys},mode=generic"),
+        "--ovn-bridge-mappings".into(),
+        "physnet1:phys".into(),
+    ]);
+    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2", &args);
+    tap_up(&f, 1, &ta, TAP_MAC, "10.0.0.2/24");
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+
+    // The database and vswitchctl say what this chassis bridges.
+    assert_eq!(
+        c.sb_get("Port_Binding", "logical_port", "ln-sw0", "tag"),
+        "100"
+    );
+    let mappings = c.sbctl(&["get", "chassis", "hv2", "other_config:ovn-bridge-mappings"]);
+    assert_eq!(mappings.trim().trim_matches('"'), "physnet1:phys");
+    let r = ovn(&sw);
+    assert_eq!(r.provider_networks.len(), 1, "{:?}", r.provider_networks);
+    let pn = &r.provider_networks[0];
+    assert_eq!(
+        (pn.localnet_port.as_str(), pn.uplink.as_str(), pn.vlan),
+        ("ln-sw0", "phys", 100)
+    );
+
+    let mut on_phys = Capture::on(&f, &peer, "greater 0", &dir);
+    let mut underlay = Capture::start(&f, 1, &dir);
+    let (hv1_ns, hv2_ns) = (&f.ns[0], &f.ns[1]);
+    for (from, to, what) in [
+        (hv2_ns, "10.0.0.1", "hv2 -> hv1"),
+        (hv2_ns, "10.0.0.3", "hv2 -> host"),
+        (hv1_ns, "10.0.0.2", "hv1 -> hv2"),
+        (hv1_ns, "10.0.0.3", "hv1 -> host"),
+        (h, "10.0.0.1", "host -> hv1"),
+        (h, "10.0.0.2", "host -> hv2"),
+    ] {
+        assert!(ping_ok(from, to, 20), "{what}: no answer");
+    }
+    tcp_transfer(Some(hv1_ns), Some(hv2_ns), "10.0.0.1", TCP_MB);
+    tcp_transfer(Some(hv2_ns), Some(hv1_ns), "10.0.0.2", TCP_MB);
+    tcp_transfer(Some(h), Some(hv2_ns), "10.0.0.3", TCP_MB);
+    tcp_transfer(Some(hv2_ns), Some(h), "10.0.0.2", TCP_MB);
+    tcp_transfer(Some(hv1_ns), Some(h), "10.0.0.1", TCP_MB);
+    on_phys.stop();
+    underlay.stop();
+
+    let tagged = on_phys
+        .fields("vlan.id == 100 && ip.addr == 10.0.0.0/24", &["frame.len"])
+        .len();
+    let untagged = on_phys
+        .fields("!vlan && ip.addr == 10.0.0.0/24", &["frame.len"])
+        .len();
+    let largest = on_phys
+        .fields("vlan.id == 100", &["frame.len"])
+        .iter()
+        .filter_map(|r| r.first()?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    let geneve = underlay.fields("geneve", &["geneve.vni"]).len();
+    eprintln!(
+        "hv2's physical port: {tagged} frames of sw0 tagged 100 (largest {largest} B), {untagged} untagged; \
+         Geneve frames on its underlay port: {geneve}"
+    );
+    assert!(
+        tagged > 2 * (TCP_MB << 20) / 1500,
+        "{tagged} tagged frames for 4 x {TCP_MB} MiB through hv2"
+    );
+    assert_eq!(untagged, 0, "sw0's frames leave hv2 tagged");
+    assert!(
+        largest <= 1600 + 18,
+        "segmented to the network's MTU: {largest}"
+    );
+    assert_eq!(geneve, 0, "sw0 is bridged: no tunnel between hv1 and hv2");
+    let t = tunnels(&sw);
+    assert!(
+        t.iter().all(|t| t.tx_packets == 0),
+        "vswitchd sent nothing into its tunnel: {t:?}"
+    );
+    for reason in ["bad_descriptor", "no_destination"] {
+        assert_eq!(drops(&sw, "ta", reason), 0, "ta: {reason}");
+    }
+}
