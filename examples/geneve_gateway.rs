@@ -104,10 +104,10 @@ fn main() -> Result<()> {
     // 3. The tunnel's sockets: one receiving on port 6081, a few sending, each
     //    bound to its own ephemeral port (the outer source port carries flow
     //    entropy for ECMP and RSS, RFC 8926 §3.3). Never fragment: a datagram
-    //    over the path MTU is an error, not two fragments. No outer UDP
-    //    checksum (RFC 8926 §3.3 allows zero over IPv4; vswitchd's default):
-    //    the inner frame carries its own checksums, and a receiver reading the
-    //    wire before the kernel (AF_XDP on a veth) would see a partial one.
+    //    over the path MTU is an error, not two fragments. The kernel adds the
+    //    outer UDP checksum (on a veth it stays partial: a receiver reading the
+    //    wire before a kernel sees only the pseudo-header's sum, which vswitchd
+    //    accepts).
     let rx = UdpSocket::bind(SocketAddrV4::new(args.local, geneve::wire::UDP_PORT))?;
     let remote = SocketAddrV4::new(args.remote, geneve::wire::UDP_PORT);
     let mut senders = Vec::new();
@@ -120,7 +120,6 @@ fn main() -> Result<()> {
             libc::IP_MTU_DISCOVER,
             libc::IP_PMTUDISC_DO,
         )?;
-        tap::set_int(&s, libc::SOL_SOCKET, libc::SO_NO_CHECK, 1)?;
         senders.push(s);
     }
 

@@ -140,6 +140,13 @@ pub struct Decapsulator {
     pub verify_checksums: bool,
     /// Accept a zero UDP checksum over IPv6 (RFC 6935/6936). Default false.
     pub allow_ipv6_zero_checksum: bool,
+    /// Accept a UDP checksum field that holds only the pseudo-header's sum: a frame
+    /// whose checksum a local sender left to offload (Linux CHECKSUM_PARTIAL), read
+    /// before anything completed it (AF_XDP or a packet socket on a veth whose peer
+    /// is a kernel stack). Such a frame's addresses and length are still verified; its
+    /// payload is not, as with a zero checksum (RFC 8926 §3.3 makes verification a
+    /// MAY). Default false.
+    pub accept_partial_checksum: bool,
 }
 
 impl Default for Decapsulator {
@@ -149,6 +156,7 @@ impl Default for Decapsulator {
             udp_port: wire::UDP_PORT,
             verify_checksums: true,
             allow_ipv6_zero_checksum: false,
+            accept_partial_checksum: false,
         }
     }
 }
@@ -280,7 +288,10 @@ impl Decapsulator {
                 }
                 _ => unreachable!("both addresses come from one IP header"),
             };
-            if add(add(pseudo, udp_len), checksum::sum_fast(udp)) != 0xffff {
+            let header = add(pseudo, udp_len);
+            if add(header, checksum::sum_fast(udp)) != 0xffff
+                && !(self.accept_partial_checksum && same_sum(ucs, header))
+            {
                 return Err(DropReason::BadUdpChecksum);
             }
         }
@@ -381,6 +392,14 @@ fn decapsulate_payload<'a>(
         inner: &g[p.header_len()..],
         inner_offset: p.header_len(),
     })
+}
+
+/// Whether checksum field `field` holds ones' complement sum `sum` (0 and 0xffff are
+/// the same number).
+#[inline]
+fn same_sum(field: u16, sum: u16) -> bool {
+    let norm = |v: u16| if v == 0xffff { 0 } else { v };
+    norm(field) == norm(sum)
 }
 
 #[cfg(test)]
@@ -574,6 +593,33 @@ mod tests {
             ..Decapsulator::default()
         };
         assert_eq!(dec.decapsulate(&f).unwrap().vni, 3);
+    }
+
+    /// A checksum field holding the pseudo-header's sum (what Linux leaves for
+    /// offload) passes only when allowed; a field naming other addresses does not.
+    #[test]
+    fn partial_checksum_policy() {
+        let mut t = template(true, &[]);
+        let mut f = encap(&mut t);
+        let udp_len = (f.len() - 34) as u16;
+        let pseudo = checksum::pseudo_header_v4([10, 0, 0, 1], [10, 0, 0, 2], 17, 0);
+        f[40..42].copy_from_slice(&add(pseudo, udp_len).to_be_bytes());
+        let strict = Decapsulator::default();
+        assert_eq!(
+            strict.decapsulate(&f).unwrap_err(),
+            DropReason::BadUdpChecksum
+        );
+        let lenient = Decapsulator {
+            accept_partial_checksum: true,
+            ..Decapsulator::default()
+        };
+        assert_eq!(lenient.decapsulate(&f).unwrap().vni, 42);
+        let other = checksum::pseudo_header_v4([10, 0, 0, 9], [10, 0, 0, 2], 17, 0);
+        f[40..42].copy_from_slice(&add(other, udp_len).to_be_bytes());
+        assert_eq!(
+            lenient.decapsulate(&f).unwrap_err(),
+            DropReason::BadUdpChecksum
+        );
     }
 
     #[test]

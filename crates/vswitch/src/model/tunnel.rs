@@ -237,6 +237,9 @@ impl Tep {
         let mut decap = geneve::decap::Decapsulator {
             udp_port: config.port,
             allow_ipv6_zero_checksum: false,
+            // A kernel sender on this host (a veth peer) hands AF_XDP its frames with
+            // the UDP checksum left to offload.
+            accept_partial_checksum: true,
             ..Default::default()
         };
         for o in &config.options {
