@@ -305,8 +305,12 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
     println!("ports:");
     for p in &r.ports {
         if p.bound {
+            let role = match p.role.as_str() {
+                "" | "main" => String::new(),
+                r => format!("  ({r} chassis)"),
+            };
             println!(
-                "  {} = {}  logical switch {} (vni {})  key {}  {}",
+                "  {} = {}  logical switch {} (vni {})  key {}  {}{role}",
                 p.port,
                 p.logical_port,
                 p.logical_switch,

@@ -99,6 +99,7 @@ fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {
                     )
                 }
                 Dest::Router => "ovn router port (unsupported)".to_string(),
+                Dest::Multi(key) => format!("ovn port {key} on several chassis"),
             },
             age_secs: r.age_secs,
             is_static: r.is_static,

@@ -580,6 +580,10 @@ pub struct OvnPortRow {
     pub key: u16,
     /// Why it is not bound (empty when bound).
     pub why_unbound: String,
+    /// How this chassis holds the binding: `main`, `additional`, or `additional,
+    /// awaiting RARP` (a live migration's destination before activation).
+    #[serde(default)]
+    pub role: String,
 }
 
 /// A provider network in `vswitchctl ovn`: a logical switch with a `localnet` port.

@@ -274,7 +274,9 @@ pub fn l2_decide(
             Some(Dest::Remote(_)) if src.tep.is_some() => Action::Drop(DropReason::SplitHorizon),
             Some(Dest::Remote(r)) => Action::Encap(r, 0),
             // OVN's destinations live only in OVN domains.
-            Some(Dest::RemotePort { .. } | Dest::Router) => Action::Drop(DropReason::NoDestination),
+            Some(Dest::RemotePort { .. } | Dest::Multi(_) | Dest::Router) => {
+                Action::Drop(DropReason::NoDestination)
+            }
             None => Action::Flood(src.domain),
         }
     };
@@ -334,6 +336,8 @@ fn ovn_decide(
             Some(Dest::RemotePort { .. } | Dest::Remote(_)) => {
                 Action::Drop(DropReason::SplitHorizon)
             }
+            Some(Dest::Multi(key)) if src.tep.is_none() => Action::Multicast(src.domain, key),
+            Some(Dest::Multi(_)) => Action::Drop(DropReason::SplitHorizon),
             Some(Dest::Router) => Action::Drop(DropReason::OvnRouterUnsupported),
             None if o.has_unknown => Action::Multicast(src.domain, ovn::MC_UNKNOWN),
             None => Action::Drop(DropReason::OvnUnknownUnicast),

@@ -8,8 +8,10 @@
 //! - [`offload`]: software checksum completion and segmentation;
 //! - [`gro`]: software GRO of tunnelled TCP toward guests and taps;
 //! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay);
-//! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out).
+//! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out);
+//! - [`activation`]: OVN's RARP activation of a port on a migration's destination.
 
+pub mod activation;
 pub mod classify;
 pub mod forward;
 pub mod gro;

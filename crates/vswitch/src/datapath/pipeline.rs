@@ -131,6 +131,8 @@ pub struct Pipeline {
     pub(super) gro: super::gro::Gro,
     /// Frames of OVN provider networks, without their VLAN tags.
     pub(super) untagged: super::localnet::Untagged,
+    /// The RARP frames of a port awaiting activation.
+    pub(super) rarp: Vec<Pkt>,
 }
 
 impl Pipeline {
@@ -160,6 +162,7 @@ impl Pipeline {
             encap_scratch: Vec::new(),
             gro: Default::default(),
             untagged: Default::default(),
+            rarp: Vec::new(),
             switch,
         }
     }
@@ -210,6 +213,13 @@ impl BurstHandler for Run<'_> {
             return;
         }
         let src = Source::local(self.topo, tp);
+        if let Mode::Ovn(o) = src.mode {
+            if o.blocks(tp.ovn_key) {
+                self.pipeline
+                    .awaiting_activation(self.topo, &src, queue, burst, pkts);
+                return;
+            }
+        }
         self.pipeline.classify(self.topo, &src, burst, pkts);
         self.pipeline.forward(self.topo, &src, queue, burst, pkts);
     }

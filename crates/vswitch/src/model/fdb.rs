@@ -41,6 +41,9 @@ pub enum Dest {
         /// The logical port's key (`Port_Binding.tunnel_key`).
         key: u16,
     },
+    /// An OVN logical port bound on several chassis (a live migration): delivered as
+    /// the logical switch's group of this key (the port's key), one copy per place.
+    Multi(u16),
     /// The MAC of an OVN logical router port: frames to it need OVN's router pipeline,
     /// which vswitchd does not run (dropped as `ovn_router_unsupported`).
     Router,

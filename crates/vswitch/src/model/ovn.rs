@@ -59,8 +59,9 @@ pub fn find_option(options: &[u8]) -> Option<(u16, u16)> {
         })
 }
 
-/// One multicast group of a logical switch (`Multicast_Group`): its members here and
-/// the other chassis that have members.
+/// One multicast group of a logical switch (`Multicast_Group`), or the places of a
+/// port bound on several chassis (keyed by the port's key): its members here and the
+/// other chassis that have members.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct McGroup {
     /// The group's key (`tunnel_key`, 0x8000 and up).
@@ -90,6 +91,10 @@ pub struct OvnDomain {
     /// security), as OVN's `ls_in_put_fdb` stage does; the chassis writes what they
     /// learn to the Southbound `FDB` table.
     pub learning: Vec<u16>,
+    /// Keys of the local ports whose binding here awaits activation
+    /// (`activation-strategy=rarp` on an additional chassis): only their RARP frames
+    /// pass, and nothing reaches them.
+    pub blocked: Vec<u16>,
     /// The switch is a provider network bridged to an uplink (its `localnet` port's
     /// network is mapped here): frames to ports on other chassis, and the copies of
     /// multicast groups they would get, go out of the uplink with the VLAN tag.
@@ -121,6 +126,12 @@ impl OvnDomain {
     #[inline]
     pub fn learns(&self, key: u16) -> bool {
         key != 0 && self.learning.contains(&key)
+    }
+
+    /// Whether the local port with key `key` awaits activation.
+    #[inline]
+    pub fn blocks(&self, key: u16) -> bool {
+        !self.blocked.is_empty() && self.blocked.contains(&key)
     }
 
     /// Group `key`, if it has members the switch reaches.

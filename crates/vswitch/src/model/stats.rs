@@ -68,11 +68,15 @@ pub enum DropReason {
     /// pipeline, which a vswitchd chassis does not run (README, "Joining an OVN
     /// deployment").
     OvnRouterUnsupported,
+    /// From an OVN port whose binding on this chassis awaits activation (an additional
+    /// chassis with `activation-strategy=rarp`, before the port's RARP): only RARP
+    /// passes.
+    OvnNotActivated,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 19] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -91,6 +95,7 @@ impl DropReason {
         DropReason::OvnUnbound,
         DropReason::OvnUnknownUnicast,
         DropReason::OvnRouterUnsupported,
+        DropReason::OvnNotActivated,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -114,6 +119,7 @@ impl DropReason {
             DropReason::OvnUnbound => "ovn_unbound",
             DropReason::OvnUnknownUnicast => "ovn_unknown_unicast",
             DropReason::OvnRouterUnsupported => "ovn_router_unsupported",
+            DropReason::OvnNotActivated => "ovn_not_activated",
         }
     }
 }

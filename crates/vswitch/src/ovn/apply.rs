@@ -2,10 +2,11 @@
 //! topology change (ports' domains and port security, the logical switches' groups, the
 //! MACs as static FDB entries), mark running ports up, report `nb_cfg`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use ovsdb::{Client, Condition, Operation, Row, Uuid};
+use ovsdb::{Client, Condition, Mutation, Mutator, Operation, Row, Uuid};
 use tracing::info;
 
 use super::rows::Dirty;
@@ -31,6 +32,9 @@ pub struct Pass {
     placed: Vec<PortId>,
     /// What changed since the view was last published.
     touched: Touched,
+    /// The local ports that announced themselves (RARP) while awaiting activation,
+    /// as the last pass saw them.
+    announced: BTreeSet<String>,
 }
 
 impl Pass {
@@ -59,6 +63,7 @@ impl Pass {
             .keys()
             .filter_map(|n| topo.by_name(n).map(|p| p.port.id))
             .collect();
+        let announced = announced(&topo);
         drop(topo);
         let view_rows = dirty.all || dirty.touches_view();
         let (me, private) = {
@@ -87,11 +92,14 @@ impl Pass {
         let same_ports = settled
             .as_ref()
             .is_some_and(|(p, i, m)| (p, i, *m) == (&ports, &ids, me));
-        if !same_ports {
-            // Other local ports (or a first pass): no switch's view carries over.
+        let news = announced != self.announced;
+        if !same_ports || news {
+            // Other local ports (or a first pass), or a port activated here: no
+            // switch's view carries over.
             self.touched.all = true;
         }
-        if view_rows || !same_ports {
+        self.announced = announced;
+        if view_rows || !same_ports || news {
             self.derive_and_apply(ctl, client, cfg, status, (&ports, &ids), me)
                 .await?;
         }
@@ -126,9 +134,11 @@ impl Pass {
             allow_acls: cfg.allow_unenforced_acls,
             ports,
             mappings: &cfg.bridge_mappings,
+            announced: &self.announced,
         };
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
-        self.claim(client, &v, me).await?;
+        forget_announcements(ctl, &v);
+        self.claim(client, &v, me, &cfg.chassis).await?;
         let fresh =
             self.published.as_ref().is_none_or(|p| !same_but_up(p, &v)) || ids != self.placed;
         if fresh {
@@ -157,8 +167,9 @@ impl Pass {
         Ok(())
     }
 
-    /// Claims what the view binds here and releases what no local port is any more.
-    async fn claim(&self, client: &Client, v: &View, me: Uuid) -> Result<(), String> {
+    /// Claims what the view binds here (main or additional) and releases what no local
+    /// port is any more; marks bindings activated here (`name`: this chassis).
+    async fn claim(&self, client: &Client, v: &View, me: Uuid, name: &str) -> Result<(), String> {
         let mut ops = Vec::new();
         for pb in &v.claims {
             ops.push(Operation::update(
@@ -174,6 +185,20 @@ impl Pass {
                 Row::new().with("chassis", None::<Uuid>).with("up", false),
             ));
         }
+        let me_set: BTreeSet<Uuid> = [me].into();
+        for (pbs, mutator) in [(&v.joins, Mutator::Insert), (&v.leaves, Mutator::Delete)] {
+            for pb in pbs {
+                ops.push(Operation::mutate(
+                    "Port_Binding",
+                    vec![Condition::uuid(*pb)],
+                    vec![Mutation::new("additional_chassis", mutator, &me_set)],
+                ));
+            }
+        }
+        let sb = self.sb.as_ref().expect("rows decoded");
+        for pb in &v.activations {
+            ops.push(activate(sb, *pb, name));
+        }
         if ops.is_empty() {
             return Ok(());
         }
@@ -184,6 +209,9 @@ impl Pass {
         info!(
             claimed = v.claims.len(),
             released = v.releases.len(),
+            joined = v.joins.len(),
+            left = v.leaves.len(),
+            activated = v.activations.len(),
             "port bindings claimed and released"
         );
         Ok(())
@@ -197,7 +225,10 @@ impl Pass {
             .values()
             .filter_map(|p| match p {
                 PortView::Bound {
-                    binding, up: false, ..
+                    binding,
+                    up: false,
+                    role: view::Role::Main,
+                    ..
                 } => Some(Operation::update(
                     "Port_Binding",
                     vec![
@@ -218,6 +249,67 @@ impl Pass {
             .map(|_| ())
             .map_err(|e| format!("marking ports up: {e}"))
     }
+}
+
+/// The operation that adds chassis `name` to binding `pb`'s
+/// `options:additional-chassis-activated` (a comma-separated list of chassis names, as
+/// ovn-controller writes it after a port's RARP).
+fn activate(sb: &Sb, pb: Uuid, name: &str) -> Operation {
+    const KEY: &str = "additional-chassis-activated";
+    let value = match sb.ports.get(&pb).and_then(|p| p.options.get(KEY)) {
+        Some(list) if !list.is_empty() => format!("{list},{name}"),
+        _ => name.to_string(),
+    };
+    let keys: BTreeSet<String> = [KEY.to_string()].into();
+    let pair: BTreeMap<String, String> = [(KEY.to_string(), value)].into();
+    Operation::mutate(
+        "Port_Binding",
+        vec![Condition::uuid(pb)],
+        vec![
+            Mutation::new("options", Mutator::Delete, &keys),
+            Mutation::new("options", Mutator::Insert, &pair),
+        ],
+    )
+}
+
+/// The `iface_id` ports of `topo` that announced themselves while awaiting activation.
+fn announced(topo: &Topology) -> BTreeSet<String> {
+    topo.iter()
+        .filter(|tp| tp.config.iface_id.is_some() && tp.port.announced.load(Relaxed))
+        .map(|tp| tp.port.name.clone())
+        .collect()
+}
+
+/// Clears the announcement of every local port that holds no binding awaiting
+/// activation any more (main here, or not bound): the next migration to it waits for
+/// its own RARP.
+fn forget_announcements(ctl: &Control, v: &View) {
+    let topo = ctl.switch.topo();
+    for (name, p) in &v.ports {
+        let waiting = matches!(
+            p,
+            PortView::Bound {
+                role: view::Role::Additional { .. },
+                ..
+            }
+        );
+        if !waiting {
+            if let Some(tp) = topo.by_name(name) {
+                tp.port.announced.store(false, Relaxed);
+            }
+        }
+    }
+}
+
+/// Whether a pass is due for a port that announced itself since the last one.
+pub fn announcement_pending(pass: &Pass, sw: &crate::switch::Switch) -> bool {
+    let topo = sw.topo();
+    let pending = topo.iter().any(|tp| {
+        tp.config.iface_id.is_some()
+            && tp.port.announced.load(Relaxed)
+            && !pass.announced.contains(&tp.port.name)
+    });
+    pending
 }
 
 /// Writes `Chassis_Private.nb_cfg` (row `u`): this chassis runs what `nb_cfg` covers.
@@ -252,6 +344,7 @@ fn same_but_up(a: &View, b: &View) -> bool {
                         datapath: d1,
                         key: k1,
                         security: s1,
+                        role: r1,
                         ..
                     },
                     PortView::Bound {
@@ -259,9 +352,10 @@ fn same_but_up(a: &View, b: &View) -> bool {
                         datapath: d2,
                         key: k2,
                         security: s2,
+                        role: r2,
                         ..
                     },
-                ) => (b1, d1, k1, s1) == (b2, d2, k2, s2),
+                ) => (b1, d1, k1, s1, r1) == (b2, d2, k2, s2, r2),
                 (x, y) => x == y,
             }
     };
@@ -346,6 +440,7 @@ impl Resolver<'_> {
                         .remote(chassis, *ip)
                         .map(|remote| Dest::RemotePort { remote, key: *key }),
                     DestView::Router => Some(Dest::Router),
+                    DestView::Multi { key, .. } => Some(Dest::Multi(*key)),
                 };
                 entries.extend(dest.map(|dest| (dp_domain[u], *mac, dest)));
             }
@@ -398,6 +493,7 @@ impl Resolver<'_> {
                 groups,
                 has_unknown: d.has_unknown,
                 learning: d.learning.iter().map(|(_, k)| *k).collect(),
+                blocked: d.blocked.iter().map(|(_, k)| *k).collect(),
                 localnet: self.localnet(d),
             }));
             if let Some(l) = domains[dom].as_ref().and_then(|o| o.localnet) {

@@ -158,6 +158,8 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     let mut fdb_tick = tokio::time::interval(FDB_TICK);
     fdb_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fdb_seen = u64::MAX;
+    let mut activation_tick = tokio::time::interval(ACTIVATION_TICK);
+    activation_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut trim = Trim::default();
     let mut dirty = rows::Dirty::default();
     dirty.all = true;
@@ -194,6 +196,11 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 }
                 continue;
             }
+            _ = activation_tick.tick(), if connected => {
+                if !apply::announcement_pending(&pass, &ctl.switch) {
+                    continue;
+                }
+            }
             () = ctl.ovn_stop.notified() => {
                 if connected {
                     reg.unregister(&client, &ctl).await;
@@ -227,6 +234,11 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
 /// (ovn-controller writes on the first frame; a frame to such a MAC from another
 /// chassis goes to `_MC_unknown`, still delivered, until the row is there).
 pub const FDB_TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How often the chassis looks for ports that sent their RARP while awaiting
+/// activation (a few atomic loads): the port is active here, and the binding marked
+/// so, within this of its RARP.
+pub const ACTIVATION_TICK: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Returns the heap a pass freed to the kernel (glibc's `malloc_trim`), at most once
 /// per [`Trim::EVERY`]. A pass decodes the whole replica into owned rows and drops
@@ -310,8 +322,15 @@ fn rows(view: &view::View, sb: &view::Sb) -> (Vec<OvnPortRow>, Vec<OvnChassisRow
                 datapath,
                 key,
                 up,
+                role,
                 ..
             } => {
+                row.role = match role {
+                    view::Role::Main => "main",
+                    view::Role::Additional { blocked: false } => "additional",
+                    view::Role::Additional { blocked: true } => "additional, awaiting RARP",
+                }
+                .into();
                 row.logical_port = sb
                     .ports
                     .get(binding)

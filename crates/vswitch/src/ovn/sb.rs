@@ -86,11 +86,15 @@ ovsdb::model! {
         pub tunnel_key: i64 = "tunnel_key",
         /// Its addresses: `"MAC [IP...]"`, `unknown`, `router`, `dynamic`.
         pub mac: Vec<String> = "mac",
-        /// The chassis it is bound to.
+        /// The chassis it is bound to (the main one, with several).
         pub chassis: Option<Uuid> = "chassis",
+        /// Further chassis it is bound to (a live migration's destination: OVN's
+        /// multi-chassis binding, `requested-chassis=MAIN,ADDITIONAL`).
+        pub additional_chassis: Vec<Uuid> = "additional_chassis",
         /// The chassis the CMS asks for (from `options:requested-chassis`).
         pub requested_chassis: Option<Uuid> = "requested_chassis",
-        /// `requested-chassis`, `peer` (router ports), `network_name` (localnet), ...
+        /// `requested-chassis`, `activation-strategy`, `additional-chassis-activated`,
+        /// `peer` (router ports), `network_name` (localnet), ...
         pub options: BTreeMap<String, String> = "options",
         /// Port security: `"MAC [IP...]"` entries.
         pub port_security: Vec<String> = "port_security",

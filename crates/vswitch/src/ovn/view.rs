@@ -31,6 +31,25 @@ pub struct Local<'a> {
     pub ports: &'a BTreeMap<String, String>,
     /// Physical networks and the uplinks that reach them (`--ovn-bridge-mappings`).
     pub mappings: &'a [crate::config::ovn::BridgeMapping],
+    /// Local ports that announced themselves (RARP) while their binding here awaited
+    /// activation: active here from now on, as ovn-controller unblocks a port on its
+    /// RARP before the database says so.
+    pub announced: &'a BTreeSet<String>,
+}
+
+/// How this chassis holds a binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The binding's `chassis`: the first chassis `requested-chassis` names, or the
+    /// only one.
+    Main,
+    /// One of its `additional_chassis` (a live migration's destination).
+    /// `blocked`: `activation-strategy=rarp` and no RARP from the port yet (frames
+    /// from the port other than RARP, and frames to it, are dropped).
+    Additional {
+        /// Awaiting activation.
+        blocked: bool,
+    },
 }
 
 /// What one local port is.
@@ -49,6 +68,8 @@ pub enum PortView {
         security: Vec<MacAddr>,
         /// `Port_Binding.up` as the database has it.
         up: bool,
+        /// Main or additional chassis.
+        role: Role,
     },
     /// In no domain, and why.
     Unbound(String),
@@ -70,6 +91,16 @@ pub enum DestView {
     },
     /// A logical router port.
     Router,
+    /// A port bound on several chassis (during a live migration): a copy to each,
+    /// here too when `local` names an active local port.
+    Multi {
+        /// The local port, if the binding is active here.
+        local: Option<String>,
+        /// The other chassis: (name, Geneve endpoint).
+        remotes: Vec<(String, IpAddr)>,
+        /// The port's key.
+        key: u16,
+    },
 }
 
 /// A multicast group as this chassis sends and delivers it.
@@ -121,6 +152,8 @@ pub struct DatapathView {
     /// Local ports that learn source MACs (`unknown` addresses, no port security):
     /// (name, key).
     pub learning: Vec<(String, u16)>,
+    /// Local ports awaiting activation (see [`Role::Additional`]): (name, key).
+    pub blocked: Vec<(String, u16)>,
     /// Its `localnet` port, if it has one.
     pub localnet: Option<LocalnetView>,
 }
@@ -137,6 +170,13 @@ pub struct View {
     pub claims: Vec<Uuid>,
     /// Bindings bound here that no local port is any more.
     pub releases: Vec<Uuid>,
+    /// Bindings to join as an additional chassis.
+    pub joins: Vec<Uuid>,
+    /// Bindings whose `additional_chassis` must not hold this chassis any more (no
+    /// local port is them, or this chassis is now their main one).
+    pub leaves: Vec<Uuid>,
+    /// Bindings to mark activated here (`options:additional-chassis-activated`).
+    pub activations: Vec<Uuid>,
 }
 
 /// The rows grouped once per derivation, so that each logical switch costs its own
@@ -197,10 +237,8 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
             )),
             Some((u, pb)) => claim(sb, local, lsp, *u, pb),
         };
-        if let PortView::Bound { binding, .. } = &state {
-            if sb.ports[binding].chassis != local.chassis || local.chassis.is_none() {
-                v.claims.push(*binding);
-            }
+        if let PortView::Bound { binding, role, .. } = &state {
+            note_claim(sb, local, name, *binding, *role, &mut v);
         }
         v.ports.insert(name.clone(), state);
     }
@@ -213,14 +251,19 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
         })
         .collect();
     if let Some(me) = local.chassis {
-        let mut rel: Vec<Uuid> = sb
-            .ports
-            .iter()
-            .filter(|(u, p)| p.chassis == Some(me) && p.kind.is_empty() && !claimed.contains(u))
-            .map(|(u, _)| *u)
-            .collect();
-        rel.sort();
-        v.releases = rel;
+        for (u, p) in &sb.ports {
+            if !p.kind.is_empty() || claimed.contains(u) {
+                continue;
+            }
+            if p.chassis == Some(me) {
+                v.releases.push(*u);
+            }
+            if p.additional_chassis.contains(&me) {
+                v.leaves.push(*u);
+            }
+        }
+        v.releases.sort();
+        v.leaves.sort();
     }
     let datapaths: BTreeSet<Uuid> = v
         .ports
@@ -230,11 +273,17 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
             PortView::Unbound(_) => None,
         })
         .collect();
-    let local_of: HashMap<Uuid, &str> = v
+    let local_of: HashMap<Uuid, Here<'_>> = v
         .ports
         .iter()
         .filter_map(|(n, p)| match p {
-            PortView::Bound { binding, .. } => Some((*binding, n.as_str())),
+            PortView::Bound { binding, role, .. } => Some((
+                *binding,
+                Here {
+                    name: n.as_str(),
+                    blocked: *role == Role::Additional { blocked: true },
+                },
+            )),
             PortView::Unbound(_) => None,
         })
         .collect();
@@ -249,6 +298,57 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
         }
     }
     v
+}
+
+/// A binding held here: the local port's name, and whether it awaits activation.
+#[derive(Debug, Clone, Copy)]
+struct Here<'a> {
+    name: &'a str,
+    blocked: bool,
+}
+
+/// Notes what local port `name`, bound as `role` to `binding`, asks of the database:
+/// the main chassis claims `chassis` (and leaves `additional_chassis`); an additional
+/// one joins `additional_chassis`, and marks the binding activated once the port
+/// announced itself.
+fn note_claim(sb: &Sb, local: &Local<'_>, name: &str, binding: Uuid, role: Role, v: &mut View) {
+    let pb = &sb.ports[&binding];
+    let me = local.chassis;
+    match role {
+        Role::Main => {
+            if pb.chassis != me || me.is_none() {
+                v.claims.push(binding);
+            }
+            if me.is_some_and(|m| pb.additional_chassis.contains(&m)) {
+                v.leaves.push(binding);
+            }
+        }
+        Role::Additional { blocked } => {
+            if me.is_none_or(|m| !pb.additional_chassis.contains(&m)) {
+                v.joins.push(binding);
+            }
+            if !blocked
+                && needs_activation(pb)
+                && !activated(pb, local)
+                && local.announced.contains(name)
+            {
+                v.activations.push(binding);
+            }
+        }
+    }
+}
+
+/// The binding has `activation-strategy=rarp`: an additional chassis blocks the port
+/// until its RARP.
+fn needs_activation(pb: &PortBinding) -> bool {
+    pb.options.get("activation-strategy").map(String::as_str) == Some("rarp")
+}
+
+/// `options:additional-chassis-activated` names this chassis.
+fn activated(pb: &PortBinding, local: &Local<'_>) -> bool {
+    pb.options
+        .get("additional-chassis-activated")
+        .is_some_and(|a| a.split(',').any(|c| c.trim() == local.name))
 }
 
 /// Whether this chassis may have binding `pb` of logical switch port `lsp`, by OVN's
@@ -273,6 +373,14 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
         })
         .unwrap_or_default();
     let here = |n: &&str| *n == local.name || *n == local.hostname;
+    let role = match requested.iter().position(here) {
+        None | Some(0) => Role::Main,
+        Some(_) => Role::Additional {
+            blocked: needs_activation(pb)
+                && !activated(pb, local)
+                && !local.announced.contains(lsp_local_name(local, lsp)),
+        },
+    };
     if !requested.is_empty() && !requested.iter().any(here) {
         return PortView::Unbound(format!(
             "logical switch port {lsp:?} is requested on chassis {}",
@@ -314,7 +422,17 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
         key,
         security: macs(&pb.port_security),
         up: pb.up == Some(true),
+        role,
     }
+}
+
+/// The local port that is logical port `lsp` (empty if none).
+fn lsp_local_name<'a>(local: &Local<'a>, lsp: &str) -> &'a str {
+    local
+        .ports
+        .iter()
+        .find(|(_, l)| l.as_str() == lsp)
+        .map_or("", |(n, _)| n.as_str())
 }
 
 /// The MACs of `"MAC [IP...]"` entries.
@@ -332,7 +450,7 @@ fn datapath(
     ix: &Index<'_>,
     local: &Local<'_>,
     dp: Uuid,
-    local_of: &HashMap<Uuid, &str>,
+    local_of: &HashMap<Uuid, Here<'_>>,
 ) -> Option<DatapathView> {
     let db = sb.datapaths.get(&dp)?;
     let tunnel_key = u32::try_from(db.tunnel_key)
@@ -346,6 +464,7 @@ fn datapath(
         groups: Vec::new(),
         has_unknown: false,
         learning: Vec::new(),
+        blocked: Vec::new(),
         localnet: None,
     };
     let place = place_ports(sb, ix, local, dp, local_of, &mut d);
@@ -364,8 +483,27 @@ fn datapath(
     d.fdb.sort();
     d.local.sort();
     d.learning.sort();
+    d.blocked.sort();
     let bridged = d.localnet.as_ref().is_some_and(|l| l.uplink.is_some());
     d.groups = groups(ix, dp, &place, bridged);
+    // A port bound on several chassis is reached as a group of its own, keyed by the
+    // port's key: a copy to each of its places (OVN tunnels to every chassis that
+    // holds the binding, a provider network notwithstanding).
+    for to in place.values() {
+        if let DestView::Multi {
+            local,
+            remotes,
+            key,
+        } = to
+        {
+            d.groups.push(GroupView {
+                key: *key,
+                local: local.iter().cloned().collect(),
+                remotes: remotes.clone(),
+            });
+        }
+    }
+    d.groups.sort_by_key(|g| g.key);
     Some(d)
 }
 
@@ -378,7 +516,7 @@ fn place_ports(
     ix: &Index<'_>,
     local: &Local<'_>,
     dp: Uuid,
-    local_of: &HashMap<Uuid, &str>,
+    local_of: &HashMap<Uuid, Here<'_>>,
     d: &mut DatapathView,
 ) -> HashMap<Uuid, DestView> {
     let mut place: HashMap<Uuid, DestView> = HashMap::new();
@@ -394,30 +532,68 @@ fn place_ports(
                 place.insert(*u, DestView::Local(up.clone()));
             }
             d.localnet = Some(l);
-        } else if let Some(name) = local_of.get(u) {
-            d.local.push((name.to_string(), key));
-            if unknown && pb.port_security.is_empty() {
-                d.learning.push((name.to_string(), key));
-            }
-            place.insert(*u, DestView::Local(name.to_string()));
         } else if pb.kind == "router" {
             place.insert(*u, DestView::Router);
-        } else if let Some(c) = pb.chassis.filter(|c| Some(*c) != local.chassis) {
-            let Some(ch) = sb.chassis.get(&c) else {
-                continue;
-            };
-            let Some(ip) = sb.encap_ip(ch) else { continue };
-            place.insert(
-                *u,
-                DestView::Remote {
-                    chassis: ch.name.clone(),
-                    ip,
-                    key,
-                },
-            );
+        } else {
+            let here = local_of.get(u).copied();
+            if let Some(h) = here {
+                let at = (h.name.to_string(), key);
+                if h.blocked {
+                    d.blocked.push(at);
+                } else {
+                    if unknown && pb.port_security.is_empty() {
+                        d.learning.push(at.clone());
+                    }
+                    d.local.push(at);
+                }
+            }
+            let active = here.filter(|h| !h.blocked).map(|h| h.name.to_string());
+            if let Some(to) = placement(sb, local, pb, key, active) {
+                place.insert(*u, to);
+            }
         }
     }
     place
+}
+
+/// Where VIF binding `pb` (key `key`) is: `active`, the local port that is it (active
+/// here), and the other chassis that hold it (main and additional).
+fn placement(
+    sb: &Sb,
+    local: &Local<'_>,
+    pb: &PortBinding,
+    key: u16,
+    active: Option<String>,
+) -> Option<DestView> {
+    let mut remotes: Vec<(String, IpAddr)> = Vec::new();
+    for c in pb.chassis.iter().chain(&pb.additional_chassis) {
+        if Some(*c) == local.chassis {
+            continue;
+        }
+        let Some(ch) = sb.chassis.get(c) else {
+            continue;
+        };
+        let Some(ip) = sb.encap_ip(ch) else { continue };
+        if !remotes.iter().any(|(n, _)| *n == ch.name) {
+            remotes.push((ch.name.clone(), ip));
+        }
+    }
+    match (active, remotes.len()) {
+        (Some(name), 0) => Some(DestView::Local(name)),
+        (None, 0) => None,
+        (None, 1) => {
+            let (chassis, ip) = remotes.pop()?;
+            Some(DestView::Remote { chassis, ip, key })
+        }
+        (local, _) => {
+            remotes.sort();
+            Some(DestView::Multi {
+                local,
+                remotes,
+                key,
+            })
+        }
+    }
 }
 
 /// Localnet port `pb` (key `key`) as this chassis bridges it: to the uplink its
@@ -464,14 +640,20 @@ fn groups(
             remotes: Vec::new(),
         };
         for m in &g.ports {
-            match place.get(m) {
-                Some(DestView::Local(n)) => gv.local.push(n.clone()),
-                Some(DestView::Remote { chassis, ip, .. })
-                    if !bridged && !gv.remotes.iter().any(|(c, _)| c == chassis) =>
-                {
+            let (here, there): (Option<&String>, Vec<(&String, &IpAddr)>) = match place.get(m) {
+                Some(DestView::Local(n)) => (Some(n), Vec::new()),
+                Some(DestView::Remote { chassis, ip, .. }) => (None, vec![(chassis, ip)]),
+                Some(DestView::Multi { local, remotes, .. }) => (
+                    local.as_ref(),
+                    remotes.iter().map(|(c, ip)| (c, ip)).collect(),
+                ),
+                _ => (None, Vec::new()),
+            };
+            gv.local.extend(here.cloned());
+            for (chassis, ip) in there {
+                if !bridged && !gv.remotes.iter().any(|(c, _)| c == chassis) {
                     gv.remotes.push((chassis.clone(), *ip));
                 }
-                _ => {}
             }
         }
         gv.local.sort();
@@ -549,6 +731,7 @@ mod tests {
             port_security: Vec::new(),
             up: Some(false),
             tag: None,
+            additional_chassis: Vec::new(),
         }
     }
 
@@ -627,6 +810,8 @@ mod tests {
         s
     }
 
+    static NONE_ANNOUNCED: BTreeSet<String> = BTreeSet::new();
+
     fn local<'a>(ports: &'a BTreeMap<String, String>, allow_acls: bool) -> Local<'a> {
         Local {
             name: "hv2",
@@ -635,6 +820,7 @@ mod tests {
             allow_acls,
             ports,
             mappings: &[],
+            announced: &NONE_ANNOUNCED,
         }
     }
 
@@ -841,6 +1027,89 @@ mod tests {
         assert_eq!(d.localnet.as_ref().map(|l| l.uplink.clone()), Some(None));
         assert_eq!(d.groups[0].local, vec!["vm1".to_string()]);
         assert_eq!(d.groups[0].remotes.len(), 1, "unmapped: tunnels");
+    }
+
+    /// Multi-chassis binding (`requested-chassis=hv1,hv2`, `activation-strategy=rarp`)
+    /// seen from hv2, the additional chassis: it joins `additional_chassis`, blocks
+    /// the port until its RARP (frames to it go to hv1 only), then marks it activated
+    /// and reaches it here and on hv1. Seen from a third chassis, frames to the port go
+    /// to both.
+    #[test]
+    fn multi_chassis_binding_and_activation() {
+        let mut s = sb();
+        let me = uuid(11);
+        {
+            let p = s.ports.get_mut(&uuid(101)).unwrap();
+            p.options
+                .insert("requested-chassis".into(), "hv1,hv2".into());
+            p.options
+                .insert("activation-strategy".into(), "rarp".into());
+        }
+        let ps = ports(&[("vm1", "p-here"), ("mig", "p-hv1")]);
+        let v = derive(&s, &local(&ps, false));
+        let PortView::Bound { role, .. } = &v.ports["mig"] else {
+            panic!("{:?}", v.ports["mig"]);
+        };
+        assert_eq!(*role, Role::Additional { blocked: true });
+        assert_eq!(
+            (v.joins.clone(), v.claims.clone()),
+            (vec![uuid(101)], vec![uuid(100)])
+        );
+        let d = &v.datapaths[&uuid(1)];
+        assert_eq!(d.blocked, vec![("mig".to_string(), 2)]);
+        assert!(!d.local.iter().any(|(n, _)| n == "mig"));
+        let to_mig = |d: &DatapathView| {
+            d.fdb
+                .iter()
+                .find(|(m, _)| m.to_string() == "02:00:00:00:00:02")
+                .map(|(_, t)| t.clone())
+        };
+        assert!(matches!(to_mig(d), Some(DestView::Remote { key: 2, .. })));
+
+        s.ports.get_mut(&uuid(101)).unwrap().additional_chassis = vec![me];
+        let announced: BTreeSet<String> = ["mig".to_string()].into();
+        let mut l = local(&ps, false);
+        l.announced = &announced;
+        let v = derive(&s, &l);
+        assert!(v.joins.is_empty());
+        assert_eq!(v.activations, vec![uuid(101)]);
+        let d = &v.datapaths[&uuid(1)];
+        let ip: IpAddr = "198.51.100.1".parse().unwrap();
+        assert_eq!(
+            to_mig(d),
+            Some(DestView::Multi {
+                local: Some("mig".into()),
+                remotes: vec![("hv1".into(), ip)],
+                key: 2
+            })
+        );
+        assert!(d.groups.iter().any(|g| g.key == 2
+            && g.local == vec!["mig".to_string()]
+            && g.remotes == vec![("hv1".to_string(), ip)]));
+
+        // Activated in the database: nothing more to write.
+        s.ports
+            .get_mut(&uuid(101))
+            .unwrap()
+            .options
+            .insert("additional-chassis-activated".into(), "hv2".into());
+        assert!(derive(&s, &l).activations.is_empty());
+
+        // hv2 is now the main chassis: it claims and leaves additional_chassis.
+        s.ports
+            .get_mut(&uuid(101))
+            .unwrap()
+            .options
+            .insert("requested-chassis".into(), "hv2".into());
+        let v = derive(&s, &local(&ps, false));
+        assert!(matches!(
+            v.ports["mig"],
+            PortView::Bound {
+                role: Role::Main,
+                ..
+            }
+        ));
+        assert!(v.claims.contains(&uuid(101)) && v.leaves == vec![uuid(101)]);
     }
 
     /// A switch no changed row touched is taken from the previous view as it is (the

@@ -61,6 +61,9 @@ pub struct Port {
     counters: Box<[PortCounters]>,
     /// Load per source queue.
     queue_load: Box<[QueueLoad]>,
+    /// The port sent a RARP while its OVN binding here awaited activation (set by its
+    /// PMD, read and cleared by the OVN chassis).
+    pub announced: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Port {
@@ -86,6 +89,7 @@ impl Port {
             kind,
             counters: (0..pmds.max(1)).map(|_| PortCounters::default()).collect(),
             queue_load: (0..queues).map(|_| QueueLoad::default()).collect(),
+            announced: Default::default(),
         }
     }
 
