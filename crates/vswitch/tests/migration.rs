@@ -403,3 +403,127 @@ fn vm_migrates_to_another_host_across_the_overlay() {
     );
     drop(vm);
 }
+
+/// Between two vswitchd chassis of an OVN deployment (issue 28 §3): hv1 is Open
+/// vSwitch + ovn-controller with the peer (an internal port in its namespace), hv2 and
+/// hv3 are vswitchd with one vhost-user port each for logical port `lsp-vm`. The guest
+/// runs on hv2 (`requested-chassis=hv2`); the cloud's migration sequence follows:
+/// `requested-chassis=hv2,hv3` with `activation-strategy=rarp` (hv3 joins as the
+/// additional chassis, the port blocked there), QEMU's migration to hv3 (its SEND_RARP
+/// activates the port on hv3), then `requested-chassis=hv3`. Meanwhile the peer sends
+/// the guest 16 MiB by TCP at 2 MiB/s (sha256 checked in the guest) and pings it every
+/// 10 ms; the lost pings are reported.
+#[test]
+fn vm_migrates_between_two_ovn_chassis() {
+    use common::chassis::{binding_chassis, chassis_args, ovn_port, HV1_VIF};
+    use common::fabric::Fabric;
+    use common::ovn::OvnCentral;
+    use common::ovs::Ovs;
+    let _g = serial();
+    let f = Fabric::new("mn", 3, 1600);
+    let dir = TempDir::new("mig-ovn");
+    let c = OvnCentral::start(&dir);
+    c.nbctl(&["ls-add", "sw0"]);
+    for (lsp, addr) in [
+        ("lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
+        ("lsp-vm", format!("{MAC} 10.0.0.2")),
+    ] {
+        c.nbctl(&["lsp-add", "sw0", lsp]);
+        c.nbctl(&["lsp-set-addresses", lsp, &addr]);
+    }
+    c.nbctl(&["lsp-set-options", "lsp-vm", "requested-chassis=hv2"]);
+    let hv1 = Ovs::ovn_chassis(&f, 0, &dir, "hv1", &c.sb_remote());
+    hv1.vif(&f, "vif0", "lsp-hv1", HV1_VIF, "10.0.0.1/24", 1500);
+    let socks = [dir.path("hv2.sock"), dir.path("hv3.sock")];
+    let sw: Vec<Vswitchd> = (0..2)
+        .map(|k| {
+            let name = format!("hv{}", k + 2);
+            let port = [
+                "--vhost-user".to_string(),
+                format!("vm={},iface_id=lsp-vm", socks[k].display()),
+            ];
+            let args = chassis_args(&f, k + 1, &c, &name, &port);
+            Vswitchd::start_in(Some(&f.ns[k + 1]), &dir, &name, &args)
+        })
+        .collect();
+    let params = "vm.ip=10.0.0.2 vm.peer=10.0.0.1 vm.test=sink vm.stay=1";
+    let vm = Vm::start(guest(&socks[0], dir.path("mon0"), params, None));
+    vm.wait_lines("RESULT ping", 1, Duration::from_secs(240));
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    assert_eq!(binding_chassis(&c, "lsp-vm", "chassis"), "hv2");
+
+    // The peer's stream and pings.
+    let sender = KillOnDrop(
+        Command::new("ip")
+            .args(["netns", "exec", &f.ns[0], "python3", "-c"])
+            .arg(
+                "import socket,hashlib,time,os\n\
+                 data=os.urandom(16<<20); h=hashlib.sha256(data).hexdigest()\n\
+                 t=time.time()\n\
+                 while True:\n\
+                 \x20try:\n\
+                 \x20\x20s=socket.create_connection(('10.0.0.2',5001),timeout=60); break\n\
+                 \x20except OSError:\n\
+                 \x20\x20time.sleep(0.2); assert time.time()-t<60\n\
+                 t=time.time()\n\
+                 for i in range(0,len(data),1<<16):\n\
+                 \x20s.sendall(data[i:i+(1<<16)])\n\
+                 \x20d=t+(i+(1<<16))/(2<<20)-time.time()\n\
+                 \x20if d>0: time.sleep(d)\n\
+                 s.close(); print(len(data),h,flush=True)\n",
+            )
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3"),
+    );
+    let flood = common::chassis::ping_flood(&f.ns[0], "10.0.0.2");
+
+    // The cloud asks for both chassis; hv3 joins and blocks the port.
+    c.nbctl(&[
+        "lsp-set-options",
+        "lsp-vm",
+        "requested-chassis=hv2,hv3",
+        "activation-strategy=rarp",
+    ]);
+    wait_for(Duration::from_secs(20), "hv3 in additional_chassis", || {
+        (binding_chassis(&c, "lsp-vm", "additional_chassis") == "hv3").then_some(())
+    });
+    wait_for(Duration::from_secs(10), "hv3 holding the binding", || {
+        (ovn_port(&sw[1], "vm").role == "additional, awaiting RARP").then_some(())
+    });
+    let uri = format!("unix:{}", dir.path("mig.sock").display());
+    let spec = guest(&socks[1], dir.path("mon1"), params, Some(uri.clone()));
+    let (vm, moved) = migrate(vm, &sw[0], "vm", spec, &uri);
+    let done = Instant::now();
+    wait_for(Duration::from_secs(10), "the port activated on hv3", || {
+        (ovn_port(&sw[1], "vm").role == "additional").then_some(())
+    });
+    let activated = done.elapsed();
+    c.nbctl(&["lsp-set-options", "lsp-vm", "requested-chassis=hv3"]);
+    wait_for(Duration::from_secs(20), "hv3 the main chassis", || {
+        (binding_chassis(&c, "lsp-vm", "chassis") == "hv3").then_some(())
+    });
+
+    // The stream ends intact in the guest.
+    let mut out = String::new();
+    let mut sender = sender;
+    std::io::Read::read_to_string(sender.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let sink = kv(&vm.wait_lines("RESULT sink", 1, Duration::from_secs(240))[0]);
+    let (tx, rx) = common::chassis::stop_ping(flood);
+    eprintln!(
+        "OVN migration hv2 -> hv3 in {:.1} s ({} pages marked); the port active on hv3 {activated:?} \
+         after completion; ping every 10 ms: {rx}/{tx} answered ({} lost)",
+        moved.secs,
+        moved.pages_marked,
+        tx - rx
+    );
+    let mut sent = out.split_whitespace();
+    assert_eq!(
+        (sent.next(), sent.next()),
+        (Some(&*sink["bytes"]), Some(&*sink["sha256"])),
+        "the guest's stream"
+    );
+    assert!(moved.saw_logging && moved.pages_marked > 0);
+    assert!(rx > 0 && tx - rx < 100, "ping {rx}/{tx}");
+    drop(vm);
+}

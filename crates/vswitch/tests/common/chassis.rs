@@ -267,3 +267,18 @@ pub fn tunnel_drops(sw: &Vswitchd) -> u64 {
 pub fn generation(sw: &Vswitchd) -> u64 {
     sw.show()["generation"].as_u64().unwrap()
 }
+
+/// The names of the chassis in `Port_Binding` column `col` (`chassis`,
+/// `additional_chassis`) of logical port `lsp`, comma-separated.
+pub fn binding_chassis(c: &OvnCentral, lsp: &str, col: &str) -> String {
+    c.sb_get("Port_Binding", "logical_port", lsp, col)
+        .split_whitespace()
+        .map(|u| {
+            c.sbctl(&["get", "chassis", u, "name"])
+                .trim()
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
