@@ -54,7 +54,19 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     // The logical network, with ovn-nbctl only.
     c.nbctl(&["ls-add", "sw0"]);
     c.nbctl(&["ls-add", "sw1"]);
+    // A switch with no port on hv2: none of its rows reach vswitchd.
+    c.nbctl(&["ls-add", "sw-far"]);
     for (ls, lsp, addr) in [
+        (
+            "sw-far",
+            "lsp-far1",
+            "02:00:00:00:0f:01 10.9.0.1".to_string(),
+        ),
+        (
+            "sw-far",
+            "lsp-far2",
+            "02:00:00:00:0f:02 10.9.0.2".to_string(),
+        ),
         ("sw0", "lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
         ("sw0", "lsp-tap", format!("{TAP_MAC} 10.0.0.2")),
         ("sw0", "lsp-vm", format!("{VM_MAC} 10.0.0.3")),
@@ -118,6 +130,28 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     let t = Instant::now();
     c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
     eprintln!("ovn-nbctl --wait=hv sync returned in {:?}", t.elapsed());
+    // Conditional monitoring: vswitchd holds the bindings of sw0 and sw1 (3 + 2), not
+    // sw-far's; their _MC_* groups, not sw-far's.
+    let monitored = ovn(&sw).monitored;
+    let groups = |ls: &str| {
+        let dp = c.sb_get("Datapath_Binding", "external_ids:name", ls, "_uuid");
+        c.sbctl(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Multicast_Group",
+            &format!("datapath={dp}"),
+        ])
+        .split_whitespace()
+        .count() as u64
+    };
+    assert_eq!(monitored.get("Port_Binding"), Some(&5), "{monitored:?}");
+    assert_eq!(
+        monitored.get("Multicast_Group"),
+        Some(&(groups("sw0") + groups("sw1"))),
+        "{monitored:?} (sw-far has {})",
+        groups("sw-far")
+    );
     assert_eq!(
         c.sb_get("Chassis_Private", "name", "hv2", "nb_cfg"),
         c.sbctl(&["get", "SB_Global", ".", "nb_cfg"]).trim()

@@ -333,6 +333,15 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
             c.rx_packets
         );
     }
+    let monitored: Vec<String> = r
+        .monitored
+        .iter()
+        .map(|(t, n)| format!("{t} {n}"))
+        .collect();
+    println!(
+        "rows monitored (this chassis' part): {}",
+        monitored.join(", ")
+    );
     println!("provider networks:");
     for l in &r.provider_networks {
         let vlan = match l.vlan {

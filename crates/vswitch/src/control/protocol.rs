@@ -555,6 +555,10 @@ pub struct OvnReply {
     /// This chassis' logical switches with a `localnet` port (provider networks).
     #[serde(default)]
     pub provider_networks: Vec<OvnLocalnetRow>,
+    /// Rows replicated of the tables monitored by interest (`Port_Binding`,
+    /// `Multicast_Group`, `FDB`): this chassis' part of the deployment.
+    #[serde(default)]
+    pub monitored: std::collections::BTreeMap<String, u64>,
     /// What works on a vswitchd chassis and what does not.
     pub supported: Vec<String>,
     /// What is refused or counted.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ovsdb::{Client, Condition, Mutation, Mutator, Operation, Row, Uuid};
 use tracing::info;
 
+use super::interest::Interest;
 use super::rows::Dirty;
 use super::sb::{Chassis, ChassisPrivate};
 use super::view::{self, DestView, PortView, Sb, Touched, View};
@@ -35,6 +36,11 @@ pub struct Pass {
     /// The local ports that announced themselves (RARP) while awaiting activation,
     /// as the last pass saw them.
     announced: BTreeSet<String>,
+    /// The rows the server sends (monitor conditions), as last set.
+    interest: Interest,
+    /// A change of interest was made since the last derivation: derive again even if
+    /// the rows it brought changed nothing.
+    refollow: bool,
 }
 
 impl Pass {
@@ -99,9 +105,17 @@ impl Pass {
             self.touched.all = true;
         }
         self.announced = announced;
-        if view_rows || !same_ports || news {
+        if view_rows || !same_ports || news || self.refollow {
+            self.refollow = false;
             self.derive_and_apply(ctl, client, cfg, status, (&ports, &ids), me)
                 .await?;
+        }
+        if self.follow_interest(ctl, client, &ports, me).await? {
+            // The rows the view now asks for are on their way: this pass did not see
+            // them, so it does not report nb_cfg (as ovn-controller waits for its
+            // condition changes before reporting).
+            self.settled = Some((ports, ids, me));
+            return Ok(());
         }
         let nb_cfg = self.sb.as_ref().map_or(0, |sb| sb.nb_cfg);
         status.update(|r| r.nb_cfg = nb_cfg);
@@ -112,6 +126,30 @@ impl Pass {
         }
         self.settled = Some((ports, ids, me));
         Ok(())
+    }
+
+    /// Moves the monitor conditions to what the published view needs; returns whether
+    /// they changed (the next pass, woken now, derives with the rows they bring).
+    async fn follow_interest(
+        &mut self,
+        ctl: &Control,
+        client: &Client,
+        ports: &BTreeMap<String, String>,
+        me: Uuid,
+    ) -> Result<bool, String> {
+        let (Some(v), Some(sb)) = (self.published.as_ref(), self.sb.as_ref()) else {
+            return Ok(false);
+        };
+        let want = Interest::of(ports, Some(me), v, sb);
+        if want == self.interest {
+            return Ok(false);
+        }
+        want.apply(&self.interest, client).await?;
+        self.interest = want;
+        self.refollow = true;
+        self.touched.all = true;
+        ctl.ovn_wake.notify_one();
+        Ok(true)
     }
 
     /// Derives the view from the rows and the local ports (name to logical port, and
@@ -159,6 +197,14 @@ impl Pass {
             r.ports = port_rows;
             r.other_chassis = chassis_rows;
             r.provider_networks = super::provider_rows(&v);
+            r.monitored = [
+                ("Port_Binding", sb.ports.len()),
+                ("Multicast_Group", sb.groups.len()),
+                ("FDB", sb.fdb.len()),
+            ]
+            .into_iter()
+            .map(|(t, n)| (t.to_string(), n as u64))
+            .collect();
         });
         self.mark_up(client, &v, me).await?;
         self.published = Some(v);

@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod fdb;
+pub mod interest;
 pub mod registration;
 pub mod rows;
 pub mod sb;
@@ -98,7 +99,9 @@ pub fn reply_of(status: &Status, sw: &crate::switch::Switch) -> OvnReply {
 }
 
 /// The Southbound tables and columns the chassis monitors; `Logical_Flow` only in the
-/// ACL stages (a condition, so the flows of other stages never cross the wire).
+/// ACL stages (a condition, so the flows of other stages never cross the wire);
+/// `Port_Binding`, `Multicast_Group` and `FDB` only as far as the chassis' interest
+/// ([`interest`]) goes.
 pub fn monitor_spec() -> MonitorSpec {
     let acl_stages: Vec<Condition> = sb::ACL_STAGES
         .iter()
@@ -113,11 +116,20 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::Encap>())
         .table(TableSpec::of::<sb::ChassisPrivate>().index("name"))
         .table(TableSpec::of::<sb::DatapathBinding>())
-        .table(TableSpec::of::<sb::PortBinding>().index("logical_port"))
-        .table(TableSpec::of::<sb::MulticastGroup>())
-        .table(TableSpec::of::<sb::Fdb>())
+        .table(
+            TableSpec::of::<sb::PortBinding>()
+                .index("logical_port")
+                .condition(none()),
+        )
+        .table(TableSpec::of::<sb::MulticastGroup>().condition(none()))
+        .table(TableSpec::of::<sb::Fdb>().condition(none()))
         .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
+}
+
+/// No row: the conditioned tables' start ([`interest`] widens them as the view grows).
+fn none() -> Vec<Condition> {
+    vec![Condition::Const(false)]
 }
 
 /// Starts the chassis on the current runtime; returns its status.
