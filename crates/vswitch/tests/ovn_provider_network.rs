@@ -1,7 +1,8 @@
 //! OVN provider networks (issue 28 §1), in a real OVN deployment: logical switch sw0
 //! has a `localnet` port for physnet1 on VLAN 100. **hv1** is Open vSwitch +
 //! ovn-controller (`ovn-bridge-mappings=physnet1:br-phy`), **hv2** is vswitchd
-//! (`--ovn-bridge-mappings physnet1:phys`, `phys` an AF_XDP uplink of its own), and
+//! (`--ovn-bridge-mappings physnet1:phys`, `phys` an AF_XDP uplink of its own; or, in
+//! the second test, the uplink that also carries its Geneve endpoint), and
 //! **host** is a plain Linux namespace with a VLAN 100 interface, no switch. The
 //! "physical network" is the fabric's Linux bridge, which also carries the underlay.
 //!
@@ -82,9 +83,20 @@ fn tags_inline(f: &Fabric, ns: &str, dev: &str) {
 
 #[test]
 fn a_provider_network_is_bridged_to_its_uplink() {
+    provider_network(false);
+}
+
+#[test]
+fn a_provider_network_shares_the_tunnel_uplink() {
+    provider_network(true);
+}
+
+/// The test, hv2's physical network on its own uplink or (`shared`) on the uplink of
+/// its Geneve endpoint.
+fn provider_network(shared: bool) {
     let _g = serial();
     setup_host();
-    let f = Fabric::new("opn", 3, 1600);
+    let f = Fabric::new(if shared { "opns" } else { "opn" }, 3, 1600);
     let dir = TempDir::new("ovn-localnet");
     let c = OvnCentral::start(&dir);
     c.nbctl(&["ls-add", "sw0"]);
@@ -101,25 +113,31 @@ fn a_provider_network_is_bridged_to_its_uplink() {
     c.nbctl(&["lsp-set-options", "ln-sw0", "network_name=physnet1"]);
     c.nbctl(&["set", "logical_switch_port", "ln-sw0", "tag=100"]);
 
-    // hv2's physical port: a veth of its own on the fabric bridge.
+    // hv2's physical port: a veth of its own on the fabric bridge, or its underlay
+    // link.
     let id = std::process::id() % 10000;
-    let (phys, peer) = (format!("vopn{id}x"), format!("vopn{id}y"));
-    run(&[
-        "ip", "link", "add", &phys, "type", "veth", "peer", "name", &peer,
-    ]);
-    run(&["ip", "link", "set", &phys, "netns", &f.ns[1]]);
-    run(&["ip", "link", "set", &peer, "netns", &f.fabric]);
-    f.exec(
-        &f.fabric,
-        &[
-            "ip", "link", "set", &peer, "mtu", "1600", "master", "br0", "up",
-        ],
-    );
-    let v6 = format!("net.ipv6.conf.{phys}.disable_ipv6=1");
-    f.exec(&f.ns[1], &["sysctl", "-qw", &v6]);
-    f.exec(&f.ns[1], &["ip", "link", "set", &phys, "mtu", "1600", "up"]);
+    let (phys, peer) = if shared {
+        (f.link[1].clone(), f.port[1].clone())
+    } else {
+        let (phys, peer) = (format!("vopn{id}x"), format!("vopn{id}y"));
+        run(&[
+            "ip", "link", "add", &phys, "type", "veth", "peer", "name", &peer,
+        ]);
+        run(&["ip", "link", "set", &phys, "netns", &f.ns[1]]);
+        run(&["ip", "link", "set", &peer, "netns", &f.fabric]);
+        f.exec(
+            &f.fabric,
+            &[
+                "ip", "link", "set", &peer, "mtu", "1600", "master", "br0", "up",
+            ],
+        );
+        let v6 = format!("net.ipv6.conf.{phys}.disable_ipv6=1");
+        f.exec(&f.ns[1], &["sysctl", "-qw", &v6]);
+        f.exec(&f.ns[1], &["ip", "link", "set", &phys, "mtu", "1600", "up"]);
+        (phys, peer)
+    };
     tags_inline(&f, &f.ns[1], &phys);
-    for p in f.port.iter().chain(std::iter::once(&peer)) {
+    for p in f.port.iter().chain((!shared).then_some(&peer)) {
         tags_inline(&f, &f.fabric, p);
     }
 
@@ -141,11 +159,15 @@ fn a_provider_network_is_bridged_to_its_uplink() {
     hv1.vif(&f, "vif0", "lsp-hv1", HV1_VIF, "10.0.0.1/24", 1500);
     let ta = format!("vopn{id}a");
     let mut args = chassis_args(&f, 1, &c, "hv2", &tap("ta", &ta, "lsp-a"));
+    let uplink = if shared {
+        "u"
+    } else {
+        args.extend(["--uplink".to_string(), format!("phys={phys},mode=generic")]);
+        "phys"
+    };
     args.extend([
-        "--uplink".to_string(),
-        format!("phys={phys},mode=generic"),
-        "--ovn-bridge-mappings".into(),
-        "physnet1:phys".into(),
+        "--ovn-bridge-mappings".to_string(),
+        format!("physnet1:{uplink}"),
     ]);
     let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2", &args);
     tap_up(&f, 1, &ta, TAP_MAC, "10.0.0.2/24");
@@ -157,17 +179,20 @@ fn a_provider_network_is_bridged_to_its_uplink() {
         "100"
     );
     let mappings = c.sbctl(&["get", "chassis", "hv2", "other_config:ovn-bridge-mappings"]);
-    assert_eq!(mappings.trim().trim_matches('"'), "physnet1:phys");
+    assert_eq!(
+        mappings.trim().trim_matches('"'),
+        format!("physnet1:{uplink}")
+    );
     let r = ovn(&sw);
     assert_eq!(r.provider_networks.len(), 1, "{:?}", r.provider_networks);
     let pn = &r.provider_networks[0];
     assert_eq!(
         (pn.localnet_port.as_str(), pn.uplink.as_str(), pn.vlan),
-        ("ln-sw0", "phys", 100)
+        ("ln-sw0", uplink, 100)
     );
 
     let mut on_phys = Capture::on(&f, &peer, "greater 0", &dir);
-    let mut underlay = Capture::start(&f, 1, &dir);
+    let mut underlay = (!shared).then(|| Capture::start(&f, 1, &dir));
     let (hv1_ns, hv2_ns) = (&f.ns[0], &f.ns[1]);
     for (from, to, what) in [
         (hv2_ns, "10.0.0.1", "hv2 -> hv1"),
@@ -185,7 +210,9 @@ fn a_provider_network_is_bridged_to_its_uplink() {
     tcp_transfer(Some(hv2_ns), Some(h), "10.0.0.2", TCP_MB);
     tcp_transfer(Some(hv1_ns), Some(h), "10.0.0.1", TCP_MB);
     on_phys.stop();
-    underlay.stop();
+    if let Some(u) = underlay.as_mut() {
+        u.stop();
+    }
 
     let tagged = on_phys
         .fields("vlan.id == 100 && ip.addr == 10.0.0.0/24", &["frame.len"])
@@ -199,7 +226,11 @@ fn a_provider_network_is_bridged_to_its_uplink() {
         .filter_map(|r| r.first()?.parse::<u32>().ok())
         .max()
         .unwrap_or(0);
-    let geneve = underlay.fields("geneve", &["geneve.vni"]).len();
+    let geneve = underlay
+        .as_ref()
+        .unwrap_or(&on_phys)
+        .fields("geneve", &["geneve.vni"])
+        .len();
     eprintln!(
         "hv2's physical port: {tagged} frames of sw0 tagged 100 (largest {largest} B), {untagged} untagged; \
          Geneve frames on its underlay port: {geneve}"

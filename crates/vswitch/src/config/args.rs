@@ -182,8 +182,9 @@ pub struct Args {
     /// for NETWORK (`options:network_name`) are bridged to --uplink UPLINK, their frames
     /// tagged with the port's VLAN (`tag`), and reach other chassis over that network
     /// rather than through tunnels (Open vSwitch's `ovn-bridge-mappings`, with uplinks
-    /// for bridges). The uplink must not carry a --geneve endpoint. Example:
-    /// `physnet1:phys0,physnet2:phys1`.
+    /// for bridges). An uplink that also carries a --geneve endpoint takes VLAN
+    /// networks only (untagged frames are the tunnel's). Example:
+    /// `physnet1:phys0,physnet2:eth0up`.
     #[arg(long, value_name = "NETWORK:UPLINK[,...]")]
     pub ovn_bridge_mappings: Option<String>,
 }

@@ -288,12 +288,17 @@ pub fn validate_tunnels(
 }
 
 /// The XDP filter of uplink port `uplink`: the addresses and ports of the tunnel
-/// endpoints on it (None when it carries none).
+/// endpoints on it, and its VLAN frames when it is `bridged` (carries OVN provider
+/// networks); None when it carries no endpoint.
 pub fn tep_filter(
     teps: &[GeneveConfig],
     uplink: &str,
+    bridged: bool,
 ) -> Option<crate::ports::afxdp::xdp::TepFilter> {
-    let mut f = crate::ports::afxdp::xdp::TepFilter::default();
+    let mut f = crate::ports::afxdp::xdp::TepFilter {
+        vlan: bridged,
+        ..Default::default()
+    };
     let mut any = false;
     for g in teps.iter().filter(|g| g.uplink == uplink) {
         any = true;

@@ -140,7 +140,7 @@ pub fn resolve(
         }
     }
     let bridge_mappings = match bridge_mappings {
-        Some((f, m)) => parse_bridge_mappings(f, m, teps, ports)?,
+        Some((f, m)) => parse_bridge_mappings(f, m, ports)?,
         None => Vec::new(),
     };
     Ok(Some(OvnConfig {
@@ -153,12 +153,10 @@ pub fn resolve(
 }
 
 /// Parses `NETWORK:UPLINK[,NETWORK:UPLINK...]` (setting `field`): each network once,
-/// each uplink an `--uplink` port that carries no Geneve endpoint (its XDP program
-/// steers only tunnel traffic to vswitchd).
+/// each uplink an `--uplink` port.
 fn parse_bridge_mappings(
     field: &str,
     text: &str,
-    teps: &[GeneveConfig],
     ports: &[(String, PortConfig)],
 ) -> Result<Vec<BridgeMapping>, ConfigError> {
     let mut out: Vec<BridgeMapping> = Vec::new();
@@ -182,15 +180,6 @@ fn parse_bridge_mappings(
             return Err(invalid(
                 field,
                 format!("{entry}: {uplink} is not an --uplink (AF_XDP) port"),
-            ));
-        }
-        if let Some(g) = teps.iter().find(|g| g.uplink == uplink) {
-            return Err(invalid(
-                field,
-                format!(
-                    "{entry}: uplink {uplink} carries Geneve endpoint {}, whose XDP program passes everything but tunnel traffic to the kernel; give the physical network an uplink of its own",
-                    g.name
-                ),
             ));
         }
         out.push(BridgeMapping {

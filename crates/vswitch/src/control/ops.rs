@@ -381,9 +381,10 @@ impl Control {
             let crate::ports::PortKind::Afxdp(x) = &tp.port.kind else {
                 continue;
             };
+            let bridged = new.bridges(&tp.port.name);
             let (a, b) = (
-                tep_filter(old, &tp.port.name),
-                tep_filter(&new.geneve, &tp.port.name),
+                tep_filter(old, &tp.port.name, bridged),
+                tep_filter(&new.geneve, &tp.port.name, bridged),
             );
             if a != b {
                 if let Err(e) = x.set_filter(b.as_ref()) {

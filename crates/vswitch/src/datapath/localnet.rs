@@ -8,7 +8,9 @@
 //!   untagged, for an untagged network) is switched in that logical switch, without
 //!   its tag. It is copied out of the receive buffer with the tag removed (the
 //!   receive memory is read-only to the pipeline); the uplink's other frames are
-//!   switched in its own domain as before.
+//!   switched in its own domain as before, or decapsulated when the uplink carries a
+//!   tunnel endpoint (its XDP program then steers tagged frames to vswitchd too; an
+//!   untagged provider network cannot share such an uplink with the tunnel).
 //! - Out: a frame of such a switch bound for the uplink gets the tag (802.1Q TPID,
 //!   PCP 0) in a soft buffer ([`crate::datapath::offload::SoftFrames::tagged`]).
 
@@ -49,6 +51,7 @@ impl Untagged {
     /// Sorts `pkts` of `burst` from uplink `uplink`: provider network frames are copied
     /// here without their tag, the rest kept in `rest`.
     fn sort<'m, B: RxBurst<'m>>(&mut self, topo: &Topology, uplink: u16, burst: &B, pkts: &[Pkt]) {
+        let underlay = topo.tunnels.is_underlay(uplink);
         self.buf.clear();
         self.pkts.clear();
         self.domains.clear();
@@ -57,7 +60,11 @@ impl Untagged {
         for p in pkts {
             let n = burst.read(p, 0, &mut hdr);
             let (vlan, tagged) = vlan_of(&hdr[..n]);
-            let Some(d) = topo.ovn.localnet_domain(uplink, vlan).filter(|_| n >= 14) else {
+            let Some(d) = topo
+                .ovn
+                .localnet_domain(uplink, vlan)
+                .filter(|_| n >= 14 && (tagged || !underlay))
+            else {
                 self.rest.push(*p);
                 continue;
             };
@@ -98,9 +105,13 @@ impl Pipeline {
         let mut u = std::mem::take(&mut self.untagged);
         u.sort(topo, tp.port.id, burst, pkts);
         if !u.rest.is_empty() {
-            let src = Source::local(topo, tp);
-            self.classify(topo, &src, burst, &mut u.rest);
-            self.forward(topo, &src, queue, burst, &mut u.rest);
+            if topo.tunnels.is_underlay(tp.port.id) {
+                self.decap(topo, &tp.port, queue, burst, &mut u.rest);
+            } else {
+                let src = Source::local(topo, tp);
+                self.classify(topo, &src, burst, &mut u.rest);
+                self.forward(topo, &src, queue, burst, &mut u.rest);
+            }
         }
         // SAFETY: every frame described lies in `u.buf` (IN_LINEAR), which this
         // function owns and does not change while `frames` lives; the area is empty.

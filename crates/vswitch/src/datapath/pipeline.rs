@@ -204,12 +204,12 @@ impl BurstHandler for Run<'_> {
             debug_assert!(false, "port {} polled outside its topology", src.name);
             return;
         };
-        if self.topo.tunnels.is_underlay(src.id) {
-            self.pipeline.decap(self.topo, src, queue, burst, pkts);
-            return;
-        }
         if self.topo.ovn.bridges(src.id) {
             self.pipeline.localnet_rx(self.topo, tp, queue, burst, pkts);
+            return;
+        }
+        if self.topo.tunnels.is_underlay(src.id) {
+            self.pipeline.decap(self.topo, src, queue, burst, pkts);
             return;
         }
         let src = Source::local(self.topo, tp);

@@ -107,15 +107,16 @@ impl Pass {
         self.announced = announced;
         if view_rows || !same_ports || news || self.refollow {
             self.refollow = false;
-            self.derive_and_apply(ctl, client, cfg, status, (&ports, &ids), me)
+            let applied = self
+                .derive_and_apply(ctl, client, cfg, status, (&ports, &ids), me)
                 .await?;
-        }
-        if self.follow_interest(ctl, client, &ports, me).await? {
-            // The rows the view now asks for are on their way: this pass did not see
-            // them, so it does not report nb_cfg (as ovn-controller waits for its
-            // condition changes before reporting).
-            self.settled = Some((ports, ids, me));
-            return Ok(());
+            if !applied {
+                // The rows the view asks for are on their way: nothing of it was
+                // published, and nb_cfg waits for them (as ovn-controller waits for
+                // its condition changes before reporting).
+                self.settled = Some((ports, ids, me));
+                return Ok(());
+            }
         }
         let nb_cfg = self.sb.as_ref().map_or(0, |sb| sb.nb_cfg);
         status.update(|r| r.nb_cfg = nb_cfg);
@@ -128,16 +129,16 @@ impl Pass {
         Ok(())
     }
 
-    /// Moves the monitor conditions to what the published view needs; returns whether
-    /// they changed (the next pass, woken now, derives with the rows they bring).
+    /// Moves the monitor conditions to what view `v` needs; returns whether they
+    /// changed (the next pass, woken now, derives with the rows they bring).
     async fn follow_interest(
         &mut self,
         ctl: &Control,
         client: &Client,
-        ports: &BTreeMap<String, String>,
-        me: Uuid,
+        (ports, me): (&BTreeMap<String, String>, Uuid),
+        v: &View,
     ) -> Result<bool, String> {
-        let (Some(v), Some(sb)) = (self.published.as_ref(), self.sb.as_ref()) else {
+        let Some(sb) = self.sb.as_ref() else {
             return Ok(false);
         };
         let want = Interest::of(ports, Some(me), v, sb);
@@ -146,15 +147,19 @@ impl Pass {
         }
         want.apply(&self.interest, client).await?;
         self.interest = want;
+        // The rows it brings mark what they touch; a switch new to the view is
+        // derived anyway.
         self.refollow = true;
-        self.touched.all = true;
         ctl.ovn_wake.notify_one();
         Ok(true)
     }
 
     /// Derives the view from the rows and the local ports (name to logical port, and
     /// their ids), claims, publishes what changed (or what another port of the same
-    /// name now is), updates the status and marks the running ports up.
+    /// name now is), updates the status and marks the running ports up. Returns false,
+    /// having published nothing, when the view needs rows not monitored yet (their
+    /// conditions are set; the next pass derives with them): no port is marked up on a
+    /// partial view of its switch.
     async fn derive_and_apply(
         &mut self,
         ctl: &Arc<Control>,
@@ -163,7 +168,7 @@ impl Pass {
         status: &Status,
         (ports, ids): (&BTreeMap<String, String>, &[PortId]),
         me: Uuid,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let sb = self.sb.as_ref().expect("rows decoded");
         let local = view::Local {
             name: &cfg.chassis,
@@ -177,6 +182,9 @@ impl Pass {
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
         forget_announcements(ctl, &v);
         self.claim(client, &v, me, &cfg.chassis).await?;
+        if self.follow_interest(ctl, client, (ports, me), &v).await? {
+            return Ok(false);
+        }
         let fresh =
             self.published.as_ref().is_none_or(|p| !same_but_up(p, &v)) || ids != self.placed;
         if fresh {
@@ -210,7 +218,7 @@ impl Pass {
         self.published = Some(v);
         self.placed = ids.to_vec();
         self.touched = Touched::default();
-        Ok(())
+        Ok(true)
     }
 
     /// Claims what the view binds here (main or additional) and releases what no local
@@ -344,6 +352,16 @@ fn forget_announcements(ctl: &Control, v: &View) {
                 tp.port.announced.store(false, Relaxed);
             }
         }
+    }
+}
+
+impl Pass {
+    /// Whether a local port awaits activation in the published view (only then does
+    /// the chassis look for announcements).
+    pub fn awaiting_activation(&self) -> bool {
+        self.published
+            .as_ref()
+            .is_some_and(|v| v.datapaths.values().any(|d| !d.blocked.is_empty()))
     }
 }
 
@@ -496,10 +514,16 @@ impl Resolver<'_> {
 
     /// The uplink and VLAN switch `d` is bridged to, if its localnet port's network is
     /// mapped to an uplink of this switch.
+    /// An untagged network cannot share an uplink with a tunnel endpoint (its frames
+    /// and the tunnel's are told apart by VLAN only): not bridged.
     fn localnet(&self, d: &view::DatapathView) -> Option<Localnet> {
         let l = d.localnet.as_ref()?;
+        let uplink = self.port(l.uplink.as_deref()?)?;
+        if l.tag == 0 && self.topo.tunnels.is_underlay(uplink) {
+            return None;
+        }
         Some(Localnet {
-            uplink: self.port(l.uplink.as_deref()?)?,
+            uplink,
             tag: l.tag,
             key: l.key,
         })

@@ -208,7 +208,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 }
                 continue;
             }
-            _ = activation_tick.tick(), if connected => {
+            _ = activation_tick.tick(), if connected && pass.awaiting_activation() => {
                 if !apply::announcement_pending(&pass, &ctl.switch) {
                     continue;
                 }

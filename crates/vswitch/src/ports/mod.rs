@@ -345,7 +345,7 @@ impl OpenCtx {
     pub fn new(config: &crate::config::Config, name: &str, pmds: usize) -> Self {
         OpenCtx {
             pmds,
-            tep: crate::config::geneve::tep_filter(&config.geneve, name),
+            tep: crate::config::geneve::tep_filter(&config.geneve, name, config.bridges(name)),
             inner_mtu: crate::config::geneve::inner_mtu(config),
         }
     }

@@ -73,7 +73,8 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> BpfInsn {
 }
 
 /// What an uplink that carries Geneve tunnel endpoints steers to its sockets: UDP to
-/// a local endpoint's address and port; everything else (ARP, ND, ICMP, the host's own
+/// a local endpoint's address and port, and 802.1Q-tagged frames when the uplink also
+/// carries OVN provider networks; everything else (ARP, ND, ICMP, the host's own
 /// traffic) goes to the kernel stack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TepFilter {
@@ -81,12 +82,16 @@ pub struct TepFilter {
     pub v4: Option<([u8; 4], u16)>,
     /// The IPv6 endpoint's address and UDP port.
     pub v6: Option<([u8; 16], u16)>,
+    /// Steer every 802.1Q-tagged frame too (the uplink carries VLAN provider networks).
+    pub vlan: bool,
 }
 
 /// The program with a tunnel endpoint filter, in C (offsets of an untagged frame; a
 /// frame the filter does not match, or too short for it, goes to the kernel):
 ///
 /// ```c
+/// if (VLAN && eth->h_proto == htons(ETH_P_8021Q))
+///         return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 /// if (eth->h_proto == htons(ETH_P_IP) && data + 42 <= end && ip->version_ihl == 0x45
 ///     && ip->protocol == IPPROTO_UDP && !(ip->frag_off & htons(0x3fff))
 ///     && ip->daddr == LOCAL4 && udp->dest == htons(PORT4))
@@ -112,6 +117,9 @@ fn tep_program(map_fd: i32, f: &TepFilter) -> Vec<BpfInsn> {
     a.op(insn(0x07, 4, 0, 0, 14));
     a.jmp(insn(0x2d, 4, 3, 0, 0), "pass");
     a.op(insn(0x69, 5, 2, 12, 0));
+    if f.vlan {
+        a.jmp(insn(0x15, 5, 0, 0, le16([0x81, 0x00])), "redirect");
+    }
     if let Some((ip, port)) = f.v4 {
         a.jmp(insn(0x55, 5, 0, 0, le16([0x08, 0x00])), "not4");
         a.op(insn(0xbf, 4, 2, 0, 0));
@@ -476,10 +484,11 @@ mod tests {
     fn tep_programs_are_well_formed() {
         let f4 = TepFilter {
             v4: Some(([198, 51, 100, 1], 6081)),
-            v6: None,
+            ..TepFilter::default()
         };
         let f6 = TepFilter {
             v4: None,
+            vlan: false,
             v6: Some((
                 [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
                 6081,
@@ -488,8 +497,10 @@ mod tests {
         let f46 = TepFilter {
             v4: f4.v4,
             v6: f6.v6,
+            vlan: false,
         };
-        for f in [f4, f6, f46] {
+        let vlan = TepFilter { vlan: true, ..f46 };
+        for f in [f4, f6, f46, vlan] {
             let p = tep_program(9, &f);
             let mut reached = vec![false; p.len()];
             let mut todo = vec![0usize];
