@@ -34,16 +34,6 @@ const BEHIND_HV1: &str = "0a:00:00:00:01:07";
 /// Frames per check.
 const N: u32 = 10;
 
-/// The egress keys of the Geneve frames from `src` to `dst` (underlay addresses)
-/// carrying an inner frame to `mac`, as captured.
-fn egress_keys(cap: &Capture, src: &str, dst: &str, mac: &str) -> Vec<u16> {
-    let filter = format!("ip.src == {src} && ip.dst == {dst} && eth.dst == {mac}");
-    cap.fields(&filter, &["geneve.options"])
-        .iter()
-        .filter_map(|r| ovn_keys(r.first()?).map(|(_, egress)| egress))
-        .collect()
-}
-
 /// `vswitchctl fdb` of `sw`.
 fn fdb(sw: &Vswitchd) -> Vec<FdbRowNamed> {
     match ctl(&sw.control, Request::Fdb).expect("fdb") {

@@ -27,16 +27,6 @@ use common::*;
 /// Frames per check.
 const N: u32 = 10;
 
-/// The egress keys of the Geneve frames from `src` to `dst` (underlay addresses)
-/// carrying an inner frame to `mac`, as captured.
-fn egress_keys(cap: &Capture, src: &str, dst: &str, mac: &str) -> Vec<u16> {
-    let filter = format!("ip.src == {src} && ip.dst == {dst} && eth.dst == {mac}");
-    cap.fields(&filter, &["geneve.options"])
-        .iter()
-        .filter_map(|r| ovn_keys(r.first()?).map(|(_, egress)| egress))
-        .collect()
-}
-
 /// Sends the RARP QEMU announces a migrated VM with (RFC 903 request, from and for
 /// `mac`) out of `iface` in namespace `ns`.
 fn send_rarp(ns: &str, iface: &str, mac: &str) {

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::fabric::{tunnels, Fabric};
+use super::fabric::{tunnels, Capture, Fabric};
 use super::ovn::OvnCentral;
 use super::*;
 use vswitch::control::protocol::{OvnReply, Request, Response};
@@ -281,4 +281,14 @@ pub fn binding_chassis(c: &OvnCentral, lsp: &str, col: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The egress keys of the Geneve frames from `src` to `dst` (underlay addresses)
+/// carrying an inner frame to `mac`, as captured.
+pub fn egress_keys(cap: &Capture, src: &str, dst: &str, mac: &str) -> Vec<u16> {
+    let filter = format!("ip.src == {src} && ip.dst == {dst} && eth.dst == {mac}");
+    cap.fields(&filter, &["geneve.options"])
+        .iter()
+        .filter_map(|r| ovn_keys(r.first()?).map(|(_, egress)| egress))
+        .collect()
 }
