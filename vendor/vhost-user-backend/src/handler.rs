@@ -178,6 +178,11 @@ where
 }
 
 impl<T: VhostUserBackend> VhostUserHandler<T> {
+    /// vswitch patch: whether the front-end acked VIRTIO_F_RING_PACKED (bit 34).
+    fn packed(&self) -> bool {
+        self.acked_features & (1 << 34) != 0
+    }
+
     pub(crate) fn send_exit_event(&self) {
         for handler in self.handlers.iter() {
             handler.send_exit_event();
@@ -498,10 +503,14 @@ where
             // Note: I'm not sure why QEMU's vhost-user library sets the 'user' index here,
             // _probably_ to make sure that the VQ is already configured. A better solution would
             // be to receive the 'used' index in SET_VRING_BASE, as is done when using packed VQs.
-            let idx = vring
-                .queue_used_idx()
-                .map_err(|_| VhostUserError::BackendInternalError)?;
-            vring.set_queue_next_used(idx);
+            // vswitch patch: a packed ring (VIRTIO_F_RING_PACKED) has no used index in
+            // guest memory; SET_VRING_BASE set its used position.
+            if !self.packed() {
+                let idx = vring
+                    .queue_used_idx()
+                    .map_err(|_| VhostUserError::BackendInternalError)?;
+                vring.set_queue_next_used(idx);
+            }
 
             Ok(())
         } else {
@@ -516,6 +525,12 @@ where
             .ok_or(VhostUserError::InvalidParam)?;
 
         vring.set_queue_next_avail(base as u16);
+        // vswitch patch: for a packed ring, `base` is the avail slot with its wrap
+        // counter in bit 15 (vhost-user spec); the used position equals it, since the
+        // ring was stopped with nothing in flight (as DPDK's vhost library takes it).
+        if self.packed() {
+            vring.set_queue_next_used(base as u16);
+        }
 
         Ok(())
     }
@@ -539,11 +554,19 @@ where
             .map_err(VhostUserError::ReqHandlerError)?;
 
         let next_avail = vring.queue_next_avail();
+        // vswitch patch: a packed ring's state is the avail position (slot, wrap counter
+        // in bit 15) and the used position in bits 16-31, which QEMU restores from.
+        let state = if self.packed() {
+            let used = vring.get_ref().get_queue().next_used();
+            u32::from(next_avail) | u32::from(used) << 16
+        } else {
+            u32::from(next_avail)
+        };
 
         vring.set_kick(None);
         vring.set_call(None);
 
-        Ok(VhostUserVringState::new(index, u32::from(next_avail)))
+        Ok(VhostUserVringState::new(index, state))
     }
 
     fn set_vring_kick(&mut self, index: u8, file: Option<File>) -> VhostUserResult<()> {

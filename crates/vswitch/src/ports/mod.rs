@@ -369,8 +369,8 @@ pub struct RxScratch {
     pub pkts: Vec<crate::datapath::packet::Pkt>,
     /// vhost-user: descriptor segments of the burst's chains.
     pub segs: Vec<vhost::virtq::Seg>,
-    /// vhost-user: every chain head taken, good or not, in ring order.
-    pub heads: Vec<u16>,
+    /// vhost-user: every chain taken, good or not, in ring order.
+    pub heads: Vec<vhost::virtq::Chain>,
     /// AF_XDP: the burst's rx descriptors.
     pub xframes: Vec<afxdp::RxFrame>,
     /// tap: completed reads (buffer offset, bytes).

@@ -1,21 +1,22 @@
 //! The switch's receive side of a vhost-user port: one burst of descriptor chains from
 //! a guest's transmit queue (virtio 1.2 §5.1.6.2), handed to the pipeline in place.
 //!
-//! Per burst: the chains' heads are read and their descriptors prefetched, each chain is
-//! walked and checked (a bad one is counted and completed empty), the frames go to the
-//! pipeline as they lie in guest memory, and then every chain taken is completed with
-//! one `used.idx` update and at most one interrupt.
+//! Per burst, on a split or a packed ring alike ([`DeviceRing`]): the chains'
+//! descriptors are prefetched, each chain is walked and checked (a bad one is counted
+//! and completed empty), the frames go to the pipeline as they lie in guest memory, and
+//! then every chain taken is completed with one publication and at most one interrupt.
 
 use std::sync::atomic::Ordering;
 
-use vhost_user_backend::VringT;
+use vhost_user_backend::{VringState, VringT};
 use virtio_bindings::virtio_net::{
     VIRTIO_NET_F_CSUM, VIRTIO_NET_F_HOST_ECN, VIRTIO_NET_F_HOST_TSO4, VIRTIO_NET_F_HOST_TSO6,
 };
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
-use super::virtq::{prefetch, read_sg, MemView, Seg, SplitRing};
+use super::device::Connection;
+use super::virtq::{prefetch, read_sg, AtomicMem, DeviceRing, MemView, PackedRing, Seg, SplitRing};
 use super::VhostPort;
 use crate::datapath::packet::{
     BurstHandler, FrameLoc, FrameSrc, Pkt, RxBurst, TxOffloads, VirtioNetHdr, BURST,
@@ -87,38 +88,48 @@ impl VhostPort {
             return 0;
         }
         let mem = conn.mem.memory();
-        let queue = st.get_queue_mut();
-        let Some(ring) = SplitRing::new(&mem, queue) else {
-            return 0;
-        };
-        let next = queue.next_avail();
+        if conn.packed() {
+            match PackedRing::new(&mem, st.get_queue()) {
+                Some(ring) => self.take_burst(&ring, port, conn, q, &mut st, rx, handler),
+                None => 0,
+            }
+        } else {
+            match SplitRing::new(&mem, st.get_queue()) {
+                Some(ring) => self.take_burst(&ring, port, conn, q, &mut st, rx, handler),
+                None => 0,
+            }
+        }
+    }
+
+    /// [`receive`](Self::receive) on the ring of transmit queue `q`, under its lock `st`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn take_burst<'m, R: DeviceRing<'m>, H: BurstHandler>(
+        &self,
+        ring: &R,
+        port: &Port,
+        conn: &Connection,
+        q: u16,
+        st: &mut VringState<AtomicMem>,
+        rx: &mut RxScratch,
+        handler: &mut H,
+    ) -> usize {
+        let next = st.get_queue().next_avail();
         let kicks = &self.kicks_off_for[usize::from(q)];
         if kicks.load(Ordering::Relaxed) != conn.id {
-            super::set_kicks(conn, &ring, q, false, next);
+            super::set_kicks(conn, ring, q, false, next);
             kicks.store(conn.id, Ordering::Relaxed);
         }
-        let avail = ring.avail_idx();
-        let pending = avail.wrapping_sub(next);
-        if pending == 0 {
-            return 0;
-        }
-        if pending > ring.size() {
-            // The driver published an impossible index: wait for it to be reset rather
-            // than walk garbage. Counted (and logged) once per index and connection.
-            let seen = conn.id << 16 | u64::from(avail);
-            if self.bad_avail_for[usize::from(q)].swap(seen, Ordering::Relaxed) != seen {
-                port.counters(rx.pmd).drop(DropReason::BadDescriptor, 1);
-                tracing::warn!(
-                    port = %port.name,
-                    queue = q,
-                    avail,
-                    next,
-                    "impossible avail.idx on a transmit queue; waiting for a sane one"
-                );
+        let mut cur = match ring.avail_cursor(next) {
+            Ok(cur) => cur,
+            Err(avail) => {
+                self.impossible_avail(port, conn, q, rx, avail, next);
+                return 0;
             }
+        };
+        if !ring.has_avail(&cur) {
             return 0;
         }
-        let n = usize::from(pending).min(BURST);
         let hdr = conn.hdr_len();
         // What the driver may ask of the switch (its HOST_* features): every header is
         // checked against it, feature by feature.
@@ -135,26 +146,24 @@ impl VhostPort {
         } = rx;
         pkts.clear();
         segs.clear();
-        // Heads first, prefetching their descriptors, so the descriptor misses of the
-        // burst overlap instead of serializing.
         heads.clear();
-        for i in 0..n {
-            let head = ring.avail_entry(next.wrapping_add(i as u16));
-            ring.prefetch_desc(head);
-            heads.push(head);
-        }
-        for &head in heads.iter() {
+        // Descriptors first, so that the descriptor misses of the burst overlap instead
+        // of serializing.
+        ring.prefetch_avail(&cur, BURST);
+        while heads.len() < BURST && ring.has_avail(&cur) {
             let start = segs.len() as u32;
             // The usual chain is one buffer: taken in one step, and its slice (checked
             // to lie in guest memory) serves the prefetch and the header read below.
-            let single = ring.single_readable(head);
-            let walked = match single {
-                Some((seg, _)) => {
+            let single = ring.readable_single(&cur);
+            let (chain, walked) = match single {
+                Some((chain, seg, _)) => {
                     segs.push(seg);
-                    Ok(seg.len)
+                    (chain, Ok(seg.len))
                 }
-                None => ring.walk_chain(head, false, segs),
+                None => ring.read_chain(&cur, false, segs),
             };
+            ring.advance(&mut cur, chain);
+            heads.push(chain);
             let len = match walked {
                 Ok(len) if len >= hdr + 14 => len - hdr,
                 Ok(_) => {
@@ -167,7 +176,7 @@ impl VhostPort {
                 }
             };
             let mut vhdr = VirtioNetHdr::default();
-            if let Some((_, buf)) = single {
+            if let Some((_, _, buf)) = single {
                 // The Ethernet header, read by classification; the virtio-net header
                 // fields as two loads.
                 prefetch(buf.ptr_guard().as_ptr().wrapping_add(hdr as usize));
@@ -191,7 +200,7 @@ impl VhostPort {
             }
             pkts.push(Pkt {
                 loc: FrameLoc {
-                    head,
+                    head: chain.id,
                     start,
                     end: segs.len() as u32,
                 },
@@ -201,7 +210,7 @@ impl VhostPort {
                 hashed: false,
             });
         }
-        queue.set_next_avail(next.wrapping_add(n as u16));
+        st.get_queue_mut().set_next_avail(cur.next);
 
         let frames = GuestFrames {
             mem: ring.mem(),
@@ -210,23 +219,48 @@ impl VhostPort {
         };
         handler.handle(port, q, &frames, pkts);
 
-        // Complete every chain taken: one used.idx update for the burst.
+        // Complete every chain taken: one publication for the burst.
         let queue = st.get_queue_mut();
         let old_used = queue.next_used();
         let mut used = old_used;
-        for &head in heads.iter() {
-            ring.write_used(used, head, 0);
-            used = used.wrapping_add(1);
+        for &chain in heads.iter() {
+            used = ring.put_used(used, chain, 0);
         }
-        ring.publish_used(used);
+        ring.publish(old_used, used);
         if let Some(mut l) = conn.migration.logging() {
-            l.used(2 * usize::from(q) + 1, ring.size(), old_used, used);
+            ring.log_used(&mut l, 2 * usize::from(q) + 1, old_used, used);
         }
         queue.set_next_used(used);
         if ring.needs_interrupt(old_used, used) {
             let _ = st.signal_used_queue();
         }
-        n
+        heads.len()
+    }
+
+    /// Counts (and logs) an impossible available index on transmit queue `q` once per
+    /// index and connection: the ring reads as empty until the driver resets it, rather
+    /// than have the switch walk garbage.
+    #[cold]
+    fn impossible_avail(
+        &self,
+        port: &Port,
+        conn: &Connection,
+        q: u16,
+        rx: &RxScratch,
+        avail: u16,
+        next: u16,
+    ) {
+        let seen = conn.id << 16 | u64::from(avail);
+        if self.bad_avail_for[usize::from(q)].swap(seen, Ordering::Relaxed) != seen {
+            port.counters(rx.pmd).drop(DropReason::BadDescriptor, 1);
+            tracing::warn!(
+                port = %port.name,
+                queue = q,
+                avail,
+                next,
+                "impossible available index on a transmit queue; waiting for a sane one"
+            );
+        }
     }
 }
 

@@ -8,12 +8,15 @@
 //! goes to the pair its flow hash picks among the ready ones, so one flow stays on one
 //! queue and flows spread (the software form of RSS).
 
-use vhost_user_backend::VringT;
+use vhost_user_backend::{VringState, VringT};
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
 use super::device::Connection;
-use super::virtq::{copy_sg, gather_sg, write_sg, write_sg_at, Seg, SplitRing};
+use super::virtq::{
+    copy_sg, gather_sg, write_sg, write_sg_at, AtomicMem, AvailCursor, Chain, DeviceRing,
+    PackedRing, Seg, SplitRing,
+};
 use super::VhostPort;
 use crate::datapath::packet::{FrameSrc, RxBurst, TxBatch, TxItem};
 use crate::model::stats::{DropReason, PortCounters};
@@ -23,37 +26,22 @@ const MAX_RX_CHAINS: usize = 64;
 
 /// One delivery batch into a receive ring: ring positions and what was delivered.
 struct RxCursor {
-    next_avail: u16,
-    avail: u16,
+    avail: AvailCursor,
     used: u16,
     /// Frames and bytes delivered, added to the port's counters once per batch.
     tx_packets: u64,
     tx_bytes: u64,
     /// Set when the ring ran out of buffers: later frames of the batch are dropped.
     out_of_buffers: bool,
-}
-
-impl RxCursor {
-    /// Reads the guest's `avail.idx` again, once every buffer seen was taken. An index
-    /// more than a ring's size ahead of what the switch took is impossible (virtio 1.2
-    /// §2.7.6: the driver never offers more than the ring holds): it is ignored, and the
-    /// ring reads as empty until the driver publishes a sane one, so the switch never
-    /// walks entries the driver did not write.
-    #[inline(always)]
-    fn refresh(&mut self, ring: &SplitRing<'_>) {
-        if self.next_avail == self.avail {
-            let avail = ring.avail_idx();
-            if avail.wrapping_sub(self.next_avail) <= ring.size() {
-                self.avail = avail;
-            }
-        }
-    }
+    /// Live migration: the bytes written into guest buffers are recorded in
+    /// [`TxScratch::written`], to be marked in the dirty log.
+    logging: bool,
 }
 
 /// A receive chain taken for one frame.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RxChain {
-    head: u16,
+    chain: Chain,
     cap: u32,
 }
 
@@ -62,6 +50,8 @@ pub struct RxChain {
 pub struct TxScratch {
     segs: Vec<Seg>,
     chains: Vec<RxChain>,
+    /// Live migration: the guest memory a batch wrote (receive buffers).
+    written: Vec<Seg>,
 }
 
 impl VhostPort {
@@ -121,32 +111,55 @@ fn deliver<'m, B: RxBurst<'m>>(
         return;
     }
     let dmem = conn.mem.memory();
+    let delivered = if conn.packed() {
+        PackedRing::new(&dmem, st.get_queue())
+            .map(|ring| deliver_into(&ring, conn, pair, &mut st, batch, scratch, counters, &pick))
+    } else {
+        SplitRing::new(&dmem, st.get_queue())
+            .map(|ring| deliver_into(&ring, conn, pair, &mut st, batch, scratch, counters, &pick))
+    };
+    match delivered {
+        Some(Ok(())) => {}
+        Some(Err(r)) => counters.drop(r, count()),
+        None => counters.drop(DropReason::PortDown, count()),
+    }
+}
+
+/// [`deliver`] into `ring`, receive queue pair `pair`'s, under its lock `st`.
+///
+/// # Errors
+/// [`DropReason::BadDescriptor`] when the driver's available index is impossible:
+/// nothing was delivered.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
+    ring: &R,
+    conn: &Connection,
+    pair: u16,
+    st: &mut VringState<AtomicMem>,
+    batch: &TxBatch<'_, 'm, B>,
+    scratch: &mut TxScratch,
+    counters: &PortCounters,
+    pick: &impl Fn(&TxItem) -> bool,
+) -> Result<(), DropReason> {
     let dst_hdr = conn.hdr_len();
     let mergeable = conn.mergeable();
     let queue = st.get_queue_mut();
-    let Some(ring) = SplitRing::new(&dmem, queue) else {
-        counters.drop(DropReason::PortDown, count());
-        return;
-    };
-    let next_avail = queue.next_avail();
-    let avail = ring.avail_idx();
-    if avail.wrapping_sub(next_avail) > ring.size() {
-        counters.drop(DropReason::BadDescriptor, count());
-        return;
-    }
+    let avail = ring
+        .avail_cursor(queue.next_avail())
+        .map_err(|_| DropReason::BadDescriptor)?;
     // Prefetch the receive descriptors this batch will most likely take.
-    let ahead = usize::from(avail.wrapping_sub(next_avail)).min(batch.items.len());
-    for k in 0..ahead {
-        ring.prefetch_desc(ring.avail_entry(next_avail.wrapping_add(k as u16)));
-    }
+    ring.prefetch_avail(&avail, batch.items.len());
     let old_used = queue.next_used();
+    let mut log = conn.migration.logging();
+    scratch.written.clear();
     let mut cur = RxCursor {
-        next_avail,
         avail,
         used: old_used,
         tx_packets: 0,
         tx_bytes: 0,
         out_of_buffers: false,
+        logging: log.is_some(),
     };
     for it in batch.items {
         if !pick(it) {
@@ -160,7 +173,7 @@ fn deliver<'m, B: RxBurst<'m>>(
         // carry none.
         let hdr = batch.vhdr(it).to_bytes();
         put_frame(
-            &ring,
+            ring,
             &mut cur,
             scratch,
             mergeable,
@@ -172,30 +185,32 @@ fn deliver<'m, B: RxBurst<'m>>(
         );
     }
     let RxCursor {
-        next_avail,
+        avail,
         used,
         tx_packets,
         tx_bytes,
         ..
     } = cur;
-    // Live migration: the buffers filled are marked before the driver may reuse them
-    // (used.idx), the used ring after it was published.
-    let mut log = conn.migration.logging();
+    // Live migration: the buffers filled are marked before the driver may reuse them,
+    // the used elements after they were published.
     if let Some(l) = log.as_mut() {
-        l.rx_buffers(&ring, old_used, used, &mut scratch.segs);
+        for s in &scratch.written {
+            l.mark(s.addr, u64::from(s.len));
+        }
     }
-    ring.publish_used(used);
+    ring.publish(old_used, used);
     if let Some(l) = log.as_mut() {
-        l.used(2 * usize::from(pair), ring.size(), old_used, used);
+        ring.log_used(l, 2 * usize::from(pair), old_used, used);
     }
     drop(log);
-    queue.set_next_avail(next_avail);
+    queue.set_next_avail(avail.next);
     queue.set_next_used(used);
     if ring.needs_interrupt(old_used, used) {
         let _ = st.signal_used_queue();
     }
     counters.tx_packets.add(tx_packets);
     counters.tx_bytes.add(tx_bytes);
+    Ok(())
 }
 
 /// Delivers one frame into the receive ring: takes enough chains (mergeable buffers) for
@@ -206,8 +221,8 @@ fn deliver<'m, B: RxBurst<'m>>(
 /// running out of buffers marks the batch so its later frames are dropped too.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn put_frame(
-    ring: &SplitRing<'_>,
+fn put_frame<'d, R: DeviceRing<'d>>(
+    ring: &R,
     cur: &mut RxCursor,
     scratch: &mut TxScratch,
     mergeable: bool,
@@ -220,17 +235,21 @@ fn put_frame(
     // The common case in one step, inlined into the delivery loop: the next receive
     // buffer is a single descriptor that holds the header and the whole frame.
     let need = dst_hdr + frame_len;
-    cur.refresh(ring);
-    if cur.next_avail != cur.avail {
-        let head = ring.avail_entry(cur.next_avail);
-        if let Some(buf) = ring.single_writable(head, need) {
+    ring.refresh(&mut cur.avail);
+    if ring.has_avail(&cur.avail) {
+        if let Some((chain, seg, buf)) = ring.writable_single(&cur.avail, need) {
             hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
             if fill_buffer(&buf, &hdr, dst_hdr as usize, &src) == need as usize {
-                cur.next_avail = cur.next_avail.wrapping_add(1);
-                ring.write_used(cur.used, head, need);
-                cur.used = cur.used.wrapping_add(1);
+                ring.advance(&mut cur.avail, chain);
+                cur.used = ring.put_used(cur.used, chain, need);
                 cur.tx_packets += 1;
                 cur.tx_bytes += u64::from(frame_len);
+                if cur.logging {
+                    scratch.written.push(Seg {
+                        addr: seg.addr,
+                        len: need,
+                    });
+                }
                 return;
             }
         }
@@ -250,8 +269,8 @@ fn put_frame(
 /// buffers.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-fn put_frame_inner(
-    ring: &SplitRing<'_>,
+fn put_frame_inner<'d, R: DeviceRing<'d>>(
+    ring: &R,
     cur: &mut RxCursor,
     scratch: &mut TxScratch,
     mergeable: bool,
@@ -262,10 +281,11 @@ fn put_frame_inner(
     counters: &PortCounters,
 ) -> Result<(), DropReason> {
     let need = dst_hdr + frame_len;
-    let start_avail = cur.next_avail;
+    let start_avail = cur.avail;
     let TxScratch {
         segs: rx_segs,
         chains: rx_chains,
+        written,
     } = scratch;
     rx_segs.clear();
     rx_chains.clear();
@@ -279,22 +299,21 @@ fn put_frame_inner(
             fail = Some(DropReason::FrameTooBig);
             break;
         }
-        cur.refresh(ring);
-        if cur.next_avail == cur.avail {
+        ring.refresh(&mut cur.avail);
+        if !ring.has_avail(&cur.avail) {
             fail = Some(DropReason::NoRxBuffer);
             break;
         }
-        let head = ring.avail_entry(cur.next_avail);
-        cur.next_avail = cur.next_avail.wrapping_add(1);
-        match ring.walk_chain(head, true, rx_segs) {
+        let (chain, walked) = ring.read_chain(&cur.avail, true, rx_segs);
+        ring.advance(&mut cur.avail, chain);
+        match walked {
             Ok(c) if c >= dst_hdr || !rx_chains.is_empty() => {
-                rx_chains.push(RxChain { head, cap: c });
+                rx_chains.push(RxChain { chain, cap: c });
                 cap = cap.saturating_add(c);
             }
             _ => {
                 // A malformed (or header-less) receive chain: give it back empty.
-                ring.write_used(cur.used, head, 0);
-                cur.used = cur.used.wrapping_add(1);
+                cur.used = ring.put_used(cur.used, chain, 0);
                 counters.drop(DropReason::BadDescriptor, 1);
                 bad_taken = true;
             }
@@ -305,12 +324,11 @@ fn put_frame_inner(
             // A malformed chain was consumed meanwhile, so the available ring cannot be
             // rewound past it: give the good chains back empty too.
             for c in rx_chains.iter() {
-                ring.write_used(cur.used, c.head, 0);
-                cur.used = cur.used.wrapping_add(1);
+                cur.used = ring.put_used(cur.used, c.chain, 0);
             }
         } else {
             // Leave the chains taken for this frame in the available ring.
-            cur.next_avail = start_avail;
+            cur.avail = start_avail;
         }
         return Err(reason);
     }
@@ -331,11 +349,24 @@ fn put_frame_inner(
             }
         }
     }
+    if cur.logging {
+        let mut left = need;
+        for s in rx_segs.iter() {
+            let n = s.len.min(left);
+            written.push(Seg {
+                addr: s.addr,
+                len: n,
+            });
+            left -= n;
+            if left == 0 {
+                break;
+            }
+        }
+    }
     let mut left = need;
     for c in rx_chains.iter() {
         let n = c.cap.min(left);
-        ring.write_used(cur.used, c.head, n);
-        cur.used = cur.used.wrapping_add(1);
+        cur.used = ring.put_used(cur.used, c.chain, n);
         left -= n;
     }
     Ok(())

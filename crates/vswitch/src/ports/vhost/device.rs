@@ -47,6 +47,10 @@ const VHOST_USER_F_PROTOCOL_FEATURES: u32 = 30;
 /// faster paths for it (DPDK's in-order rx/tx).
 pub const VIRTIO_F_IN_ORDER: u32 = 35;
 
+/// VIRTIO_F_RING_PACKED (virtio 1.2 §6): the packed virtqueue layout (§2.8), which
+/// DPDK's virtio-user (`packed_vq=1`) and QEMU (`packed=on`) drivers can use.
+pub const VIRTIO_F_RING_PACKED: u32 = 34;
+
 /// Largest virtqueue size offered.
 pub const MAX_QUEUE_SIZE: usize = 1024;
 
@@ -60,6 +64,7 @@ pub fn device_features() -> u64 {
         | (1 << VIRTIO_NET_F_MQ)
         | (1 << VIRTIO_F_NOTIFY_ON_EMPTY)
         | (1 << VIRTIO_F_IN_ORDER)
+        | (1 << VIRTIO_F_RING_PACKED)
         | (1 << VHOST_USER_F_PROTOCOL_FEATURES)
         | (1 << VHOST_F_LOG_ALL)
 }
@@ -99,6 +104,7 @@ pub fn feature_names(bits: u64) -> Vec<&'static str> {
         (VIRTIO_NET_F_MTU, "MTU"),
         (VIRTIO_F_NOTIFY_ON_EMPTY, "NOTIFY_ON_EMPTY"),
         (VIRTIO_F_IN_ORDER, "IN_ORDER"),
+        (VIRTIO_F_RING_PACKED, "RING_PACKED"),
         (VHOST_USER_F_PROTOCOL_FEATURES, "PROTOCOL_FEATURES"),
         (VHOST_F_LOG_ALL, "LOG_ALL"),
     ];
@@ -203,6 +209,12 @@ impl Connection {
     /// Whether the driver acked feature bit `bit`.
     pub fn has(&self, bit: u32) -> bool {
         self.acked_features.load(Ordering::Relaxed) & (1u64 << bit) != 0
+    }
+
+    /// Whether the rings are packed (VIRTIO_F_RING_PACKED acked): virtio 1.2 §2.8.
+    #[inline]
+    pub fn packed(&self) -> bool {
+        self.has(VIRTIO_F_RING_PACKED)
     }
 
     /// Whether the driver accepted mergeable rx buffers.
@@ -476,7 +488,9 @@ impl VhostUserBackend for NetBackend {
         // GET_VRING_BASE: the ring is stopped (no batch runs on it any more). While
         // logging, the whole used ring is marked: it covers the library's own writes.
         if let Some(v) = self.migration.vring(index as usize) {
-            self.migration.ring_stopped(index, ring_size(&v));
+            let packed = self.acked.load(Ordering::Relaxed) & (1 << VIRTIO_F_RING_PACKED) != 0;
+            let desc = packed.then(|| v.get_ref().get_queue().desc_table());
+            self.migration.ring_stopped(index, ring_size(&v), desc);
         }
         Ok(())
     }

@@ -2,11 +2,13 @@
 //!
 //! - **Dirty-page logging**: while the front-end acks `VHOST_F_LOG_ALL` and has shared
 //!   a log (`SET_LOG_BASE`), every guest page the switch writes is marked in it, per
-//!   batch and only after the write: the receive buffers of a delivery batch (read back
-//!   from the used elements just written, before `used.idx` lets the driver reuse
-//!   them), the used elements and `used.idx` / `used.flags` / `avail_event`, at the
-//!   used ring's log address from `SET_VRING_ADDR` (`VHOST_VRING_F_LOG`). When logging
-//!   is off this costs the data path one relaxed load per batch.
+//!   batch and only after the write: the receive buffers of a delivery batch (recorded
+//!   as they are filled, marked before `used.idx` lets the driver reuse them), the used
+//!   elements and `used.idx` / `used.flags` / `avail_event`, at the used ring's log
+//!   address from `SET_VRING_ADDR` (`VHOST_VRING_F_LOG`). A packed ring's used
+//!   descriptors are in its descriptor ring, marked at its own address, and its device
+//!   area at the log address. When logging is off this costs the data path one relaxed
+//!   load per batch.
 //! - **Ring hand-over** needs nothing here: every chain is completed within the burst
 //!   that took it, under the ring's lock, so when `GET_VRING_BASE` stops a ring nothing
 //!   is in flight, and the index it returns is where the destination resumes.
@@ -28,7 +30,6 @@ use virtio_queue::QueueT;
 
 use super::device::PortVring;
 use super::dirty_log::DirtyLog;
-use super::virtq::{Seg, SplitRing};
 
 /// No log address: the ring's used writes are not logged (`VHOST_VRING_F_LOG` clear).
 const NO_LOG: u64 = u64::MAX;
@@ -236,11 +237,18 @@ impl Migration {
 
     /// `GET_VRING_BASE` stopped ring `index` (`size` descriptors): marks its whole used
     /// ring, which covers the writes the vhost-user library itself made there
-    /// (notification flags when the ring was set up).
-    pub fn ring_stopped(&self, index: u32, size: u16) {
+    /// (notification flags when the ring was set up). A packed ring (`packed_desc`: its
+    /// descriptor ring's address) has its device area at the log address, and its used
+    /// descriptors in the descriptor ring, which is marked whole too.
+    pub fn ring_stopped(&self, index: u32, size: u16, packed_desc: Option<u64>) {
         if let Some(mut b) = self.logging() {
-            if let Some(at) = b.used_log(index as usize) {
-                b.mark(at, 6 + 8 * u64::from(size) + 2);
+            match (b.used_log(index as usize), packed_desc) {
+                (Some(at), None) => b.mark(at, 6 + 8 * u64::from(size) + 2),
+                (Some(at), Some(desc)) => {
+                    b.mark(at, 4);
+                    b.mark(desc, 16 * u64::from(size));
+                }
+                (None, _) => {}
             }
         }
     }
@@ -255,42 +263,15 @@ pub struct LogBatch<'a> {
 }
 
 impl LogBatch<'_> {
+    /// Marks the `len` bytes at guest-physical `gpa`.
     #[inline]
-    fn mark(&mut self, gpa: u64, len: u64) {
+    pub fn mark(&mut self, gpa: u64, len: u64) {
         self.new += self.log.mark(gpa, len);
     }
 
     fn used_log(&self, vring: usize) -> Option<u64> {
         let at = self.m.used_log.get(vring)?.load(Ordering::Relaxed);
         (at != NO_LOG).then_some(at)
-    }
-
-    /// Marks the receive buffers the used elements at free-running positions
-    /// `[old, new)` of `ring` report written: each chain's first `len` bytes. Call after
-    /// writing them and before publishing `used.idx` (the driver may reuse the chains
-    /// after). `segs` is scratch.
-    pub fn rx_buffers(&mut self, ring: &SplitRing<'_>, old: u16, new: u16, segs: &mut Vec<Seg>) {
-        fence(Ordering::SeqCst);
-        let mut pos = old;
-        while pos != new {
-            let (id, mut left) = ring.used_entry(pos);
-            pos = pos.wrapping_add(1);
-            if left == 0 {
-                continue;
-            }
-            segs.clear();
-            if ring.walk_chain(id, true, segs).is_err() {
-                continue;
-            }
-            for s in segs.iter() {
-                let n = s.len.min(left);
-                self.mark(s.addr, u64::from(n));
-                left -= n;
-                if left == 0 {
-                    break;
-                }
-            }
-        }
     }
 
     /// Marks the used elements at free-running positions `[old, new)` of vring `vring`

@@ -2,7 +2,7 @@
 //!
 //! - [`device`]: the device on rust-vmm's `vhost-user-backend` (protocol handling on
 //!   that crate's blocking threads, one set per connection);
-//! - [`virtq`]: burst access to the split virtqueues;
+//! - [`virtq`]: burst access to the virtqueues, split and packed;
 //! - [`burst`]: the switch's receive side, the guest's transmit queues;
 //! - [`deliver`]: the switch's transmit side, copies into the guest's receive queues;
 //! - [`migration`] and [`dirty_log`]: live migration (dirty-page logging, the MAC
@@ -306,8 +306,14 @@ impl VhostPort {
         let pending = {
             use vm_memory::GuestAddressSpace;
             let mem = conn.mem.memory();
-            virtq::SplitRing::new(&mem, st.get_queue())
-                .is_some_and(|ring| set_kicks(&conn, &ring, q, true, st.get_queue().next_avail()))
+            let (queue, next) = (st.get_queue(), st.get_queue().next_avail());
+            if conn.packed() {
+                virtq::PackedRing::new(&mem, queue)
+                    .is_some_and(|ring| set_kicks(&conn, &ring, q, true, next))
+            } else {
+                virtq::SplitRing::new(&mem, queue)
+                    .is_some_and(|ring| set_kicks(&conn, &ring, q, true, next))
+            }
         };
         // A duplicate, owned by the set: the ring's own may be closed by SET_VRING_KICK
         // while the PMD sleeps.
@@ -324,19 +330,19 @@ impl VhostPort {
     }
 }
 
-/// [`virtq::SplitRing::set_kicks`] on transmit queue `q`'s `ring`, and, while the
-/// connection migrates, the marks for what it wrote (the used ring's header and
-/// `avail_event`). Returns whether buffers arrived meanwhile (when enabling).
-fn set_kicks(
+/// [`virtq::DeviceRing::set_kicks`] on transmit queue `q`'s `ring`, and, while the
+/// connection migrates, the marks for what it wrote. Returns whether buffers arrived
+/// meanwhile (when enabling).
+fn set_kicks<'m>(
     conn: &device::Connection,
-    ring: &virtq::SplitRing<'_>,
+    ring: &impl virtq::DeviceRing<'m>,
     q: u16,
     enable: bool,
     next_avail: u16,
 ) -> bool {
     let pending = ring.set_kicks(enable, next_avail);
     if let Some(mut l) = conn.migration.logging() {
-        l.used_header(2 * usize::from(q) + 1, ring.size());
+        ring.log_kicks(&mut l, 2 * usize::from(q) + 1);
     }
     pending
 }

@@ -1,13 +1,4 @@
-//! Split virtqueue access for one burst (virtio 1.2 §2.7).
-//!
-//! virtio-queue's [`Queue`] keeps the ring state (addresses, size, `next_avail`,
-//! `next_used`, EVENT_IDX), as vhost-user-backend sets it up. This module reads and
-//! writes the rings themselves, in bursts: the available index is read once per burst,
-//! used elements are written one by one and the used index is published once, and the
-//! notification decision is taken once per burst. Every guest access goes through
-//! vm-memory's checked accessors on slices validated when the burst starts; a guest that
-//! lies (loops, indices or addresses out of range, nested indirect tables, oversized
-//! chains) gets its chain dropped and counted, never a panic.
+//! Split virtqueues (virtio 1.2 §2.7): descriptor table, available ring, used ring.
 //!
 //! Memory ordering, as the spec's driver/device protocol requires:
 //! - `avail.idx` is loaded with `Acquire` before the ring entries and descriptors it
@@ -19,108 +10,16 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use std::cell::Cell;
-
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{
-    Bytes, GuestAddress, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion,
-    GuestRegionMmap, MemoryRegionAddress, VolatileMemory, VolatileSlice,
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
+
+use super::{
+    prefetch, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
+    VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+    VRING_USED_F_NO_NOTIFY,
 };
-
 use crate::model::stats::DropReason;
-
-/// Guest memory as the vhost-user backend maps it.
-pub type Mem = GuestMemoryMmap<()>;
-/// Guest memory that the vhost-user thread can swap under running PMDs (RCU style).
-pub type AtomicMem = GuestMemoryAtomic<Mem>;
-
-/// Descriptor flag: the chain continues in `next`.
-pub const VRING_DESC_F_NEXT: u16 = 1;
-/// Descriptor flag: device-writable buffer.
-pub const VRING_DESC_F_WRITE: u16 = 2;
-/// Descriptor flag: the buffer is a table of descriptors (VIRTIO_RING_F_INDIRECT_DESC).
-pub const VRING_DESC_F_INDIRECT: u16 = 4;
-/// Used-ring flag: the device does not want kicks (without EVENT_IDX).
-pub const VRING_USED_F_NO_NOTIFY: u16 = 1;
-/// Avail-ring flag: the driver does not want interrupts (without EVENT_IDX).
-pub const VRING_AVAIL_F_NO_INTERRUPT: u16 = 1;
-
-/// Most descriptors one chain may have, indirect ones included. Linux sends at most
-/// MAX_SKB_FRAGS + 2 (19) for a 64 KiB TSO frame; DPDK's multi-segment mbufs far fewer.
-pub const MAX_CHAIN_DESCS: usize = 64;
-
-/// Largest chain payload accepted: a 64 KiB IP packet, its Ethernet + VLAN header and a
-/// 12-byte virtio-net header.
-pub const MAX_CHAIN_BYTES: u32 = 65535 + 18 + 12;
-
-/// One buffer of a descriptor chain, a guest-physical range already checked to lie
-/// inside guest memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Seg {
-    /// Guest-physical address.
-    pub addr: u64,
-    /// Length in bytes.
-    pub len: u32,
-}
-
-/// Guest memory for one burst, with the last region used remembered.
-///
-/// Guests have one to a few memory regions and consecutive buffers almost always lie
-/// in the same one, so a range check against the cached region replaces
-/// `GuestMemoryMmap`'s region search on nearly every access. Every slice is still
-/// produced by vm-memory's checked `get_slice`, so it lies inside guest memory.
-pub struct MemView<'m> {
-    mem: &'m Mem,
-    last: Cell<Option<&'m GuestRegionMmap<()>>>,
-}
-
-impl<'m> MemView<'m> {
-    /// A view of `mem`.
-    pub fn new(mem: &'m Mem) -> Self {
-        MemView {
-            mem,
-            last: Cell::new(None),
-        }
-    }
-
-    /// The `len` bytes at guest-physical `addr`, if they lie inside one region.
-    #[inline]
-    pub fn slice(&self, addr: u64, len: usize) -> Option<VolatileSlice<'m>> {
-        let r = match self.last.get() {
-            Some(r) if addr >= r.start_addr().0 && addr - r.start_addr().0 < r.len() => r,
-            _ => {
-                let r = self.mem.find_region(GuestAddress(addr))?;
-                self.last.set(Some(r));
-                r
-            }
-        };
-        r.get_slice(MemoryRegionAddress(addr - r.start_addr().0), len)
-            .ok()
-    }
-
-    /// Starts loading the cache line at guest-physical `addr` (no effect outside guest
-    /// memory). Used to overlap the cache misses of a burst: buffers and descriptors
-    /// are written by the guest's core, so the first touch of each is a miss.
-    #[inline]
-    pub fn prefetch(&self, addr: u64) {
-        if let Some(s) = self.slice(addr, 1) {
-            prefetch(s.ptr_guard().as_ptr());
-        }
-    }
-}
-
-/// Prefetches the cache line holding `p` into all cache levels.
-#[inline]
-pub fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 is a hint: it never faults and has no architectural effect,
-    // whatever the address; SSE is part of the x86_64 baseline.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+use crate::ports::vhost::migration::LogBatch;
 
 /// A split ring's three areas, validated for one burst.
 pub struct SplitRing<'m> {
@@ -431,149 +330,129 @@ impl<'m> SplitRing<'m> {
     }
 }
 
-/// Copies between scatter-gather lists in guest memory, byte-exact, with checked slices.
-///
-/// Returns the number of bytes copied: the smaller of the two lists' lengths after
-/// `src_skip` and `dst_skip`.
-pub fn copy_sg(
-    src_mem: &MemView<'_>,
-    src: &[Seg],
-    mut src_skip: u32,
-    dst_mem: &MemView<'_>,
-    dst: &[Seg],
-    mut dst_skip: u32,
-) -> usize {
-    let mut copied = 0usize;
-    let mut si = 0;
-    let mut di = 0;
-    while si < src.len() && src_skip >= src[si].len {
-        src_skip -= src[si].len;
-        si += 1;
+impl<'m> DeviceRing<'m> for SplitRing<'m> {
+    #[inline(always)]
+    fn mem(&self) -> &MemView<'m> {
+        &self.mem
     }
-    while di < dst.len() && dst_skip >= dst[di].len {
-        dst_skip -= dst[di].len;
-        di += 1;
-    }
-    let mut s_off = src_skip;
-    let mut d_off = dst_skip;
-    while si < src.len() && di < dst.len() {
-        let s = src[si];
-        let d = dst[di];
-        let n = (s.len - s_off).min(d.len - d_off);
-        let (Some(from), Some(to)) = (
-            src_mem.slice(s.addr + u64::from(s_off), n as usize),
-            dst_mem.slice(d.addr + u64::from(d_off), n as usize),
-        ) else {
-            // Cannot happen for segments checked by walk_chain under the same memory
-            // snapshot; stop rather than copy garbage.
-            break;
-        };
-        from.copy_to_volatile_slice(to);
-        copied += n as usize;
-        s_off += n;
-        d_off += n;
-        if s_off == s.len {
-            si += 1;
-            s_off = 0;
-        }
-        if d_off == d.len {
-            di += 1;
-            d_off = 0;
-        }
-    }
-    copied
-}
 
-/// The pieces of the scatter-gather list that cover `len` bytes from `skip` bytes in,
-/// in order: `(offset within those len bytes, the piece in guest memory)`. Ends early
-/// where the list ends or a piece lies outside guest memory.
-fn sg_pieces<'a, 'm>(
-    mem: &'a MemView<'m>,
-    segs: &'a [Seg],
-    mut skip: u32,
-    len: usize,
-) -> impl Iterator<Item = (usize, VolatileSlice<'m>)> + 'a {
-    let mut segs = segs.iter();
-    let mut done = 0usize;
-    std::iter::from_fn(move || {
-        while done < len {
-            let s = segs.next()?;
-            if skip >= s.len {
-                skip -= s.len;
-                continue;
+    #[inline(always)]
+    fn size(&self) -> u16 {
+        self.size
+    }
+
+    #[inline]
+    fn avail_cursor(&self, next_avail: u16) -> Result<AvailCursor, u16> {
+        let end = self.avail_idx();
+        if end.wrapping_sub(next_avail) > self.size {
+            return Err(end);
+        }
+        Ok(AvailCursor {
+            next: next_avail,
+            end,
+        })
+    }
+
+    #[inline(always)]
+    fn has_avail(&self, cur: &AvailCursor) -> bool {
+        cur.next != cur.end
+    }
+
+    /// Reads `avail.idx` again once every chain seen was taken. An index more than a
+    /// ring's size ahead of what the device took is impossible (virtio 1.2 §2.7.6: the
+    /// driver never offers more than the ring holds): it is ignored, and the ring reads
+    /// as empty until the driver publishes a sane one, so the device never walks
+    /// entries the driver did not write.
+    #[inline(always)]
+    fn refresh(&self, cur: &mut AvailCursor) {
+        if cur.next == cur.end {
+            let avail = self.avail_idx();
+            if avail.wrapping_sub(cur.next) <= self.size {
+                cur.end = avail;
             }
-            let n = ((s.len - skip) as usize).min(len - done);
-            let v = mem.slice(s.addr + u64::from(skip), n)?;
-            skip = 0;
-            let at = done;
-            done += n;
-            return Some((at, v));
         }
-        None
-    })
-}
+    }
 
-/// The usual case of [`sg_pieces`], in one step: the `len` bytes from `skip` bytes in
-/// all lie in the first buffer.
-#[inline]
-fn first_piece<'m>(
-    mem: &MemView<'m>,
-    segs: &[Seg],
-    skip: u32,
-    len: usize,
-) -> Option<VolatileSlice<'m>> {
-    let first = segs.first()?;
-    if u64::from(skip) + len as u64 > u64::from(first.len) {
-        return None;
+    #[inline]
+    fn prefetch_avail(&self, cur: &AvailCursor, n: usize) {
+        let n = usize::from(cur.end.wrapping_sub(cur.next)).min(n);
+        for k in 0..n {
+            self.prefetch_desc(self.avail_entry(cur.next.wrapping_add(k as u16)));
+        }
     }
-    mem.slice(first.addr + u64::from(skip), len)
-}
 
-/// Copies the scatter-gather list, from `skip` bytes in, into the contiguous `dst`.
-/// Returns the bytes copied: the smaller of `dst.len()` and what the list holds.
-#[inline]
-pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, dst: &VolatileSlice<'_>) -> usize {
-    if let Some(from) = first_piece(mem, segs, skip, dst.len()) {
-        from.copy_to_volatile_slice(*dst);
-        return dst.len();
+    #[inline(always)]
+    fn readable_single(&self, cur: &AvailCursor) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
+        let head = self.avail_entry(cur.next);
+        let (seg, buf) = self.single(head, false)?;
+        Some((Chain { id: head, descs: 1 }, seg, buf))
     }
-    let mut done = 0;
-    for (at, from) in sg_pieces(mem, segs, skip, dst.len()) {
-        let Ok(to) = dst.offset(at) else { break };
-        from.copy_to_volatile_slice(to);
-        done = at + from.len();
-    }
-    done
-}
 
-/// Reads up to `buf.len()` bytes starting `skip` bytes into the scatter-gather list.
-/// Returns the number read.
-#[inline]
-pub fn read_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, buf: &mut [u8]) -> usize {
-    if let Some(v) = first_piece(mem, segs, skip, buf.len()) {
-        return v.copy_to(buf);
+    #[inline(always)]
+    fn writable_single(
+        &self,
+        cur: &AvailCursor,
+        need: u32,
+    ) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
+        let head = self.avail_entry(cur.next);
+        let seg = self.single_desc(head, true)?;
+        if seg.len < need {
+            return None;
+        }
+        let buf = self
+            .mem
+            .slice(seg.addr, seg.len as usize)?
+            .subslice(0, need as usize)
+            .ok()?;
+        Some((Chain { id: head, descs: 1 }, seg, buf))
     }
-    let mut done = 0;
-    for (at, v) in sg_pieces(mem, segs, skip, buf.len()) {
-        done = at + v.copy_to(&mut buf[at..at + v.len()]);
-    }
-    done
-}
 
-/// Writes `data` at the start of the scatter-gather list. Returns the number written.
-pub fn write_sg(mem: &MemView<'_>, segs: &[Seg], data: &[u8]) -> usize {
-    write_sg_at(mem, segs, 0, data)
-}
-
-/// Writes `data` starting `skip` bytes into the scatter-gather list. Returns the number
-/// written.
-pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], skip: u32, data: &[u8]) -> usize {
-    let mut done = 0;
-    for (at, v) in sg_pieces(mem, segs, skip, data.len()) {
-        v.copy_from(&data[at..at + v.len()]);
-        done = at + v.len();
+    #[inline]
+    fn read_chain(
+        &self,
+        cur: &AvailCursor,
+        writable: bool,
+        out: &mut Vec<Seg>,
+    ) -> (Chain, Result<u32, DropReason>) {
+        let head = self.avail_entry(cur.next);
+        (
+            Chain { id: head, descs: 1 },
+            self.walk_chain(head, writable, out),
+        )
     }
-    done
+
+    #[inline(always)]
+    fn advance(&self, cur: &mut AvailCursor, _chain: Chain) {
+        cur.next = cur.next.wrapping_add(1);
+    }
+
+    #[inline(always)]
+    fn put_used(&self, used: u16, chain: Chain, len: u32) -> u16 {
+        self.write_used(used, chain.id, len);
+        used.wrapping_add(1)
+    }
+
+    #[inline(always)]
+    fn publish(&self, _old: u16, new: u16) {
+        self.publish_used(new);
+    }
+
+    #[inline]
+    fn needs_interrupt(&self, old: u16, new: u16) -> bool {
+        SplitRing::needs_interrupt(self, old, new)
+    }
+
+    fn set_kicks(&self, enable: bool, next_avail: u16) -> bool {
+        SplitRing::set_kicks(self, enable, next_avail)
+    }
+
+    fn log_used(&self, log: &mut LogBatch<'_>, vring: usize, old: u16, new: u16) {
+        log.used(vring, self.size, old, new);
+    }
+
+    fn log_kicks(&self, log: &mut LogBatch<'_>, vring: usize) {
+        log.used_header(vring, self.size);
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,226 @@
+//! Virtqueue access for one burst: split rings (virtio 1.2 §2.7, [`split`]) and packed
+//! rings (virtio 1.2 §2.8, [`packed`]), behind one interface, [`DeviceRing`], that the
+//! transmit and receive paths are written against.
+//!
+//! virtio-queue's [`Queue`](virtio_queue::Queue) keeps the ring state (addresses, size,
+//! `next_avail`, `next_used`, EVENT_IDX), as vhost-user-backend sets it up; for a packed
+//! ring the two indices hold a slot and its wrap counter (`slot | wrap << 15`, the form
+//! vhost-user's `SET_VRING_BASE` carries). These modules read and write the rings
+//! themselves, in bursts: what the driver made available is read once per burst where
+//! the format allows, used elements are written one by one and published once, and the
+//! notification decision is taken once per burst. Every guest access goes through
+//! vm-memory's checked accessors on slices validated when the burst starts; a guest that
+//! lies (loops, indices or addresses out of range, nested indirect tables, oversized
+//! chains) gets its chain dropped and counted, never a panic.
+
+use vm_memory::{
+    GuestAddress, GuestMemoryAtomic, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion,
+    GuestRegionMmap, MemoryRegionAddress, VolatileSlice,
+};
+
+use std::cell::Cell;
+
+use crate::model::stats::DropReason;
+use crate::ports::vhost::migration::LogBatch;
+
+pub mod packed;
+mod sg;
+pub mod split;
+
+pub use packed::PackedRing;
+pub use sg::{copy_sg, gather_sg, read_sg, write_sg, write_sg_at};
+pub use split::SplitRing;
+
+/// Guest memory as the vhost-user backend maps it.
+pub type Mem = GuestMemoryMmap<()>;
+/// Guest memory that the vhost-user thread can swap under running PMDs (RCU style).
+pub type AtomicMem = GuestMemoryAtomic<Mem>;
+
+/// Descriptor flag: the chain continues in `next`.
+pub const VRING_DESC_F_NEXT: u16 = 1;
+/// Descriptor flag: device-writable buffer.
+pub const VRING_DESC_F_WRITE: u16 = 2;
+/// Descriptor flag: the buffer is a table of descriptors (VIRTIO_RING_F_INDIRECT_DESC).
+pub const VRING_DESC_F_INDIRECT: u16 = 4;
+/// Used-ring flag: the device does not want kicks (without EVENT_IDX).
+pub const VRING_USED_F_NO_NOTIFY: u16 = 1;
+/// Avail-ring flag: the driver does not want interrupts (without EVENT_IDX).
+pub const VRING_AVAIL_F_NO_INTERRUPT: u16 = 1;
+
+/// Most descriptors one chain may have, indirect ones included. Linux sends at most
+/// MAX_SKB_FRAGS + 2 (19) for a 64 KiB TSO frame; DPDK's multi-segment mbufs far fewer.
+pub const MAX_CHAIN_DESCS: usize = 64;
+
+/// Largest chain payload accepted: a 64 KiB IP packet, its Ethernet + VLAN header and a
+/// 12-byte virtio-net header.
+pub const MAX_CHAIN_BYTES: u32 = 65535 + 18 + 12;
+
+/// One buffer of a descriptor chain, a guest-physical range already checked to lie
+/// inside guest memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seg {
+    /// Guest-physical address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A descriptor chain the device took from a ring, as far as completing it needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Chain {
+    /// The id its used element carries: the head descriptor's index (split rings), the
+    /// buffer id of its last descriptor (packed rings, virtio 1.2 §2.8.6).
+    pub id: u16,
+    /// Descriptor ring slots it occupies: 1 for a split ring (whose chains are linked by
+    /// `next`), the chain's length in the ring for a packed one (an indirect table
+    /// counts as one).
+    pub descs: u16,
+}
+
+/// Where the device takes the next available chain.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AvailCursor {
+    /// Split: free-running index into the available ring. Packed: descriptor slot and
+    /// the device's avail wrap counter, `slot | wrap << 15`.
+    pub next: u16,
+    /// Split: the driver's `avail.idx` as last read. Packed: unused.
+    end: u16,
+}
+
+/// One virtqueue as the device side of a burst sees it, split or packed.
+///
+/// Positions (`next_avail`, `used`) are the forms the ring state keeps: free-running
+/// indices for split rings, `slot | wrap << 15` for packed ones. A chain is taken in
+/// three steps: look at it ([`readable_single`](Self::readable_single) /
+/// [`writable_single`](Self::writable_single) for the one-buffer shape, else
+/// [`read_chain`](Self::read_chain)), [`advance`](Self::advance) past it, and later
+/// complete it with [`put_used`](Self::put_used) and [`publish`](Self::publish).
+pub trait DeviceRing<'m> {
+    /// The guest memory the ring lives in, with its region cache.
+    fn mem(&self) -> &MemView<'m>;
+    /// Queue size (descriptors).
+    fn size(&self) -> u16;
+    /// A cursor at `next_avail`, reading what the driver made available since.
+    ///
+    /// # Errors
+    /// The driver's available index, when it is impossible (a split ring's `avail.idx`
+    /// more than a ring's size ahead; a packed position past the ring's end): the ring
+    /// must read as empty until the driver publishes a sane one.
+    fn avail_cursor(&self, next_avail: u16) -> Result<AvailCursor, u16>;
+    /// Whether a chain waits at `cur` (as far as the cursor has read: see
+    /// [`refresh`](Self::refresh)).
+    fn has_avail(&self, cur: &AvailCursor) -> bool;
+    /// Reads again what the driver made available, once everything read was taken
+    /// (split rings re-read `avail.idx`; packed rings read each descriptor's flags as
+    /// they go, so nothing is cached).
+    fn refresh(&self, _cur: &mut AvailCursor) {}
+    /// Starts loading the descriptors of up to `n` chains from `cur`.
+    fn prefetch_avail(&self, cur: &AvailCursor, n: usize);
+    /// The chain at `cur` if it is one device-readable buffer of 1 to [`MAX_CHAIN_BYTES`]
+    /// bytes inside guest memory: the chain, the buffer and its bytes. `None` means
+    /// "not that shape": read it with [`read_chain`](Self::read_chain), which also
+    /// judges whether it is malformed.
+    fn readable_single(&self, cur: &AvailCursor) -> Option<(Chain, Seg, VolatileSlice<'m>)>;
+    /// The chain at `cur` if it is one device-writable buffer of at least `need` bytes
+    /// wholly inside guest memory: the chain, the buffer and its first `need` bytes.
+    fn writable_single(
+        &self,
+        cur: &AvailCursor,
+        need: u32,
+    ) -> Option<(Chain, Seg, VolatileSlice<'m>)>;
+    /// Walks the chain at `cur`, appending its buffers to `out`: the chain (always, so
+    /// that a malformed one can be completed and skipped) and its total length.
+    /// `writable` is the direction its buffers must have.
+    ///
+    /// # Errors
+    /// [`DropReason::BadDescriptor`] for an index out of range, a loop, a nested or
+    /// malformed indirect table, a buffer outside guest memory or of the wrong direction,
+    /// more than [`MAX_CHAIN_DESCS`] descriptors; [`DropReason::FrameTooBig`] for a
+    /// transmit chain of more than [`MAX_CHAIN_BYTES`]. `out` is then as on entry.
+    fn read_chain(
+        &self,
+        cur: &AvailCursor,
+        writable: bool,
+        out: &mut Vec<Seg>,
+    ) -> (Chain, Result<u32, DropReason>);
+    /// Moves `cur` past `chain`.
+    fn advance(&self, cur: &mut AvailCursor, chain: Chain);
+    /// Writes the used element of `chain` (`len` bytes written into it) at `used` and
+    /// returns the position after it. Not visible to the driver before
+    /// [`publish`](Self::publish) (split rings); visible at once (packed rings, whose
+    /// elements carry their own flags, stored with Release).
+    fn put_used(&self, used: u16, chain: Chain, len: u32) -> u16;
+    /// Makes the used elements from `old` to `new` visible to the driver.
+    fn publish(&self, old: u16, new: u16);
+    /// Whether the driver wants an interrupt after the used position moved from `old`
+    /// to `new` (its event suppression settings, EVENT_IDX or the packed ring's
+    /// descriptor event).
+    fn needs_interrupt(&self, old: u16, new: u16) -> bool;
+    /// Asks the driver to kick (`enable`) or not. When enabling, returns whether a chain
+    /// arrived at `next_avail` meanwhile (the caller must not sleep).
+    fn set_kicks(&self, enable: bool, next_avail: u16) -> bool;
+    /// Live migration: marks what [`put_used`](Self::put_used) and
+    /// [`publish`](Self::publish) wrote for positions `old..new` of vring `vring`.
+    fn log_used(&self, log: &mut LogBatch<'_>, vring: usize, old: u16, new: u16);
+    /// Live migration: marks what [`set_kicks`](Self::set_kicks) wrote on vring `vring`.
+    fn log_kicks(&self, log: &mut LogBatch<'_>, vring: usize);
+}
+
+/// Guest memory for one burst, with the last region used remembered.
+///
+/// Guests have one to a few memory regions and consecutive buffers almost always lie
+/// in the same one, so a range check against the cached region replaces
+/// `GuestMemoryMmap`'s region search on nearly every access. Every slice is still
+/// produced by vm-memory's checked `get_slice`, so it lies inside guest memory.
+pub struct MemView<'m> {
+    mem: &'m Mem,
+    last: Cell<Option<&'m GuestRegionMmap<()>>>,
+}
+
+impl<'m> MemView<'m> {
+    /// A view of `mem`.
+    pub fn new(mem: &'m Mem) -> Self {
+        MemView {
+            mem,
+            last: Cell::new(None),
+        }
+    }
+
+    /// The `len` bytes at guest-physical `addr`, if they lie inside one region.
+    #[inline]
+    pub fn slice(&self, addr: u64, len: usize) -> Option<VolatileSlice<'m>> {
+        let r = match self.last.get() {
+            Some(r) if addr >= r.start_addr().0 && addr - r.start_addr().0 < r.len() => r,
+            _ => {
+                let r = self.mem.find_region(GuestAddress(addr))?;
+                self.last.set(Some(r));
+                r
+            }
+        };
+        r.get_slice(MemoryRegionAddress(addr - r.start_addr().0), len)
+            .ok()
+    }
+
+    /// Starts loading the cache line at guest-physical `addr` (no effect outside guest
+    /// memory). Used to overlap the cache misses of a burst: buffers and descriptors
+    /// are written by the guest's core, so the first touch of each is a miss.
+    #[inline]
+    pub fn prefetch(&self, addr: u64) {
+        if let Some(s) = self.slice(addr, 1) {
+            prefetch(s.ptr_guard().as_ptr());
+        }
+    }
+}
+
+/// Prefetches the cache line holding `p` into all cache levels.
+#[inline]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint: it never faults and has no architectural effect,
+    // whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -1,0 +1,457 @@
+//! Packed virtqueues (virtio 1.2 §2.8, VIRTIO_F_RING_PACKED): one descriptor ring that
+//! the driver and the device both write, and two event suppression structures.
+//!
+//! - A descriptor is available when its AVAIL flag equals the device's avail wrap
+//!   counter and its USED flag differs (§2.8.1); a chain is consecutive ring slots
+//!   linked by NEXT (wrapping at the end of the ring), and its buffer id is in its last
+//!   descriptor (§2.8.6); an INDIRECT descriptor's table is read in order, all of it
+//!   (§2.8.7, its NEXT flags and ids ignored).
+//! - The device writes a used descriptor over the chain's first slot (it completes
+//!   chains in the order it took them, so the used position is always where the chain
+//!   began): `len`, `id` and the flags (AVAIL = USED = the used wrap counter) as one
+//!   8-byte store with Release, so the driver that sees the flags sees the rest; the
+//!   used position then moves by the chain's slot count.
+//! - Positions are kept as `slot | wrap << 15`, as vhost-user's `SET_VRING_BASE`
+//!   carries them; a ring starts at slot 0 with both wrap counters set.
+//! - Event suppression (§2.8.10): the driver's structure (driver area) says whether it
+//!   wants interrupts (ENABLE, DISABLE, or DESC with EVENT_IDX: when the used
+//!   descriptor at its `off_wrap` is written); the device's (device area) whether it
+//!   wants kicks, which this device only ever enables or disables.
+//!
+//! Memory ordering: a descriptor's flags are loaded with Acquire before the rest of it
+//! (and, for a chain, before the later slots, which the driver wrote before the head's
+//! flags); a `SeqCst` fence separates writing used descriptors from reading the
+//! driver's event structure, and enabling kicks from re-reading the next slot's flags.
+
+use std::sync::atomic::{fence, Ordering};
+
+use virtio_queue::{Queue, QueueT};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
+
+use super::{
+    prefetch, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
+    VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+};
+use crate::model::stats::DropReason;
+use crate::ports::vhost::migration::LogBatch;
+
+/// Descriptor flag: the driver's avail wrap counter when it made the descriptor
+/// available (virtio 1.2 §2.8.1).
+pub const VRING_PACKED_DESC_F_AVAIL: u16 = 1 << 7;
+/// Descriptor flag: the device's used wrap counter when it wrote the used descriptor.
+pub const VRING_PACKED_DESC_F_USED: u16 = 1 << 15;
+/// Event suppression flags (virtio 1.2 §2.8.10): notifications on.
+pub const RING_EVENT_FLAGS_ENABLE: u16 = 0;
+/// Event suppression flags: notifications off.
+pub const RING_EVENT_FLAGS_DISABLE: u16 = 1;
+/// Event suppression flags: a notification when the descriptor at `off_wrap` is reached
+/// (VIRTIO_F_RING_EVENT_IDX only).
+pub const RING_EVENT_FLAGS_DESC: u16 = 2;
+
+/// The wrap counter bit of a position (`slot | wrap << 15`).
+const WRAP: u16 = 1 << 15;
+
+/// The position of slot 0 with the wrap counter set: where a fresh ring starts, for the
+/// device's avail and used positions alike.
+pub const PACKED_START: u16 = WRAP;
+
+/// The position `n` slots after `pos` in a ring of `size` slots, flipping the wrap
+/// counter each time the end of the ring is passed.
+#[inline(always)]
+pub fn packed_advance(pos: u16, n: u16, size: u16) -> u16 {
+    let mut slot = u32::from(pos & !WRAP) + u32::from(n);
+    let mut wrap = pos & WRAP;
+    while slot >= u32::from(size) {
+        slot -= u32::from(size);
+        wrap ^= WRAP;
+    }
+    slot as u16 | wrap
+}
+
+/// A packed ring's three areas, validated for one burst.
+pub struct PackedRing<'m> {
+    mem: MemView<'m>,
+    desc: VolatileSlice<'m>,
+    /// The driver event suppression structure (written by the driver).
+    driver: VolatileSlice<'m>,
+    /// The device event suppression structure (written by the device).
+    device: VolatileSlice<'m>,
+    desc_gpa: u64,
+    device_gpa: u64,
+    size: u16,
+    event_idx: bool,
+}
+
+impl<'m> PackedRing<'m> {
+    /// Views the ring of `q` in `mem` (its descriptor ring at `desc_table`, the driver
+    /// area at `avail_ring`, the device area at `used_ring`). Fails when the queue is not
+    /// ready, its size is not a power of two, the descriptor ring is not 16-byte aligned
+    /// or an area does not lie inside one region of guest memory.
+    pub fn new(mem: &'m Mem, q: &Queue) -> Option<Self> {
+        let size = q.size();
+        if !q.ready() || size == 0 || !size.is_power_of_two() || size > WRAP {
+            return None;
+        }
+        if q.desc_table() % 16 != 0 || q.avail_ring() % 4 != 0 || q.used_ring() % 4 != 0 {
+            return None;
+        }
+        let desc = mem
+            .get_slice(GuestAddress(q.desc_table()), 16 * usize::from(size))
+            .ok()?;
+        let driver = mem.get_slice(GuestAddress(q.avail_ring()), 4).ok()?;
+        let device = mem.get_slice(GuestAddress(q.used_ring()), 4).ok()?;
+        Some(PackedRing {
+            mem: MemView::new(mem),
+            desc,
+            driver,
+            device,
+            desc_gpa: q.desc_table(),
+            device_gpa: q.used_ring(),
+            size,
+            event_idx: q.event_idx_enabled(),
+        })
+    }
+
+    /// The flags of slot `slot`, loaded with Acquire.
+    #[inline(always)]
+    fn flags(&self, slot: u16) -> u16 {
+        self.desc
+            .load::<u16>(usize::from(slot) * 16 + 14, Ordering::Acquire)
+            .map(u16::from_le)
+            .unwrap_or(0)
+    }
+
+    /// Whether the descriptor at position `pos` is available to the device.
+    #[inline(always)]
+    fn is_avail(&self, pos: u16) -> bool {
+        let slot = pos & !WRAP;
+        if slot >= self.size {
+            return false;
+        }
+        let f = self.flags(slot);
+        let wrap = pos & WRAP != 0;
+        (f & VRING_PACKED_DESC_F_AVAIL != 0) == wrap && (f & VRING_PACKED_DESC_F_USED != 0) != wrap
+    }
+
+    /// Reads descriptor `i` of `table` (the ring, or an indirect table): `(addr, len,
+    /// id, flags)`, as two bounds-checked 8-byte volatile reads.
+    #[inline(always)]
+    fn read_desc(table: &VolatileSlice<'_>, i: usize) -> Option<(u64, u32, u16, u16)> {
+        let addr: u64 = table.get_ref::<u64>(i * 16).ok()?.load();
+        let rest: u64 = u64::from_le(table.get_ref::<u64>(i * 16 + 8).ok()?.load());
+        Some((
+            u64::from_le(addr),
+            rest as u32,
+            (rest >> 32) as u16,
+            (rest >> 48) as u16,
+        ))
+    }
+
+    /// The descriptor at `cur` if it is a whole chain of one non-empty buffer in
+    /// direction `writable` (a transmit buffer also at most [`MAX_CHAIN_BYTES`]).
+    #[inline(always)]
+    fn single_desc(&self, cur: &AvailCursor, writable: bool) -> Option<(Chain, Seg)> {
+        let slot = cur.next & !WRAP;
+        let (addr, len, id, flags) = Self::read_desc(&self.desc, usize::from(slot))?;
+        let expected = if writable { VRING_DESC_F_WRITE } else { 0 };
+        let shape = flags & (VRING_DESC_F_NEXT | VRING_DESC_F_WRITE | VRING_DESC_F_INDIRECT);
+        if shape != expected || len == 0 || (!writable && len > MAX_CHAIN_BYTES) {
+            return None;
+        }
+        Some((Chain { id, descs: 1 }, Seg { addr, len }))
+    }
+
+    /// The chain at `cur`: its slots in the ring (following NEXT, at most a ring's
+    /// size) and its buffer id, without judging its buffers.
+    fn extent(&self, cur: &AvailCursor) -> Chain {
+        let mut slot = cur.next & !WRAP;
+        let mut descs = 0u16;
+        loop {
+            descs += 1;
+            let (_, _, id, flags) =
+                Self::read_desc(&self.desc, usize::from(slot)).unwrap_or((0, 0, 0, 0));
+            if flags & VRING_DESC_F_NEXT == 0 || descs == self.size {
+                return Chain { id, descs };
+            }
+            slot = if slot + 1 == self.size { 0 } else { slot + 1 };
+        }
+    }
+
+    /// Appends the buffers of the chain `chain` at `cur` to `out`; its total length.
+    fn walk(
+        &self,
+        cur: &AvailCursor,
+        chain: Chain,
+        writable: bool,
+        out: &mut Vec<Seg>,
+    ) -> Result<u32, DropReason> {
+        use DropReason::BadDescriptor;
+        if usize::from(chain.descs) > MAX_CHAIN_DESCS {
+            return Err(BadDescriptor);
+        }
+        let mut total = 0u32;
+        let mut slot = cur.next & !WRAP;
+        for k in 0..chain.descs {
+            let (addr, len, _, flags) =
+                Self::read_desc(&self.desc, usize::from(slot)).ok_or(BadDescriptor)?;
+            if flags & VRING_DESC_F_INDIRECT != 0 {
+                // virtio 1.2 §2.8.7: an indirect descriptor is a whole chain.
+                if chain.descs != 1 || k != 0 {
+                    return Err(BadDescriptor);
+                }
+                return self.walk_indirect(addr, len, writable, out);
+            }
+            self.push(addr, len, flags, writable, &mut total, out)?;
+            slot = if slot + 1 == self.size { 0 } else { slot + 1 };
+        }
+        Ok(total)
+    }
+
+    /// Appends the buffers of the indirect table at `addr` (`len` bytes) to `out`.
+    fn walk_indirect(
+        &self,
+        addr: u64,
+        len: u32,
+        writable: bool,
+        out: &mut Vec<Seg>,
+    ) -> Result<u32, DropReason> {
+        use DropReason::BadDescriptor;
+        let n = len as usize / 16;
+        if len % 16 != 0 || n == 0 || n > MAX_CHAIN_DESCS {
+            return Err(BadDescriptor);
+        }
+        let table = self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
+        let mut total = 0u32;
+        for i in 0..n {
+            let (addr, len, _, flags) = Self::read_desc(&table, i).ok_or(BadDescriptor)?;
+            // Only WRITE is meaningful in an indirect table (§2.8.7); INDIRECT would nest.
+            if flags & VRING_DESC_F_INDIRECT != 0 {
+                return Err(BadDescriptor);
+            }
+            self.push(addr, len, flags, writable, &mut total, out)?;
+        }
+        Ok(total)
+    }
+
+    /// Checks one buffer (direction, inside guest memory, size) and appends it.
+    #[inline]
+    fn push(
+        &self,
+        addr: u64,
+        len: u32,
+        flags: u16,
+        writable: bool,
+        total: &mut u32,
+        out: &mut Vec<Seg>,
+    ) -> Result<(), DropReason> {
+        use DropReason::{BadDescriptor, FrameTooBig};
+        if (flags & VRING_DESC_F_WRITE != 0) != writable {
+            return Err(BadDescriptor);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
+        *total = total.checked_add(len).ok_or(FrameTooBig)?;
+        if *total > MAX_CHAIN_BYTES && !writable {
+            return Err(FrameTooBig);
+        }
+        out.push(Seg { addr, len });
+        Ok(())
+    }
+
+    /// The used descriptor at position `pos`, as written: `(id, len)` (tests, and the
+    /// dirty log's checks).
+    pub fn used_entry(&self, pos: u16) -> (u16, u32) {
+        let Some((_, len, id, _)) = Self::read_desc(&self.desc, usize::from(pos & !WRAP)) else {
+            return (0, 0);
+        };
+        (id, len)
+    }
+}
+
+impl<'m> DeviceRing<'m> for PackedRing<'m> {
+    #[inline(always)]
+    fn mem(&self) -> &MemView<'m> {
+        &self.mem
+    }
+
+    #[inline(always)]
+    fn size(&self) -> u16 {
+        self.size
+    }
+
+    #[inline]
+    fn avail_cursor(&self, next_avail: u16) -> Result<AvailCursor, u16> {
+        if next_avail & !WRAP >= self.size {
+            return Err(next_avail);
+        }
+        Ok(AvailCursor {
+            next: next_avail,
+            end: 0,
+        })
+    }
+
+    #[inline(always)]
+    fn has_avail(&self, cur: &AvailCursor) -> bool {
+        self.is_avail(cur.next)
+    }
+
+    #[inline]
+    fn prefetch_avail(&self, cur: &AvailCursor, n: usize) {
+        // Four descriptors per cache line; the first line is being read already.
+        let slot = usize::from(cur.next & !WRAP);
+        let size = usize::from(self.size);
+        for k in (4..n.min(size)).step_by(4) {
+            if let Ok(s) = self.desc.subslice((slot + k) % size * 16, 16) {
+                prefetch(s.ptr_guard().as_ptr());
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn readable_single(&self, cur: &AvailCursor) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
+        let (chain, seg) = self.single_desc(cur, false)?;
+        Some((chain, seg, self.mem.slice(seg.addr, seg.len as usize)?))
+    }
+
+    #[inline(always)]
+    fn writable_single(
+        &self,
+        cur: &AvailCursor,
+        need: u32,
+    ) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
+        let (chain, seg) = self.single_desc(cur, true)?;
+        if seg.len < need {
+            return None;
+        }
+        let buf = self
+            .mem
+            .slice(seg.addr, seg.len as usize)?
+            .subslice(0, need as usize)
+            .ok()?;
+        Some((chain, seg, buf))
+    }
+
+    fn read_chain(
+        &self,
+        cur: &AvailCursor,
+        writable: bool,
+        out: &mut Vec<Seg>,
+    ) -> (Chain, Result<u32, DropReason>) {
+        let chain = self.extent(cur);
+        let start = out.len();
+        let r = self.walk(cur, chain, writable, out);
+        if r.is_err() {
+            out.truncate(start);
+        }
+        (chain, r)
+    }
+
+    #[inline(always)]
+    fn advance(&self, cur: &mut AvailCursor, chain: Chain) {
+        cur.next = packed_advance(cur.next, chain.descs, self.size);
+    }
+
+    #[inline(always)]
+    fn put_used(&self, used: u16, chain: Chain, len: u32) -> u16 {
+        let flags = if used & WRAP != 0 {
+            VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED
+        } else {
+            0
+        };
+        let v = u64::from(len) | u64::from(chain.id) << 32 | u64::from(flags) << 48;
+        // len, id and flags in one store: the driver that sees the flags sees the rest.
+        let _ = self.desc.store(
+            v.to_le(),
+            usize::from(used & !WRAP) * 16 + 8,
+            Ordering::Release,
+        );
+        packed_advance(used, chain.descs, self.size)
+    }
+
+    #[inline(always)]
+    fn publish(&self, _old: u16, _new: u16) {}
+
+    #[inline]
+    fn needs_interrupt(&self, old: u16, new: u16) -> bool {
+        if old == new {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        let load = |off| {
+            self.driver
+                .load::<u16>(off, Ordering::Relaxed)
+                .map(u16::from_le)
+                .unwrap_or(0)
+        };
+        match load(2) {
+            RING_EVENT_FLAGS_DISABLE => false,
+            RING_EVENT_FLAGS_DESC if self.event_idx => {
+                // Whether the event position lies in [old, new): positions compared on
+                // the 2 × size cycle that the slot and its wrap counter describe.
+                let lin = |p: u16| {
+                    u32::from(p & !WRAP)
+                        + if p & WRAP != 0 {
+                            0
+                        } else {
+                            u32::from(self.size)
+                        }
+                };
+                let cycle = 2 * u32::from(self.size);
+                let dist = |p: u16| (lin(p) + cycle - lin(old)) % cycle;
+                dist(load(0)) < dist(new)
+            }
+            _ => true,
+        }
+    }
+
+    fn set_kicks(&self, enable: bool, next_avail: u16) -> bool {
+        let v = if enable {
+            RING_EVENT_FLAGS_ENABLE
+        } else {
+            RING_EVENT_FLAGS_DISABLE
+        };
+        let _ = self.device.store(v.to_le(), 2, Ordering::Relaxed);
+        if enable {
+            fence(Ordering::SeqCst);
+            self.is_avail(next_avail)
+        } else {
+            false
+        }
+    }
+
+    fn log_used(&self, log: &mut LogBatch<'_>, _vring: usize, old: u16, new: u16) {
+        fence(Ordering::SeqCst);
+        let size = u64::from(self.size);
+        let first = u64::from(old & !WRAP);
+        let end = u64::from(new & !WRAP);
+        let n = if end > first || (end == first && old == new) {
+            end - first
+        } else {
+            end + size - first
+        };
+        let tail = n.min(size - first);
+        log.mark(self.desc_gpa + 16 * first, 16 * tail);
+        log.mark(self.desc_gpa, 16 * (n - tail));
+    }
+
+    fn log_kicks(&self, log: &mut LogBatch<'_>, _vring: usize) {
+        fence(Ordering::SeqCst);
+        log.mark(self.device_gpa, 4);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_wrap_with_their_counter() {
+        assert_eq!(packed_advance(PACKED_START, 1, 8), 1 | WRAP);
+        assert_eq!(packed_advance(7 | WRAP, 1, 8), 0);
+        assert_eq!(packed_advance(6 | WRAP, 3, 8), 1);
+        assert_eq!(packed_advance(7, 2, 8), 1 | WRAP);
+        assert_eq!(packed_advance(3, 0, 8), 3);
+    }
+}
