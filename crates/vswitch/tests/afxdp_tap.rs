@@ -75,6 +75,7 @@ fn guest_and_namespace(mode: &str, expect_mode: &str) {
         server: false,
         extra_vdevs: &vdev,
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=io", "--no-flush-rx"],
     });
     // Retry when the virtqueue is full rather than drop: every frame goes out.
@@ -322,6 +323,7 @@ fn tap_ping_icmpecho_guest() {
         server: false,
         extra_vdevs: &[],
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=icmpecho"],
     });
     g.cmd("start");

@@ -1477,6 +1477,7 @@ fn removed_hugepage_backing_is_contained() {
         server: false,
         extra_vdevs: &[],
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=txonly", &peer],
     });
     g.cmd("start");

@@ -52,6 +52,7 @@ fn a_port_comes_and_goes_20_times_while_a_loop_runs() {
             server: false,
             extra_vdevs: &[],
             queue_size: None,
+            packed: false,
             args: &["--forward-mode=io", &peer],
         });
         c.cmd("start tx_first 1");
@@ -416,6 +417,7 @@ fn pmd_rebalance_splits_busy_queues_that_share_a_pmd() {
         server: false,
         extra_vdevs: &extra,
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=txonly", &peers[0], &peers[1]],
     });
     g.cmd("start");

@@ -73,6 +73,7 @@ fn mac_flood_is_limited_and_spoofed_sources_are_dropped() {
         server: false,
         extra_vdevs: &vdev,
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=io", "--no-flush-rx"],
     });
     f.cmd("start");
@@ -125,6 +126,7 @@ fn mac_flood_is_limited_and_spoofed_sources_are_dropped() {
         server: false,
         extra_vdevs: &[],
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=txonly", &peer],
     });
     s.cmd("start");

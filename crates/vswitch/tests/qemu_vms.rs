@@ -309,6 +309,7 @@ fn tso_from_vm_reaches_testpmd_without_guest_tso_as_mtu_frames() {
         server: false,
         extra_vdevs: &b_vdev,
         queue_size: None,
+        packed: false,
         args: &["--forward-mode=io", "--no-flush-rx"],
     });
     b.cmd("start");

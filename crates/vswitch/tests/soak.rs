@@ -141,6 +141,7 @@ fn soak_loop_with_churn_stays_flat() {
             server: false,
             extra_vdevs: &[],
             queue_size: None,
+            packed: false,
             args: &["--forward-mode=rxonly"],
         });
         g.cmd("start");

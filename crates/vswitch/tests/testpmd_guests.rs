@@ -36,6 +36,20 @@ fn start_ab(dir: &TempDir, opts: &str, poll: &str) -> Vswitchd {
     )
 }
 
+/// Asserts that the driver on `port` negotiated the ring layout asked for.
+fn assert_ring(sw: &Vswitchd, port: &str, packed: bool) {
+    let p = sw.show_port(port);
+    let packed_acked = p["negotiated_features"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == "RING_PACKED"));
+    assert_eq!(packed_acked, packed, "{port}: ring layout negotiated: {p}");
+}
+
+/// `spec` on packed virtqueues when `packed`.
+fn on(packed: bool, spec: GuestSpec<'_>) -> GuestSpec<'_> {
+    GuestSpec { packed, ..spec }
+}
+
 fn guest<'a>(
     prefix: &'a str,
     socket: &'a std::path::Path,
@@ -50,6 +64,7 @@ fn guest<'a>(
         server: false,
         extra_vdevs: &[],
         queue_size: None,
+        packed: false,
         args,
     }
 }
@@ -58,20 +73,38 @@ fn guest<'a>(
 /// either delivered to B (and B's own counter agrees) or counted as a named drop.
 #[test]
 fn txonly_to_rxonly_every_frame_accounted() {
+    txonly_to_rxonly(false);
+}
+
+/// As [`txonly_to_rxonly_every_frame_accounted`], on packed virtqueues (`packed_vq=1`).
+#[test]
+fn txonly_to_rxonly_every_frame_accounted_packed() {
+    txonly_to_rxonly(true);
+}
+
+fn txonly_to_rxonly(packed: bool) {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("txrx");
     let sw = start_ab(&dir, "", "adaptive");
     let sa = dir.path("a.sock");
     let sb = dir.path("b.sock");
-    let mut b = Testpmd::start(guest("vsb1", &sb, MAC_B, &["--forward-mode=rxonly"]));
+    let mut b = Testpmd::start(on(
+        packed,
+        guest("vsb1", &sb, MAC_B, &["--forward-mode=rxonly"]),
+    ));
     let peer = format!("--eth-peer=0,{MAC_B}");
-    let mut a = Testpmd::start(guest("vsa1", &sa, MAC_A, &["--forward-mode=txonly", &peer]));
+    let mut a = Testpmd::start(on(
+        packed,
+        guest("vsa1", &sa, MAC_A, &["--forward-mode=txonly", &peer]),
+    ));
     b.cmd("start");
     a.cmd("start");
     wait_for(Duration::from_secs(20), "frames reaching b", || {
         (sw.port("b").stats.tx_packets > 10_000).then_some(())
     });
+    assert_ring(&sw, "a", packed);
+    assert_ring(&sw, "b", packed);
     std::thread::sleep(Duration::from_secs(1));
     a.cmd("stop");
     let (_, a_tx) = a.port_stats(0);
@@ -118,6 +151,16 @@ fn txonly_to_rxonly_every_frame_accounted() {
 /// (net_pcap rx → virtio-user) and B writes what it receives to a pcap file.
 #[test]
 fn frames_arrive_intact_64_to_9000_bytes() {
+    frames_arrive_intact(false);
+}
+
+/// As [`frames_arrive_intact_64_to_9000_bytes`], on packed virtqueues (`packed_vq=1`).
+#[test]
+fn frames_arrive_intact_64_to_9000_bytes_packed() {
+    frames_arrive_intact(true);
+}
+
+fn frames_arrive_intact(packed: bool) {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("intact");
@@ -146,11 +189,13 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     let mut b = Testpmd::start(GuestSpec {
         extra_vdevs: &b_vdev,
         queue_size: None,
+        packed,
         ..guest("vsb2", &sb, MAC_B, &args)
     });
     let mut a = Testpmd::start(GuestSpec {
         extra_vdevs: &a_vdev,
         queue_size: None,
+        packed,
         ..guest("vsa2", &sa, MAC_A, &args)
     });
     for t in [&mut a, &mut b] {
@@ -170,6 +215,8 @@ fn frames_arrive_intact_64_to_9000_bytes() {
     wait_for(Duration::from_secs(20), "all frames delivered to b", || {
         (sw.port("b").stats.tx_packets >= n).then_some(())
     });
+    assert_ring(&sw, "a", packed);
+    assert_ring(&sw, "b", packed);
     wait_for(Duration::from_secs(20), "b to write all frames", || {
         let s = b.cmd("show port stats 1");
         (field(&s, "TX-packets:") >= n).then_some(())
@@ -239,6 +286,16 @@ fn io_forwarding_loop_keeps_circulating() {
 /// flows (testpmd's --txonly-multi-flow varies the source IP) spread over both.
 #[test]
 fn multiqueue_uses_both_queue_pairs() {
+    multiqueue(false);
+}
+
+/// As [`multiqueue_uses_both_queue_pairs`], on packed virtqueues (`packed_vq=1`).
+#[test]
+fn multiqueue_uses_both_queue_pairs_packed() {
+    multiqueue(true);
+}
+
+fn multiqueue(packed: bool) {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("mq");
@@ -255,6 +312,7 @@ fn multiqueue_uses_both_queue_pairs() {
     };
     let mut b = Testpmd::start(GuestSpec {
         queues: 2,
+        packed,
         ..guest("vsb4", &sb, MAC_B, &qargs_b)
     });
     b.cmd("start");
@@ -267,12 +325,14 @@ fn multiqueue_uses_both_queue_pairs() {
         let (b0, b1) = rx_per_queue(&mut b);
         let mut a = Testpmd::start(GuestSpec {
             queues: 2,
+            packed,
             ..guest("vsa4", &sa, MAC_A, &qargs_a)
         });
         a.cmd("start");
         wait_for(Duration::from_secs(20), "traffic to b", || {
             (sw.port("b").stats.tx_packets > before + 20_000).then_some(())
         });
+        assert_ring(&sw, "b", packed);
         a.cmd("stop");
         let a_q0 = a.xstat(0, "tx_q0_good_packets");
         let a_q1 = a.xstat(0, "tx_q1_good_packets");
@@ -302,6 +362,16 @@ fn multiqueue_uses_both_queue_pairs() {
 /// it is gone, its port goes down and comes back up, and it is served again.
 #[test]
 fn guest_killed_and_restarted() {
+    guest_killed(false);
+}
+
+/// As [`guest_killed_and_restarted`], on packed virtqueues (`packed_vq=1`).
+#[test]
+fn guest_killed_and_restarted_packed() {
+    guest_killed(true);
+}
+
+fn guest_killed(packed: bool) {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("kill");
@@ -322,15 +392,27 @@ fn guest_killed_and_restarted() {
     );
     let (sa, sb, sc) = (dir.path("a.sock"), dir.path("b.sock"), dir.path("c.sock"));
     let peer = format!("--eth-peer=0,{MAC_B}");
-    let mut b = Testpmd::start(guest("vsb5", &sb, MAC_B, &["--forward-mode=rxonly"]));
-    let mut c = Testpmd::start(guest("vsc5", &sc, MAC_C, &["--forward-mode=txonly", &peer]));
-    let mut a = Testpmd::start(guest("vsa5", &sa, MAC_A, &["--forward-mode=txonly", &peer]));
+    let mut b = Testpmd::start(on(
+        packed,
+        guest("vsb5", &sb, MAC_B, &["--forward-mode=rxonly"]),
+    ));
+    let mut c = Testpmd::start(on(
+        packed,
+        guest("vsc5", &sc, MAC_C, &["--forward-mode=txonly", &peer]),
+    ));
+    let mut a = Testpmd::start(on(
+        packed,
+        guest("vsa5", &sa, MAC_A, &["--forward-mode=txonly", &peer]),
+    ));
     b.cmd("start");
     a.cmd("start");
     c.cmd("start");
     wait_for(Duration::from_secs(20), "c's frames to reach b", || {
         (sw.port("c").stats.rx_packets > 1000).then_some(())
     });
+    assert_ring(&sw, "a", packed);
+    assert_ring(&sw, "b", packed);
+    assert_ring(&sw, "c", packed);
     c.kill9();
     wait_for(Duration::from_secs(10), "c's link to go down", || {
         (sw.port("c").link == "down").then_some(())
@@ -344,7 +426,10 @@ fn guest_killed_and_restarted() {
     );
     let c_rx_before = sw.port("c").stats.rx_packets;
     let restarted = Instant::now();
-    let mut c = Testpmd::start(guest("vsc5", &sc, MAC_C, &["--forward-mode=txonly", &peer]));
+    let mut c = Testpmd::start(on(
+        packed,
+        guest("vsc5", &sc, MAC_C, &["--forward-mode=txonly", &peer]),
+    ));
     c.cmd("start");
     wait_for(Duration::from_secs(20), "restarted c to be served", || {
         (sw.port("c").stats.rx_packets > c_rx_before + 1000).then_some(())
@@ -377,6 +462,16 @@ fn guest_killed_and_restarted() {
 /// crash: its sockets left behind): traffic resumes within 1 s of each start.
 #[test]
 fn client_mode_vswitchd_restart_resumes_within_1s() {
+    client_mode_restart(false);
+}
+
+/// As [`client_mode_vswitchd_restart_resumes_within_1s`], on packed virtqueues (`packed_vq=1`).
+#[test]
+fn client_mode_vswitchd_restart_resumes_within_1s_packed() {
+    client_mode_restart(true);
+}
+
+fn client_mode_restart(packed: bool) {
     let _g = serial();
     setup_host();
     let dir = TempDir::new("client");
@@ -393,10 +488,12 @@ fn client_mode_vswitchd_restart_resumes_within_1s() {
     let peer = format!("--eth-peer=0,{MAC_B}");
     let mut b = Testpmd::start(GuestSpec {
         server: true,
+        packed,
         ..guest("vsb6", &sb, MAC_B, &["--forward-mode=rxonly"])
     });
     let mut a = Testpmd::start(GuestSpec {
         server: true,
+        packed,
         ..guest("vsa6", &sa, MAC_A, &["--forward-mode=txonly", &peer])
     });
     b.cmd("start");
@@ -404,6 +501,8 @@ fn client_mode_vswitchd_restart_resumes_within_1s() {
     wait_for(Duration::from_secs(20), "traffic a→b", || {
         (sw.port("b").stats.tx_packets > 10_000).then_some(())
     });
+    assert_ring(&sw, "a", packed);
+    assert_ring(&sw, "b", packed);
     for crash in [false, true] {
         if crash {
             sw.kill9();
@@ -459,6 +558,7 @@ fn acl_drops_part_of_many_flows_and_the_cache_hits() {
     let mut b = Testpmd::start(GuestSpec {
         extra_vdevs: &b_vdev,
         queue_size: None,
+        packed: false,
         ..guest("vsb7", &sb, MAC_B, &["--forward-mode=io"])
     });
     let peer = format!("--eth-peer=0,{MAC_B}");

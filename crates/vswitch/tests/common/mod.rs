@@ -364,6 +364,7 @@ pub fn start_loop_guest_to(
         server: false,
         extra_vdevs: &extra,
         queue_size: Some(1024),
+        packed: false,
         args: &[
             "--forward-mode=mac",
             "--rxd=1024",
@@ -388,6 +389,8 @@ pub struct GuestSpec<'a> {
     /// Descriptors per virtqueue of the virtio-user vdev (`queue_size=`); DPDK's
     /// default (256) when `None`.
     pub queue_size: Option<u16>,
+    /// Packed virtqueues (`packed_vq=1`, virtio 1.2 §2.8) instead of split ones.
+    pub packed: bool,
     pub args: &'a [&'a str],
 }
 
@@ -406,6 +409,9 @@ impl Testpmd {
         }
         if let Some(n) = spec.queue_size {
             vdev.push_str(&format!(",queue_size={n}"));
+        }
+        if spec.packed {
+            vdev.push_str(",packed_vq=1");
         }
         // testpmd prints through stdio, block-buffered into a pipe: unbuffer it so each
         // command's output arrives before the next prompt.

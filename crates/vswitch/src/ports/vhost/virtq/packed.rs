@@ -228,6 +228,16 @@ impl<'m> PackedRing<'m> {
             if flags & VRING_DESC_F_INDIRECT != 0 {
                 return Err(BadDescriptor);
             }
+            // DPDK's virtio PMD presets its transmit tables' entries with WRITE
+            // (`vring_desc_init_indirect_packed`) and never clears it; DPDK's vhost
+            // library ignores the flag there. A transmit chain's table is therefore read
+            // whatever its entries' WRITE bits say: the device only reads it. Receive
+            // chains keep the check.
+            let flags = if writable {
+                flags
+            } else {
+                flags & !VRING_DESC_F_WRITE
+            };
             self.push(addr, len, flags, writable, &mut total, out)?;
         }
         Ok(total)
