@@ -119,7 +119,19 @@ fn settled_footprint(sw: &Vswitchd, port: &str) -> Footprint {
 
 /// The guest's spec on socket `sock`, its monitor at `mon`, `-incoming uri` if any.
 fn guest<'a>(sock: &'a Path, mon: PathBuf, params: &str, incoming: Option<String>) -> VmSpec<'a> {
+    guest_on(false, sock, mon, params, incoming)
+}
+
+/// [`guest`], on packed virtqueues (`packed=on`) when `packed`.
+fn guest_on<'a>(
+    packed: bool,
+    sock: &'a Path,
+    mon: PathBuf,
+    params: &str,
+    incoming: Option<String>,
+) -> VmSpec<'a> {
     VmSpec {
+        device: if packed { ",packed=on" } else { "" },
         monitor: Some(mon),
         incoming,
         // `-cpu max` is not migration-safe (QEMU's documentation): guests crashed in
@@ -145,6 +157,19 @@ fn guest<'a>(sock: &'a Path, mon: PathBuf, params: &str, incoming: Option<String
 /// page allocator panicked, or it hung, in 2 of 6 runs (README, "Live migration").
 #[test]
 fn vm_migrates_back_and_forth_under_traffic() {
+    migrates_back_and_forth(false, ROUND_TRIPS);
+}
+
+/// As [`vm_migrates_back_and_forth_under_traffic`], with the migrating guest's device on
+/// packed virtqueues (`packed=on`): its used descriptors are written into the descriptor
+/// ring, which the dirty log must cover, and `GET_VRING_BASE` / `SET_VRING_BASE` carry
+/// the ring positions with their wrap counters. Two round trips.
+#[test]
+fn vm_migrates_back_and_forth_on_packed_rings() {
+    migrates_back_and_forth(true, 2);
+}
+
+fn migrates_back_and_forth(packed: bool, round_trips: usize) {
     let _g = serial();
     let (major, minor) = common::qemu::qemu_version();
     assert!(
@@ -168,7 +193,7 @@ fn vm_migrates_back_and_forth_under_traffic() {
         ],
     );
     let params = "vm.ip=10.0.0.1 vm.peer=10.0.0.2 vm.test=sink vm.stay=1";
-    let mut vm = Vm::start(guest(&socks[0], dir.path("mon0"), params, None));
+    let mut vm = Vm::start(guest_on(packed, &socks[0], dir.path("mon0"), params, None));
     // The stream runs at 2 MiB/s (32 s): ten migrations take about 5 s here, with two
     // TCG guests on two cores; the test checks the stream outlasted them.
     let peer = Vm::start(VmSpec::new(
@@ -181,6 +206,11 @@ fn vm_migrates_back_and_forth_under_traffic() {
         ),
     ));
     vm.wait_lines("RESULT ping", 2, Duration::from_secs(240));
+    let features = sw.show_port("vm1a")["negotiated_features"].clone();
+    let packed_acked = features
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == "RING_PACKED"));
+    assert_eq!(packed_acked, packed, "vm1a's rings: {features}");
     let blob = kv(&peer.wait_lines("RESULT blob", 1, Duration::from_secs(240))[0]);
     let initial = Footprint::of(sw.pid()).fd_count();
     // The footprint after the first round trip (threads, allocator arenas and caches
@@ -188,10 +218,11 @@ fn vm_migrates_back_and_forth_under_traffic() {
     let mut before = None;
     let mut moves = Vec::new();
     let mut at = 0;
-    for k in 0..2 * ROUND_TRIPS {
+    for k in 0..2 * round_trips {
         let to = 1 - at;
         let uri = format!("unix:{}", dir.path(&format!("mig{k}.sock")).display());
-        let spec = guest(
+        let spec = guest_on(
+            packed,
             &socks[to],
             dir.path(&format!("mon{}", k + 1)),
             params,
