@@ -17,6 +17,8 @@ pub mod forward;
 pub mod gro;
 pub mod localnet;
 pub mod offload;
+#[cfg(test)]
+mod packed_tests;
 pub mod packet;
 pub mod pipeline;
 pub mod pmd;

@@ -92,7 +92,10 @@ impl<'m> PackedRing<'m> {
         if !q.ready() || size == 0 || !size.is_power_of_two() || size > WRAP {
             return None;
         }
-        if q.desc_table() % 16 != 0 || q.avail_ring() % 4 != 0 || q.used_ring() % 4 != 0 {
+        if !q.desc_table().is_multiple_of(16)
+            || !q.avail_ring().is_multiple_of(4)
+            || !q.used_ring().is_multiple_of(4)
+        {
             return None;
         }
         let desc = mem
@@ -217,7 +220,7 @@ impl<'m> PackedRing<'m> {
     ) -> Result<u32, DropReason> {
         use DropReason::BadDescriptor;
         let n = len as usize / 16;
-        if len % 16 != 0 || n == 0 || n > MAX_CHAIN_DESCS {
+        if !len.is_multiple_of(16) || n == 0 || n > MAX_CHAIN_DESCS {
             return Err(BadDescriptor);
         }
         let table = self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;

@@ -1,10 +1,14 @@
-//! Test doubles: a simulated virtio-net driver over in-memory split rings.
+//! Test doubles: a simulated virtio-net driver over in-memory split or packed rings.
 //!
 //! Real guests (DPDK testpmd, QEMU) are what the integration tests use. This driver
 //! exists for what no real guest does on purpose — malformed descriptor chains — and
 //! for benchmarks that must not include a second process. It lays out split rings in a
-//! [`GuestMemoryMmap`] exactly as virtio 1.2 §2.7 describes and attaches them to a port
-//! as a [`Connection`], bypassing the vhost-user socket.
+//! [`GuestMemoryMmap`](vm_memory::GuestMemoryMmap) exactly as virtio 1.2 §2.7 describes
+//! (or packed rings, §2.8, when its features include VIRTIO_F_RING_PACKED: see
+//! [`packed`]) and attaches them to a port as a [`Connection`], bypassing the
+//! vhost-user socket.
+
+mod packed;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,9 +43,23 @@ pub struct SimGuest {
     /// The connection to attach to a port.
     pub conn: Arc<Connection>,
     mem: Arc<Mem>,
+    /// Split: the driver's `avail.idx`. Packed: its next avail position (`slot | wrap
+    /// << 15`).
     avail_idx: Vec<u16>,
+    /// Split: used elements read. Packed: the next used position to read.
     used_seen: Vec<u16>,
     size: u16,
+    /// Packed rings (VIRTIO_F_RING_PACKED acked).
+    packed: bool,
+    /// Packed: per queue, the position up to which used descriptors were counted, and
+    /// how many (for [`used_idx`](Self::used_idx)).
+    used_scan: std::cell::RefCell<Vec<(u16, u16)>>,
+    /// Packed: per queue, each buffer id's `(addr, len, device-writable)` as last made
+    /// available (for [`republish`](Self::republish)).
+    posted: Vec<Vec<(u64, u32, bool)>>,
+    /// Packed: per queue, the ring slots of the chain last made available with each
+    /// buffer id (a used descriptor stands for that many slots).
+    chain_slots: Vec<std::collections::HashMap<u16, u16>>,
     /// Length of the virtio-net header on this guest's frames.
     pub hdr_len: usize,
 }
@@ -63,6 +81,7 @@ impl SimGuest {
         let atomic = GuestMemoryAtomic::new(mem.clone());
         let event_idx =
             features & (1 << virtio_bindings::virtio_ring::VIRTIO_RING_F_EVENT_IDX) != 0;
+        let packed = features & (1 << crate::ports::vhost::device::VIRTIO_F_RING_PACKED) != 0;
         let mut vrings = Vec::new();
         for q in 0..nq {
             let v = PortVring::standalone(atomic.clone(), queue_size).expect("vring");
@@ -72,6 +91,9 @@ impl SimGuest {
             v.set_queue_info(base, base + avail, base + used)
                 .expect("queue info");
             v.set_queue_event_idx(event_idx);
+            if packed {
+                Self::packed_init(&v);
+            }
             v.set_queue_ready(true);
             v.set_enabled(true);
             vrings.push(v);
@@ -89,12 +111,17 @@ impl SimGuest {
             memless_reported: AtomicBool::new(false),
         });
         let hdr_len = conn.hdr_len() as usize;
+        let start = if packed { packed::START } else { 0 };
         SimGuest {
             conn,
             mem: Arc::new(mem),
-            avail_idx: vec![0; nq],
-            used_seen: vec![0; nq],
+            avail_idx: vec![start; nq],
+            used_seen: vec![start; nq],
             size: queue_size,
+            packed,
+            used_scan: std::cell::RefCell::new(vec![(start, 0); nq]),
+            posted: vec![vec![(0, 0, false); usize::from(queue_size)]; nq],
+            chain_slots: vec![Default::default(); nq],
             hdr_len,
         }
     }
@@ -218,6 +245,13 @@ impl SimGuest {
     /// Republishes the heads of the last `n` publications again (steady-state benches:
     /// the buffers and descriptors are unchanged).
     pub fn republish(&mut self, q: usize, heads: &[u16]) {
+        if self.packed {
+            for &h in heads {
+                let (addr, len, writable) = self.posted[q][usize::from(h)];
+                self.packed_make_avail(q, h, addr, len, writable);
+            }
+            return;
+        }
         let base = self.base_of(q) + Self::ring_offsets(self.size).0;
         for &h in heads {
             let off = 4 + 2 * u64::from(self.avail_idx[q] % self.size);
@@ -244,18 +278,27 @@ impl SimGuest {
         buf.extend_from_slice(frame);
         assert!(buf.len() as u64 <= SLOT * 8, "frame too large for a slot");
         self.write(addr, &buf);
-        self.write_desc(
-            q,
-            head,
-            RawDesc {
-                addr,
-                len: buf.len() as u32,
-                flags: 0,
-                next: 0,
-            },
-        );
-        self.publish(q, head);
+        self.make_avail(q, head, addr, buf.len() as u32, false);
         head
+    }
+
+    /// Makes buffer `id` (`len` bytes at `addr`, device-writable or not) available on
+    /// queue `q` as a chain of one descriptor: split, descriptor `id` and an available
+    /// ring entry; packed, the next ring slot with buffer id `id`.
+    fn make_avail(&mut self, q: usize, id: u16, addr: u64, len: u32, writable: bool) {
+        if self.packed {
+            self.packed_make_avail(q, id, addr, len, writable);
+            return;
+        }
+        let flags = if writable { VRING_DESC_F_WRITE } else { 0 };
+        let d = RawDesc {
+            addr,
+            len,
+            flags,
+            next: 0,
+        };
+        self.write_desc(q, id, d);
+        self.publish(q, id);
     }
 
     /// Queues a frame with an explicit 12-byte virtio-net header (offload fields) on
@@ -266,17 +309,7 @@ impl SimGuest {
         let mut buf = hdr[..self.hdr_len].to_vec();
         buf.extend_from_slice(frame);
         self.write(addr, &buf);
-        self.write_desc(
-            q,
-            head,
-            RawDesc {
-                addr,
-                len: buf.len() as u32,
-                flags: 0,
-                next: 0,
-            },
-        );
-        self.publish(q, head);
+        self.make_avail(q, head, addr, buf.len() as u32, false);
     }
 
     /// Queues a raw (possibly malformed) chain on transmit queue pair `qp`.
@@ -298,17 +331,7 @@ impl SimGuest {
                 q,
                 (u32::from(i) * (len as u64).div_ceil(SLOT) as u32) % (8 * u32::from(self.size)),
             );
-            self.write_desc(
-                q,
-                i,
-                RawDesc {
-                    addr,
-                    len,
-                    flags: VRING_DESC_F_WRITE,
-                    next: 0,
-                },
-            );
-            self.publish(q, i);
+            self.make_avail(q, i, addr, len, true);
             heads.push(i);
         }
         heads
@@ -333,16 +356,25 @@ impl SimGuest {
         self.mem.write_obj(v.to_le(), GuestAddress(a)).unwrap();
     }
 
-    /// Sets or clears the driver's VRING_AVAIL_F_NO_INTERRUPT flag on queue `q`.
+    /// Sets or clears the driver's VRING_AVAIL_F_NO_INTERRUPT flag on queue `q` (packed:
+    /// its event suppression flags, DISABLE or ENABLE).
     pub fn set_no_interrupt(&self, q: usize, on: bool) {
+        if self.packed {
+            self.set_driver_event(q, u16::from(on), 0);
+            return;
+        }
         let a = self.base_of(q) + Self::ring_offsets(self.size).0;
         self.mem
             .write_obj(u16::from(on).to_le(), GuestAddress(a))
             .unwrap();
     }
 
-    /// Used-ring index of queue `q` (as the device published it).
+    /// Used-ring index of queue `q` (as the device published it; packed: the used
+    /// descriptors written so far, modulo 2^16).
     pub fn used_idx(&self, q: usize) -> u16 {
+        if self.packed {
+            return self.packed_used_count(q);
+        }
         let v: u16 = self
             .mem
             .load(
@@ -367,6 +399,9 @@ impl SimGuest {
     /// As [`recv`](Self::recv), with each frame's virtio-net header (zero-padded to 12).
     pub fn recv_with_hdr(&mut self, qp: usize) -> Vec<([u8; 12], Vec<u8>)> {
         let q = 2 * qp;
+        if self.packed {
+            return self.packed_recv(q);
+        }
         let used = self.used_idx(q);
         let mut frames = Vec::new();
         while self.used_seen[q] != used {
@@ -399,6 +434,9 @@ impl SimGuest {
 
     /// Marks every used entry of queue `q` as seen without reading it (benches).
     pub fn skip_used(&mut self, q: usize) -> u16 {
+        if self.packed {
+            return self.packed_skip_used(q);
+        }
         let used = self.used_idx(q);
         let n = used.wrapping_sub(self.used_seen[q]);
         self.used_seen[q] = used;
