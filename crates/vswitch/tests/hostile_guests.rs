@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 // path parses (`to_bytes`: VERSION_1 layout, num_buffers 0).
 use common::footprint::{self, Footprint, Slack};
 use common::hostile::*;
+use common::hostile_packed::*;
 use common::*;
 use vswitch::control::protocol::StatsRow;
 use vswitch::datapath::packet::{
@@ -1369,6 +1370,235 @@ fn hostile_rings_are_counted_and_leave_nothing_behind() {
         after.rss_kib,
         t0.elapsed()
     );
+}
+
+/// The ring attacks on packed virtqueues (virtio 1.2 §2.8): a raw front-end negotiates
+/// RING_PACKED on h and writes the descriptor ring itself. Each malformed chain is
+/// counted under its reason and returned (the used position moves past it); a good
+/// front-end's frames cross the wrap of the ring; an impossible ring position is
+/// counted and read as an empty ring. The loop keeps its rate, and the daemon's
+/// footprint is back where it was at the end.
+#[test]
+fn hostile_packed_rings_are_counted_and_leave_nothing_behind() {
+    let _g = serial();
+    let bed = Bed::start("hpacked", BROADCAST, &[]);
+    let before = steady(&bed);
+    packed_well_behaved(&bed);
+    packed_tx_attacks(&bed);
+    packed_bad_rx_chains(&bed);
+    packed_bad_base(&bed);
+    let after = assert_footprint_back(&bed, &before);
+    assert_eq!(
+        bed.sw.protocol_errors("h"),
+        0,
+        "no ring attack is a protocol error"
+    );
+    bed.check_rate_kept();
+    let mut bed = bed;
+    bed.lg.cmd("stop");
+    let a = bed.sw.port("a").stats;
+    let b = bed.sw.port("b").stats;
+    assert_eq!(a.drops_total + b.drops_total, 0, "{a:?} {b:?}");
+    eprintln!(
+        "packed ring attacks: fds {} -> {}, RSS {} -> {} KiB",
+        before.fd_count(),
+        after.fd_count(),
+        before.rss_kib,
+        after.rss_kib,
+    );
+}
+
+/// Checks that the receive buffer at `addr` (`len` bytes used) holds a virtio-net
+/// header and a broadcast from the loop guest's port a.
+fn check_flooded_in(mem: &GuestMem, addr: u64, len: u32) {
+    assert!(len as usize >= VNET_HDR + 14, "used length {len}");
+    let f = mem.read(addr + VNET_HDR as u64, len as usize - VNET_HDR);
+    assert_eq!(f[..6], mac(BROADCAST), "a broadcast: {:02x?}", &f[..14]);
+    assert_eq!(f[6..12], mac(MAC_A), "from a: {:02x?}", &f[..14]);
+}
+
+/// A well-behaved packed front-end: five rounds of 64 receive buffers (320 positions:
+/// the ring of 256 wraps) are filled with the loop's broadcasts in order, and its own
+/// frames, one per round, are taken.
+fn packed_well_behaved(bed: &Bed) {
+    let before = bed.h();
+    let mut g = PackedGuest::connect(&bed.sh, F_MRG_RXBUF);
+    for round in 0..5 {
+        let bufs = g.post_rx(64, 2048);
+        let used =
+            g.rx.wait_all_used(&g.mem, "64 broadcasts in h's packed rx ring");
+        assert_eq!(used.len(), 64, "round {round}");
+        for ((id, len), (want, a)) in used.into_iter().zip(&bufs) {
+            assert_eq!(id, *want, "round {round}: buffers used in order");
+            check_flooded_in(&g.mem, *a, len);
+            assert_eq!(g.mem.read(*a + 10, 2), [1, 0], "num_buffers");
+        }
+        g.send(&[0; VNET_HDR], &to_h(100 + round));
+        g.tx_done();
+    }
+    bed.expect_h("packed front-end", &before, Some(5), &[("same_port", 5)]);
+    drop(g);
+    bed.check_alive("well-behaved packed front-end");
+}
+
+/// A fresh packed connection to h runs `attack` on its transmit ring; once every chain
+/// came back, h's counters must have moved by exactly `rx` frames and the drops `want`.
+fn packed_tx_attack(
+    bed: &Bed,
+    what: &str,
+    rx: u64,
+    want: &[(&str, u64)],
+    attack: impl FnOnce(&mut PackedGuest),
+) {
+    let before = bed.h();
+    let mut g = PackedGuest::connect(&bed.sh, 0);
+    attack(&mut g);
+    g.tx_done();
+    bed.expect_h(what, &before, Some(rx), want);
+    drop(g);
+    bed.check_alive(what);
+}
+
+/// Malformed transmit chains on a packed ring, each followed by a good frame.
+fn packed_tx_attacks(bed: &Bed) {
+    let frame = with_hdr(&to_h(100));
+    let len = frame.len() as u32;
+    packed_tx_attack(
+        bed,
+        "packed: a chain through the whole ring, and one of 70 descriptors",
+        1,
+        &[("bad_descriptor", 2), ("same_port", 1)],
+        |g| {
+            let a = g.tx_bytes(&frame);
+            let all: Vec<Desc> = (0..QSIZE).map(|_| Desc::new(a, 1, NEXT)).collect();
+            g.send_raw(&all);
+            // It fills the ring: the slots are the driver's again once it came back.
+            g.tx_done();
+            let long: Vec<Desc> = (0..70).map(|i| Desc::new(a + i, 1, 0)).collect();
+            g.send_chain(&long);
+            g.send(&[0; VNET_HDR], &to_h(100));
+        },
+    );
+    packed_tx_attack(
+        bed,
+        "packed: bad indirect tables",
+        2,
+        &[("bad_descriptor", 6), ("same_port", 2)],
+        |g| {
+            let a = g.tx_bytes(&frame);
+            let t = g.tx_bytes(&[0; 16 * 65]);
+            write_packed_entry(&g.mem, t, 0, Desc::new(t, 16, INDIRECT));
+            g.send_chain(&[Desc::new(t, 16, INDIRECT)]); // nested
+            g.send_chain(&[Desc::new(t, 10, INDIRECT)]); // not a multiple of 16
+            g.send_chain(&[Desc::new(t, 0, INDIRECT)]); // empty
+            g.send_chain(&[Desc::new(16 << 20, 32, INDIRECT)]); // outside memory
+            g.send_raw(&[Desc::new(t, 16, INDIRECT | NEXT), Desc::new(a, len, 0)]);
+            let big = g.tx_bytes(&[0; 16 * 65]);
+            for i in 0..65 {
+                write_packed_entry(&g.mem, big, i, Desc::new(a, 1, 0));
+            }
+            g.send_chain(&[Desc::new(big, 16 * 65, INDIRECT)]); // 65 entries
+                                                                // A good table whose entries carry WRITE, as DPDK leaves them: read.
+            let good = g.tx_bytes(&[0; 32]);
+            write_packed_entry(&g.mem, good, 0, Desc::new(a, 12, WRITE));
+            write_packed_entry(&g.mem, good, 1, Desc::new(a + 12, len - 12, WRITE | NEXT));
+            g.send_chain(&[Desc::new(good, 32, INDIRECT)]);
+            g.send(&[0; VNET_HDR], &to_h(100));
+        },
+    );
+    packed_tx_attack(
+        bed,
+        "packed: bad addresses and directions",
+        1,
+        &[("bad_descriptor", 5), ("same_port", 1)],
+        |g| {
+            let a = g.tx_bytes(&frame);
+            g.send_chain(&[Desc::new(16 << 20, len, 0)]); // outside memory
+            g.send_chain(&[Desc::new(LO_SIZE - 50, len, 0)]); // across a region's end
+            g.send_chain(&[Desc::new(LO_SIZE + 4096, len, 0)]); // in the hole
+            g.send_chain(&[Desc::new(a, len, WRITE)]); // device-writable
+            g.send_chain(&[Desc::new(a, 40, 0), Desc::new(a + 40, len - 40, WRITE)]);
+            g.send(&[0; VNET_HDR], &to_h(100));
+        },
+    );
+    packed_tx_attack(
+        bed,
+        "packed: runts",
+        1,
+        &[("runt", 3), ("same_port", 1)],
+        |g| {
+            let f = to_h(60);
+            g.send(&[0; VNET_HDR], &f[..10]);
+            let a = g.tx_bytes(&[0; 8]);
+            g.send_chain(&[Desc::new(a, 8, 0)]);
+            g.send_chain(&[Desc::new(a, 0, 0)]);
+            g.send(&[0; VNET_HDR], &f);
+        },
+    );
+}
+
+/// Receive chains the switch cannot write into (read-only, outside memory, across a
+/// region's end, a nested indirect table): each is returned empty and counted; good
+/// buffers after them are filled.
+fn packed_bad_rx_chains(bed: &Bed) {
+    let before = bed.h();
+    let mut g = PackedGuest::connect(&bed.sh, F_MRG_RXBUF);
+    let a = g.rx.alloc(2048);
+    let t = g.rx.alloc(16);
+    write_packed_entry(&g.mem, t, 0, Desc::new(t, 16, INDIRECT));
+    let bad = vec![
+        vec![Desc::new(a, 2048, 0)],
+        vec![Desc::new(a, 100, WRITE), Desc::new(a + 100, 100, 0)],
+        vec![Desc::new(16 << 20, 2048, WRITE)],
+        vec![Desc::new(LO_SIZE - 100, 2048, WRITE)],
+        vec![Desc::new(t, 16, INDIRECT)],
+    ];
+    let n = bad.len() as u64;
+    g.rx_chains(&bad);
+    let good = g.post_rx(8, 2048);
+    let used = g.rx.wait_all_used(&g.mem, "the packed rx chains used");
+    assert_eq!(used.len(), bad.len() + good.len());
+    for &(id, len) in &used[..bad.len()] {
+        assert_eq!(len, 0, "bad chain {id} returned empty");
+    }
+    for ((id, len), (want, a)) in used[bad.len()..].iter().zip(&good) {
+        assert_eq!(id, want);
+        check_flooded_in(&g.mem, *a, *len);
+    }
+    bed.expect_h(
+        "bad packed rx chains",
+        &before,
+        Some(0),
+        &[("bad_descriptor", n)],
+    );
+    drop(g);
+    bed.check_alive("bad packed rx chains");
+}
+
+/// SET_VRING_BASE with a slot past the ring's end: the transmit ring reads as empty
+/// (counted once), nothing is walked, and the connection stays.
+fn packed_bad_base(bed: &Bed) {
+    let before = bed.h();
+    let mut g = PackedGuest::connect_at(&bed.sh, 0, u32::from(QSIZE + 3) | 1 << 15);
+    g.send(&[0; VNET_HDR], &to_h(100));
+    wait_for(
+        Duration::from_secs(5),
+        "the impossible position counted",
+        || {
+            let d = bed.h().stats.drops["bad_descriptor"] - before.stats.drops["bad_descriptor"];
+            (d > 0).then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    bed.expect_h(
+        "impossible packed base",
+        &before,
+        Some(0),
+        &[("bad_descriptor", 1)],
+    );
+    assert!(g.front.answers(), "the connection stays");
+    drop(g);
+    bed.check_alive("impossible packed base");
 }
 
 /// Hostile virtio-net headers, each on a fresh connection to h beside the running loop:

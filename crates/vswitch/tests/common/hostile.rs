@@ -79,19 +79,19 @@ pub const HI_SIZE: u64 = 1 << 20;
 pub const MEM_FILE: u64 = LO_SIZE + HI_SIZE;
 /// Where guest-physical 0 lies in the front-end's "address space": vhost-user ring
 /// addresses are front-end virtual addresses, translated through the memory table.
-const UADDR: u64 = 0x7f00_0000_0000;
+pub const UADDR: u64 = 0x7f00_0000_0000;
 
 /// Descriptors per ring.
 pub const QSIZE: u16 = 256;
 /// Virtqueue 0 (the guest's receive queue) and 1 (its transmit queue): desc, avail,
 /// used, and the arena their buffers come from.
-const RX_LAYOUT: Layout = Layout {
+pub const RX_LAYOUT: Layout = Layout {
     desc: 0x0000,
     avail: 0x1000,
     used: 0x2000,
     arena: (0x1_0000, 0x20_0000),
 };
-const TX_LAYOUT: Layout = Layout {
+pub const TX_LAYOUT: Layout = Layout {
     desc: 0x4000,
     avail: 0x5000,
     used: 0x6000,
@@ -280,7 +280,7 @@ pub fn mem_table(size: u64) -> Vec<u8> {
 }
 
 /// A vring state body (SET_VRING_NUM, SET_VRING_BASE, SET_VRING_ENABLE).
-fn vring_state(index: u32, num: u32) -> Vec<u8> {
+pub fn vring_state(index: u32, num: u32) -> Vec<u8> {
     let mut b = index.to_le_bytes().to_vec();
     b.extend_from_slice(&num.to_le_bytes());
     b
@@ -390,11 +390,11 @@ impl Drop for GuestMem {
 
 /// Where a ring and its buffers lie (guest-physical addresses).
 #[derive(Clone, Copy)]
-struct Layout {
-    desc: u64,
-    avail: u64,
-    used: u64,
-    arena: (u64, u64),
+pub struct Layout {
+    pub desc: u64,
+    pub avail: u64,
+    pub used: u64,
+    pub arena: (u64, u64),
 }
 
 /// One descriptor, as the test writes it.

@@ -8,6 +8,7 @@ pub mod chassis;
 pub mod fabric;
 pub mod footprint;
 pub mod hostile;
+pub mod hostile_packed;
 pub mod looping;
 pub mod ovn;
 pub mod ovs;
