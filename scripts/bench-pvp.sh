@@ -35,6 +35,10 @@
 #   --flowgen N        instead of looping, the guest generates N IPv4/UDP flows on both ports
 #                      (testpmd flowgen, --flowgen-flows=N) and counts what comes back; every
 #                      switch can take part. E.g. --flowgen 1280 --sizes 64
+#   --packed           the guest's virtio-user ports use packed virtqueues (packed_vq=1,
+#                      virtio 1.2 §2.8) instead of split ones; every switch serves them (DPDK's
+#                      vhost library, hence OVS and testpmd's vhost PMD, and vswitchd). The JSON
+#                      records carry params.ring "packed" (else "split")
 #   --json FILE        also append one JSON object per measurement to FILE (the raw figures
 #                      scripts/bench-report.sh collects): scenario "pvp" (loop), "flows"
 #                      (--flowgen) or "acl" (--flows), switch, round, params {frame_size,
@@ -50,7 +54,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
-flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}; flowgen=""; json=""
+flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}; flowgen=""; json=""; ring=split
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
         --vswitchd-args) vsargs=$2; shift 2 ;;
         --flowgen) flowgen=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
+        --packed) ring=packed; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -114,6 +119,7 @@ start_guest() {
     # default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
     local q="" d="" mode="--forward-mode=io"
     [ -n "$flows" ] && { q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; }
+    [ "$ring" = packed ] && q="$q,packed_vq=1"
     [ -n "$flowgen" ] && mode="--forward-mode=flowgen --flowgen-flows=$flowgen"
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
         --single-file-segments \
@@ -316,11 +322,11 @@ ovs_appctl() { ovs-appctl -t "$(ls "$work"/ovs/ovs-vswitchd*.ctl 2>/dev/null | h
 
 # json_line ROUND SWITCH SIZE MPPS CPP DROPS: one raw record for --json.
 json_line() {
-    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" >>"$json" <<'PY'
+    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" "$ring" >>"$json" <<'PY'
 import json, math, sys
-r, sw, size, mpps, cpp, drops, flowgen, flows, acl = sys.argv[1:10]
+r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring = sys.argv[1:11]
 cpp = float(cpp)
-params = {"frame_size": int(size)}
+params = {"frame_size": int(size), "ring": ring}
 if flowgen:
     scenario = "flows"; params["flows"] = int(flowgen)
 elif flows:

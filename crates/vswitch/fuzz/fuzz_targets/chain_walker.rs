@@ -36,8 +36,13 @@
 //!   every frame delivered into a guest used at least one of its receive chains, and
 //!   every frame received from a guest one of its transmit chains.
 //!
+//! - **Packed walker** ([`packed_walker`]): the walker's memory and descriptors as a
+//!   packed ring (virtio 1.2 §2.8), whose chains are taken, checked and completed as the
+//!   data path takes them.
+//!
 //! Input format (little-endian; see `seeds/gen_seeds.py`): byte 0 is the mode (bit 0
-//! clear: walker, set: pipeline); then the fields of [`WalkerInput::read`] or
+//! clear: walker, bit 1 then selecting the packed walker; bit 0 set: pipeline); then
+//! the fields of [`WalkerInput::read`] or
 //! [`PipelineInput::read`], in that order.
 #![no_main]
 
@@ -337,77 +342,12 @@ fn check_walk(
 
 /// The walker mode: builds the memory and the queue, then takes every available chain.
 fn walker(inp: WalkerInput) {
-    // Guest memory.
-    let mut ranges: Vec<(GuestAddress, usize)> = Vec::new();
-    let mut end = 0u64;
-    for r in inp.regions.iter().take(3) {
-        let size = (u64::from(r.pages % 16) + 1) * PAGE;
-        let start = match r.base {
-            Base::Page(p) => u64::from(p) * PAGE,
-            Base::Adjacent => end,
-            Base::Top(k) => u64::MAX - size - u64::from(k) * PAGE + 1,
-        };
-        end = start.wrapping_add(size);
-        ranges.push((GuestAddress(start), size as usize));
-    }
-    if ranges.is_empty() {
-        return;
-    }
-    let Ok(mem) = Mem::from_ranges(&ranges) else {
-        // Overlapping or out of the address space: not a layout a VMM can send.
+    let Some((mem, regions)) = build_memory(&inp) else {
         return;
     };
-    let regions: Vec<(u64, u64)> = mem
-        .iter()
-        .map(|r| {
-            use vm_memory::GuestMemoryRegion;
-            (r.start_addr().0, r.len())
-        })
-        .collect();
-    // Recognisable contents, so that reads that go wrong show: every 8-byte word its
-    // offset in the region (over 64 KiB) and the region's number.
-    static FILL: OnceLock<Vec<u8>> = OnceLock::new();
-    let fill = FILL.get_or_init(|| (0..MAX_REGION).map(|i| (i >> 3) as u8).collect());
-    for (n, &(start, len)) in regions.iter().enumerate() {
-        mem.write_slice(&fill[..len as usize], GuestAddress(start))
-            .expect("fill");
-        mem.write_obj(n as u8, GuestAddress(start)).expect("fill");
-    }
-
-    // The queue and its rings.
-    let size = 1u16 << (inp.queue_log2 % 9);
-    let Ok(mut q) = Queue::new(256) else { return };
-    q.set_size(size);
-    let at = |a: Addr| {
-        let a = a.resolve(&regions);
-        (Some(a as u32), Some((a >> 32) as u32))
+    let Some(q) = build_queue(&mem, &regions, &inp) else {
+        return;
     };
-    let (lo, hi) = at(inp.desc_at);
-    q.set_desc_table_address(lo, hi);
-    let (lo, hi) = at(inp.avail_at);
-    q.set_avail_ring_address(lo, hi);
-    let (lo, hi) = at(inp.used_at);
-    q.set_used_ring_address(lo, hi);
-    q.set_event_idx(inp.event_idx);
-    q.set_next_avail(inp.next_avail);
-    q.set_ready(true);
-
-    let desc = q.desc_table();
-    for (i, d) in inp.descs.iter().take(usize::from(q.size())).enumerate() {
-        let _ = mem.write_slice(
-            &d.bytes(&regions),
-            GuestAddress(desc.wrapping_add(16 * i as u64)),
-        );
-    }
-    for (a, table) in inp.tables.iter().take(4) {
-        let a = a.resolve(&regions);
-        for (i, d) in table.iter().take(80).enumerate() {
-            let _ = mem.write_slice(
-                &d.bytes(&regions),
-                GuestAddress(a.wrapping_add(16 * i as u64)),
-            );
-        }
-    }
     let avail = q.avail_ring();
     let idx = inp.next_avail.wrapping_add(inp.pending);
     let _ = mem.write_obj(inp.avail_flags.to_le(), GuestAddress(avail));
@@ -510,6 +450,149 @@ fn walker(inp: WalkerInput) {
     let _ = ring.needs_interrupt(0, used);
     let _ = ring.set_kicks(true, inp.next_avail);
     let _ = ring.set_kicks(false, inp.next_avail);
+}
+
+/// The walker mode on a packed ring (virtio 1.2 §2.8): the same memory, descriptors
+/// and tables, read in the packed layout (each descriptor's `next` field is its flags:
+/// AVAIL, USED, NEXT, WRITE, INDIRECT as the input sets them); the available ring's
+/// flags and `used_event` are the driver's event suppression structure; `next_avail` is
+/// the device's position (slot and wrap counter, impossible ones included). Up to
+/// `pending` (at most 64) chains are taken in turn as the data path takes them, in both
+/// directions, and completed.
+///
+/// Asserts, beside [`check_walk`]'s: a chain spans 1 to `size` slots and the position
+/// after it is a valid one; the one-step checks agree with the walk.
+fn packed_walker(inp: WalkerInput) {
+    use vswitch::ports::vhost::virtq::{DeviceRing, PackedRing};
+    let Some((mem, regions)) = build_memory(&inp) else {
+        return;
+    };
+    let Some(q) = build_queue(&mem, &regions, &inp) else {
+        return;
+    };
+    let driver = q.avail_ring();
+    let _ = mem.write_obj(inp.used_event.to_le(), GuestAddress(driver));
+    let _ = mem.write_obj(inp.avail_flags.to_le(), GuestAddress(driver.wrapping_add(2)));
+    let Some(ring) = PackedRing::new(&mem, &q) else {
+        return;
+    };
+    let size = ring.size();
+    let Ok(mut cur) = ring.avail_cursor(inp.next_avail) else {
+        assert!(inp.next_avail & 0x7fff >= size, "a valid position refused");
+        return;
+    };
+    let mut out = vec![Seg::default()];
+    let mut used = inp.next_avail;
+    for _ in 0..inp.pending.min(64) {
+        if !ring.has_avail(&cur) {
+            break;
+        }
+        ring.prefetch_avail(&cur, 16);
+        out.truncate(1);
+        let before = out.len();
+        let (chain, r) = ring.read_chain(&cur, false, &mut out);
+        let tx = check_walk(&regions, false, before, &out, r);
+        assert!(chain.descs >= 1 && chain.descs <= size, "{chain:?}");
+        if let Some((c, seg, bytes)) = ring.readable_single(&cur) {
+            assert_eq!(c, chain);
+            assert_eq!(bytes.len(), seg.len as usize);
+            assert_eq!(tx.as_deref(), Some(&[seg][..]), "{cur:?}");
+        }
+        let before = out.len();
+        let (chain_rx, r) = ring.read_chain(&cur, true, &mut out);
+        assert_eq!(chain_rx, chain, "both directions see one chain");
+        let rx = check_walk(&regions, true, before, &out, r);
+        let need = u32::from(inp.need);
+        if let Some((_, seg, bytes)) = ring.writable_single(&cur, need) {
+            assert_eq!(bytes.len(), need as usize);
+            assert_eq!(rx.as_deref(), Some(&[seg][..]), "{cur:?}");
+        }
+        assert!(tx.is_none() || rx.is_none(), "{cur:?}: both directions");
+        ring.advance(&mut cur, chain);
+        assert!(cur.next & 0x7fff < size, "position {:#x} past the ring", cur.next);
+        used = ring.put_used(used, chain, 0);
+        ring.publish(inp.next_avail, used);
+    }
+    let _ = ring.needs_interrupt(inp.next_avail, used);
+    let _ = ring.set_kicks(true, cur.next);
+    let _ = ring.set_kicks(false, cur.next);
+}
+
+/// Guest memory of the walker's regions, filled recognisably, and the regions
+/// `(start, len)`; `None` for a layout no VMM can send.
+fn build_memory(inp: &WalkerInput) -> Option<(Mem, Vec<(u64, u64)>)> {
+    let mut ranges: Vec<(GuestAddress, usize)> = Vec::new();
+    let mut end = 0u64;
+    for r in inp.regions.iter().take(3) {
+        let size = (u64::from(r.pages % 16) + 1) * PAGE;
+        let start = match r.base {
+            Base::Page(p) => u64::from(p) * PAGE,
+            Base::Adjacent => end,
+            Base::Top(k) => u64::MAX - size - u64::from(k) * PAGE + 1,
+        };
+        end = start.wrapping_add(size);
+        ranges.push((GuestAddress(start), size as usize));
+    }
+    if ranges.is_empty() {
+        return None;
+    }
+    // Overlapping or out of the address space: not a layout a VMM can send.
+    let mem = Mem::from_ranges(&ranges).ok()?;
+    let regions: Vec<(u64, u64)> = mem
+        .iter()
+        .map(|r| {
+            use vm_memory::GuestMemoryRegion;
+            (r.start_addr().0, r.len())
+        })
+        .collect();
+    // Recognisable contents, so that reads that go wrong show: every 8-byte word its
+    // offset in the region (over 64 KiB) and the region's number.
+    static FILL: OnceLock<Vec<u8>> = OnceLock::new();
+    let fill = FILL.get_or_init(|| (0..MAX_REGION).map(|i| (i >> 3) as u8).collect());
+    for (n, &(start, len)) in regions.iter().enumerate() {
+        mem.write_slice(&fill[..len as usize], GuestAddress(start))
+            .expect("fill");
+        mem.write_obj(n as u8, GuestAddress(start)).expect("fill");
+    }
+    Some((mem, regions))
+}
+
+/// The walker's queue over `mem`: its size, ring addresses, EVENT_IDX and position; its
+/// descriptors and indirect tables written.
+fn build_queue(mem: &Mem, regions: &[(u64, u64)], inp: &WalkerInput) -> Option<Queue> {
+    let size = 1u16 << (inp.queue_log2 % 9);
+    let mut q = Queue::new(256).ok()?;
+    q.set_size(size);
+    let at = |a: &Addr| {
+        let a = a.resolve(regions);
+        (Some(a as u32), Some((a >> 32) as u32))
+    };
+    let (lo, hi) = at(&inp.desc_at);
+    q.set_desc_table_address(lo, hi);
+    let (lo, hi) = at(&inp.avail_at);
+    q.set_avail_ring_address(lo, hi);
+    let (lo, hi) = at(&inp.used_at);
+    q.set_used_ring_address(lo, hi);
+    q.set_event_idx(inp.event_idx);
+    q.set_next_avail(inp.next_avail);
+    q.set_ready(true);
+    let desc = q.desc_table();
+    for (i, d) in inp.descs.iter().take(usize::from(q.size())).enumerate() {
+        let _ = mem.write_slice(
+            &d.bytes(regions),
+            GuestAddress(desc.wrapping_add(16 * i as u64)),
+        );
+    }
+    for (a, table) in inp.tables.iter().take(4) {
+        let a = a.resolve(regions);
+        for (i, d) in table.iter().take(80).enumerate() {
+            let _ = mem.write_slice(
+                &d.bytes(regions),
+                GuestAddress(a.wrapping_add(16 * i as u64)),
+            );
+        }
+    }
+    Some(q)
 }
 
 /// The pipeline mode's input for one guest.
@@ -734,8 +817,13 @@ fn pipeline_round(
 
 fuzz_target!(|data: &[u8]| {
     let mut r = Reader::new(data);
-    if r.u8() & 1 == 0 {
-        walker(WalkerInput::read(&mut r));
+    let mode = r.u8();
+    if mode & 1 == 0 {
+        if mode & 2 == 0 {
+            walker(WalkerInput::read(&mut r));
+        } else {
+            packed_walker(WalkerInput::read(&mut r));
+        }
     } else {
         pipeline(PipelineInput::read(&mut r));
     }

@@ -127,6 +127,40 @@ def chain_walker():
     write("chain_walker", "walker-top",
           walker(top, 2, *rings4, table4, [], [0, 1, 2]))
 
+    # Packed rings (mode 2): the descriptor's last field is its packed flags (AVAIL
+    # 0x80 for wrap 1), the 16-bit field before it its buffer id; position slot 0,
+    # wrap 1. Good chains: one buffer, header + frame, an indirect table, a receive
+    # buffer; then the ring's end (a chain wrapping to slot 0 is not available yet).
+    A = 0x80
+    ptable = [
+        desc(addr_in(0, 0x4000), 74, 0, A),                   # tx, one buffer
+        desc(addr_in(0, 0x5000), 12, 0, A | NEXT),            # tx, header ...
+        desc(addr_in(0, 0x5100), 60, 0, A),                   # ... and frame
+        desc(addr_in(0, 0x8000), 32, 0, A | INDIRECT),        # tx, indirect table
+        desc(addr_in(0, 0x6000), 2048, 0, A | WRITE),         # rx, one buffer
+        desc(addr_in(0, 0x9000), 12, 0, A | WRITE | NEXT),    # rx, two buffers
+        desc(addr_in(0, 0x9100), 1500, 0, A | WRITE),
+    ]
+    ptables = [(addr_in(0, 0x8000), [desc(addr_in(0, 0xA000), 12, 0, 0),
+                                     desc(addr_in(0, 0xA100), 64, 0, WRITE)])]
+    write("chain_walker", "packed-good",
+          u8(2) + walker(one, 3, *rings, ptable, ptables, [], next_avail=0x8000,
+                         pending=8)[1:])
+    # Bad packed chains: nested indirect, INDIRECT with NEXT, a length not a multiple
+    # of 16, a buffer out of memory, a chain through the whole ring.
+    pbad = [
+        desc(addr_in(0, 0x8000), 16, 0, A | INDIRECT),
+        desc(addr_in(0, 0x8000), 32, 0, A | INDIRECT | NEXT),
+        desc(addr_in(0, 0x4000), 40, 0, A),
+        desc(addr_in(0, 0x8000), 10, 0, A | INDIRECT),
+        desc(addr_raw(1 << 40), 64, 0, A),
+    ] + [desc(addr_in(0, 0x5000 + i), 1, 0, A | NEXT) for i in range(11)]
+    ptables_bad = [(addr_in(0, 0x8000), [desc(addr_in(0, 0x8000), 16, 0, INDIRECT),
+                                         desc(addr_in(0, 0xA000), 16, 0, 0)])]
+    write("chain_walker", "packed-bad",
+          u8(2) + walker(one, 4, *rings, pbad, ptables_bad, [], next_avail=0x8000,
+                         pending=16)[1:])
+
     # Pipeline: three guests with 8-descriptor queues. SimGuest's layout for size 8:
     # queue 0 (rx) at 0, queue 1 (tx) at 143360; buffers 12288 into each queue.
     rxq, txq, slots = 0, 143360, 12288
