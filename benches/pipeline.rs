@@ -4,7 +4,8 @@
 //!
 //! Reported per frame (criterion `Throughput::Elements`) so the report reads in
 //! frames/s; `Throughput::Bytes` variants give Gbit/s. Sizes 64 and 1518 bytes; 1 and
-//! 1024 learned MACs (the destination MAC cycles over them, all behind port B). The
+//! 1024 learned MACs (the destination MAC cycles over them, all behind port B), and
+//! one MAC on packed virtqueues (`1mac_packed`). The
 //! `scale` group varies flows (1 to 100 000) and ports (2 to 64); `scripts/bench-report.sh`
 //! runs it (`cargo bench --bench pipeline -- scale`).
 
@@ -24,14 +25,30 @@ use vswitch::testing::{attach, config, frame, SimGuest};
 
 const SRC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 
+/// The guests' features: a Linux guest's without offloads, on packed virtqueues
+/// (VIRTIO_F_RING_PACKED) when `packed`.
+fn features(packed: bool) -> u64 {
+    use vswitch::ports::vhost::device::VIRTIO_F_RING_PACKED;
+    SimGuest::default_features() | if packed { 1 << VIRTIO_F_RING_PACKED } else { 0 }
+}
+
 fn setup(macs: usize, size: usize) -> (Arc<Switch>, SimGuest, SimGuest, Vec<u16>, Vec<u16>) {
+    setup_on(macs, size, false)
+}
+
+/// [`setup`], on packed rings when `packed`.
+fn setup_on(
+    macs: usize,
+    size: usize,
+    packed: bool,
+) -> (Arc<Switch>, SimGuest, SimGuest, Vec<u16>, Vec<u16>) {
     let sw = Switch::new(config(&[("a", None), ("b", None)], true)).unwrap();
     let dst = |i: usize| [2, 1, 0, 0, (i >> 8) as u8, i as u8];
     for i in 0..macs {
         sw.fdb.add_static(0, MacAddr(dst(i)), Dest::Port(1));
     }
-    let mut a = SimGuest::new(1, SimGuest::default_features());
-    let mut b = SimGuest::new(1, SimGuest::default_features());
+    let mut a = SimGuest::new(1, features(packed));
+    let mut b = SimGuest::new(1, features(packed));
     attach(&sw, 0, a.conn.clone());
     attach(&sw, 1, b.conn.clone());
     // 128 distinct transmit buffers (heads 0..128), cycling destinations.
@@ -60,6 +77,21 @@ fn pipeline(c: &mut Criterion) {
             let s = sw.port_stats(1);
             assert_eq!(s.drops_total, 0, "bench must not drop: {s:?}");
         }
+        // The same on packed virtqueues (virtio 1.2 §2.8) on both sides.
+        let (sw, mut a, mut b, tx, rx) = setup_on(1, size, true);
+        let mut pmd = Pmd::new(sw.clone(), 0);
+        steady_state(
+            &mut g,
+            BenchmarkId::new(format!("{size}B"), "1mac_packed"),
+            &mut pmd,
+            &mut a,
+            &mut b,
+            &tx,
+            &rx,
+        );
+        let s = sw.port_stats(1);
+        assert_eq!(s.drops_total, 0, "bench must not drop: {s:?}");
+        assert!(s.tx_packets > 0);
         // The same with live migration's dirty logging on for the receiving guest:
         // every buffer filled and its used ring marked in the log. QEMU clears the log
         // at each pass; here the bits stay set after the first burst, so this is the

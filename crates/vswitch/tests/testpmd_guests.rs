@@ -43,6 +43,7 @@ fn assert_ring(sw: &Vswitchd, port: &str, packed: bool) {
         .as_array()
         .is_some_and(|f| f.iter().any(|f| f == "RING_PACKED"));
     assert_eq!(packed_acked, packed, "{port}: ring layout negotiated: {p}");
+    eprintln!("{port}: {}", p["negotiated_features"]);
 }
 
 /// `spec` on packed virtqueues when `packed`.

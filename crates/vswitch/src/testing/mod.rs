@@ -57,9 +57,10 @@ pub struct SimGuest {
     /// Packed: per queue, each buffer id's `(addr, len, device-writable)` as last made
     /// available (for [`republish`](Self::republish)).
     posted: Vec<Vec<(u64, u32, bool)>>,
-    /// Packed: per queue, the ring slots of the chain last made available with each
-    /// buffer id (a used descriptor stands for that many slots).
-    chain_slots: Vec<std::collections::HashMap<u16, u16>>,
+    /// Packed: per queue and head slot, the buffer id and ring slots of the chain made
+    /// available there (a used descriptor stands for the chains from its slot up to the
+    /// one with its id, as DPDK's in-order driver reads them).
+    slot_chain: Vec<Vec<(u16, u16)>>,
     /// Length of the virtio-net header on this guest's frames.
     pub hdr_len: usize,
 }
@@ -121,7 +122,7 @@ impl SimGuest {
             packed,
             used_scan: std::cell::RefCell::new(vec![(start, 0); nq]),
             posted: vec![vec![(0, 0, false); usize::from(queue_size)]; nq],
-            chain_slots: vec![Default::default(); nq],
+            slot_chain: vec![vec![(0, 1); usize::from(queue_size)]; nq],
             hdr_len,
         }
     }

@@ -92,14 +92,22 @@ impl SimGuest {
             .expect("head flags");
         self.avail_idx[q] = pos;
         if let Some(&(_, _, id, _)) = descs.last() {
-            self.chain_slots[q].insert(id, descs.len() as u16);
+            self.slot_chain[q][usize::from(head & !WRAP)] = (id, descs.len() as u16);
         }
     }
 
-    /// The position after the used descriptor at `pos` with buffer id `id`.
-    fn after_used(&self, q: usize, pos: u16, id: u16) -> u16 {
-        let n = self.chain_slots[q].get(&id).copied().unwrap_or(1);
-        packed_advance(pos, n, self.size)
+    /// The position after the used descriptor at `pos` with buffer id `id`: past the
+    /// chains made available from `pos` on, up to and including the one with that id
+    /// (one chain, or with IN_ORDER a whole batch).
+    fn after_used(&self, q: usize, mut pos: u16, id: u16) -> u16 {
+        for _ in 0..self.size {
+            let (cid, n) = self.slot_chain[q][usize::from(pos & !WRAP)];
+            pos = packed_advance(pos, n.max(1), self.size);
+            if cid == id {
+                break;
+            }
+        }
+        pos
     }
 
     /// The used descriptor at position `pos` of queue `q`, if the device wrote it:

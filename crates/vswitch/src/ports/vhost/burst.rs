@@ -15,7 +15,7 @@ use virtio_bindings::virtio_net::{
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
-use super::device::Connection;
+use super::device::{Connection, VIRTIO_F_IN_ORDER};
 use super::virtq::{prefetch, read_sg, AtomicMem, DeviceRing, MemView, PackedRing, Seg, SplitRing};
 use super::VhostPort;
 use crate::datapath::packet::{
@@ -222,10 +222,7 @@ impl VhostPort {
         // Complete every chain taken: one publication for the burst.
         let queue = st.get_queue_mut();
         let old_used = queue.next_used();
-        let mut used = old_used;
-        for &chain in heads.iter() {
-            used = ring.put_used(used, chain, 0);
-        }
+        let used = ring.put_used_all(old_used, heads, conn.has(VIRTIO_F_IN_ORDER));
         ring.publish(old_used, used);
         if let Some(mut l) = conn.migration.logging() {
             ring.log_used(&mut l, 2 * usize::from(q) + 1, old_used, used);

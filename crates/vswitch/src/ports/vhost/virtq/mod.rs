@@ -150,6 +150,15 @@ pub trait DeviceRing<'m> {
     /// [`publish`](Self::publish) (split rings); visible at once (packed rings, whose
     /// elements carry their own flags, stored with Release).
     fn put_used(&self, used: u16, chain: Chain, len: u32) -> u16;
+    /// Completes `chains`, taken in this order and written into by nothing, from `used`
+    /// on, and returns the position after them: one used element each, or, when
+    /// `in_order` (VIRTIO_F_IN_ORDER negotiated) and the ring's format allows it, one
+    /// for the whole run (see [`PackedRing`]).
+    #[inline]
+    fn put_used_all(&self, used: u16, chains: &[Chain], in_order: bool) -> u16 {
+        let _ = in_order;
+        chains.iter().fold(used, |u, &c| self.put_used(u, c, 0))
+    }
     /// Makes the used elements from `old` to `new` visible to the driver.
     fn publish(&self, old: u16, new: u16);
     /// Whether the driver wants an interrupt after the used position moved from `old`

@@ -383,6 +383,31 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         packed_advance(used, chain.descs, self.size)
     }
 
+    /// With IN_ORDER, one used descriptor for the whole run, with the last chain's
+    /// buffer id, at the run's first slot; the used position moves past every chain's
+    /// slots (virtio 1.2 §2.8.20: "the device can write out a single used descriptor
+    /// with the Buffer ID corresponding to the last descriptor in the batch"). The
+    /// driver reads the lengths of none of them (transmit chains).
+    #[inline]
+    fn put_used_all(&self, used: u16, chains: &[Chain], in_order: bool) -> u16 {
+        let Some(last) = chains.last() else {
+            return used;
+        };
+        if !in_order {
+            return chains.iter().fold(used, |u, &c| self.put_used(u, c, 0));
+        }
+        let slots: u32 = chains.iter().map(|c| u32::from(c.descs)).sum();
+        let slots = slots.min(u32::from(self.size)) as u16;
+        self.put_used(
+            used,
+            Chain {
+                id: last.id,
+                descs: slots,
+            },
+            0,
+        )
+    }
+
     #[inline(always)]
     fn publish(&self, _old: u16, _new: u16) {}
 
