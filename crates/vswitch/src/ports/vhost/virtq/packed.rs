@@ -23,7 +23,7 @@
 //! flags); a `SeqCst` fence separates writing used descriptors from reading the
 //! driver's event structure, and enabling kicks from re-reading the next slot's flags.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU16, AtomicU64, Ordering};
 
 use virtio_queue::{Queue, QueueT};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
@@ -71,7 +71,7 @@ pub fn packed_advance(pos: u16, n: u16, size: u16) -> u16 {
 /// A packed ring's three areas, validated for one burst.
 pub struct PackedRing<'m> {
     mem: MemView<'m>,
-    desc: VolatileSlice<'m>,
+    desc: Slots<'m>,
     /// The driver event suppression structure (written by the driver).
     driver: VolatileSlice<'m>,
     /// The device event suppression structure (written by the device).
@@ -80,6 +80,104 @@ pub struct PackedRing<'m> {
     device_gpa: u64,
     size: u16,
     event_idx: bool,
+}
+
+/// The descriptor ring's memory for one burst, accessed through its address.
+///
+/// The ring is the hottest memory of a packed queue: its flags are polled and its
+/// descriptors read and written for every chain. vm-memory's generic accessors cost a
+/// call and a bounds check of their own per access; here each access is one compare
+/// against the ring's size and one load or store. The range was checked to lie inside
+/// guest memory by vm-memory's `get_slice` when the burst started, and to be 16-byte
+/// aligned ([`PackedRing::new`]).
+struct Slots<'m> {
+    base: *mut u8,
+    size: u16,
+    _mem: std::marker::PhantomData<VolatileSlice<'m>>,
+}
+
+impl<'m> Slots<'m> {
+    /// The slots of `ring`, `size` descriptors of 16 bytes; `None` unless `ring` is
+    /// that long and its mapping 16-byte aligned (a front-end's memory table could place
+    /// a region at any offset).
+    fn new(ring: VolatileSlice<'m>, size: u16) -> Option<Self> {
+        let base = ring.ptr_guard_mut().as_ptr();
+        if ring.len() != 16 * usize::from(size) || !(base as usize).is_multiple_of(16) {
+            return None;
+        }
+        Some(Slots {
+            base,
+            size,
+            _mem: std::marker::PhantomData,
+        })
+    }
+
+    /// The flags of `slot` (0 past the ring), loaded with Acquire.
+    #[inline(always)]
+    fn flags(&self, slot: u16) -> u16 {
+        if slot >= self.size {
+            return 0;
+        }
+        // SAFETY: slot < size, so bytes 14..16 of the slot lie in the ring, which is
+        // mapped for 'm and 16-byte aligned (so this is 2-byte aligned). The driver writes
+        // the word concurrently: an atomic load, as it stores it.
+        let f = unsafe {
+            (*self
+                .base
+                .add(usize::from(slot) * 16 + 14)
+                .cast::<AtomicU16>())
+            .load(Ordering::Acquire)
+        };
+        u16::from_le(f)
+    }
+
+    /// Descriptor `slot`: `(addr, len, id, flags)`, as two 8-byte volatile loads;
+    /// `None` past the ring.
+    #[inline(always)]
+    fn read(&self, slot: u16) -> Option<(u64, u32, u16, u16)> {
+        if slot >= self.size {
+            return None;
+        }
+        // SAFETY: slot < size: the 16 bytes lie in the ring (mapped for 'm, 16-byte
+        // aligned). Volatile: the driver may write them concurrently.
+        let (addr, rest) = unsafe {
+            let p = self.base.add(usize::from(slot) * 16).cast::<u64>();
+            (p.read_volatile(), p.add(1).read_volatile())
+        };
+        let rest = u64::from_le(rest);
+        Some((
+            u64::from_le(addr),
+            rest as u32,
+            (rest >> 32) as u16,
+            (rest >> 48) as u16,
+        ))
+    }
+
+    /// Stores bytes 8..16 of `slot` (`len`, `id`, `flags` of a used descriptor) with
+    /// Release: one store, so the driver that sees the flags sees the rest.
+    #[inline(always)]
+    fn store_used(&self, slot: u16, v: u64) {
+        if slot >= self.size {
+            return;
+        }
+        // SAFETY: slot < size: bytes 8..16 lie in the ring (mapped for 'm), 8-byte
+        // aligned. Atomic: the driver reads them concurrently.
+        unsafe {
+            (*self
+                .base
+                .add(usize::from(slot) * 16 + 8)
+                .cast::<AtomicU64>())
+            .store(v, Ordering::Release);
+        }
+    }
+
+    /// Starts loading the cache line of `slot`.
+    #[inline(always)]
+    fn prefetch(&self, slot: u16) {
+        if slot < self.size {
+            prefetch(self.base.wrapping_add(usize::from(slot) * 16));
+        }
+    }
 }
 
 impl<'m> PackedRing<'m> {
@@ -98,9 +196,11 @@ impl<'m> PackedRing<'m> {
         {
             return None;
         }
-        let desc = mem
-            .get_slice(GuestAddress(q.desc_table()), 16 * usize::from(size))
-            .ok()?;
+        let desc = Slots::new(
+            mem.get_slice(GuestAddress(q.desc_table()), 16 * usize::from(size))
+                .ok()?,
+            size,
+        )?;
         let driver = mem.get_slice(GuestAddress(q.avail_ring()), 4).ok()?;
         let device = mem.get_slice(GuestAddress(q.used_ring()), 4).ok()?;
         Some(PackedRing {
@@ -118,10 +218,7 @@ impl<'m> PackedRing<'m> {
     /// The flags of slot `slot`, loaded with Acquire.
     #[inline(always)]
     fn flags(&self, slot: u16) -> u16 {
-        self.desc
-            .load::<u16>(usize::from(slot) * 16 + 14, Ordering::Acquire)
-            .map(u16::from_le)
-            .unwrap_or(0)
+        self.desc.flags(slot)
     }
 
     /// Whether the descriptor at position `pos` is available to the device.
@@ -155,7 +252,7 @@ impl<'m> PackedRing<'m> {
     #[inline(always)]
     fn single_desc(&self, cur: &AvailCursor, writable: bool) -> Option<(Chain, Seg)> {
         let slot = cur.next & !WRAP;
-        let (addr, len, id, flags) = Self::read_desc(&self.desc, usize::from(slot))?;
+        let (addr, len, id, flags) = self.desc.read(slot)?;
         let expected = if writable { VRING_DESC_F_WRITE } else { 0 };
         let shape = flags & (VRING_DESC_F_NEXT | VRING_DESC_F_WRITE | VRING_DESC_F_INDIRECT);
         if shape != expected || len == 0 || (!writable && len > MAX_CHAIN_BYTES) {
@@ -171,8 +268,7 @@ impl<'m> PackedRing<'m> {
         let mut descs = 0u16;
         loop {
             descs += 1;
-            let (_, _, id, flags) =
-                Self::read_desc(&self.desc, usize::from(slot)).unwrap_or((0, 0, 0, 0));
+            let (_, _, id, flags) = self.desc.read(slot).unwrap_or((0, 0, 0, 0));
             if flags & VRING_DESC_F_NEXT == 0 || descs == self.size {
                 return Chain { id, descs };
             }
@@ -195,8 +291,7 @@ impl<'m> PackedRing<'m> {
         let mut total = 0u32;
         let mut slot = cur.next & !WRAP;
         for k in 0..chain.descs {
-            let (addr, len, _, flags) =
-                Self::read_desc(&self.desc, usize::from(slot)).ok_or(BadDescriptor)?;
+            let (addr, len, _, flags) = self.desc.read(slot).ok_or(BadDescriptor)?;
             if flags & VRING_DESC_F_INDIRECT != 0 {
                 // virtio 1.2 §2.8.7: an indirect descriptor is a whole chain.
                 if chain.descs != 1 || k != 0 {
@@ -276,7 +371,7 @@ impl<'m> PackedRing<'m> {
     /// The used descriptor at position `pos`, as written: `(id, len)` (tests, and the
     /// dirty log's checks).
     pub fn used_entry(&self, pos: u16) -> (u16, u32) {
-        let Some((_, len, id, _)) = Self::read_desc(&self.desc, usize::from(pos & !WRAP)) else {
+        let Some((_, len, id, _)) = self.desc.read(pos & !WRAP) else {
             return (0, 0);
         };
         (id, len)
@@ -316,9 +411,7 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         let slot = usize::from(cur.next & !WRAP);
         let size = usize::from(self.size);
         for k in (4..n.min(size)).step_by(4) {
-            if let Ok(s) = self.desc.subslice((slot + k) % size * 16, 16) {
-                prefetch(s.ptr_guard().as_ptr());
-            }
+            self.desc.prefetch(((slot + k) % size) as u16);
         }
     }
 
@@ -375,11 +468,7 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         };
         let v = u64::from(len) | u64::from(chain.id) << 32 | u64::from(flags) << 48;
         // len, id and flags in one store: the driver that sees the flags sees the rest.
-        let _ = self.desc.store(
-            v.to_le(),
-            usize::from(used & !WRAP) * 16 + 8,
-            Ordering::Release,
-        );
+        self.desc.store_used(used & !WRAP, v.to_le());
         packed_advance(used, chain.descs, self.size)
     }
 
