@@ -23,7 +23,8 @@
 # interleaved rounds (A, B, C, A, B, C, …), so slow drift of the machine hits all alike.
 #
 # Scenarios (--scenarios "pvp flows acl afxdp tcp scale", default all):
-#   pvp    PVP loop, 1 flow, frame sizes 64…1518 (bench-pvp.sh): Mpps, Gbit/s, drops, the
+#   pvp    PVP loop, 1 flow, frame sizes 64…1518, split and packed rings (bench-pvp.sh and
+#          bench-pvp.sh --packed): Mpps, Gbit/s, drops, the
 #          switch's own cycles per packet
 #   flows  testpmd flowgen with 1, 128 and 1280 flows, 64 B (bench-pvp.sh --flowgen N)
 #   acl    vswitchd, 1280 flows from a pcap, 100 ACL rules, flow cache on and off
@@ -169,6 +170,8 @@ for s in $scenarios; do
     pvp)
         scenario pvp scripts/bench-pvp.sh --rounds "$rounds" --secs "$secs" --sizes "$sizes" \
             --only "vswitchd ovs limit" --json "$raw"
+        scenario pvp-packed scripts/bench-pvp.sh --rounds "$rounds" --secs "$secs" --sizes "$sizes" \
+            --only "vswitchd ovs limit" --packed --json "$raw"
         not_run pvp "" "IMIX (7:4:1 of 64/570/1518 B): the loop recirculates one injected burst of testpmd txonly frames, whose length testpmd 22.11 sets once for all (set txpkts); a 7:4:1 mix needs a replayed pcap, which only vswitchd's third port takes (see the acl scenario)"
         ;;
     flows)
