@@ -19,6 +19,7 @@ use vm_memory::{
 };
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -173,6 +174,98 @@ pub trait DeviceRing<'m> {
     fn log_used(&self, log: &mut LogBatch<'_>, vring: usize, old: u16, new: u16);
     /// Live migration: marks what [`set_kicks`](Self::set_kicks) wrote on vring `vring`.
     fn log_kicks(&self, log: &mut LogBatch<'_>, vring: usize);
+}
+
+/// One ring area in guest memory (a descriptor ring, an available or used ring, an
+/// event suppression structure) for one burst, accessed through its address.
+///
+/// Rings are the hottest guest memory: polled, read and written for every chain.
+/// vm-memory's generic atomic accessors cost a function call and a bounds check of
+/// their own per access; here each access is one compare against the area's length and
+/// one load or store. The range was checked to lie inside guest memory by vm-memory's
+/// `get_slice` when the burst started, and its mapping's alignment when the area was
+/// made, so every access is in bounds and aligned.
+#[derive(Clone, Copy)]
+pub(crate) struct Area<'m> {
+    base: *mut u8,
+    len: usize,
+    _mem: std::marker::PhantomData<VolatileSlice<'m>>,
+}
+
+impl<'m> Area<'m> {
+    /// The area of `slice`; `None` unless its mapping is `align`-byte aligned (a
+    /// front-end's memory table could place a region at any offset).
+    pub(crate) fn new(slice: VolatileSlice<'m>, align: usize) -> Option<Self> {
+        let base = slice.ptr_guard_mut().as_ptr();
+        if !(base as usize).is_multiple_of(align) {
+            return None;
+        }
+        Some(Area {
+            base,
+            len: slice.len(),
+            _mem: std::marker::PhantomData,
+        })
+    }
+
+    /// The `u16` at byte `off` (little-endian), loaded atomically with `order`; `None`
+    /// out of bounds or unaligned.
+    #[inline(always)]
+    pub(crate) fn load_u16(&self, off: usize, order: Ordering) -> Option<u16> {
+        if off.checked_add(2)? > self.len || !off.is_multiple_of(2) {
+            return None;
+        }
+        // SAFETY: in bounds (checked) of a mapping valid for 'm, 2-byte aligned (the
+        // base is, and `off` is even). Atomic: the driver writes concurrently.
+        let v = unsafe { (*self.base.add(off).cast::<AtomicU16>()).load(order) };
+        Some(u16::from_le(v))
+    }
+
+    /// Stores `v` (little-endian) at byte `off` atomically with `order`; nothing out of
+    /// bounds or unaligned.
+    #[inline(always)]
+    pub(crate) fn store_u16(&self, off: usize, v: u16, order: Ordering) {
+        if off.checked_add(2).is_none_or(|e| e > self.len) || !off.is_multiple_of(2) {
+            return;
+        }
+        // SAFETY: as in `load_u16`.
+        unsafe { (*self.base.add(off).cast::<AtomicU16>()).store(v.to_le(), order) };
+    }
+
+    /// The `u64` at byte `off` (little-endian), which must be 8-byte aligned, as one
+    /// volatile load; `None` out of bounds or unaligned.
+    #[inline(always)]
+    pub(crate) fn read_u64(&self, off: usize) -> Option<u64> {
+        if off.checked_add(8)? > self.len || !(self.base as usize + off).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: in bounds (checked) of a mapping valid for 'm, 8-byte aligned (checked).
+        // Volatile: the driver may write concurrently.
+        Some(u64::from_le(unsafe {
+            std::ptr::read_volatile(self.base.add(off).cast::<u64>())
+        }))
+    }
+
+    /// Stores `v` (little-endian) at byte `off`, which must be 8-byte aligned, atomically
+    /// with `order`; nothing out of bounds or unaligned.
+    #[inline(always)]
+    pub(crate) fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        if off.checked_add(8).is_none_or(|e| e > self.len)
+            || !(self.base as usize + off).is_multiple_of(8)
+        {
+            return;
+        }
+        // SAFETY: in bounds (checked) of a mapping valid for 'm, 8-byte aligned (checked).
+        // Atomic: the driver reads concurrently.
+        unsafe { (*self.base.add(off).cast::<AtomicU64>()).store(v.to_le(), order) };
+    }
+
+    /// Starts loading the cache line of byte `off` (nothing out of bounds).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, off: usize) {
+        if off < self.len {
+            prefetch(self.base.wrapping_add(off));
+        }
+    }
 }
 
 /// Guest memory for one burst, with the last region used remembered.

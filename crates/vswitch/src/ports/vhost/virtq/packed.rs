@@ -23,13 +23,13 @@
 //! flags); a `SeqCst` fence separates writing used descriptors from reading the
 //! driver's event structure, and enabling kicks from re-reading the next slot's flags.
 
-use std::sync::atomic::{fence, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 
 use virtio_queue::{Queue, QueueT};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
 
 use super::{
-    prefetch, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
+    Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
     VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
 };
 use crate::model::stats::DropReason;
@@ -82,101 +82,53 @@ pub struct PackedRing<'m> {
     event_idx: bool,
 }
 
-/// The descriptor ring's memory for one burst, accessed through its address.
-///
-/// The ring is the hottest memory of a packed queue: its flags are polled and its
-/// descriptors read and written for every chain. vm-memory's generic accessors cost a
-/// call and a bounds check of their own per access; here each access is one compare
-/// against the ring's size and one load or store. The range was checked to lie inside
-/// guest memory by vm-memory's `get_slice` when the burst started, and to be 16-byte
-/// aligned ([`PackedRing::new`]).
+/// The descriptor ring for one burst: [`Area`] accessors by slot.
 struct Slots<'m> {
-    base: *mut u8,
-    size: u16,
-    _mem: std::marker::PhantomData<VolatileSlice<'m>>,
+    area: Area<'m>,
 }
 
 impl<'m> Slots<'m> {
     /// The slots of `ring`, `size` descriptors of 16 bytes; `None` unless `ring` is
-    /// that long and its mapping 16-byte aligned (a front-end's memory table could place
-    /// a region at any offset).
+    /// that long and its mapping 16-byte aligned.
     fn new(ring: VolatileSlice<'m>, size: u16) -> Option<Self> {
-        let base = ring.ptr_guard_mut().as_ptr();
-        if ring.len() != 16 * usize::from(size) || !(base as usize).is_multiple_of(16) {
+        if ring.len() != 16 * usize::from(size) {
             return None;
         }
         Some(Slots {
-            base,
-            size,
-            _mem: std::marker::PhantomData,
+            area: Area::new(ring, 16)?,
         })
     }
 
     /// The flags of `slot` (0 past the ring), loaded with Acquire.
     #[inline(always)]
     fn flags(&self, slot: u16) -> u16 {
-        if slot >= self.size {
-            return 0;
-        }
-        // SAFETY: slot < size, so bytes 14..16 of the slot lie in the ring, which is
-        // mapped for 'm and 16-byte aligned (so this is 2-byte aligned). The driver writes
-        // the word concurrently: an atomic load, as it stores it.
-        let f = unsafe {
-            (*self
-                .base
-                .add(usize::from(slot) * 16 + 14)
-                .cast::<AtomicU16>())
-            .load(Ordering::Acquire)
-        };
-        u16::from_le(f)
+        self.area
+            .load_u16(usize::from(slot) * 16 + 14, Ordering::Acquire)
+            .unwrap_or(0)
     }
 
     /// Descriptor `slot`: `(addr, len, id, flags)`, as two 8-byte volatile loads;
     /// `None` past the ring.
     #[inline(always)]
     fn read(&self, slot: u16) -> Option<(u64, u32, u16, u16)> {
-        if slot >= self.size {
-            return None;
-        }
-        // SAFETY: slot < size: the 16 bytes lie in the ring (mapped for 'm, 16-byte
-        // aligned). Volatile: the driver may write them concurrently.
-        let (addr, rest) = unsafe {
-            let p = self.base.add(usize::from(slot) * 16).cast::<u64>();
-            (p.read_volatile(), p.add(1).read_volatile())
-        };
-        let rest = u64::from_le(rest);
-        Some((
-            u64::from_le(addr),
-            rest as u32,
-            (rest >> 32) as u16,
-            (rest >> 48) as u16,
-        ))
+        let off = usize::from(slot) * 16;
+        let addr = self.area.read_u64(off)?;
+        let rest = self.area.read_u64(off + 8)?;
+        Some((addr, rest as u32, (rest >> 32) as u16, (rest >> 48) as u16))
     }
 
     /// Stores bytes 8..16 of `slot` (`len`, `id`, `flags` of a used descriptor) with
     /// Release: one store, so the driver that sees the flags sees the rest.
     #[inline(always)]
     fn store_used(&self, slot: u16, v: u64) {
-        if slot >= self.size {
-            return;
-        }
-        // SAFETY: slot < size: bytes 8..16 lie in the ring (mapped for 'm), 8-byte
-        // aligned. Atomic: the driver reads them concurrently.
-        unsafe {
-            (*self
-                .base
-                .add(usize::from(slot) * 16 + 8)
-                .cast::<AtomicU64>())
-            .store(v, Ordering::Release);
-        }
+        self.area
+            .store_u64(usize::from(slot) * 16 + 8, v, Ordering::Release);
     }
 
     /// Starts loading the cache line of `slot`.
     #[inline(always)]
     fn prefetch(&self, slot: u16) {
-        if slot < self.size {
-            prefetch(self.base.wrapping_add(usize::from(slot) * 16));
-        }
+        self.area.prefetch(usize::from(slot) * 16);
     }
 }
 
@@ -468,7 +420,7 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         };
         let v = u64::from(len) | u64::from(chain.id) << 32 | u64::from(flags) << 48;
         // len, id and flags in one store: the driver that sees the flags sees the rest.
-        self.desc.store_used(used & !WRAP, v.to_le());
+        self.desc.store_used(used & !WRAP, v);
         packed_advance(used, chain.descs, self.size)
     }
 

@@ -11,12 +11,12 @@
 use std::sync::atomic::{fence, Ordering};
 
 use virtio_queue::{Queue, QueueT};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
+use vm_memory::{GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
 
 use super::{
-    prefetch, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
-    VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
-    VRING_USED_F_NO_NOTIFY,
+    prefetch, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES,
+    MAX_CHAIN_DESCS, VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
+    VRING_DESC_F_WRITE, VRING_USED_F_NO_NOTIFY,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -25,8 +25,10 @@ use crate::ports::vhost::migration::LogBatch;
 pub struct SplitRing<'m> {
     mem: MemView<'m>,
     desc: VolatileSlice<'m>,
-    avail: VolatileSlice<'m>,
+    avail: Area<'m>,
     used: VolatileSlice<'m>,
+    /// The used ring again, for its 2-byte header and `avail_event` words.
+    used_words: Area<'m>,
     size: u16,
     event_idx: bool,
 }
@@ -48,8 +50,9 @@ impl<'m> SplitRing<'m> {
         Some(SplitRing {
             mem: MemView::new(mem),
             desc,
-            avail,
+            avail: Area::new(avail, 2)?,
             used,
+            used_words: Area::new(used, 2)?,
             size,
             event_idx: q.event_idx_enabled(),
         })
@@ -74,10 +77,7 @@ impl<'m> SplitRing<'m> {
     /// The driver's `avail.idx`, loaded with Acquire.
     #[inline]
     pub fn avail_idx(&self) -> u16 {
-        self.avail
-            .load::<u16>(2, Ordering::Acquire)
-            .map(u16::from_le)
-            .unwrap_or(0)
+        self.avail.load_u16(2, Ordering::Acquire).unwrap_or(0)
     }
 
     /// The head descriptor index at free-running available position `pos`.
@@ -85,8 +85,7 @@ impl<'m> SplitRing<'m> {
     pub fn avail_entry(&self, pos: u16) -> u16 {
         let off = 4 + 2 * usize::from(pos & (self.size - 1));
         self.avail
-            .load::<u16>(off, Ordering::Relaxed)
-            .map(u16::from_le)
+            .load_u16(off, Ordering::Relaxed)
             .unwrap_or(u16::MAX)
     }
 
@@ -272,7 +271,7 @@ impl<'m> SplitRing<'m> {
     /// Publishes `used.idx = idx` with Release, making the elements written before visible.
     #[inline]
     pub fn publish_used(&self, idx: u16) {
-        let _ = self.used.store(idx.to_le(), 2, Ordering::Release);
+        self.used_words.store_u16(2, idx, Ordering::Release);
     }
 
     /// Whether the driver wants an interrupt after the device moved `used.idx` from `old`
@@ -288,16 +287,11 @@ impl<'m> SplitRing<'m> {
             let off = 4 + 2 * usize::from(self.size);
             let event = self
                 .avail
-                .load::<u16>(off, Ordering::Relaxed)
-                .map(u16::from_le)
+                .load_u16(off, Ordering::Relaxed)
                 .unwrap_or(new.wrapping_sub(1));
             new.wrapping_sub(event).wrapping_sub(1) < new.wrapping_sub(old)
         } else {
-            let flags = self
-                .avail
-                .load::<u16>(0, Ordering::Relaxed)
-                .map(u16::from_le)
-                .unwrap_or(0);
+            let flags = self.avail.load_u16(0, Ordering::Relaxed).unwrap_or(0);
             flags & VRING_AVAIL_F_NO_INTERRUPT == 0
         }
     }
@@ -310,11 +304,12 @@ impl<'m> SplitRing<'m> {
         if self.event_idx {
             if enable {
                 let off = 4 + 8 * usize::from(self.size);
-                let _ = self.used.store(next_avail.to_le(), off, Ordering::Relaxed);
+                self.used_words
+                    .store_u16(off, next_avail, Ordering::Relaxed);
             }
         } else {
             let v: u16 = if enable { 0 } else { VRING_USED_F_NO_NOTIFY };
-            let _ = self.used.store(v.to_le(), 0, Ordering::Relaxed);
+            self.used_words.store_u16(0, v, Ordering::Relaxed);
         }
         if enable {
             fence(Ordering::SeqCst);
