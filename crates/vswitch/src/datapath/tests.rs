@@ -897,3 +897,37 @@ fn mac_limit_per_port() {
     assert_eq!(gb.recv(0), vec![frame(B, [2, 0, 0, 0, 1, 0], 64, 20)]);
     assert_eq!(drops(&sw, 0, "mac_limit"), 7);
 }
+
+/// Without ACL rules, a frame with the previous one's Ethernet header reuses its
+/// decision (counted as a last-flow hit); frames with other headers in between are
+/// decided on their own and still go where the FDB says.
+#[test]
+fn l2_decisions_are_reused_for_the_same_ethernet_header() {
+    let sw = switch(&[None, None, None]);
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    let mut gc = attach(&sw, 2, SimGuest::default_features());
+    for g in [&mut ga, &mut gb, &mut gc] {
+        g.post_rx(0, 0, 32, 2048);
+    }
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    // b and c are learned first.
+    gb.send(0, 0, &frame(A, B, 64, 0));
+    gc.send(0, 0, &frame(A, C, 64, 0));
+    pmd.poll_once();
+    for g in [&mut ga, &mut gb, &mut gc] {
+        g.recv(0);
+    }
+    let hits = || sw.pmds[0].cache_stats[0].get();
+    let before = hits();
+    // One burst: 4 to b, 2 to c, 3 to b.
+    let dsts = [B, B, B, B, C, C, B, B, B];
+    for (i, d) in dsts.iter().enumerate() {
+        ga.send(0, i as u16, &frame(*d, A, 64, i as u8));
+    }
+    assert_eq!(pmd.poll_once(), dsts.len());
+    assert_eq!(gb.recv(0).len(), 7);
+    assert_eq!(gc.recv(0).len(), 2);
+    // Three decisions made (b, c, b), six reused.
+    assert_eq!(hits() - before, 6);
+}
