@@ -319,15 +319,6 @@ impl<'m> PackedRing<'m> {
         out.push(Seg { addr, len });
         Ok(())
     }
-
-    /// The used descriptor at position `pos`, as written: `(id, len)` (tests, and the
-    /// dirty log's checks).
-    pub fn used_entry(&self, pos: u16) -> (u16, u32) {
-        let Some((_, len, id, _)) = self.desc.read(pos & !WRAP) else {
-            return (0, 0);
-        };
-        (id, len)
-    }
 }
 
 impl<'m> DeviceRing<'m> for PackedRing<'m> {

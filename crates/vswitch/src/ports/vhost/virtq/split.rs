@@ -256,18 +256,6 @@ impl<'m> SplitRing<'m> {
         }
     }
 
-    /// The used element at free-running used position `pos`, as written: `(id, len)`
-    /// (for the dirty log, which marks the buffers a batch filled).
-    #[inline]
-    pub fn used_entry(&self, pos: u16) -> (u16, u32) {
-        let off = 4 + 8 * usize::from(pos & (self.size - 1));
-        let e = self
-            .used
-            .get_ref::<u64>(off)
-            .map_or(0, |r| u64::from_le(r.load()));
-        (e as u16, (e >> 32) as u32)
-    }
-
     /// Publishes `used.idx = idx` with Release, making the elements written before visible.
     #[inline]
     pub fn publish_used(&self, idx: u16) {
