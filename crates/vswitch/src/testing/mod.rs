@@ -225,22 +225,10 @@ impl SimGuest {
         v
     }
 
-    /// Publishes head `head` in queue `q`'s available ring (and bumps avail.idx).
+    /// Publishes head `head` in queue `q`'s available ring (and bumps avail.idx); split
+    /// rings only.
     pub fn publish(&mut self, q: usize, head: u16) {
-        let idx = self.avail_idx[q];
-        let base = self.base_of(q) + Self::ring_offsets(self.size).0;
-        let off = 4 + 2 * u64::from(idx % self.size);
-        self.mem
-            .write_obj(head.to_le(), GuestAddress(base + off))
-            .unwrap();
-        self.avail_idx[q] = idx.wrapping_add(1);
-        self.mem
-            .store(
-                self.avail_idx[q].to_le(),
-                GuestAddress(base + 2),
-                Ordering::Release,
-            )
-            .unwrap();
+        self.publish_split(q, &[head]);
     }
 
     /// Republishes the heads of the last `n` publications again (steady-state benches:
@@ -253,6 +241,12 @@ impl SimGuest {
             }
             return;
         }
+        self.publish_split(q, heads);
+    }
+
+    /// Writes `heads` into queue `q`'s available ring from `avail.idx` on and publishes
+    /// them with one Release store of the index.
+    fn publish_split(&mut self, q: usize, heads: &[u16]) {
         let base = self.base_of(q) + Self::ring_offsets(self.size).0;
         for &h in heads {
             let off = 4 + 2 * u64::from(self.avail_idx[q] % self.size);
@@ -286,7 +280,7 @@ impl SimGuest {
     /// Makes buffer `id` (`len` bytes at `addr`, device-writable or not) available on
     /// queue `q` as a chain of one descriptor: split, descriptor `id` and an available
     /// ring entry; packed, the next ring slot with buffer id `id`.
-    fn make_avail(&mut self, q: usize, id: u16, addr: u64, len: u32, writable: bool) {
+    pub fn make_avail(&mut self, q: usize, id: u16, addr: u64, len: u32, writable: bool) {
         if self.packed {
             self.packed_make_avail(q, id, addr, len, writable);
             return;
@@ -401,15 +395,29 @@ impl SimGuest {
     pub fn recv_with_hdr(&mut self, qp: usize) -> Vec<([u8; 12], Vec<u8>)> {
         let q = 2 * qp;
         if self.packed {
-            return self.packed_recv(q);
+            return self.reassemble(|g| g.packed_take_used(q));
         }
         let used = self.used_idx(q);
+        self.reassemble(|g| {
+            if g.used_seen[q] == used {
+                return None;
+            }
+            let (id, len) = g.used_elem(q, g.used_seen[q]);
+            g.used_seen[q] = g.used_seen[q].wrapping_add(1);
+            Some((g.read_desc(q, id as u16).addr, len))
+        })
+    }
+
+    /// Frames from the used buffers `next` takes, in order (guest-physical address and
+    /// length written): mergeable buffers reassembled by num_buffers, each frame's
+    /// virtio-net header returned apart (zero-padded to 12).
+    fn reassemble(
+        &mut self,
+        mut next: impl FnMut(&mut Self) -> Option<(u64, u32)>,
+    ) -> Vec<([u8; 12], Vec<u8>)> {
         let mut frames = Vec::new();
-        while self.used_seen[q] != used {
-            let (id, len) = self.used_elem(q, self.used_seen[q]);
-            self.used_seen[q] = self.used_seen[q].wrapping_add(1);
-            let d = self.read_desc(q, id as u16);
-            let first = self.read(d.addr, len as usize);
+        while let Some((addr, len)) = next(self) {
+            let first = self.read(addr, len as usize);
             if first.len() < self.hdr_len {
                 frames.push(([0; 12], Vec::new()));
                 continue;
@@ -423,10 +431,10 @@ impl SimGuest {
             };
             let mut f = first[self.hdr_len..].to_vec();
             for _ in 1..nbuf {
-                let (id, len) = self.used_elem(q, self.used_seen[q]);
-                self.used_seen[q] = self.used_seen[q].wrapping_add(1);
-                let d = self.read_desc(q, id as u16);
-                f.extend(self.read(d.addr, len as usize));
+                let Some((addr, len)) = next(self) else {
+                    break;
+                };
+                f.extend(self.read(addr, len as usize));
             }
             frames.push((hdr, f));
         }

@@ -146,42 +146,18 @@ impl SimGuest {
         n
     }
 
-    /// Frames received on packed queue `q` since the last call (mergeable buffers
-    /// reassembled by num_buffers, the header returned apart).
-    pub(super) fn packed_recv(&mut self, q: usize) -> Vec<([u8; 12], Vec<u8>)> {
-        let mut frames = Vec::new();
-        while let Some((addr, len, id)) = self.packed_used(q, self.used_seen[q]) {
-            self.used_seen[q] = self.after_used(q, self.used_seen[q], id);
-            let first = self.read(addr, len as usize);
-            if first.len() < self.hdr_len {
-                frames.push(([0; 12], Vec::new()));
-                continue;
-            }
-            let mut hdr = [0u8; 12];
-            hdr[..self.hdr_len].copy_from_slice(&first[..self.hdr_len]);
-            let nbuf = if self.hdr_len == 12 {
-                u16::from_le_bytes([first[10], first[11]]).max(1)
-            } else {
-                1
-            };
-            let mut f = first[self.hdr_len..].to_vec();
-            for _ in 1..nbuf {
-                let Some((addr, len, id)) = self.packed_used(q, self.used_seen[q]) else {
-                    break;
-                };
-                self.used_seen[q] = self.after_used(q, self.used_seen[q], id);
-                f.extend(self.read(addr, len as usize));
-            }
-            frames.push((hdr, f));
-        }
-        frames
+    /// Takes the next used descriptor of packed queue `q`, if the device wrote it:
+    /// `(addr, len)` of its buffer (the position moves past the chains it stands for).
+    pub(super) fn packed_take_used(&mut self, q: usize) -> Option<(u64, u32)> {
+        let (addr, len, id) = self.packed_used(q, self.used_seen[q])?;
+        self.used_seen[q] = self.after_used(q, self.used_seen[q], id);
+        Some((addr, len))
     }
 
     /// Marks every used descriptor of packed queue `q` as read; returns how many.
     pub(super) fn packed_skip_used(&mut self, q: usize) -> u16 {
         let mut n = 0u16;
-        while let Some((_, _, id)) = self.packed_used(q, self.used_seen[q]) {
-            self.used_seen[q] = self.after_used(q, self.used_seen[q], id);
+        while self.packed_take_used(q).is_some() {
             n = n.wrapping_add(1);
         }
         n
