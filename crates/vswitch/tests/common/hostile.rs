@@ -279,6 +279,80 @@ pub fn mem_table(size: u64) -> Vec<u8> {
     mem_table_body(&[(0, size, UADDR, 0)])
 }
 
+/// Connects to `path` and negotiates as a VMM does up to shared guest memory: checks
+/// that `features`, REPLY_ACK and protocol features `proto` are offered, acks them
+/// (with MQ when offered), SET_OWNER, SET_FEATURES, SET_MEM_TABLE with a new
+/// [`GuestMem`]. Every step after the protocol features is acked.
+pub fn negotiate(path: &Path, features: u64, proto: u64) -> (Front, GuestMem) {
+    let mut front = Front::connect(path);
+    let offered = front.get_u64(GET_FEATURES).expect("GET_FEATURES");
+    assert_eq!(
+        offered & features,
+        features,
+        "features {features:#x} offered ({offered:#x})"
+    );
+    let pf = front
+        .get_u64(GET_PROTOCOL_FEATURES)
+        .expect("GET_PROTOCOL_FEATURES");
+    assert_ne!(pf & PF_REPLY_ACK, 0, "REPLY_ACK offered");
+    assert_eq!(
+        pf & proto,
+        proto,
+        "protocol features {proto:#x} offered ({pf:#x})"
+    );
+    front.send(
+        SET_PROTOCOL_FEATURES,
+        &(pf & (PF_MQ | PF_REPLY_ACK | proto)).to_le_bytes(),
+        &[],
+    );
+    front.must(SET_OWNER, &[], &[]);
+    front.must(SET_FEATURES, &features.to_le_bytes(), &[]);
+    let mem = GuestMem::new();
+    let fd = mem.fd.as_raw_fd();
+    front.must(SET_MEM_TABLE, &mem.table(), &[fd, fd]);
+    (front, mem)
+}
+
+/// Starts virtqueue `index` as a VMM does, each message acked: SET_VRING_NUM
+/// ([`QSIZE`]), SET_VRING_ADDR (`addr_body`), SET_VRING_BASE (`base`), the call and
+/// kick eventfds, SET_VRING_ENABLE.
+pub fn start_vring(
+    front: &mut Front,
+    index: u32,
+    addr_body: &[u8],
+    base: u32,
+    call: &OwnedFd,
+    kick: &OwnedFd,
+) {
+    front.must(SET_VRING_NUM, &vring_state(index, u32::from(QSIZE)), &[]);
+    front.must(SET_VRING_ADDR, addr_body, &[]);
+    front.must(SET_VRING_BASE, &vring_state(index, base), &[]);
+    front.must(
+        SET_VRING_CALL,
+        &u64::from(index).to_le_bytes(),
+        &[call.as_raw_fd()],
+    );
+    front.must(
+        SET_VRING_KICK,
+        &u64::from(index).to_le_bytes(),
+        &[kick.as_raw_fd()],
+    );
+    front.must(SET_VRING_ENABLE, &vring_state(index, 1), &[]);
+}
+
+/// `len` bytes of buffer space from `arena` (64-byte aligned; the arena is reused round
+/// robin from `next` on, so buffers live until about the arena's size later).
+pub fn arena_alloc(arena: (u64, u64), next: &mut u64, len: usize) -> u64 {
+    let len = (len as u64).div_ceil(64) * 64;
+    assert!(len <= arena.1 - arena.0);
+    if *next + len > arena.1 {
+        *next = arena.0;
+    }
+    let a = *next;
+    *next += len;
+    a
+}
+
 /// A vring state body (SET_VRING_NUM, SET_VRING_BASE, SET_VRING_ENABLE).
 pub fn vring_state(index: u32, num: u32) -> Vec<u8> {
     let mut b = index.to_le_bytes().to_vec();
@@ -480,14 +554,7 @@ impl Ring {
     /// `len` bytes of buffer space in this ring's arena (64-byte aligned; the arena is
     /// reused round-robin, so buffers live until about 2 MiB later).
     pub fn alloc(&mut self, len: usize) -> u64 {
-        let len = (len as u64).div_ceil(64) * 64;
-        assert!(len <= self.l.arena.1 - self.l.arena.0);
-        if self.arena_next + len > self.l.arena.1 {
-            self.arena_next = self.l.arena.0;
-        }
-        let a = self.arena_next;
-        self.arena_next += len;
-        a
+        arena_alloc(self.l.arena, &mut self.arena_next, len)
     }
 
     /// Writes descriptor `i` of the ring's table.
@@ -605,33 +672,8 @@ impl Guest {
 
     /// [`Guest::connect`], also acking protocol features `proto` (each must be offered).
     pub fn connect_with(path: &Path, extra: u64, proto: u64) -> Guest {
-        let mut front = Front::connect(path);
-        let offered = front.get_u64(GET_FEATURES).expect("GET_FEATURES");
         let features = F_VERSION_1 | F_PROTOCOL_FEATURES | F_INDIRECT_DESC | extra;
-        assert_eq!(
-            offered & features,
-            features,
-            "features {features:#x} offered ({offered:#x})"
-        );
-        let pf = front
-            .get_u64(GET_PROTOCOL_FEATURES)
-            .expect("GET_PROTOCOL_FEATURES");
-        assert_ne!(pf & PF_REPLY_ACK, 0, "REPLY_ACK offered");
-        assert_eq!(
-            pf & proto,
-            proto,
-            "protocol features {proto:#x} offered ({pf:#x})"
-        );
-        front.send(
-            SET_PROTOCOL_FEATURES,
-            &(pf & (PF_MQ | PF_REPLY_ACK | proto)).to_le_bytes(),
-            &[],
-        );
-        front.must(SET_OWNER, &[], &[]);
-        front.must(SET_FEATURES, &features.to_le_bytes(), &[]);
-        let mem = GuestMem::new();
-        let fd = mem.fd.as_raw_fd();
-        front.must(SET_MEM_TABLE, &mem.table(), &[fd, fd]);
+        let (front, mem) = negotiate(path, features, proto);
         let mut g = Guest {
             front,
             mem,
@@ -643,22 +685,14 @@ impl Guest {
         g.mem.store16(RX_LAYOUT.avail, AVAIL_F_NO_INTERRUPT);
         g.mem.store16(TX_LAYOUT.avail, AVAIL_F_NO_INTERRUPT);
         for r in [&g.rx, &g.tx] {
-            let i = r.index;
-            g.front
-                .must(SET_VRING_NUM, &vring_state(i, u32::from(QSIZE)), &[]);
-            g.front.must(SET_VRING_ADDR, &r.addr_body(None), &[]);
-            g.front.must(SET_VRING_BASE, &vring_state(i, 0), &[]);
-            g.front.must(
-                SET_VRING_CALL,
-                &u64::from(i).to_le_bytes(),
-                &[r.call.as_raw_fd()],
+            start_vring(
+                &mut g.front,
+                r.index,
+                &r.addr_body(None),
+                0,
+                &r.call,
+                &r.kick,
             );
-            g.front.must(
-                SET_VRING_KICK,
-                &u64::from(i).to_le_bytes(),
-                &[r.kick.as_raw_fd()],
-            );
-            g.front.must(SET_VRING_ENABLE, &vring_state(i, 1), &[]);
         }
         g
     }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::hostile::*;
 use super::wait_for;
+use vswitch::ports::vhost::virtq::packed::packed_advance;
 
 /// VIRTIO_F_RING_PACKED.
 pub const F_RING_PACKED: u64 = 1 << 34;
@@ -76,27 +77,11 @@ impl PackedRing {
 
     /// `len` bytes of buffer space in this ring's arena (as [`Ring::alloc`]).
     pub fn alloc(&mut self, len: usize) -> u64 {
-        let len = (len as u64).div_ceil(64) * 64;
-        if self.arena_next + len > self.l.arena.1 {
-            self.arena_next = self.l.arena.0;
-        }
-        let a = self.arena_next;
-        self.arena_next += len;
-        a
+        arena_alloc(self.l.arena, &mut self.arena_next, len)
     }
 
     fn slot_gpa(&self, pos: u16) -> u64 {
         self.l.desc + 16 * u64::from(pos & !WRAP)
-    }
-
-    fn advance(pos: u16, n: u16) -> u16 {
-        let mut slot = u32::from(pos & !WRAP) + u32::from(n);
-        let mut wrap = pos & WRAP;
-        while slot >= u32::from(QSIZE) {
-            slot -= u32::from(QSIZE);
-            wrap ^= WRAP;
-        }
-        slot as u16 | wrap
     }
 
     /// Makes a chain of `descs` available in consecutive slots (flags as given, NEXT
@@ -125,7 +110,7 @@ impl PackedRing {
             } else {
                 mem.store16(self.slot_gpa(pos) + 14, flags);
             }
-            pos = Self::advance(pos, 1);
+            pos = packed_advance(pos, 1, QSIZE);
         }
         mem.store16(self.slot_gpa(head) + 14, head_flags);
         self.avail = pos;
@@ -152,7 +137,7 @@ impl PackedRing {
             let len = u32::from_le_bytes(b[..4].try_into().unwrap());
             let id = u16::from_le_bytes(b[4..6].try_into().unwrap());
             let n = self.slots.get(&id).copied().unwrap_or(1);
-            self.used = Self::advance(self.used, n);
+            self.used = packed_advance(self.used, n, QSIZE);
             self.seen += 1;
             v.push((id, len));
         }
@@ -191,27 +176,8 @@ impl PackedGuest {
     /// [`PackedGuest::connect`], with `base` as the transmit ring's `SET_VRING_BASE`
     /// (the ring's own idea of its position stays slot 0, wrap 1).
     pub fn connect_at(path: &Path, extra: u64, base: u32) -> PackedGuest {
-        let mut front = Front::connect(path);
-        let offered = front.get_u64(GET_FEATURES).expect("GET_FEATURES");
         let features = F_VERSION_1 | F_PROTOCOL_FEATURES | F_INDIRECT_DESC | F_RING_PACKED | extra;
-        assert_eq!(
-            offered & features,
-            features,
-            "features offered: {offered:#x}"
-        );
-        let pf = front
-            .get_u64(GET_PROTOCOL_FEATURES)
-            .expect("GET_PROTOCOL_FEATURES");
-        front.send(
-            SET_PROTOCOL_FEATURES,
-            &(pf & (PF_MQ | PF_REPLY_ACK)).to_le_bytes(),
-            &[],
-        );
-        front.must(SET_OWNER, &[], &[]);
-        front.must(SET_FEATURES, &features.to_le_bytes(), &[]);
-        let mem = GuestMem::new();
-        let fd = mem.fd.as_raw_fd();
-        front.must(SET_MEM_TABLE, &mem.table(), &[fd, fd]);
+        let (front, mem) = negotiate(path, features, 0);
         let mut g = PackedGuest {
             front,
             mem,
@@ -222,23 +188,15 @@ impl PackedGuest {
         g.mem.store16(RX_LAYOUT.avail + 2, EVENT_DISABLE);
         g.mem.store16(TX_LAYOUT.avail + 2, EVENT_DISABLE);
         for r in [&g.rx, &g.tx] {
-            let i = r.index;
-            g.front
-                .must(SET_VRING_NUM, &vring_state(i, u32::from(QSIZE)), &[]);
-            let base = if i == 1 { base } else { u32::from(WRAP) };
-            g.front.must(SET_VRING_BASE, &vring_state(i, base), &[]);
-            g.front.must(SET_VRING_ADDR, &r.addr_body(), &[]);
-            g.front.must(
-                SET_VRING_CALL,
-                &u64::from(i).to_le_bytes(),
-                &[r.call.as_raw_fd()],
+            let base = if r.index == 1 { base } else { u32::from(WRAP) };
+            start_vring(
+                &mut g.front,
+                r.index,
+                &r.addr_body(),
+                base,
+                &r.call,
+                &r.kick,
             );
-            g.front.must(
-                SET_VRING_KICK,
-                &u64::from(i).to_le_bytes(),
-                &[r.kick.as_raw_fd()],
-            );
-            g.front.must(SET_VRING_ENABLE, &vring_state(i, 1), &[]);
         }
         g
     }
