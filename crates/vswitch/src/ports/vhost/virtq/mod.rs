@@ -268,6 +268,51 @@ impl<'m> Area<'m> {
     }
 }
 
+/// Checks one buffer of a chain and appends it to `out`, adding its length to `total`:
+/// the split and packed walks' common step. A zero-length buffer is skipped.
+///
+/// # Errors
+/// [`DropReason::BadDescriptor`] for a buffer of the wrong direction (`flags`' WRITE
+/// bit against `writable`) or not wholly inside one region of guest memory;
+/// [`DropReason::FrameTooBig`] when a transmit chain passes [`MAX_CHAIN_BYTES`] (or the
+/// total overflows).
+#[inline]
+pub(crate) fn take_buffer(
+    mem: &MemView<'_>,
+    (addr, len, flags): (u64, u32, u16),
+    writable: bool,
+    total: &mut u32,
+    out: &mut Vec<Seg>,
+) -> Result<(), DropReason> {
+    use DropReason::{BadDescriptor, FrameTooBig};
+    if (flags & VRING_DESC_F_WRITE != 0) != writable {
+        return Err(BadDescriptor);
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
+    *total = total.checked_add(len).ok_or(FrameTooBig)?;
+    if *total > MAX_CHAIN_BYTES && !writable {
+        return Err(FrameTooBig);
+    }
+    out.push(Seg { addr, len });
+    Ok(())
+}
+
+/// The first `need` bytes of the receive buffer `seg`, if it holds that many and lies
+/// wholly inside one region of guest memory (as the walks check it: a buffer that runs
+/// out of guest memory is malformed whatever the size of the frame put in it).
+#[inline(always)]
+pub(crate) fn first_bytes<'m>(mem: &MemView<'m>, seg: Seg, need: u32) -> Option<VolatileSlice<'m>> {
+    if seg.len < need {
+        return None;
+    }
+    mem.slice(seg.addr, seg.len as usize)?
+        .subslice(0, need as usize)
+        .ok()
+}
+
 /// Guest memory for one burst, with the last region used remembered.
 ///
 /// Guests have one to a few memory regions and consecutive buffers almost always lie

@@ -29,8 +29,8 @@ use virtio_queue::{Queue, QueueT};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
 
 use super::{
-    Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES, MAX_CHAIN_DESCS,
-    VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+    first_bytes, take_buffer, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg,
+    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -251,7 +251,7 @@ impl<'m> PackedRing<'m> {
                 }
                 return self.walk_indirect(addr, len, writable, out);
             }
-            self.push(addr, len, flags, writable, &mut total, out)?;
+            take_buffer(&self.mem, (addr, len, flags), writable, &mut total, out)?;
             slot = if slot + 1 == self.size { 0 } else { slot + 1 };
         }
         Ok(total)
@@ -288,36 +288,9 @@ impl<'m> PackedRing<'m> {
             } else {
                 flags & !VRING_DESC_F_WRITE
             };
-            self.push(addr, len, flags, writable, &mut total, out)?;
+            take_buffer(&self.mem, (addr, len, flags), writable, &mut total, out)?;
         }
         Ok(total)
-    }
-
-    /// Checks one buffer (direction, inside guest memory, size) and appends it.
-    #[inline]
-    fn push(
-        &self,
-        addr: u64,
-        len: u32,
-        flags: u16,
-        writable: bool,
-        total: &mut u32,
-        out: &mut Vec<Seg>,
-    ) -> Result<(), DropReason> {
-        use DropReason::{BadDescriptor, FrameTooBig};
-        if (flags & VRING_DESC_F_WRITE != 0) != writable {
-            return Err(BadDescriptor);
-        }
-        if len == 0 {
-            return Ok(());
-        }
-        self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
-        *total = total.checked_add(len).ok_or(FrameTooBig)?;
-        if *total > MAX_CHAIN_BYTES && !writable {
-            return Err(FrameTooBig);
-        }
-        out.push(Seg { addr, len });
-        Ok(())
     }
 }
 
@@ -371,15 +344,7 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         need: u32,
     ) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
         let (chain, seg) = self.single_desc(cur, true)?;
-        if seg.len < need {
-            return None;
-        }
-        let buf = self
-            .mem
-            .slice(seg.addr, seg.len as usize)?
-            .subslice(0, need as usize)
-            .ok()?;
-        Some((chain, seg, buf))
+        Some((chain, seg, first_bytes(&self.mem, seg, need)?))
     }
 
     fn read_chain(

@@ -14,9 +14,9 @@ use virtio_queue::{Queue, QueueT};
 use vm_memory::{GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice};
 
 use super::{
-    prefetch, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg, MAX_CHAIN_BYTES,
-    MAX_CHAIN_DESCS, VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
-    VRING_DESC_F_WRITE, VRING_USED_F_NO_NOTIFY,
+    first_bytes, prefetch, take_buffer, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg,
+    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT,
+    VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_USED_F_NO_NOTIFY,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -112,16 +112,7 @@ impl<'m> SplitRing<'m> {
     /// malformed.
     #[inline]
     pub fn single_writable(&self, head: u16, need: u32) -> Option<VolatileSlice<'m>> {
-        let seg = self.single_desc(head, true)?;
-        if seg.len < need {
-            return None;
-        }
-        // The whole buffer, as walk_chain checks it: one that runs out of guest memory
-        // is malformed whatever the size of the frame put in it.
-        self.mem
-            .slice(seg.addr, seg.len as usize)?
-            .subslice(0, need as usize)
-            .ok()
+        first_bytes(&self.mem, self.single_desc(head, true)?, need)
     }
 
     /// The common transmit chain, checked in one step: if descriptor `head` is a single
@@ -185,7 +176,7 @@ impl<'m> SplitRing<'m> {
     }
 
     fn walk_inner(&self, head: u16, writable: bool, out: &mut Vec<Seg>) -> Result<u32, DropReason> {
-        use DropReason::{BadDescriptor, FrameTooBig};
+        use DropReason::BadDescriptor;
         // Most chains are one direct descriptor: take those without the walk.
         if let Some((seg, _)) = self.single(head, writable) {
             out.push(seg);
@@ -218,18 +209,7 @@ impl<'m> SplitRing<'m> {
                 indirect = true;
                 continue;
             }
-            if (flags & VRING_DESC_F_WRITE != 0) != writable {
-                return Err(BadDescriptor);
-            }
-            if len > 0 {
-                // Checks the whole buffer lies inside one region of guest memory.
-                self.mem.slice(addr, len as usize).ok_or(BadDescriptor)?;
-                total = total.checked_add(len).ok_or(FrameTooBig)?;
-                if total > MAX_CHAIN_BYTES && !writable {
-                    return Err(FrameTooBig);
-                }
-                out.push(Seg { addr, len });
-            }
+            take_buffer(&self.mem, (addr, len, flags), writable, &mut total, out)?;
             if flags & VRING_DESC_F_NEXT == 0 {
                 return Ok(total);
             }
@@ -379,15 +359,11 @@ impl<'m> DeviceRing<'m> for SplitRing<'m> {
     ) -> Option<(Chain, Seg, VolatileSlice<'m>)> {
         let head = self.avail_entry(cur.next);
         let seg = self.single_desc(head, true)?;
-        if seg.len < need {
-            return None;
-        }
-        let buf = self
-            .mem
-            .slice(seg.addr, seg.len as usize)?
-            .subslice(0, need as usize)
-            .ok()?;
-        Some((Chain { id: head, descs: 1 }, seg, buf))
+        Some((
+            Chain { id: head, descs: 1 },
+            seg,
+            first_bytes(&self.mem, seg, need)?,
+        ))
     }
 
     #[inline]
