@@ -236,7 +236,7 @@ impl SimGuest {
     pub fn republish(&mut self, q: usize, heads: &[u16]) {
         if self.packed {
             for &h in heads {
-                let (addr, len, writable) = self.posted[q][usize::from(h)];
+                let (addr, len, writable) = self.posted[q][usize::from(h) % usize::from(self.size)];
                 self.packed_make_avail(q, h, addr, len, writable);
             }
             return;
