@@ -63,6 +63,8 @@ pub struct Switch {
     pub remotes: crate::model::tunnel::Remotes,
     /// The MAC table.
     pub fdb: Fdb,
+    /// Multicast snooping's group database.
+    pub mcast: crate::model::mcast::Mcast,
     /// PMD thread state.
     pub pmds: Vec<Arc<PmdShared>>,
     /// Wakes PMDs on ring changes.
@@ -124,6 +126,7 @@ impl Switch {
                 Duration::from_secs(config.fdb_aging_secs),
                 config.fdb_max_macs,
             ),
+            mcast: crate::model::mcast::Mcast::new(&config.mcast),
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),
@@ -297,6 +300,16 @@ impl Switch {
         }
     }
 
+    /// Installs the configuration's static group memberships (`--mcast-static`) of the
+    /// ports `topo` has, in their domains.
+    fn install_static_groups(&self, topo: &Topology) {
+        for (name, group) in &self.config().mcast.statics {
+            if let Some(tp) = topo.iter().find(|tp| &tp.port.name == name) {
+                self.mcast.add_static(tp.domain, tp.port.id, *group);
+            }
+        }
+    }
+
     /// Applies `edit` to a copy of the topology and publishes it with the next
     /// generation (rebuilding the domains' member lists), then wakes the PMDs. Editors
     /// are serialized; readers and PMDs never wait. Returns `edit`'s result and the new
@@ -315,8 +328,11 @@ impl Switch {
         t.tunnels = self.build_tunnels(&self.config(), &t);
         t.rebuild_domains(self.domains.len());
         let generation = t.generation;
-        self.topology.store(Arc::new(t));
+        let t = Arc::new(t);
+        self.topology.store(t.clone());
         self.wakers.wake_all();
+        self.mcast.forget_departed(&t);
+        self.install_static_groups(&t);
         Ok((r, generation))
     }
 

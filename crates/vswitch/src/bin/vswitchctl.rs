@@ -47,6 +47,12 @@ enum Cmd {
     Ovn,
     /// The MAC table: VLAN, MAC, port, age.
     Fdb,
+    /// The multicast group table (IGMP/MLD snooping, vswitchd --mcast-snooping): per
+    /// bridge domain each group's member ports (or remote endpoints) with their source
+    /// filter and seconds to expiry, the multicast-router ports, and the counters
+    /// (reports, queries, joins, leaves, expired, refused when full, invalid messages,
+    /// frames forwarded to members, unregistered frames flooded or sent to routers).
+    Mdb,
     /// Per-PMD packets, bursts, mean burst size, busy and idle cycles, flow-cache hits.
     PmdStats,
     /// The flows each PMD has cached: flow key, current or stale, actions.
@@ -179,6 +185,7 @@ fn main() -> ExitCode {
             Response::Show(x) => serde_json::to_value(x),
             Response::Stats(x) => serde_json::to_value(x),
             Response::Fdb(x) => serde_json::to_value(x),
+            Response::Mdb(x) => serde_json::to_value(x),
             Response::PmdStats(x) => serde_json::to_value(x),
             Response::Flows(x) => serde_json::to_value(x),
             Response::Offloads(x) => serde_json::to_value(x),
@@ -204,6 +211,7 @@ fn request_of(cmd: Cmd) -> Result<Request, String> {
         Cmd::Show => Request::Show,
         Cmd::Stats => Request::Stats,
         Cmd::Fdb => Request::Fdb,
+        Cmd::Mdb => Request::Mdb,
         Cmd::PmdStats => Request::PmdStats,
         Cmd::Offloads => Request::Offloads,
         Cmd::Flows { pmd } => Request::Flows { pmd },
@@ -238,6 +246,7 @@ fn print_reply(r: Response) {
         Response::Show(s) => print_show(s),
         Response::Stats(s) => print_stats(s),
         Response::Fdb(s) => print_fdb(s),
+        Response::Mdb(s) => print_mdb(s),
         Response::PmdStats(s) => print_pmd(s),
         Response::Offloads(s) => print_offloads(s),
         Response::Flows(rows) => {
@@ -580,6 +589,44 @@ fn print_fdb(rows: Vec<FdbRowNamed>) {
         };
         println!("{:>4} {:<17} {:<12} {:>8}", r.vlan, r.mac, r.port, age);
     }
+}
+
+fn print_mdb(m: vswitch::control::protocol::MdbReply) {
+    println!(
+        "snooping {}, unregistered groups {}",
+        if m.snooping { "on" } else { "off" },
+        if m.flood_unregistered {
+            "flood"
+        } else {
+            "to router ports only"
+        }
+    );
+    println!(
+        "{:<12} {:<28} {:<20} {:<8} {:>8}  sources",
+        "domain", "group", "port", "mode", "expires"
+    );
+    for r in &m.groups {
+        let expires = r
+            .expires_secs
+            .map_or_else(|| "static".to_string(), |s| format!("{s}s"));
+        println!(
+            "{:<12} {:<28} {:<20} {:<8} {:>8}  {}",
+            r.domain,
+            r.group,
+            r.port,
+            r.mode,
+            expires,
+            r.sources.join(",")
+        );
+    }
+    for r in &m.routers {
+        println!(
+            "{:<12} {:<28} {:<20} {:<8} {:>7}s",
+            r.domain, "(multicast router)", r.port, "", r.expires_secs
+        );
+    }
+    let counters: Vec<String> = m.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!("{}", counters.join(", "));
 }
 
 fn print_pmd(rows: Vec<PmdStatsRow>) {

@@ -19,7 +19,9 @@ use super::PollMode;
 #[command(name = "vswitchd", version, verbatim_doc_comment)]
 pub struct Args {
     /// TOML configuration file; keys: the flags' names with `_` for `-` (pmd_cpus, poll,
-    /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs,
+    /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs, mcast_snooping,
+    /// mcast_flood_unregistered, mcast_table_size, mcast_aging_secs, mcast_static,
+    /// mcast_querier, mcast_query_interval_secs,
     /// vhost_user_socket_group, vhost_user_socket_mode, ...),
     /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path},
     /// `[[uplink]]` {name, iface}, `[[tap]]` {name, ifname}, each with the option keys its
@@ -187,6 +189,50 @@ pub struct Args {
     /// `physnet1:phys0,physnet2:eth0up`.
     #[arg(long, value_name = "NETWORK:UPLINK[,...]")]
     pub ovn_bridge_mappings: Option<String>,
+
+    /// IGMP (v1, v2, v3) and MLD (v1, v2) snooping in every VLAN and VNI bridge domain:
+    /// on (default) or off. Reports build a group table per domain; frames to a joined
+    /// group go only to its member ports and to multicast-router ports (where queries
+    /// come from); reports go to router ports (and the VNI's remote endpoints) only.
+    /// Link-local groups (224.0.0.0/24, ff02::/16) always flood. On by default because
+    /// unregistered groups still flood: nothing changes until a receiver reports.
+    /// `vswitchctl mdb` shows the table.
+    #[arg(long = "mcast-snooping", value_name = "on|off")]
+    pub mcast_snooping: Option<OnOff>,
+
+    /// Frames to a group nobody joined: on (default, as Open vSwitch) floods them to the
+    /// domain; off sends them to multicast-router ports only.
+    #[arg(long = "mcast-flood-unregistered", value_name = "on|off")]
+    pub mcast_flood_unregistered: Option<OnOff>,
+
+    /// Groups the snooping table holds in all (default 2048, as Open vSwitch). Reports
+    /// for more are forwarded but not learned (counted `refused_full`).
+    #[arg(long, value_name = "N")]
+    pub mcast_table_size: Option<usize>,
+
+    /// Seconds a group membership or a multicast-router port lives without a report or
+    /// query refreshing it (default 300).
+    #[arg(long, value_name = "SECS")]
+    pub mcast_aging: Option<u64>,
+
+    /// A static group membership, never aged: `PORT=GROUP` (e.g. `vm1=239.1.1.1`), for
+    /// receivers that do not send IGMP/MLD reports. Repeatable.
+    #[arg(long = "mcast-static", value_name = "PORT=GROUP")]
+    pub mcast_static: Vec<String>,
+
+    /// The switch's own IGMP/MLD querier: on, or off (default, as Open vSwitch and the
+    /// Linux bridge). On a segment without a multicast router nobody asks receivers to
+    /// report again, so their memberships age out while they still listen; with the
+    /// querier, every --mcast-query-interval the switch sends an IGMPv3 and an MLDv2
+    /// general query out of each VLAN and VNI domain's ports where no other querier is
+    /// heard (from 0.0.0.0 and fe80::76:73ff:fe00:1, MAC 02:76:73:00:00:01).
+    #[arg(long = "mcast-querier", value_name = "on|off")]
+    pub mcast_querier: Option<OnOff>,
+
+    /// Seconds between the querier's rounds (default 125, RFC 3376's Query Interval).
+    /// Keep it below --mcast-aging, or memberships age between two rounds.
+    #[arg(long, value_name = "SECS")]
+    pub mcast_query_interval: Option<u64>,
 }
 
 /// `on` or `off`.

@@ -78,6 +78,21 @@ pub struct FileConfig {
     pub ovn_allow_unenforced_acls: Option<bool>,
     /// Provider networks to uplinks, `"NETWORK:UPLINK[,...]"` (`--ovn-bridge-mappings`).
     pub ovn_bridge_mappings: Option<String>,
+    /// IGMP/MLD snooping (`--mcast-snooping`).
+    pub mcast_snooping: Option<bool>,
+    /// Flood frames to unregistered groups (`--mcast-flood-unregistered`).
+    pub mcast_flood_unregistered: Option<bool>,
+    /// Groups the snooping table holds (`--mcast-table-size`).
+    pub mcast_table_size: Option<usize>,
+    /// Membership aging, seconds (`--mcast-aging`).
+    pub mcast_aging_secs: Option<u64>,
+    /// Static memberships, `"PORT=GROUP"` each (`--mcast-static`).
+    #[serde(default)]
+    pub mcast_static: Vec<String>,
+    /// The switch's IGMP/MLD querier (`--mcast-querier`).
+    pub mcast_querier: Option<bool>,
+    /// Seconds between the querier's rounds (`--mcast-query-interval`).
+    pub mcast_query_interval_secs: Option<u64>,
 }
 
 /// Reads and parses a TOML configuration file.

@@ -8,6 +8,7 @@
 mod args;
 mod file;
 pub mod geneve;
+pub mod mcast;
 pub mod ovn;
 pub mod port;
 
@@ -238,6 +239,8 @@ pub struct Config {
     pub vhost_user_socket: SocketDefaults,
     /// vswitchd as an OVN chassis (`--ovn-remote`), if it is one.
     pub ovn: Option<ovn::OvnConfig>,
+    /// Multicast snooping.
+    pub mcast: mcast::McastConfig,
 }
 
 /// The daemon-wide group and mode of vhost-user server sockets
@@ -587,6 +590,15 @@ impl TryFrom<Args> for Config {
             ));
         }
 
+        let mcast = mcast::McastConfig::resolve(&args, &file)?;
+        for (port, _) in &mcast.statics {
+            if !ports.iter().any(|p| &p.name == port) {
+                return Err(invalid(
+                    format!("--mcast-static {port}=..."),
+                    format!("no port named {port:?}"),
+                ));
+            }
+        }
         let fdb_max_macs = args
             .fdb_max_macs
             .or(file.fdb_max_macs)
@@ -629,6 +641,7 @@ impl TryFrom<Args> for Config {
             fdb_static,
             vhost_user_socket,
             ovn,
+            mcast,
         })
     }
 }

@@ -27,6 +27,7 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::Show => Response::Show(sw.show()),
         Request::Stats => Response::Stats(stats(&sw.topo())),
         Request::Fdb => Response::Fdb(fdb(sw)),
+        Request::Mdb => Response::Mdb(mdb(sw)),
         Request::PmdStats => Response::PmdStats(pmd_stats(sw)),
         Request::Flows { pmd } => Response::Flows(flows(sw, pmd).await?),
         Request::Offloads => Response::Offloads(offloads(&sw.topo())),
@@ -67,6 +68,68 @@ pub fn stats(topo: &Topology) -> Vec<StatsRow> {
             stats: p.port.stats().into(),
         })
         .collect()
+}
+
+fn mdb(sw: &Switch) -> crate::control::protocol::MdbReply {
+    use crate::control::protocol::{MdbGroupRow, MdbReply, MdbRouterRow};
+    use crate::model::mcast::Member;
+    let topo = sw.topo();
+    let domain = |d| {
+        sw.domains
+            .key(d)
+            .map_or_else(|| format!("domain {d}"), |k| k.to_string())
+    };
+    let port = |m: Member| match m {
+        Member::Port(p) => topo
+            .port(p)
+            .map_or_else(|| p.to_string(), |tp| tp.port.name.clone()),
+        Member::Remote(r) => sw
+            .remotes
+            .ip(r)
+            .map_or_else(|| format!("remote {r}"), |ip| format!("remote {ip}")),
+    };
+    let (groups, routers) = sw.mcast.rows();
+    let c = &sw.mcast.counters;
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    MdbReply {
+        snooping: sw.mcast.snooping,
+        flood_unregistered: sw.mcast.flood_unregistered,
+        groups: groups
+            .into_iter()
+            .map(|r| MdbGroupRow {
+                domain: domain(r.domain),
+                group: r.group.to_string(),
+                port: port(r.member),
+                mode: r.mode.to_string(),
+                sources: r.sources.iter().map(ToString::to_string).collect(),
+                expires_secs: r.expires_in.map(|e| e.as_secs()),
+            })
+            .collect(),
+        routers: routers
+            .into_iter()
+            .map(|r| MdbRouterRow {
+                domain: domain(r.domain),
+                port: port(r.member),
+                expires_secs: r.expires_in.as_secs(),
+            })
+            .collect(),
+        counters: [
+            ("reports", get(&c.reports)),
+            ("queries", get(&c.queries)),
+            ("joins", get(&c.joins)),
+            ("leaves", get(&c.leaves)),
+            ("expired", get(&c.expired)),
+            ("refused_full", get(&c.refused_full)),
+            ("invalid", get(&c.invalid)),
+            ("forwarded", get(&c.forwarded)),
+            ("flooded_unregistered", get(&c.flooded_unregistered)),
+            ("unregistered_to_routers", get(&c.unregistered_to_routers)),
+            ("queries_sent", get(&c.queries_sent)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+    }
 }
 
 fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {

@@ -1,4 +1,4 @@
-//! Once a second on the control plane's runtime: FDB aging, the PMDs' health, and the
+//! Once a second on the control plane's runtime: FDB and multicast group aging, the PMDs' health, and the
 //! automatic rebalance of rx queues (`--pmd-auto-rebalance`).
 //!
 //! Automatic rebalance, like Open vSwitch's `pmd-auto-lb`: every
@@ -34,14 +34,26 @@ pub const STALL: Duration = Duration::from_secs(3);
 pub async fn run(ctl: Arc<Control>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut auto = AutoState::default();
+    let mut last_query: Option<Instant> = None;
     loop {
         tick.tick().await;
+        if let Some(interval) = ctl.switch.mcast.querier {
+            if last_query.is_none_or(|t| t.elapsed() >= interval) {
+                last_query = Some(Instant::now());
+                ctl.switch.mcast.request_queries();
+                ctl.switch.wakers.wake_all();
+            }
+        }
         ctl.switch.fdb.flush_pending();
         close_faulted(&ctl);
         report_memless(&ctl);
         let aged = ctl.switch.fdb.age();
         if aged > 0 {
             debug!(aged, "FDB entries aged out");
+        }
+        let aged = ctl.switch.mcast.age(Instant::now());
+        if aged > 0 {
+            debug!(aged, "multicast memberships or router ports aged out");
         }
         let _ = ctl.health();
         if ctl.switch.config().pmd_auto_rebalance && auto.due() {

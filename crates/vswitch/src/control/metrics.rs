@@ -150,8 +150,100 @@ impl Collector for SwitchCollector {
             ConstCounter::new(pmd.cache_stats[2].get())
                 .encode(m.encode_family(&[("pmd", idx.as_str())])?)?;
         }
+        encode_mcast(sw, &mut enc)?;
         encode_tunnels(sw, &mut enc)
     }
+}
+
+/// `vswitch_mcast_*`: the snooping table's size (groups, memberships, router ports)
+/// and snooping's counters.
+fn encode_mcast(sw: &Switch, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (groups, routers) = sw.mcast.rows();
+    let mut distinct: Vec<_> = groups.iter().map(|r| (r.domain, r.group)).collect();
+    distinct.dedup();
+    for (name, help, v) in [
+        (
+            "vswitch_mcast_groups",
+            "Groups in the snooping table.",
+            distinct.len(),
+        ),
+        (
+            "vswitch_mcast_memberships",
+            "Group memberships (group, port) in the snooping table.",
+            groups.len(),
+        ),
+        (
+            "vswitch_mcast_router_ports",
+            "Multicast-router ports (per domain).",
+            routers.len(),
+        ),
+    ] {
+        let g = ConstGauge::new(v as i64);
+        g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)?;
+    }
+    let c = &sw.mcast.counters;
+    for (name, help, v) in [
+        (
+            "vswitch_mcast_reports",
+            "IGMP/MLD reports and leaves snooped.",
+            &c.reports,
+        ),
+        (
+            "vswitch_mcast_queries",
+            "IGMP/MLD queries snooped.",
+            &c.queries,
+        ),
+        (
+            "vswitch_mcast_joins",
+            "Memberships added by reports.",
+            &c.joins,
+        ),
+        (
+            "vswitch_mcast_leaves",
+            "Memberships removed by leaves.",
+            &c.leaves,
+        ),
+        (
+            "vswitch_mcast_expired",
+            "Memberships and router ports aged out.",
+            &c.expired,
+        ),
+        (
+            "vswitch_mcast_refused_full",
+            "Group records not learned: table full.",
+            &c.refused_full,
+        ),
+        (
+            "vswitch_mcast_invalid",
+            "Malformed IGMP/MLD messages dropped.",
+            &c.invalid,
+        ),
+        (
+            "vswitch_mcast_forwarded",
+            "Frames sent to a registered group's members and router ports only.",
+            &c.forwarded,
+        ),
+        (
+            "vswitch_mcast_flooded_unregistered",
+            "Frames to unregistered groups flooded.",
+            &c.flooded_unregistered,
+        ),
+        (
+            "vswitch_mcast_unregistered_to_routers",
+            "Frames to unregistered groups sent to router ports only.",
+            &c.unregistered_to_routers,
+        ),
+        (
+            "vswitch_mcast_queries_sent",
+            "Rounds of general queries the querier sent into a domain.",
+            &c.queries_sent,
+        ),
+    ] {
+        let m = ConstCounter::new(v.load(Relaxed));
+        m.encode(enc.encode_descriptor(name, help, None, m.metric_type())?)?;
+    }
+    Ok(())
 }
 
 /// `vswitch_tunnel_*`: each local endpoint's frames and bytes each way, segmented

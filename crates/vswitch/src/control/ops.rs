@@ -593,6 +593,9 @@ fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
     if old.emc_insert_inv_prob != new.emc_insert_inv_prob {
         what.push("emc_insert_inv_prob");
     }
+    if old.mcast != new.mcast {
+        what.push("mcast_*");
+    }
     if old.ovn != new.ovn {
         what.push("ovn_remote, chassis, ovn_allow_unenforced_acls, ovn_bridge_mappings");
     }

@@ -38,6 +38,8 @@ pub enum Request {
     Stats,
     /// The MAC table.
     Fdb,
+    /// The multicast group table (IGMP/MLD snooping): groups, members, router ports.
+    Mdb,
     /// Per-PMD counters and flow-cache hits.
     PmdStats,
     /// The flows each PMD (or only `pmd`) has cached.
@@ -149,6 +151,8 @@ pub enum Response {
     Stats(Vec<StatsRow>),
     /// To [`Request::Fdb`].
     Fdb(Vec<FdbRowNamed>),
+    /// To [`Request::Mdb`].
+    Mdb(MdbReply),
     /// To [`Request::PmdStats`].
     PmdStats(Vec<PmdStatsRow>),
     /// To [`Request::Flows`].
@@ -460,6 +464,52 @@ pub struct FdbRowNamed {
     pub age_secs: u64,
     /// Static entry.
     pub is_static: bool,
+}
+
+/// The multicast group table (`vswitchctl mdb`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MdbReply {
+    /// Snooping on.
+    pub snooping: bool,
+    /// Unregistered groups flood.
+    pub flood_unregistered: bool,
+    /// One row per group and member, sorted by domain, group, member.
+    pub groups: Vec<MdbGroupRow>,
+    /// Multicast-router ports (where queries came from).
+    pub routers: Vec<MdbRouterRow>,
+    /// Snooping's counters by name (`reports`, `queries`, `joins`, `leaves`, `expired`,
+    /// `refused_full`, `invalid`, `forwarded`, `flooded_unregistered`,
+    /// `unregistered_to_routers`, `queries_sent`).
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+/// One member of one group in `vswitchctl mdb`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MdbGroupRow {
+    /// Bridge domain (`untagged`, `vlan 10`, `vni 5001`).
+    pub domain: String,
+    /// The group address.
+    pub group: String,
+    /// Port name, or `remote IP` for a tunnel endpoint with receivers behind it.
+    pub port: String,
+    /// Source filter: `exclude` (any source but `sources`) or `include` (only
+    /// `sources`), as IGMPv3/MLDv2 report it; v1/v2 joins are `exclude` of none.
+    pub mode: String,
+    /// The filter's sources.
+    pub sources: Vec<String>,
+    /// Seconds until it expires unless refreshed; `None` for a static membership.
+    pub expires_secs: Option<u64>,
+}
+
+/// One multicast-router port in `vswitchctl mdb`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MdbRouterRow {
+    /// Bridge domain.
+    pub domain: String,
+    /// Port name, or `remote IP`.
+    pub port: String,
+    /// Seconds until it expires unless a query refreshes it.
+    pub expires_secs: u64,
 }
 
 /// One PMD in `pmd-stats`.

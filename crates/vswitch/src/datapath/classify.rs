@@ -204,6 +204,7 @@ impl Pipeline {
             self.switch.fdb.learn(&self.learns);
         }
         self.mirror_cache_stats();
+        self.snoop(topo, src, burst, pkts);
     }
 
     /// Mirrors the flow cache's statistics into the PMD's shared counters.

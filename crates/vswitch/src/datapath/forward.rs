@@ -41,6 +41,12 @@ impl Target {
         Target(Self::REMOTE | u64::from(r) << 16 | u64::from(egress))
     }
 
+    /// The packed word (an order for sorting and deduplicating targets).
+    #[inline]
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+
     /// What the target is.
     #[inline]
     pub fn kind(self) -> TargetKind {
@@ -246,6 +252,15 @@ impl Pipeline {
                     }
                     for k in s..s + n {
                         let t = groups.targets[k as usize];
+                        groups.push(t, i as u16, &mut hint);
+                    }
+                }
+                Action::Snooped(_, k) => {
+                    let targets = self.snoop.targets(k);
+                    if targets.is_empty() && !self.snoop.is_report(k) {
+                        unflooded += 1;
+                    }
+                    for &t in targets {
                         groups.push(t, i as u16, &mut hint);
                     }
                 }

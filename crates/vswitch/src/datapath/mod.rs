@@ -22,6 +22,10 @@ mod packed_tests;
 pub mod packet;
 pub mod pipeline;
 pub mod pmd;
+pub mod querier;
+pub mod snoop;
+#[cfg(test)]
+mod snoop_tests;
 #[cfg(test)]
 mod tests;
 pub mod tunnel;

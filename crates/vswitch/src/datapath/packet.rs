@@ -238,6 +238,11 @@ pub enum Action {
     /// group a tunnelled frame names): its local members other than the source, and
     /// (unless it came from a tunnel) one copy to each remote chassis with members.
     Multicast(DomainId, u16),
+    /// To an IP multicast group's snooped destinations in the domain (member and
+    /// multicast-router ports, remotes with members), or an IGMP/MLD report's (router
+    /// ports, the VNI's remotes): target set `k` of the burst's snooping pass
+    /// ([`super::snoop`]). Never cached.
+    Snooped(DomainId, u16),
     /// Dropped and counted under the reason.
     Drop(DropReason),
 }

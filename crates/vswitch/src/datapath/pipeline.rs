@@ -133,6 +133,8 @@ pub struct Pipeline {
     pub(super) untagged: super::localnet::Untagged,
     /// The RARP frames of a port awaiting activation.
     pub(super) rarp: Vec<Pkt>,
+    /// Multicast snooping's per-burst state.
+    pub(super) snoop: super::snoop::Snoop,
 }
 
 impl Pipeline {
@@ -163,6 +165,7 @@ impl Pipeline {
             gro: Default::default(),
             untagged: Default::default(),
             rarp: Vec::new(),
+            snoop: Default::default(),
             switch,
         }
     }
@@ -232,6 +235,7 @@ fn describe(topo: &Topology, d: &Decision) -> String {
             .map_or_else(|| p.to_string(), |tp| tp.port.name.clone()),
         Action::Flood(_) => "flood".into(),
         Action::Multicast(_, g) => format!("multicast(ovn group {g:#x})"),
+        Action::Snooped(..) => "snooped".into(),
         Action::Encap(r, 0) => format!("encap(remote {r})"),
         Action::Encap(r, k) => format!("encap(remote {r}, ovn port {k})"),
         Action::Drop(crate::model::stats::DropReason::Acl) => format!("drop(acl rule {})", d.rule),

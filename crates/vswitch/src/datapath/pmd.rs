@@ -110,6 +110,9 @@ impl Pmd {
     /// Returns the frames taken and the time at the end.
     fn round(&mut self, mut t0: u64) -> Round {
         let (topo, queues) = self.snap.adopt(&self.shared);
+        if self.shared.index == 0 {
+            self.pipeline.query_if_due(topo);
+        }
         if self.shared.dump_request.load(Ordering::Acquire) {
             let lines = self.pipeline.dump_flows(topo);
             *self.shared.dump.lock().unwrap_or_else(|e| e.into_inner()) = Some(lines);

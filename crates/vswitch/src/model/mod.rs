@@ -3,6 +3,7 @@
 
 pub mod acl;
 pub mod fdb;
+pub mod mcast;
 pub mod ovn;
 pub mod stats;
 pub mod topology;

@@ -72,11 +72,14 @@ pub enum DropReason {
     /// chassis with `activation-strategy=rarp`, before the port's RARP): only RARP
     /// passes.
     OvnNotActivated,
+    /// A malformed IGMP or MLD message (bad checksum or length, a group that is not
+    /// multicast, over 9216 bytes): multicast snooping drops it rather than act on it.
+    BadMcastControl,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -96,6 +99,7 @@ impl DropReason {
         DropReason::OvnUnknownUnicast,
         DropReason::OvnRouterUnsupported,
         DropReason::OvnNotActivated,
+        DropReason::BadMcastControl,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -120,6 +124,7 @@ impl DropReason {
             DropReason::OvnUnknownUnicast => "ovn_unknown_unicast",
             DropReason::OvnRouterUnsupported => "ovn_router_unsupported",
             DropReason::OvnNotActivated => "ovn_not_activated",
+            DropReason::BadMcastControl => "bad_mcast_control",
         }
     }
 }

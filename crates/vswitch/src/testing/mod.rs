@@ -537,5 +537,6 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         vnis: Vec::new(),
         vhost_user_socket: Default::default(),
         ovn: None,
+        mcast: Default::default(),
     }
 }
