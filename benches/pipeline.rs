@@ -7,7 +7,8 @@
 //! 1024 learned MACs (the destination MAC cycles over them, all behind port B), and
 //! one MAC on packed virtqueues (`1mac_packed`). The
 //! `scale` group varies flows (1 to 100 000) and ports (2 to 64); `scripts/bench-report.sh`
-//! runs it (`cargo bench --bench pipeline -- scale`).
+//! runs it (`cargo bench --bench pipeline -- scale`). The `replicate` group measures a
+//! multicast copy against a unicast delivery (`cargo bench --bench pipeline -- replicate`).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -508,12 +509,107 @@ fn republish_cyclic(b: &mut SimGuest, rx: &[u16], cur: &mut usize, n: usize) {
     b.republish(0, &heads);
 }
 
+/// Multicast replication (issue 30 §2): ns per delivered copy of an 800-byte frame, one
+/// sender (port 0) and N receivers (ports 1..=N) that are static members of 239.1.1.1,
+/// against the unicast delivery of the same frame to one port behind a static MAC
+/// (`unicast`). Bursts of 32 frames (a busy sender) and of 1 (a paced one, as the
+/// 40 kpps seed: every copy then pays a whole destination batch). Ids
+/// `{burst}burst/{N}rx` and `{burst}burst/unicast`; throughput in copies.
+fn replicate(c: &mut Criterion) {
+    let mut g = c.benchmark_group("replicate");
+    g.warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    for burst in [32usize, 1] {
+        for receivers in [0usize, 1, 8, 64] {
+            replicate_one(&mut g, burst, receivers);
+        }
+    }
+    g.finish();
+}
+
+/// One `replicate` case; `receivers` 0 is the unicast reference.
+fn replicate_one(g: &mut BenchmarkGroup<'_, WallTime>, burst: usize, receivers: usize) {
+    let group: std::net::IpAddr = "239.1.1.1".parse().unwrap();
+    let ports = 1 + receivers.max(1);
+    let names: Vec<String> = (0..ports).map(|i| format!("p{i}")).collect();
+    let cfg_ports: Vec<(&str, Option<u16>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+    let mut cfg = config(&cfg_ports, true);
+    if receivers > 0 {
+        cfg.mcast.statics = names[1..].iter().map(|n| (n.clone(), group)).collect();
+    }
+    let sw = Switch::new(cfg).unwrap();
+    let dst = if receivers == 0 {
+        let mac = [2, 1, 0, 0, 0, 1];
+        sw.fdb.add_static(0, MacAddr(mac), Dest::Port(1));
+        mac
+    } else {
+        [0x01, 0x00, 0x5e, 0x01, 0x01, 0x01]
+    };
+    let mut f = udp_flow(dst, SRC, 800, 0);
+    f[30..34].copy_from_slice(&[239, 1, 1, 1]);
+    let mut a = SimGuest::new(1, SimGuest::default_features());
+    attach(&sw, 0, a.conn.clone());
+    let mut rxg: Vec<(SimGuest, Vec<u16>, usize)> = (1..ports)
+        .map(|p| {
+            let mut b = SimGuest::new(1, SimGuest::default_features());
+            attach(&sw, p as u16, b.conn.clone());
+            let rx = b.post_rx(0, 0, 256, 2048);
+            (b, rx, 0)
+        })
+        .collect();
+    let tx: Vec<u16> = (0..128u16).map(|h| a.send(0, h, &f)).collect();
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    while pmd.poll_once() > 0 {}
+    a.skip_used(1);
+    for (b, rx, cur) in rxg.iter_mut() {
+        let n = usize::from(b.skip_used(0));
+        republish_cyclic(b, rx, cur, n);
+    }
+    let copies = burst * receivers.max(1);
+    let mut k = 0usize;
+    g.throughput(Throughput::Elements(copies as u64));
+    let id = if receivers == 0 {
+        "unicast".to_string()
+    } else {
+        format!("{receivers}rx")
+    };
+    g.bench_function(BenchmarkId::new(format!("{burst}burst"), id), |bench| {
+        bench.iter_custom(|iters| {
+            let mut pmd_time = Duration::ZERO;
+            for _ in 0..iters {
+                let heads = &tx[k..k + burst];
+                k = (k + burst) % tx.len();
+                a.republish(1, heads);
+                let t = Instant::now();
+                black_box(pmd.poll_once());
+                pmd_time += t.elapsed();
+                a.skip_used(1);
+                for (b, rx, cur) in rxg.iter_mut() {
+                    let n = usize::from(b.skip_used(0));
+                    republish_cyclic(b, rx, cur, n);
+                }
+            }
+            pmd_time
+        })
+    });
+    let delivered: u64 = (1..ports).map(|p| sw.port_stats(p as u16).tx_packets).sum();
+    let drops: u64 = (1..ports)
+        .map(|p| sw.port_stats(p as u16).drops_total)
+        .sum();
+    assert!(
+        delivered > 0 && drops == 0,
+        "replicate bench: {delivered} delivered, {drops} dropped"
+    );
+}
+
 criterion_group!(
     benches,
     pipeline,
     flow_cache,
     tso_vm_to_vm,
     memcpy_reference,
-    scale
+    scale,
+    replicate
 );
 criterion_main!(benches);

@@ -43,7 +43,7 @@ stop_all() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     pids=()
-    exec 5>&- 6>&- 7>&- 2>/dev/null || true
+    exec 5>&- 6>&- 7>&- || true  # (2>/dev/null on exec would silence the script for good)
     rm -f /dev/hugepages/bx*map_* ; rm -rf /var/run/dpdk/bx*
 }
 cleanup() { stop_all; ip link del bxa 2>/dev/null || true; rm -rf "$work"; }

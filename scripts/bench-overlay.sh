@@ -92,7 +92,7 @@ work=$(mktemp -d /tmp/bench-overlay.XXXXXX)
 results="$work/results.tsv"
 pids=()
 stop_all() {
-    exec 5>&- 6>&- 2>/dev/null || true
+    exec 5>&- 6>&- || true  # (2>/dev/null on exec would silence the script for good)
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     pids=()

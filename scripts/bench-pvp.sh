@@ -97,7 +97,8 @@ work=$(mktemp -d /tmp/vswitch-pvp.XXXXXX)
 results="$work/results.tsv"
 pids=()
 stop_all() {
-    exec 3>&- 4>&- 2>/dev/null || true
+    # (No 2>/dev/null here: on exec it would silence the script's stderr for good.)
+    exec 3>&- 4>&- || true
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for _ in $(seq 50); do
         alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done

@@ -22,7 +22,7 @@
 # testpmd's own vhost or AF_XDP io forwarding). Each scenario script runs its switches in
 # interleaved rounds (A, B, C, A, B, C, …), so slow drift of the machine hits all alike.
 #
-# Scenarios (--scenarios "pvp flows acl afxdp tcp scale", default all):
+# Scenarios (--scenarios "pvp flows acl afxdp tcp scale mcast", default all):
 #   pvp    PVP loop, 1 flow, frame sizes 64…1518, split and packed rings (bench-pvp.sh and
 #          bench-pvp.sh --packed): Mpps, Gbit/s, drops, the
 #          switch's own cycles per packet
@@ -36,6 +36,9 @@
 #          (bench-overlay.sh --parts tcp --latency ...)
 #   scale  criterion: ns per packet at 1…100 000 flows and 2…64 ports
 #          (cargo bench --bench pipeline -- scale)
+#   mcast  one sender, 16/32/64 testpmd receivers, 800 B to a group at rising rates
+#          until a receiver loses > 0.01 %, vswitchd against OVS with mcast snooping
+#          (bench-mcast.sh; --quick: 64 receivers, 40 and 80 kpps)
 #
 # Options:
 #   --quick            the reduced set
@@ -48,7 +51,7 @@
 # Run nothing else heavy meanwhile (the machine's two cores are the measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=""; out=target/bench-report; scenarios="pvp flows acl afxdp tcp scale"; rounds=""
+quick=""; out=target/bench-report; scenarios="pvp flows acl afxdp tcp scale mcast"; rounds=""
 readme=1; render_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -64,17 +67,18 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-report.sh: run as root (namespaces, hugepages, XDP)" >&2; exit 2; }
 for s in $scenarios; do
-    case "$s" in pvp|flows|acl|afxdp|tcp|scale) ;;
-    *) echo "bench-report.sh: unknown scenario $s (pvp flows acl afxdp tcp scale)" >&2; exit 2 ;;
+    case "$s" in pvp|flows|acl|afxdp|tcp|scale|mcast) ;;
+    *) echo "bench-report.sh: unknown scenario $s (pvp flows acl afxdp tcp scale mcast)" >&2; exit 2 ;;
     esac
 done
 
 if [ -n "$quick" ]; then
     rounds=${rounds:-1}; secs=2; sizes="64 1518"; flowcounts="1 1280"; latency="0 90"
-    tcp_secs=3; mode=quick; readme=""
+    tcp_secs=3; mode=quick; readme=""; mc_receivers="64"; mc_rates="40 80"
 else
     rounds=${rounds:-3}; secs=3; sizes="64 128 256 512 1024 1280 1518"; flowcounts="1 128 1280"
-    latency="0 10 50 90"; tcp_secs=6; mode=full
+    latency="0 10 50 90"; tcp_secs=6; mode=full; mc_receivers="16 32 64"
+    mc_rates="40 80 120 160 200 240 320"
 fi
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 target="${CARGO_TARGET_DIR:-target}"
@@ -192,6 +196,10 @@ for s in $scenarios; do
             --topologies "plain geneve ovn" --latency "$latency" --rounds "$rounds" \
             --secs "$tcp_secs" --only "vswitchd ovs" --json "$raw"
         not_run latency limit "testpmd io forwarding has no tap port for the kernel's TCP and ICMP; and testpmd 22.11 --latencystats stamps frames at the guest's own rx and reads them at its tx, so in the PVP loop it measures the guest, not the switch"
+        ;;
+    mcast)
+        scenario mcast scripts/bench-mcast.sh --receivers "$mc_receivers" --rates "$mc_rates" \
+            --secs "$secs" --json "$raw"
         ;;
     scale)
         echo "== scale: cargo bench --bench pipeline -- scale"

@@ -158,6 +158,33 @@ pub const SECTIONS: &[Section] = &[
         },
         plots: &["scale_flows", "scale_ports"],
     },
+    Section {
+        title: "8. Multicast replication",
+        what: "One sender, N receivers (`bench-mcast.sh`): the receivers are N virtio-user ports of one testpmd in rxonly mode on CPU 1; the sender writes 800-byte frames to 239.1.1.1 into a tap port of the switch, paced (`scripts/mcast-sender.py`, on CPU 1 too). vswitchd: one PMD on CPU 0, the receivers static members of the group (`--mcast-static`; testpmd sends no IGMP); OVS: `mcast_snooping_enable=true`, the group unregistered and flooded to the same N ports (the sender's tap is DPDK's `net_tap` as a dpdk port, polled by the PMD as vswitchd polls its tap port). The rate per receiver climbs (40, 80, … kpps) until one receiver loses more than 0.01 % of the frames sent. held kpps: the highest rate held (0: none); replicated Mpps: frames delivered to all receivers per second at it; sender kpps: the rate the sender reached (the sender, not the switch, can be the limit).",
+        spec: TableSpec {
+            scenario: "mcast_best",
+            rows: &["receivers", "frame_size"],
+            metrics: &[
+                Metric {
+                    name: "held_kpps",
+                    label: "held kpps",
+                    decimals: 0,
+                },
+                Metric {
+                    name: "replicated_mpps",
+                    label: "replicated Mpps",
+                    decimals: 3,
+                },
+                Metric {
+                    name: "sender_kpps",
+                    label: "sender kpps",
+                    decimals: 1,
+                },
+            ],
+            ratios: &[("vswitchd", "ovs", "replicated_mpps")],
+        },
+        plots: &[],
+    },
 ];
 
 /// Whether a target's figure must be at least or at most its bound.
@@ -258,6 +285,14 @@ pub const TARGETS: &[TargetSpec] = &[
         num: ("vswitchd", &[("flows", "1280")]),
         den: ("vswitchd", &[("flows", "1")]),
         bound: Bound::AtMost(1.1),
+    },
+    TargetSpec {
+        name: "Multicast, 64 receivers: vswitchd replicated Mpps (highest rate held) ≥ 1.5× Open vSwitch",
+        scenario: "mcast_best",
+        metric: "replicated_mpps",
+        num: ("vswitchd", &[("receivers", "64")]),
+        den: ("ovs", &[("receivers", "64")]),
+        bound: Bound::AtLeast(1.5),
     },
     TargetSpec {
         name: "Overlay TCP (1 stream): vswitchd Gbit/s ≥ 3× Open vSwitch userspace Geneve",
