@@ -202,3 +202,34 @@ fn a_deleted_port_leaves_its_groups() {
         .unwrap();
     assert_eq!(lan.sw.mcast.groups(), 0);
 }
+
+/// A frame flooded to nine ports: every copy is byte-exact, at every size.
+#[test]
+fn wide_floods_deliver_byte_exact_copies() {
+    let ports = 10;
+    let names: Vec<String> = (0..ports).map(|i| format!("p{i}")).collect();
+    let cfg: Vec<(&str, Option<u16>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+    let sw = Switch::new(crate::testing::config(&cfg, true)).unwrap();
+    let mut g: Vec<SimGuest> = (0..ports)
+        .map(|p| {
+            let mut g = SimGuest::new(1, SimGuest::default_features());
+            crate::testing::attach(&sw, p as PortId, g.conn.clone());
+            g.post_rx(0, 0, 64, 2048);
+            g
+        })
+        .collect();
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    let sizes = [60usize, 255, 256, 300, 319, 800, 1000, 1514];
+    let frames: Vec<Vec<u8>> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| crate::testing::frame([0xff; 6], MACS[0], n, i as u8))
+        .collect();
+    for (h, f) in frames.iter().enumerate() {
+        g[0].send(0, h as u16, f);
+    }
+    pmd.poll_once();
+    for (p, rx) in g.iter_mut().enumerate().skip(1) {
+        assert_eq!(rx.recv(0), frames, "port {p}");
+    }
+}
