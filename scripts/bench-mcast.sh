@@ -2,7 +2,7 @@
 # Multicast replication benchmark (the vSphere multicast study's setup), run as root.
 #
 # One sender, N receivers on one host. The receivers are N virtio-user ports of DPDK
-# testpmd in rxonly mode on CPU 1 (rings of 1024 entries), 32 per testpmd process (Debian's
+# testpmd in rxonly mode on CPU 1 (rings of 256 entries), 32 per testpmd process (Debian's
 # DPDK is built with RTE_MAX_ETHPORTS=32), so 64 receivers are two testpmds sharing CPU 1. The sender writes 800-byte
 # IPv4/UDP frames to 239.1.1.1 into a tap port of the switch, paced by
 # scripts/mcast-sender.py (testpmd cannot pace virtio-user, and this kernel has no
@@ -31,7 +31,10 @@
 # vswitchd holds >= 64 receivers at 40 kpps; its replicated Mpps per core >= 1.5x OVS's.
 #
 #   scripts/bench-mcast.sh [--receivers "16 32 64"] [--rates "40 80 120 160 200 240"]
-#       [--secs S] [--size BYTES] [--only "vswitchd ovs"] [--json FILE]
+#       [--secs S] [--size BYTES] [--queue-size N] [--only "vswitchd ovs"] [--json FILE]
+#   --queue-size N  the receivers' ring entries (default 256, QEMU's rx_queue_size; with
+#                1024, 64 receivers' buffers are 128 MiB of 2 KiB mbufs that the copies
+#                cycle through, and a copy costs vswitchd 870-1070 cycles instead of ~670)
 #   --json FILE  append one JSON object per (switch, N, rate) to FILE: scenario
 #                "mcast", switch, params {receivers, rate_kpps, frame_size},
 #                metrics {sent, min_rx, max_loss_pct, replicated_mpps, held}; and one per
@@ -42,7 +45,7 @@
 # polling; what is measured is the machine as much as the switch (both switches alike).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-receivers="16 32 64"; rates="40 80 120 160 200 240"; secs=5; size=800
+receivers="16 32 64"; rates="40 80 120 160 200 240"; secs=5; size=800; qsize=256
 only="vswitchd ovs"; json=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
         --rates) rates=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
         --size) size=$2; shift 2 ;;
+        --queue-size) qsize=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
         --json) json=$(realpath -m "$2"); touch "$json"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -101,13 +105,13 @@ start_receivers() { # n
     for first in $(seq 0 32 $((n - 1))); do
         local last=$((first + 32 < n ? first + 31 : n - 1)) vdevs=()
         for i in $(seq "$first" "$last"); do
-            vdevs+=(--vdev "net_virtio_user$i,path=$work/r$i.sock,queues=1,server=1,queue_size=1024,mac=02:00:00:00:01:$(printf %02x "$i")")
+            vdevs+=(--vdev "net_virtio_user$i,path=$work/r$i.sock,queues=1,server=1,queue_size=$qsize,mac=02:00:00:00:01:$(printf %02x "$i")")
         done
         mkfifo "$work/rx$k.in"
         stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix="mcastrx$k" \
             --single-file-segments "${vdevs[@]}" \
-            -- -i --nb-cores=1 --forward-mode=rxonly --rxd=1024 --txd=1024 \
-            --total-num-mbufs=$(((last - first + 1) * 1024 + 8192)) \
+            -- -i --nb-cores=1 --forward-mode=rxonly --rxd="$qsize" --txd="$qsize" \
+            --total-num-mbufs=$(((last - first + 1) * qsize + 8192)) \
             <"$work/rx$k.in" >"$work/rx$k.log" 2>&1 &
         pids+=($!)
         local fd
