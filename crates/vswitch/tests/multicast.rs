@@ -333,8 +333,9 @@ fn linux_receivers_join_and_leave_igmp_and_mld_groups() {
 }
 
 /// `--mcast-flood-unregistered off`: an unregistered group's frames go nowhere without
-/// router ports (counted); memberships age out after `--mcast-aging` without reports;
-/// `--mcast-static` members get frames without ever reporting.
+/// router ports (counted); memberships age out after `--mcast-aging` without reports
+/// (the querier serves only vlan 10); `--mcast-static` members get frames without ever
+/// reporting.
 #[test]
 fn unregistered_groups_stay_home_memberships_age_and_static_members_stay() {
     let _g = serial();
@@ -348,6 +349,11 @@ fn unregistered_groups_stay_home_memberships_age_and_static_members_stay() {
             "2",
             "--mcast-static",
             "t2=239.6.6.6",
+            // A querier for another domain: this one gets no query.
+            "--mcast-querier-domains",
+            "vlan:10",
+            "--mcast-query-interval",
+            "1",
         ],
     );
     let m = lan.mdb();
@@ -397,6 +403,11 @@ fn unregistered_groups_stay_home_memberships_age_and_static_members_stay() {
     reach(&[&s6[1].1], 15);
     assert_eq!(count(&s6[0].1), 0);
     assert_eq!(members(&lan.mdb(), sg), BTreeSet::from(["t2".to_string()]));
+    assert_eq!(
+        counter(&lan.mdb(), "queries_sent"),
+        0,
+        "a query outside vlan 10"
+    );
     drop(r1);
 }
 
@@ -458,9 +469,9 @@ fn overlay_replication_goes_only_to_hosts_with_receivers() {
     assert!(counter(&mdb(&sw[0]), "forwarded") >= 30);
 }
 
-/// `--mcast-querier on`: the switch's general queries (IGMPv3 and MLDv2) make the
-/// hosts' kernels report again, so a membership outlives `--mcast-aging` while its
-/// receiver listens; a host that stops listening ages out.
+/// `--mcast-querier-domains untagged`: the switch's general queries (IGMPv3 and MLDv2)
+/// make the hosts' kernels report again, so a membership outlives `--mcast-aging` while
+/// its receiver listens; a host that stops listening ages out.
 #[test]
 fn the_querier_keeps_memberships_of_listening_hosts() {
     let _g = serial();
@@ -468,8 +479,8 @@ fn the_querier_keeps_memberships_of_listening_hosts() {
         "q",
         3,
         &[
-            "--mcast-querier",
-            "on",
+            "--mcast-querier-domains",
+            "untagged",
             "--mcast-query-interval",
             "1",
             "--mcast-aging",

@@ -21,7 +21,7 @@ pub struct Args {
     /// TOML configuration file; keys: the flags' names with `_` for `-` (pmd_cpus, poll,
     /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs, mcast_snooping,
     /// mcast_flood_unregistered, mcast_table_size, mcast_aging_secs, mcast_static,
-    /// mcast_querier, mcast_query_interval_secs,
+    /// mcast_querier, mcast_querier_domains, mcast_query_interval_secs,
     /// vhost_user_socket_group, vhost_user_socket_mode, ...),
     /// `[[port]]` {name, type = "vhost-user"|"vhost-user-client", path},
     /// `[[uplink]]` {name, iface}, `[[tap]]` {name, ifname}, each with the option keys its
@@ -228,6 +228,11 @@ pub struct Args {
     /// heard (from 0.0.0.0 and fe80::76:73ff:fe00:1, MAC 02:76:73:00:00:01).
     #[arg(long = "mcast-querier", value_name = "on|off")]
     pub mcast_querier: Option<OnOff>,
+
+    /// The querier only in these domains (implies --mcast-querier on), comma-separated:
+    /// `untagged`, `vlan:N`, `vni:N`; e.g. `vlan:10,vni:5001`.
+    #[arg(long, value_name = "DOMAIN[,DOMAIN...]")]
+    pub mcast_querier_domains: Option<String>,
 
     /// Seconds between the querier's rounds (default 125, RFC 3376's Query Interval).
     /// Keep it below --mcast-aging, or memberships age between two rounds.

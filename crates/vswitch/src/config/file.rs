@@ -91,6 +91,10 @@ pub struct FileConfig {
     pub mcast_static: Vec<String>,
     /// The switch's IGMP/MLD querier (`--mcast-querier`).
     pub mcast_querier: Option<bool>,
+    /// The querier only in these domains (`--mcast-querier-domains`), e.g.
+    /// `["vlan:10", "vni:5001"]`.
+    #[serde(default)]
+    pub mcast_querier_domains: Vec<String>,
     /// Seconds between the querier's rounds (`--mcast-query-interval`).
     pub mcast_query_interval_secs: Option<u64>,
 }

@@ -36,6 +36,10 @@ pub struct McastConfig {
     pub querier: bool,
     /// Seconds between the querier's rounds (RFC 3376's Query Interval, 125).
     pub query_interval_secs: u64,
+    /// The domains the querier serves, as [`crate::model::topology::DomainKey`] shows
+    /// them (`untagged`, `vlan 10`, `vni 5001`); empty: every VLAN and VNI domain
+    /// (`--mcast-querier-domains`).
+    pub querier_domains: Vec<String>,
 }
 
 impl Default for McastConfig {
@@ -48,6 +52,7 @@ impl Default for McastConfig {
             statics: Vec::new(),
             querier: false,
             query_interval_secs: DEFAULT_MCAST_QUERY_INTERVAL_SECS,
+            querier_domains: Vec::new(),
         }
     }
 }
@@ -90,6 +95,17 @@ impl McastConfig {
                 "expected at least 1 second",
             ));
         }
+        let querier_domains = match &args.mcast_querier_domains {
+            Some(list) => list
+                .split(',')
+                .map(|d| parse_domain("--mcast-querier-domains", d.trim()))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => file
+                .mcast_querier_domains
+                .iter()
+                .map(|d| parse_domain("mcast_querier_domains", d.trim()))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         let mut statics = Vec::new();
         for spec in file.mcast_static.iter().chain(&args.mcast_static) {
             statics.push(parse_static(spec)?);
@@ -104,8 +120,10 @@ impl McastConfig {
             table_size,
             aging_secs,
             statics,
-            querier: on(args.mcast_querier, file.mcast_querier, false),
+            querier: on(args.mcast_querier, file.mcast_querier, false)
+                || !querier_domains.is_empty(),
             query_interval_secs,
+            querier_domains,
         })
     }
 }
@@ -129,4 +147,68 @@ fn parse_static(spec: &str) -> Result<(String, std::net::IpAddr), ConfigError> {
         return Err(invalid(&field, "the port name is empty"));
     }
     Ok((port.to_string(), group))
+}
+
+/// A domain as `--mcast-querier-domains` writes it (`untagged`, `vlan:N`, `vni:N`), in
+/// the form `vswitchctl` shows (`untagged`, `vlan N`, `vni N`).
+fn parse_domain(field: &str, d: &str) -> Result<String, ConfigError> {
+    let bad = || {
+        invalid(
+            field,
+            format!("{d:?}: expected untagged, vlan:N (1..=4094) or vni:N (0..2^24)"),
+        )
+    };
+    if d == "untagged" {
+        return Ok(d.into());
+    }
+    let (kind, n) = d.split_once(':').ok_or_else(bad)?;
+    let n: u32 = n.parse().map_err(|_| bad())?;
+    match kind {
+        "vlan" if (1..=4094).contains(&n) => Ok(format!("vlan {n}")),
+        "vni" if n < 1 << 24 => Ok(format!("vni {n}")),
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn querier_domains_parse_and_bad_ones_name_the_field() {
+        assert_eq!(parse_domain("f", "vlan:10").unwrap(), "vlan 10");
+        assert_eq!(parse_domain("f", "vni:5001").unwrap(), "vni 5001");
+        assert_eq!(parse_domain("f", "untagged").unwrap(), "untagged");
+        for bad in [
+            "vlan:0",
+            "vlan:4095",
+            "vni:16777216",
+            "vlan",
+            "ovn:3",
+            "vlan:x",
+        ] {
+            let e = parse_domain("--mcast-querier-domains", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("--mcast-querier-domains") && e.contains(bad),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn static_members_must_be_routable_groups() {
+        assert!(parse_static("vm1=239.1.1.1").is_ok());
+        assert!(parse_static("vm1=ff0e::1").is_ok());
+        for bad in [
+            "vm1",
+            "vm1=10.0.0.1",
+            "vm1=224.0.0.251",
+            "vm1=ff02::1",
+            "=239.1.1.1",
+        ] {
+            assert!(parse_static(bad).is_err(), "{bad}");
+        }
+    }
 }

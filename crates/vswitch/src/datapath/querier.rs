@@ -3,8 +3,9 @@
 //! they still listen. Like Open vSwitch's and the Linux bridge's queriers, the switch
 //! then sends general queries itself: every `--mcast-query-interval`, an IGMPv3
 //! (RFC 3376 §4.1) and an MLDv2 (RFC 3810 §5.1) general query out of every port of
-//! each VLAN and VNI domain in which no other querier (no multicast-router port) is
-//! known. Each host's switch queries its own ports, so nothing goes into tunnels.
+//! each VLAN and VNI domain (or those `--mcast-querier-domains` names) in which no other
+//! querier (no multicast-router port) is known. Each host's switch queries its own
+//! ports, so nothing goes into tunnels.
 //!
 //! The housekeeping thread says when a round is due ([`crate::model::mcast::Mcast`]);
 //! PMD 0 sends it between bursts, because only PMDs transmit on ports.
@@ -49,6 +50,7 @@ impl Pipeline {
                 continue;
             };
             if !matches!(Mode::of(topo, d, key), Mode::Learn)
+                || !(mc.querier_domains.is_empty() || mc.querier_domains.contains(&key.to_string()))
                 || mc.read().routers(d).next().is_some()
             {
                 continue;

@@ -45,6 +45,9 @@ pub struct Mcast {
     mdb: RwLock<Mdb<DomainId, Member>>,
     /// The querier's interval, when it is on (`--mcast-querier`).
     pub querier: Option<Duration>,
+    /// The domains it serves, as [`crate::model::topology::DomainKey`] shows them
+    /// (empty: every VLAN and VNI domain).
+    pub querier_domains: Vec<String>,
     /// A round of queries is due ([`crate::datapath::querier`]).
     query_due: AtomicBool,
     /// What snooping did.
@@ -93,6 +96,7 @@ impl Mcast {
             querier: cfg
                 .querier
                 .then(|| Duration::from_secs(cfg.query_interval_secs)),
+            querier_domains: cfg.querier_domains.clone(),
             query_due: AtomicBool::new(false),
             counters: McastCounters::default(),
         }
