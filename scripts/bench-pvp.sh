@@ -44,6 +44,11 @@
 #                      (--flowgen) or "acl" (--flows), switch, round, params {frame_size,
 #                      flows[, flow_cache, acl_rules]}, metrics {mpps, gbps, drops,
 #                      cycles_per_packet}
+#   --stages           vswitchd built with the stage-cycles feature (in target/stages/):
+#                      prints, per measurement, its cycles per packet in each pipeline stage
+#                      (rx, classify, group, deliver, complete; datapath/stages.rs) and adds
+#                      them to the JSON record as metrics stage_<name>; the stamps cost a few
+#                      cycles per stage and burst, so compare its totals with each other
 #   PVP_PMD_STATS=1    print vswitchd's pmd-stats after each measurement
 #   Every measurement also records the switch's own TSC cycles per packet over the measured
 #   window: vswitchd's pmd-stats busy_cycles / packets (read at its start and end), OVS's
@@ -55,6 +60,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3; secs=10; sizes="64 512 1518"; only="limit ovs vswitchd"; multiflow=""; vsargs=""
 flows=""; frames=""; aclrules=""; qsize=${PVP_QUEUE_SIZE:-1024}; flowgen=""; json=""; ring=split
+stages=""
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -70,6 +76,7 @@ while [ $# -gt 0 ]; do
         --flowgen) flowgen=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
         --packed) ring=packed; shift ;;
+        --stages) stages=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "bench-pvp.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -90,8 +97,15 @@ aclrules=${aclrules:-$([ -n "$flows" ] && echo 100 || echo 0)}
 frames=${frames:-${flows:-0}}
 scripts/setup.sh --bench
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p vswitch --bins
-bin="${CARGO_TARGET_DIR:-target}/release"
+if [ -n "$stages" ]; then
+    # A profiling build of its own, so the usual release build stays as it is.
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/stages" \
+        cargo build --release -q -p vswitch --bins --features stage-cycles
+    bin="${CARGO_TARGET_DIR:-target}/stages/release"
+else
+    cargo build --release -q -p vswitch --bins
+    bin="${CARGO_TARGET_DIR:-target}/release"
+fi
 
 work=$(mktemp -d /tmp/vswitch-pvp.XXXXXX)
 results="$work/results.tsv"
@@ -283,6 +297,8 @@ measure() { # switch size -> prints Mpps
     esac
     local c0="" c1=""
     [ -n "$ctl" ] && c0=$(pmd_counters "$ctl")
+    local s0=""
+    [ -n "$ctl" ] && [ -n "$stages" ] && s0=$(stage_counters "$ctl")
     case "$sw" in
     ovs) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
     limit) echo "clear fwd stats all" >&4 ;;
@@ -292,6 +308,16 @@ measure() { # switch size -> prints Mpps
     : > "$work/guest.log"
     echo "show port stats all" >&3
     [ -n "$ctl" ] && c1=$(pmd_counters "$ctl")
+    if [ -n "$s0" ]; then
+        # Per-stage cycles per packet over the window, to stderr (and the JSON record).
+        stage_line=$(/usr/bin/python3 -c "
+import json
+s0, s1 = json.loads('$s0'), json.loads('$(stage_counters "$ctl")')
+p = max(1, s1['packets'] - s0['packets'])
+print(json.dumps({k: round((s1[k] - s0[k]) / p, 1) for k in s1 if k != 'packets'}))")
+        echo "    stages of $sw, $size B, cycles/packet: $stage_line" >&2
+        echo "$stage_line" > "$work/stages.json"
+    fi
     case "$sw" in
     ovs) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
             /packets received:/ { p += $3 } /processing cycles:/ { c += $3 }
@@ -323,9 +349,9 @@ ovs_appctl() { ovs-appctl -t "$(ls "$work"/ovs/ovs-vswitchd*.ctl 2>/dev/null | h
 
 # json_line ROUND SWITCH SIZE MPPS CPP DROPS: one raw record for --json.
 json_line() {
-    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" "$ring" >>"$json" <<'PY'
-import json, math, sys
-r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring = sys.argv[1:11]
+    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" "$ring" "$work/stages.json" >>"$json" <<'PY'
+import json, math, os, sys
+r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring, stages = sys.argv[1:12]
 cpp = float(cpp)
 params = {"frame_size": int(size), "ring": ring}
 if flowgen:
@@ -338,9 +364,23 @@ else:
     scenario = "pvp"; params["flows"] = 1
 metrics = {"mpps": float(mpps), "gbps": float(mpps) * int(size) * 8 / 1e3,
            "drops": int(drops), "cycles_per_packet": None if math.isnan(cpp) else cpp}
+if os.path.exists(stages):
+    metrics.update({f"stage_{k}": v for k, v in json.load(open(stages)).items()})
+    os.remove(stages)
 print(json.dumps({"scenario": scenario, "switch": sw, "round": int(r), "params": params,
                   "metrics": metrics}))
 PY
+}
+
+stage_counters() { # vswitchctl -> prints {"packets": N, STAGE: cycles, ...} over the PMDs
+    "$1" --socket "$work/ctl.sock" --json pmd-stats 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+out = {"packets": sum(r["packets"] for r in rows)}
+for r in rows:
+    for k, v in r.get("stage_cycles", {}).items():
+        out[k] = out.get(k, 0) + v
+print(json.dumps(out))' || true
 }
 
 pmd_counters() { # vswitchctl -> prints "busy_cycles packets" summed over the PMDs

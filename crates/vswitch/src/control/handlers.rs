@@ -217,6 +217,15 @@ fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
                 cache_misses: m.cache_stats[2].get(),
                 cache_stale_misses: m.cache_stats[3].get(),
                 cache_hit_percent: ratio(hits, lookups, 100.0),
+                stage_cycles: if cfg!(feature = "stage-cycles") {
+                    crate::datapath::stages::NAMES
+                        .iter()
+                        .zip(&c.stages)
+                        .map(|(n, v)| (n.to_string(), v.get()))
+                        .collect()
+                } else {
+                    Default::default()
+                },
             }
         })
         .collect()

@@ -553,6 +553,10 @@ pub struct PmdStatsRow {
     pub cache_stale_misses: u64,
     /// Flow cache: (last-flow + EMC hits) / frames, percent.
     pub cache_hit_percent: f64,
+    /// TSC cycles per pipeline stage (`rx`, `classify`, `group`, `deliver`, `complete`;
+    /// [`crate::datapath::stages`]), only from builds with the `stage-cycles` feature.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub stage_cycles: std::collections::BTreeMap<String, u64>,
 }
 
 /// `vswitchctl show`.

@@ -193,6 +193,7 @@ impl Pipeline {
         pkts: &mut [Pkt],
     ) {
         self.group(topo, src);
+        self.lap(super::stages::Stage::Group);
         self.soft.reset();
         for g in 0..self.groups.active {
             let port = match self.groups.groups[g].target.kind() {
@@ -229,6 +230,7 @@ impl Pipeline {
             };
             dst.transmit(&batch, &mut self.tx);
         }
+        self.lap(super::stages::Stage::Deliver);
     }
 
     /// Fills `self.groups` from `self.actions`: one pass over the burst.

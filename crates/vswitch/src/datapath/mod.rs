@@ -26,6 +26,7 @@ pub mod querier;
 pub mod snoop;
 #[cfg(test)]
 mod snoop_tests;
+pub mod stages;
 #[cfg(test)]
 mod tests;
 pub mod tunnel;

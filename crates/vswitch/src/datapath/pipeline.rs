@@ -135,6 +135,9 @@ pub struct Pipeline {
     pub(super) rarp: Vec<Pkt>,
     /// Multicast snooping's per-burst state.
     pub(super) snoop: super::snoop::Snoop,
+    /// The last stage boundary's TSC ([`super::stages`]).
+    #[cfg(feature = "stage-cycles")]
+    pub(super) stage_mark: u64,
 }
 
 impl Pipeline {
@@ -166,6 +169,8 @@ impl Pipeline {
             untagged: Default::default(),
             rarp: Vec::new(),
             snoop: Default::default(),
+            #[cfg(feature = "stage-cycles")]
+            stage_mark: 0,
             switch,
         }
     }
@@ -202,6 +207,7 @@ pub struct Run<'a> {
 
 impl BurstHandler for Run<'_> {
     fn handle<'m, B: RxBurst<'m>>(&mut self, src: &Port, queue: u16, burst: &B, pkts: &mut [Pkt]) {
+        self.pipeline.lap(super::stages::Stage::Rx);
         let Some(tp) = self.topo.port(src.id) else {
             // A PMD polls only the ports of the topology it runs.
             debug_assert!(false, "port {} polled outside its topology", src.name);
@@ -224,6 +230,7 @@ impl BurstHandler for Run<'_> {
             }
         }
         self.pipeline.classify(self.topo, &src, burst, pkts);
+        self.pipeline.lap(super::stages::Stage::Classify);
         self.pipeline.forward(self.topo, &src, queue, burst, pkts);
     }
 }

@@ -125,8 +125,10 @@ impl Pmd {
         let mut work = 0;
         let mut largest = 0;
         for (port, q) in queues {
+            run.pipeline.stage_start();
             let n = port.receive(*q, &mut self.rx, &mut run);
             if n > 0 {
+                run.pipeline.lap(super::stages::Stage::Complete);
                 let t1 = cycles();
                 port.account(*q, n as u64, t1.wrapping_sub(t0));
                 t0 = t1;

@@ -259,6 +259,9 @@ pub struct PmdCounters {
     pub sleeps: Counter,
     /// Short sleeps (≤ 50 µs) of an adaptive PMD after a light burst.
     pub naps: Counter,
+    /// TSC cycles per pipeline stage ([`crate::datapath::stages::NAMES`]), counted
+    /// only in builds with the `stage-cycles` feature.
+    pub stages: [Counter; crate::datapath::stages::NAMES.len()],
 }
 
 /// Reads a cycle counter: the TSC on x86_64, nanoseconds elsewhere.
