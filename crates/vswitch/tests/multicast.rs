@@ -113,37 +113,22 @@ impl Lan {
         (p, out)
     }
 
+    /// Runs `mcast.py ARGS` in host `k` and waits for it.
+    fn py(&self, k: usize, args: &[&str]) {
+        let mut a = vec!["ip", "netns", "exec", &self.ns[k], "python3", MCAST_PY];
+        a.extend_from_slice(args);
+        run(&a);
+    }
+
     /// Sends `n` datagrams to `group`:5001 from host `k`.
     fn send(&self, k: usize, group: &str, n: usize) {
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.ns[k],
-            "python3",
-            MCAST_PY,
-            "send",
-            &self.tap[k],
-            group,
-            "5001",
-            &n.to_string(),
-        ]);
+        self.py(k, &["send", &self.tap[k], group, "5001", &n.to_string()]);
     }
 
     /// Sends one Ethernet frame out of host `k`'s tap.
     fn raw(&self, k: usize, frame: &[u8]) {
         let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.ns[k],
-            "python3",
-            MCAST_PY,
-            "raw",
-            &self.tap[k],
-            &hex,
-        ]);
+        self.py(k, &["raw", &self.tap[k], &hex]);
     }
 
     fn mdb(&self) -> MdbReply {
