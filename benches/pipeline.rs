@@ -437,14 +437,7 @@ fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
     }
     let mut a = SimGuest::new(1, SimGuest::default_features());
     attach(&sw, 0, a.conn.clone());
-    let mut rxg: Vec<(SimGuest, Vec<u16>, usize)> = (1..ports)
-        .map(|p| {
-            let mut b = SimGuest::new(1, SimGuest::default_features());
-            attach(&sw, p as u16, b.conn.clone());
-            let rx = b.post_rx(0, 0, 256, 2048);
-            (b, rx, 0)
-        })
-        .collect();
+    let mut rxg = receiving_guests(&sw, 1..ports);
     let frames: Vec<Vec<u8>> = (0..flows)
         .map(|f| udp_flow32(mac(1 + f as usize % (ports - 1)), SRC, f))
         .collect();
@@ -456,10 +449,7 @@ fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
     let mut pmd = Pmd::new(sw.clone(), 0);
     while pmd.poll_once() > 0 {}
     a.skip_used(1);
-    for (b, rx, cur) in rxg.iter_mut() {
-        let n = usize::from(b.skip_used(0));
-        republish_cyclic(b, rx, cur, n);
-    }
+    recycle(&mut rxg);
     let (mut k, mut next_flow) = (0usize, 128usize % frames.len());
     g.throughput(Throughput::Elements(BURST as u64));
     g.bench_function(
@@ -481,10 +471,7 @@ fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
                     black_box(pmd.poll_once());
                     pmd_time += t.elapsed();
                     a.skip_used(1);
-                    for (b, rx, cur) in rxg.iter_mut() {
-                        let n = usize::from(b.skip_used(0));
-                        republish_cyclic(b, rx, cur, n);
-                    }
+                    recycle(&mut rxg);
                 }
                 pmd_time
             })
@@ -497,6 +484,29 @@ fn scale_one(g: &mut BenchmarkGroup<'_, WallTime>, ports: usize, flows: u32) {
         drops, 0,
         "scale bench must not drop ({ports} ports, {flows} flows)"
     );
+}
+
+/// A receiving guest: its 256 posted receive heads and the next one to re-post.
+type Receiver = (SimGuest, Vec<u16>, usize);
+
+/// Guests on `ports` of `sw`, each with 256 receive buffers of 2 KiB posted.
+fn receiving_guests(sw: &Switch, ports: std::ops::Range<usize>) -> Vec<Receiver> {
+    ports
+        .map(|p| {
+            let mut b = SimGuest::new(1, SimGuest::default_features());
+            attach(sw, p as u16, b.conn.clone());
+            let rx = b.post_rx(0, 0, 256, 2048);
+            (b, rx, 0)
+        })
+        .collect()
+}
+
+/// Takes back what each receiver got and re-posts as many receive buffers.
+fn recycle(rxg: &mut [Receiver]) {
+    for (b, rx, cur) in rxg.iter_mut() {
+        let n = usize::from(b.skip_used(0));
+        republish_cyclic(b, rx, cur, n);
+    }
 }
 
 /// Re-posts the next `n` receive heads of `rx` (cyclic from `cur`) on queue 0.
@@ -550,22 +560,12 @@ fn replicate_one(g: &mut BenchmarkGroup<'_, WallTime>, burst: usize, receivers: 
     f[30..34].copy_from_slice(&[239, 1, 1, 1]);
     let mut a = SimGuest::new(1, SimGuest::default_features());
     attach(&sw, 0, a.conn.clone());
-    let mut rxg: Vec<(SimGuest, Vec<u16>, usize)> = (1..ports)
-        .map(|p| {
-            let mut b = SimGuest::new(1, SimGuest::default_features());
-            attach(&sw, p as u16, b.conn.clone());
-            let rx = b.post_rx(0, 0, 256, 2048);
-            (b, rx, 0)
-        })
-        .collect();
+    let mut rxg = receiving_guests(&sw, 1..ports);
     let tx: Vec<u16> = (0..128u16).map(|h| a.send(0, h, &f)).collect();
     let mut pmd = Pmd::new(sw.clone(), 0);
     while pmd.poll_once() > 0 {}
     a.skip_used(1);
-    for (b, rx, cur) in rxg.iter_mut() {
-        let n = usize::from(b.skip_used(0));
-        republish_cyclic(b, rx, cur, n);
-    }
+    recycle(&mut rxg);
     let copies = burst * receivers.max(1);
     let mut k = 0usize;
     g.throughput(Throughput::Elements(copies as u64));
@@ -585,10 +585,7 @@ fn replicate_one(g: &mut BenchmarkGroup<'_, WallTime>, burst: usize, receivers: 
                 black_box(pmd.poll_once());
                 pmd_time += t.elapsed();
                 a.skip_used(1);
-                for (b, rx, cur) in rxg.iter_mut() {
-                    let n = usize::from(b.skip_used(0));
-                    republish_cyclic(b, rx, cur, n);
-                }
+                recycle(&mut rxg);
             }
             pmd_time
         })
