@@ -7,7 +7,7 @@
 //! records of a v3/v2 report are checked before `Ok` is returned, so
 //! iterating [`Records`] and [`Sources`] cannot fail or panic.
 
-use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv6Addr};
 use core::time::Duration;
 
 use crate::checksum;
@@ -311,6 +311,24 @@ fn check_multicast(a: IpAddr) -> Result<IpAddr, ParseError> {
     }
 }
 
+/// A query for `group` (unspecified: a general query, RFC 3376 §4.1.9, RFC 3810 §5.1.5).
+fn query<'a>(
+    version: Version,
+    group: IpAddr,
+    max_resp: Duration,
+) -> Result<Message<'a>, ParseError> {
+    let group = if group.is_unspecified() {
+        None
+    } else {
+        Some(check_multicast(group)?)
+    };
+    Ok(Message::Query {
+        version,
+        group,
+        max_resp,
+    })
+}
+
 fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
@@ -401,17 +419,7 @@ fn igmp_query<'a>(m: &Igmp<&'a [u8]>) -> Result<Message<'a>, ParseError> {
             (Version::Igmp3, wire::igmp_max_resp(code))
         }
     };
-    let group = m.group_addr();
-    let group = if group == Ipv4Addr::UNSPECIFIED {
-        None
-    } else {
-        Some(check_multicast(group.into())?)
-    };
-    Ok(Message::Query {
-        version,
-        group,
-        max_resp,
-    })
+    query(version, m.group_addr().into(), max_resp)
 }
 
 /// IPv6 (RFC 8200): payload length, then the extension header chain.
@@ -499,21 +507,13 @@ fn mld_query<'a>(m: &Mld<&'a [u8]>) -> Result<Message<'a>, ParseError> {
         }
     };
     let group = m.multicast_address().ok_or(ParseError::Truncated)?;
-    let group = if group.is_unspecified() {
-        None
-    } else {
-        Some(check_multicast(group.into())?)
-    };
-    Ok(Message::Query {
-        version,
-        group,
-        max_resp,
-    })
+    query(version, group.into(), max_resp)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::Ipv4Addr;
 
     /// An IPv4 packet (no options) carrying `igmp`, checksums filled.
     fn ipv4(igmp: &[u8], frag: u16) -> Vec<u8> {
