@@ -409,6 +409,7 @@ fn overlay_replication_goes_only_to_hosts_with_receivers() {
     let sw: Vec<Vswitchd> = (0..3).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
     f.ping_until(0, "10.50.0.2");
     f.ping_until(0, "10.50.0.3");
+    f.pin_neighbours(&taps);
     let g = "239.1.2.3";
     let py = |k: usize, args: &[&str]| {
         KillOnDrop(

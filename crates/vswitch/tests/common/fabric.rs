@@ -161,6 +161,44 @@ impl Fabric {
         });
     }
 
+    /// The MAC address of device `dev` in host `k`'s namespace.
+    pub fn mac_of(&self, k: usize, dev: &str) -> String {
+        self.exec(
+            &self.ns[k],
+            &["cat", &format!("/sys/class/net/{dev}/address")],
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// Makes every host's neighbour entries for the other hosts' "VMs" (10.50.0.(j+1)
+    /// behind `taps[j]`) permanent, so no kernel sends ARP probes while a test counts
+    /// the frames on the tunnels (a reachable entry goes stale and is probed again
+    /// some 15-45 s after the ping that made it, a frame nobody sent on purpose).
+    pub fn pin_neighbours(&self, taps: &[String]) {
+        let macs: Vec<String> = (0..taps.len()).map(|j| self.mac_of(j, &taps[j])).collect();
+        for k in 0..taps.len() {
+            for j in (0..taps.len()).filter(|&j| j != k) {
+                let ip = format!("10.50.0.{}", j + 1);
+                self.exec(
+                    &self.ns[k],
+                    &[
+                        "ip",
+                        "neigh",
+                        "replace",
+                        &ip,
+                        "lladdr",
+                        &macs[j],
+                        "dev",
+                        &taps[k],
+                        "nud",
+                        "permanent",
+                    ],
+                );
+            }
+        }
+    }
+
     /// The kernel's checksum error counters (Tcp and Udp InCsumErrors) of host `k`.
     pub fn csum_errors(&self, k: usize) -> u64 {
         let snmp = self.exec(&self.ns[k], &["cat", "/proc/net/snmp"]);
