@@ -23,6 +23,7 @@ use super::packet::{Action, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::fdb::Dest;
 use crate::model::mcast::{Mcast, Member};
+use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::DropReason;
 use crate::model::topology::{DomainId, Topology};
 
@@ -155,6 +156,12 @@ impl Pipeline {
         burst: &B,
         pkts: &[Pkt],
     ) {
+        if let Mode::Ovn(o) = src.mode {
+            if o.snoop {
+                self.snoop_ovn(o, src, burst, pkts);
+            }
+            return;
+        }
         let mc = &self.switch.mcast;
         if !mc.snooping
             || !matches!(src.mode, Mode::Learn)
@@ -202,6 +209,92 @@ impl Pipeline {
             self.actions[i] = st.set(topo, src, mc, SetKey::Group(d, group, source));
         }
         st.count(mc);
+    }
+}
+
+impl Pipeline {
+    /// The snooping pass in OVN logical switch `o`, which snoops (ovn-northd(8),
+    /// `ls_in_l2_lkup`): IGMP/MLD from a local port is taken in, forwarded nowhere (the
+    /// chassis writes the memberships to `IGMP_Group`, [`crate::ovn::igmp`]); a frame
+    /// to a registered group goes to the `Multicast_Group` ovn-northd made of every
+    /// chassis' members, one to an unregistered group to `_MC_static` or nowhere.
+    /// Tunnelled frames already carry their group's key; frames from the provider
+    /// network are left to flood.
+    fn snoop_ovn<'m, B: RxBurst<'m>>(
+        &mut self,
+        o: &OvnDomain,
+        src: &Source<'_>,
+        burst: &B,
+        pkts: &[Pkt],
+    ) {
+        let flooded = |a: &Action| matches!(a, Action::Multicast(_, ovn::MC_FLOOD));
+        if src.tep.is_some()
+            || o.localnet.is_some_and(|l| l.uplink == src.port.id)
+            || !self.actions.iter().any(flooded)
+        {
+            return;
+        }
+        let mc = &self.switch.mcast;
+        let st = &mut self.snoop;
+        st.sets.clear();
+        st.targets.clear();
+        st.frames.clear();
+        let counters = src.port.counters(self.pmd);
+        let (mut forwarded, mut to_static, mut unregistered) = (0, 0, 0);
+        let mut now = None;
+        for (i, p) in pkts.iter().enumerate() {
+            let Action::Multicast(d, ovn::MC_FLOOD) = self.actions[i] else {
+                continue;
+            };
+            let mut h = [0u8; PEEK];
+            let n = burst.read(p, 0, &mut h);
+            let group = match inspect(&h[..n]) {
+                Seen::Other => continue,
+                Seen::Data(_, g) => g,
+                Seen::Control(l3, _, g) => {
+                    let now = *now.get_or_insert_with(Instant::now);
+                    match st.control(mc, burst, p, l3, d, Member::Port(src.port.id), now) {
+                        Control::Query | Control::Report => {
+                            self.actions[i] = st.taken_in(d);
+                            continue;
+                        }
+                        Control::Invalid => {
+                            counters.drop(DropReason::BadMcastControl, 1);
+                            self.actions[i] = Action::Drop(DropReason::BadMcastControl);
+                            continue;
+                        }
+                        Control::Data if mcsnoop::is_link_local(g) => continue,
+                        Control::Data => g,
+                    }
+                }
+            };
+            self.actions[i] = match (o.registered(group), o.static_flood) {
+                (Some(k), _) => {
+                    forwarded += 1;
+                    Action::Multicast(d, k)
+                }
+                (None, Some(k)) => {
+                    to_static += 1;
+                    Action::Multicast(d, k)
+                }
+                (None, None) => {
+                    unregistered += 1;
+                    Action::Drop(DropReason::McastUnregistered)
+                }
+            };
+        }
+        if unregistered > 0 {
+            counters.drop(DropReason::McastUnregistered, unregistered);
+        }
+        let c = &mc.counters;
+        for (counter, n) in [
+            (&c.forwarded, forwarded),
+            (&c.unregistered_to_routers, to_static),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Relaxed);
+            }
+        }
     }
 }
 
@@ -320,6 +413,23 @@ impl Snoop {
         self.sets
             .push((key, start as u32, (n - start) as u32, outcome));
         Action::Snooped(d, (self.sets.len() - 1) as u16)
+    }
+
+    /// The action of an IGMP/MLD message the switch took in and forwards nowhere (an
+    /// OVN logical switch's): an empty report set of domain `d`, made once per burst.
+    fn taken_in(&mut self, d: DomainId) -> Action {
+        let key = SetKey::Reports(d);
+        let k = match self.sets.iter().position(|s| s.0 == key) {
+            Some(k) => k,
+            None => {
+                let start = self.targets.len() as u32;
+                self.sets.push((key, start, 0, Outcome::Report));
+                self.frames.push(0);
+                self.sets.len() - 1
+            }
+        };
+        self.frames[k] += 1;
+        Action::Snooped(d, k as u16)
     }
 
     /// Adds the burst's frames to snooping's frame counters.

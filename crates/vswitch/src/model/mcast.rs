@@ -50,6 +50,9 @@ pub struct Mcast {
     pub querier_domains: Vec<String>,
     /// A round of queries is due ([`crate::datapath::querier`]).
     query_due: AtomicBool,
+    /// Moves whenever a membership comes or goes (the OVN chassis writes
+    /// `IGMP_Group` rows when it moved).
+    generation: AtomicU64,
     /// What snooping did.
     pub counters: McastCounters,
 }
@@ -75,7 +78,8 @@ pub struct McastCounters {
     pub forwarded: AtomicU64,
     /// Frames to unregistered groups flooded.
     pub flooded_unregistered: AtomicU64,
-    /// Frames to unregistered groups sent to router ports only (flooding off).
+    /// Frames to unregistered groups sent to router ports only (flooding off), or in
+    /// an OVN logical switch to its `_MC_static` group.
     pub unregistered_to_routers: AtomicU64,
     /// Rounds of general queries (IGMPv3 and MLDv2) the querier sent into a domain.
     pub queries_sent: AtomicU64,
@@ -98,6 +102,7 @@ impl Mcast {
                 .then(|| Duration::from_secs(cfg.query_interval_secs)),
             querier_domains: cfg.querier_domains.clone(),
             query_due: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
             counters: McastCounters::default(),
         }
     }
@@ -126,6 +131,9 @@ impl Mcast {
     /// Applies one IGMP/MLD message from `from` in `domain`.
     pub fn snoop(&self, domain: DomainId, from: Member, msg: &Message<'_>, now: Instant) {
         let s = self.write().snoop(domain, from, msg, now);
+        if s.joined + s.left > 0 {
+            self.generation.fetch_add(1, Relaxed);
+        }
         let c = &self.counters;
         if matches!(msg, Message::Query { .. }) {
             c.queries.fetch_add(1, Relaxed);
@@ -141,7 +149,10 @@ impl Mcast {
     /// many expired.
     pub fn age(&self, now: Instant) -> usize {
         let n = self.write().age(now);
-        self.counters.expired.fetch_add(n as u64, Relaxed);
+        if n > 0 {
+            self.counters.expired.fetch_add(n as u64, Relaxed);
+            self.generation.fetch_add(1, Relaxed);
+        }
         n
     }
 
@@ -165,9 +176,17 @@ impl Mcast {
             .collect();
         departed.sort_unstable();
         departed.dedup();
+        if !departed.is_empty() {
+            self.generation.fetch_add(1, Relaxed);
+        }
         for m in departed {
             mdb.flush_member(m);
         }
+    }
+
+    /// A number that moves whenever a membership comes or goes.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Relaxed)
     }
 
     /// Groups in the table.
@@ -185,5 +204,6 @@ impl Mcast {
     /// Static membership of port `port` in `group` of `domain` (never aged).
     pub fn add_static(&self, domain: DomainId, port: PortId, group: IpAddr) {
         self.write().add_static(domain, Member::Port(port), group);
+        self.generation.fetch_add(1, Relaxed);
     }
 }

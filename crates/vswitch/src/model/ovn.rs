@@ -18,6 +18,7 @@
 //! [`DomainKey::Ovn`]: crate::model::topology::DomainKey::Ovn
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::model::fdb::PortId;
@@ -66,6 +67,9 @@ pub fn find_option(options: &[u8]) -> Option<(u16, u16)> {
 pub struct McGroup {
     /// The group's key (`tunnel_key`, 0x8000 and up).
     pub key: u16,
+    /// The IP multicast group it carries (a group ovn-northd made from `IGMP_Group`
+    /// rows, named by the address).
+    pub address: Option<IpAddr>,
     /// Local member ports.
     pub local: Vec<PortId>,
     /// Remote chassis with at least one member: one copy each (head-end replication).
@@ -99,6 +103,12 @@ pub struct OvnDomain {
     /// network is mapped here): frames to ports on other chassis, and the copies of
     /// multicast groups they would get, go out of the uplink with the VLAN tag.
     pub localnet: Option<Localnet>,
+    /// The switch snoops IGMP/MLD (`IP_Multicast.enabled`): reports are taken in, not
+    /// forwarded; frames to a registered IP multicast group go to its group, others
+    /// to [`OvnDomain::static_flood`] or nowhere (ovn-northd(8), `ls_in_l2_lkup`).
+    pub snoop: bool,
+    /// The `_MC_static` group's key (ports with `options:mcast_flood=true`).
+    pub static_flood: Option<u16>,
 }
 
 /// Where a logical switch with a `localnet` port meets the physical network.
@@ -138,6 +148,16 @@ impl OvnDomain {
     #[inline]
     pub fn group(&self, key: u16) -> Option<&McGroup> {
         self.groups.iter().find(|g| g.key == key)
+    }
+
+    /// The key of the group carrying IP multicast group `address`, if one is
+    /// registered (some chassis' port joined it) and has members the switch reaches.
+    #[inline]
+    pub fn registered(&self, address: IpAddr) -> Option<u16> {
+        self.groups
+            .iter()
+            .find(|g| g.address == Some(address))
+            .map(|g| g.key)
     }
 }
 

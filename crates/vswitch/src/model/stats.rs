@@ -75,11 +75,15 @@ pub enum DropReason {
     /// A malformed IGMP or MLD message (bad checksum or length, a group that is not
     /// multicast, over 9216 bytes): multicast snooping drops it rather than act on it.
     BadMcastControl,
+    /// IP multicast to a group no port joined, in an OVN logical switch that snoops
+    /// (`mcast_snoop=true`) and has no `mcast_flood` port: OVN drops it too
+    /// (`mcast_flood_unregistered` is not visible to a chassis; see the README).
+    McastUnregistered,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 20] = [
+    pub const ALL: [DropReason; 21] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -100,6 +104,7 @@ impl DropReason {
         DropReason::OvnRouterUnsupported,
         DropReason::OvnNotActivated,
         DropReason::BadMcastControl,
+        DropReason::McastUnregistered,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -125,6 +130,7 @@ impl DropReason {
             DropReason::OvnRouterUnsupported => "ovn_router_unsupported",
             DropReason::OvnNotActivated => "ovn_not_activated",
             DropReason::BadMcastControl => "bad_mcast_control",
+            DropReason::McastUnregistered => "mcast_unregistered",
         }
     }
 }

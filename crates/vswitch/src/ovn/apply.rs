@@ -356,6 +356,11 @@ fn forget_announcements(ctl: &Control, v: &View) {
 }
 
 impl Pass {
+    /// The view last published and this chassis' row, once a pass completed.
+    pub fn published(&self) -> Option<(&View, Uuid)> {
+        Some((self.published.as_ref()?, self.settled.as_ref()?.2))
+    }
+
     /// Whether a local port awaits activation in the published view (only then does
     /// the chassis look for announcements).
     pub fn awaiting_activation(&self) -> bool {
@@ -544,6 +549,7 @@ impl Resolver<'_> {
                 .iter()
                 .map(|g| McGroup {
                     key: g.key,
+                    address: g.address,
                     local: g.local.iter().filter_map(|n| self.port(n)).collect(),
                     remotes: g
                         .remotes
@@ -565,6 +571,8 @@ impl Resolver<'_> {
                 learning: d.learning.iter().map(|(_, k)| *k).collect(),
                 blocked: d.blocked.iter().map(|(_, k)| *k).collect(),
                 localnet: self.localnet(d),
+                snoop: d.snoop,
+                static_flood: d.static_flood,
             }));
             if let Some(l) = domains[dom].as_ref().and_then(|o| o.localnet) {
                 localnets.push((l.uplink, l.tag, dp_domain[u]));

@@ -2,7 +2,7 @@
 //! ovn-controller does by default (`ovn-monitor-all=false`, its `update_sb_monitors`):
 //! only the `Port_Binding`, `Multicast_Group` and `FDB` rows of the logical switches
 //! with a local port, the bindings its ports name or it holds, and the router ports
-//! its switches peer with. The server filters (`monitor_cond_change`), so a chassis
+//! its switches peer with; of `IGMP_Group` only its own rows, to keep them current. The server filters (`monitor_cond_change`), so a chassis
 //! with 200 ports in a deployment of 20,000 replicates, decodes and derives from its
 //! own part only.
 //!
@@ -58,7 +58,7 @@ impl Interest {
 
     /// The tables and conditions to monitor them with (the initial monitor request
     /// uses [`Interest::default`]: none of their rows).
-    pub fn conditions(&self) -> [(&'static str, Vec<Condition>); 3] {
+    pub fn conditions(&self) -> [(&'static str, Vec<Condition>); 4] {
         let mut pb: Vec<Condition> = self
             .lsps
             .iter()
@@ -84,10 +84,16 @@ impl Interest {
             .iter()
             .map(|k| Condition::eq("dp_key", *k))
             .collect();
+        let igmp = self
+            .me
+            .iter()
+            .map(|me| Condition::eq("chassis", *me))
+            .collect();
         [
             ("Port_Binding", or_none(pb)),
             ("Multicast_Group", or_none(groups)),
             ("FDB", or_none(fdb)),
+            ("IGMP_Group", or_none(igmp)),
         ]
     }
 
@@ -187,7 +193,12 @@ mod tests {
         let i = Interest::of(&ports, Some(me), &view, &sb);
         let lsps: Vec<&str> = i.lsps.iter().map(String::as_str).collect();
         assert_eq!(lsps, ["lrp0", "lsp-a"], "not the other switch's peer");
-        let [(_, pbc), (_, mg), (_, fdb)] = i.conditions();
+        let [(_, pbc), (_, mg), (_, fdb), (_, igmp)] = i.conditions();
+        assert_eq!(
+            igmp,
+            vec![Condition::eq("chassis", me)],
+            "its own rows only"
+        );
         assert!(pbc.contains(&Condition::eq("logical_port", "lsp-a")));
         assert!(pbc.contains(&Condition::eq("chassis", me)));
         assert!(pbc.contains(&Condition::eq("datapath", dp)));

@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod fdb;
+pub mod igmp;
 pub mod interest;
 pub mod registration;
 pub mod rows;
@@ -52,7 +53,7 @@ impl Status {
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
 /// deployment").
-pub const SUPPORTED: [&str; 9] = [
+pub const SUPPORTED: [&str; 10] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
@@ -62,15 +63,17 @@ pub const SUPPORTED: [&str; 9] = [
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
     "provider networks: a switch's localnet port whose network_name --ovn-bridge-mappings maps to an uplink is bridged there, VLAN-tagged by its tag; other chassis' ports of the switch are reached over that network, not tunnels",
+    "IGMP/MLD snooping in switches with mcast_snoop=true (IP_Multicast.enabled): local joins written to IGMP_Group; a group's frames to the Multicast_Group northd makes of it, unregistered groups to _MC_static or dropped (mcast_unregistered)",
 ];
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
-pub const UNSUPPORTED: [&str; 5] = [
+pub const UNSUPPORTED: [&str; 6] = [
     "ACLs / security groups: ports of logical switches with ACLs are not claimed (unless --ovn-allow-unenforced-acls)",
     "logical routers: frames to a router port's MAC are dropped (ovn_router_unsupported)",
     "native DHCP/DNS, load balancers, NAT, QoS: not run (they live in OVN's logical flows)",
     "port security by IP address (only the MACs of port_security are enforced)",
     "port types other than VIF (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
+    "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers (they live in logical flows); reports from a provider network are not snooped",
 ];
 
 /// `vswitchctl ovn`'s reply.
@@ -123,6 +126,8 @@ pub fn monitor_spec() -> MonitorSpec {
         )
         .table(TableSpec::of::<sb::MulticastGroup>().condition(none()))
         .table(TableSpec::of::<sb::Fdb>().condition(none()))
+        .table(TableSpec::of::<sb::IpMulticast>())
+        .table(TableSpec::of::<sb::IgmpGroup>().condition(none()))
         .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
 }
@@ -170,6 +175,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     let mut fdb_tick = tokio::time::interval(FDB_TICK);
     fdb_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fdb_seen = u64::MAX;
+    let mut igmp = igmp::Sync::default();
     let mut activation_tick = tokio::time::interval(ACTIVATION_TICK);
     activation_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut trim = Trim::default();
@@ -206,6 +212,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                         Err(e) => warn!(error = %e, "OVN FDB update failed; tried again"),
                     }
                 }
+                igmp.run(&client, &pass, &ctl.switch).await;
                 continue;
             }
             _ = activation_tick.tick(), if connected && pass.awaiting_activation() => {
@@ -232,6 +239,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
         retry = match result {
             Ok(()) => {
                 trim.run();
+                igmp.stale = true;
                 None
             }
             Err(e) => {
@@ -282,12 +290,15 @@ const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// A placeholder deadline while no retry is due (the branch is disabled then).
 const RETRY_IDLE: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Whether event `ev` can change the view: any change but those to `Chassis_Private`
-/// alone (what chassis write about themselves, this one's `nb_cfg` included: without
-/// this, every pass would be followed by a second one for its own write).
+/// Whether event `ev` can change the view: any change but those to the tables this
+/// chassis only writes ([`rows::WRITTEN_HERE`]: its `nb_cfg`, its `IGMP_Group` rows;
+/// without this, every pass would be followed by a second one for its own write).
 fn relevant(ev: &Event) -> bool {
     match ev {
-        Event::Changes(cs) => cs.changes.iter().any(|c| c.table != "Chassis_Private"),
+        Event::Changes(cs) => cs
+            .changes
+            .iter()
+            .any(|c| !rows::WRITTEN_HERE.contains(&c.table.as_str())),
         Event::Connected { .. } | Event::Disconnected { .. } => true,
     }
 }

@@ -168,6 +168,10 @@ impl Registration {
                 vec![Condition::eq("chassis", Some(me))],
                 Row::new().with("up", false),
             ));
+            ops.push(Operation::delete(
+                "IGMP_Group",
+                vec![Condition::eq("chassis", Some(me))],
+            ));
         }
         ops.push(Operation::delete(
             "Chassis_Private",

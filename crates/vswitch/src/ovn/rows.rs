@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use ovsdb::{ChangeSet, Replica, Uuid};
 
 use super::sb::{
-    Chassis, DatapathBinding, Encap, Fdb, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
-    SbGlobal, ACL_STAGES,
+    Chassis, DatapathBinding, Encap, Fdb, IpMulticast, LogicalDpGroup, LogicalFlow, MulticastGroup,
+    PortBinding, SbGlobal, ACL_STAGES,
 };
 
 /// The Southbound rows the view is derived from, by uuid.
@@ -32,6 +32,8 @@ pub struct Sb {
     pub acl_datapaths: HashSet<Uuid>,
     /// MACs learned behind `unknown` ports (by any chassis).
     pub fdb: Vec<Fdb>,
+    /// Multicast snooping settings of logical switches, by row.
+    pub ip_multicast: HashMap<Uuid, IpMulticast>,
 }
 
 impl Sb {
@@ -47,6 +49,7 @@ impl Sb {
             groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
             acl_datapaths: acl_datapaths(r),
             fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
+            ip_multicast: r.rows::<IpMulticast>().collect(),
         }
     }
 
@@ -105,6 +108,15 @@ impl Sb {
                         .keys
                         .extend(self.fdb.iter().filter(|f| f.uuid == *u).map(|f| f.dp_key));
                 }
+                "IP_Multicast" => {
+                    touched
+                        .datapaths
+                        .extend(self.ip_multicast.get(u).map(|m| m.datapath));
+                    put(&mut self.ip_multicast, *u, r.get::<IpMulticast>(u));
+                    touched
+                        .datapaths
+                        .extend(self.ip_multicast.get(u).map(|m| m.datapath));
+                }
                 "Logical_Flow" | "Logical_DP_Group" => acls = true,
                 _ => {}
             }
@@ -113,6 +125,13 @@ impl Sb {
             self.acl_datapaths = acl_datapaths(r);
             touched.all = true;
         }
+    }
+
+    /// Whether logical switch `dp` snoops IGMP/MLD (`IP_Multicast.enabled`).
+    pub fn snooping(&self, dp: Uuid) -> bool {
+        self.ip_multicast
+            .values()
+            .any(|m| m.datapath == dp && m.enabled == Some(true))
     }
 
     /// The Geneve endpoint address of chassis `c`.
@@ -172,11 +191,12 @@ impl Dirty {
     }
 
     /// Whether a noted row is one the view is derived from (anything but
-    /// `SB_Global`, whose `nb_cfg` is only reported, and `Chassis_Private`).
+    /// `SB_Global`, whose `nb_cfg` is only reported, and the rows of
+    /// [`WRITTEN_HERE`]).
     pub fn touches_view(&self) -> bool {
         self.rows
             .iter()
-            .any(|(t, _)| t != "SB_Global" && t != "Chassis_Private")
+            .any(|(t, _)| t != "SB_Global" && !WRITTEN_HERE.contains(&t.as_str()))
     }
 
     /// Forgets what was noted (a pass consumed it).
@@ -185,6 +205,10 @@ impl Dirty {
         self.all = false;
     }
 }
+
+/// Tables whose monitored rows are only what this chassis writes about itself: no
+/// view is derived from them (without this, every write would start a pass).
+pub const WRITTEN_HERE: [&str; 2] = ["Chassis_Private", "IGMP_Group"];
 
 /// Sets or removes row `u` of `map`.
 fn put<T>(map: &mut HashMap<Uuid, T>, u: Uuid, row: Option<T>) {

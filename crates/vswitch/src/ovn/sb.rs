@@ -160,6 +160,41 @@ ovsdb::model! {
     }
 }
 
+ovsdb::model! {
+    /// `IP_Multicast`: a logical switch's multicast snooping settings, as ovn-northd
+    /// copies them from the Northbound `Logical_Switch.other_config:mcast_*` (one row
+    /// per switch that has any).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct IpMulticast in "IP_Multicast" {
+        /// The logical switch.
+        pub datapath: Uuid = "datapath",
+        /// Snooping is on (`mcast_snoop=true`).
+        pub enabled: Option<bool> = "enabled",
+        /// Idle timeout of a membership, seconds (`mcast_idle_timeout`, OVN's default
+        /// 300).
+        pub idle_timeout: Option<i64> = "idle_timeout",
+    }
+}
+
+ovsdb::model! {
+    /// `IGMP_Group`: the ports of one chassis that joined an IP multicast group of a
+    /// logical switch (the `address` + `datapath` + `chassis` index), written by that
+    /// chassis from the IGMP/MLD reports it snooped. ovn-northd merges every chassis'
+    /// rows of a group into the `Multicast_Group` named by the address, which carries
+    /// the group's frames.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct IgmpGroup in "IGMP_Group" {
+        /// The group: dotted IPv4 (`239.1.2.3`) or IPv6 text (`ff0e::1`).
+        pub address: String = "address",
+        /// The logical switch (a weak reference).
+        pub datapath: Option<Uuid> = "datapath",
+        /// The chassis the member ports are on (a weak reference).
+        pub chassis: Option<Uuid> = "chassis",
+        /// The member ports (`Port_Binding` rows, weak references).
+        pub ports: Vec<Uuid> = "ports",
+    }
+}
+
 /// The pipeline stages where ACLs live (OVN 23.03; `ls_in_acl_eval` from 23.09).
 pub const ACL_STAGES: [&str; 4] = [
     "ls_in_acl",

@@ -108,6 +108,9 @@ pub enum DestView {
 pub struct GroupView {
     /// Its key.
     pub key: u16,
+    /// The IP multicast group it carries, for the groups ovn-northd makes from
+    /// `IGMP_Group` rows (named by the address).
+    pub address: Option<IpAddr>,
     /// Local member ports, by name.
     pub local: Vec<String>,
     /// Other chassis with members: (name, Geneve endpoint).
@@ -156,6 +159,11 @@ pub struct DatapathView {
     pub blocked: Vec<(String, u16)>,
     /// Its `localnet` port, if it has one.
     pub localnet: Option<LocalnetView>,
+    /// It snoops IGMP/MLD (`IP_Multicast.enabled`, from `mcast_snoop=true`).
+    pub snoop: bool,
+    /// The key of its `_MC_static` group (ports with `options:mcast_flood=true`), where
+    /// unregistered multicast goes while it snoops, if that group has members.
+    pub static_flood: Option<u16>,
 }
 
 /// The derived view.
@@ -466,6 +474,8 @@ fn datapath(
         learning: Vec::new(),
         blocked: Vec::new(),
         localnet: None,
+        snoop: sb.snooping(dp),
+        static_flood: None,
     };
     let place = place_ports(sb, ix, local, dp, local_of, &mut d);
     for (u, pb) in ix.ports(dp) {
@@ -498,12 +508,19 @@ fn datapath(
         {
             d.groups.push(GroupView {
                 key: *key,
+                address: None,
                 local: local.iter().cloned().collect(),
                 remotes: remotes.clone(),
             });
         }
     }
     d.groups.sort_by_key(|g| g.key);
+    let static_key = ix
+        .groups
+        .get(&dp)
+        .and_then(|gs| gs.iter().find(|g| g.name == MC_STATIC))
+        .and_then(|g| u16::try_from(g.tunnel_key).ok());
+    d.static_flood = static_key.filter(|k| d.groups.iter().any(|g| g.key == *k));
     Some(d)
 }
 
@@ -617,6 +634,9 @@ fn localnet(local: &Local<'_>, pb: &PortBinding, key: u16) -> LocalnetView {
     }
 }
 
+/// The name of the group of ports with `options:mcast_flood=true` (ovn-northd).
+const MC_STATIC: &str = "_MC_static";
+
 /// The multicast groups of switch `dp` with a member here or on another chassis. On a
 /// switch `bridged` to a physical network, other chassis get their copies from the
 /// network, not through tunnels.
@@ -636,6 +656,7 @@ fn groups(
         }
         let mut gv = GroupView {
             key,
+            address: g.name.parse().ok().filter(IpAddr::is_multicast),
             local: Vec::new(),
             remotes: Vec::new(),
         };
@@ -866,10 +887,70 @@ mod tests {
         assert_eq!(
             d.groups,
             vec![GroupView {
+                address: None,
                 key: 0x8000,
                 local: vec!["vm1".into()],
                 remotes: vec![("hv1".into(), ip)],
             }]
+        );
+    }
+
+    /// A switch with `mcast_snoop=true` (its `IP_Multicast` row) snoops; the group
+    /// ovn-northd names by an address carries that address, members here and on hv1;
+    /// `_MC_static` with a member is where unregistered multicast goes; a switch
+    /// without the row does not snoop.
+    #[test]
+    fn snooping_switch_and_its_ip_multicast_groups() {
+        let ps = ports(&[("vm1", "p-here")]);
+        let mut s = sb();
+        let plain = derive(&s, &local(&ps, false));
+        assert!(!plain.datapaths[&uuid(1)].snoop);
+        s.ip_multicast.insert(
+            uuid(300),
+            crate::ovn::sb::IpMulticast {
+                uuid: uuid(300),
+                datapath: uuid(1),
+                enabled: Some(true),
+                idle_timeout: Some(300),
+            },
+        );
+        for (u, name, key, ports) in [
+            (201, "239.1.2.3", 0x8010, vec![uuid(100), uuid(101)]),
+            (202, "ff0e::1:3", 0x8011, vec![uuid(102)]),
+            (203, "_MC_static", 0x8004, vec![uuid(100)]),
+            (204, "239.9.9.9", 0x8012, vec![]),
+        ] {
+            s.groups.push(MulticastGroup {
+                uuid: uuid(u),
+                datapath: uuid(1),
+                name: name.into(),
+                tunnel_key: key,
+                ports,
+            });
+        }
+        let v = derive(&s, &local(&ps, false));
+        let d = &v.datapaths[&uuid(1)];
+        assert!(d.snoop);
+        assert_eq!(d.static_flood, Some(0x8004));
+        let ip: IpAddr = "198.51.100.1".parse().unwrap();
+        let g = |k: u16| d.groups.iter().find(|g| g.key == k).cloned();
+        assert_eq!(
+            g(0x8010),
+            Some(GroupView {
+                key: 0x8010,
+                address: Some("239.1.2.3".parse().unwrap()),
+                local: vec!["vm1".into()],
+                remotes: vec![("hv1".into(), ip)],
+            })
+        );
+        let v6 = g(0x8011).unwrap();
+        assert_eq!(v6.address, Some("ff0e::1:3".parse().unwrap()));
+        assert!(v6.local.is_empty());
+        assert_eq!(g(0x8004).unwrap().address, None);
+        assert_eq!(
+            g(0x8012),
+            None,
+            "a group with no member is not forwarded to"
         );
     }
 
@@ -1013,6 +1094,7 @@ mod tests {
         assert_eq!(
             d.groups,
             vec![GroupView {
+                address: None,
                 key: 0x8000,
                 local: vec!["phys".into(), "vm1".into()],
                 remotes: vec![],
