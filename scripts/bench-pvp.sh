@@ -18,6 +18,13 @@
 #   VSWITCHD_ALT=DIR   a second build (DIR/vswitchd, DIR/vswitchctl) as switch "vswitchd-alt",
 #                      interleaved with the others: --only "vswitchd-alt vswitchd" compares the
 #                      two builds in one run (e.g. the build before a change and after it)
+#   --sizes imix       (alone or among the sizes) the IMIX of the seeds' methodology: frames
+#                      of 64, 570 and 1518 B in 7:4:1, injected by the guest in three rounds
+#                      of tx_first (7, 4 and 1 bursts of 32 per port, `set txpkts` before
+#                      each, `set flush_rx off` so the loop keeps what it holds between
+#                      them) into 1024-entry rings (PVP_QUEUE_SIZE), which hold all 768
+#                      frames: every switch loops the same mix. Gbit/s counts the mix's
+#                      mean frame of 353.8 B
 #   --multi-flow       inject frames of 256 flows (testpmd --txonly-multi-flow: 198.18.X.3)
 #   --flows N          instead of tx_first, inject F frames of N distinct IPv4/UDP flows (src
 #                      10.0.x.y, src port 1024+i; half a->b, half b->a) from a scapy-written
@@ -89,6 +96,9 @@ if [ -n "$flows" ]; then
     done
     [ -n "$multiflow" ] && { echo "bench-pvp.sh: --flows and --multi-flow exclude each other" >&2; exit 2; }
 fi
+if [[ " $sizes " == *" imix "* ]] && { [ -n "$flows" ] || [ -n "$flowgen" ]; }; then
+    echo "bench-pvp.sh: --sizes imix is the looped mix; it excludes --flows and --flowgen" >&2; exit 2
+fi
 if [ -n "$flowgen" ] && { [ -n "$flows" ] || [ -n "$multiflow" ]; }; then
     echo "bench-pvp.sh: --flowgen excludes --flows and --multi-flow" >&2; exit 2
 fi
@@ -128,12 +138,12 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$work"' EXIT INT TERM
 
-start_guest() {
+start_guest() { # size
     mkfifo "$work/guest.in"
-    # With --flows, 1024-entry rings: the loop must hold every injected frame (with the
-    # default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
+    # With --flows or IMIX, 1024-entry rings: the loop must hold every injected frame (with
+    # the default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
     local q="" d="" mode="--forward-mode=io"
-    [ -n "$flows" ] && { q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; }
+    if [ -n "$flows" ] || [ "$1" = imix ]; then q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; fi
     [ "$ring" = packed ] && q="$q,packed_vq=1"
     [ -n "$flowgen" ] && mode="--forward-mode=flowgen --flowgen-flows=$flowgen"
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
@@ -266,9 +276,25 @@ inject() { # size: sends $work/flows-SIZE.pcap once through switch port c
     if [ "${sent:-0}" = 0 ]; then tail -30 "$work/inj.log" >&2; fi
 }
 
+# The IMIX loop: 7, 4 and 1 tx_first rounds of 64, 570 and 1518 B frames (txpkts leaves
+# out the 4-byte CRC). Between rounds the guest stops; what the loop holds waits in its
+# receive rings (flush_rx off keeps it there on the next start).
+inject_imix() {
+    echo "set flush_rx off" >&3
+    local round
+    for round in "60 7" "566 4" "1514 1"; do
+        set -- $round
+        echo "set txpkts $1" >&3
+        echo "start tx_first $2" >&3
+        sleep 0.5
+        [ "$1" = 1514 ] || echo "stop" >&3
+        sleep 0.2
+    done
+}
+
 measure() { # switch size -> prints Mpps
     local sw=$1 size=$2
-    start_guest
+    start_guest "$size"
     start_switch "$sw"
     wait_guest
     # Wait until both virtio-user ports report link up.
@@ -282,6 +308,8 @@ measure() { # switch size -> prints Mpps
         # the injection); the injector then sends the file once through port c and quits.
         echo "start" >&3
         inject "$size"
+    elif [ "$size" = imix ]; then
+        inject_imix
     elif [ -n "$flowgen" ]; then
         echo "set txpkts $((size - 4))" >&3
         echo "start" >&3
@@ -333,6 +361,12 @@ print(json.dumps({k: round((s1[k] - s0[k]) / p, 1) for k in s1 if k != 'packets'
     rx=$(grep -ao "RX-packets: *[0-9]*" "$work/guest.log" | awk '{s+=$2} END {print s+0}')
     drops=$(grep -aoE "(RX-missed|RX-errors|TX-errors): *[0-9]*" "$work/guest.log" |
             awk '{s+=$2} END {print s+0}')
+    if [ "$size" = imix ]; then
+        # The mix the loop carried: the guest's mean received frame (without CRC), 349.8 B
+        # for 7:4:1 of 60/566/1514.
+        grep -ao "RX-bytes: *[0-9]*" "$work/guest.log" | awk -v p="$rx" '{b+=$2}
+            END {printf "    IMIX through %s: mean frame %.1f B (7:4:1 is 349.8)\n", "'"$sw"'", b / (p > 0 ? p : 1)}' >&2
+    fi
     if [ -n "$ctl" ] && [ -n "${PVP_PMD_STATS:-}" ]; then
         "$ctl" --socket "$work/ctl.sock" pmd-stats >&2 || true
         echo "cached flows: $("$ctl" --socket "$work/ctl.sock" flows | grep -c current || true)" >&2
@@ -353,7 +387,9 @@ json_line() {
 import json, math, os, sys
 r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring, stages = sys.argv[1:12]
 cpp = float(cpp)
-params = {"frame_size": int(size), "ring": ring}
+params = {"frame_size": int(size) if size.isdigit() else size, "ring": ring}
+# IMIX: 7:4:1 of 64/570/1518 B, a mean frame of 353.8 B.
+mean = (7 * 64 + 4 * 570 + 1518) / 12 if size == "imix" else int(size)
 if flowgen:
     scenario = "flows"; params["flows"] = int(flowgen)
 elif flows:
@@ -362,7 +398,7 @@ elif flows:
     sw = "vswitchd" if sw == "vswitchd-nocache" else sw
 else:
     scenario = "pvp"; params["flows"] = 1
-metrics = {"mpps": float(mpps), "gbps": float(mpps) * int(size) * 8 / 1e3,
+metrics = {"mpps": float(mpps), "gbps": float(mpps) * mean * 8 / 1e3,
            "drops": int(drops), "cycles_per_packet": None if math.isnan(cpp) else cpp}
 if os.path.exists(stages):
     metrics.update({f"stage_{k}": v for k, v in json.load(open(stages)).items()})
@@ -407,9 +443,12 @@ import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 med, cpp = {}, {}
 for r in rows:
-    med.setdefault((r["switch"], int(r["size"])), []).append(float(r["mpps"]))
-    cpp.setdefault((r["switch"], int(r["size"])), []).append(float(r["cycles_per_packet"]))
-sizes = sorted({s for _, s in med})
+    size = int(r["size"]) if r["size"].isdigit() else r["size"]
+    med.setdefault((r["switch"], size), []).append(float(r["mpps"]))
+    cpp.setdefault((r["switch"], size), []).append(float(r["cycles_per_packet"]))
+# IMIX (7:4:1 of 64/570/1518 B) after the fixed sizes, at its mean frame size.
+mean = {"imix": (7 * 64 + 4 * 570 + 1518) / 12}
+sizes = sorted({s for _, s in med}, key=lambda s: (isinstance(s, str), s if isinstance(s, int) else 0))
 switches = [s for s in ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache") if any(k[0] == s for k in med)]
 print("\nmedian over rounds (Mpps / Gbit/s of frames, guest RX):")
 print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit  cache on/off")
@@ -419,7 +458,7 @@ for size in sizes:
     for s in switches:
         v = statistics.median(med.get((s, size), [0.0]))
         m[s] = v
-        line += f"{v:>10.3f} Mpps {v * size * 8 / 1e3:>6.2f} G"
+        line += f"{v:>10.3f} Mpps {v * mean.get(size, size) * 8 / 1e3:>6.2f} G"
     ro = m.get("vswitchd", 0) / m["ovs"] if m.get("ovs") else float("nan")
     rl = m.get("vswitchd", 0) / m["limit"] if m.get("limit") else float("nan")
     rc = m.get("vswitchd", 0) / m["vswitchd-nocache"] if m.get("vswitchd-nocache") else float("nan")
