@@ -22,7 +22,7 @@
 # testpmd's own vhost or AF_XDP io forwarding). Each scenario script runs its switches in
 # interleaved rounds (A, B, C, A, B, C, …), so slow drift of the machine hits all alike.
 #
-# Scenarios (--scenarios "pvp flows acl afxdp tcp scale mcast", default all):
+# Scenarios (--scenarios "pvp flows acl afxdp tcp rr scale mcast", default all):
 #   pvp    PVP loop, 1 flow, frame sizes 64…1518, split and packed rings (bench-pvp.sh and
 #          bench-pvp.sh --packed), and IMIX (7:4:1 of 64/570/1518 B, split rings;
 #          bench-pvp.sh --sizes imix): Mpps, Gbit/s, drops, the switch's own cycles per
@@ -37,6 +37,8 @@
 #          (bench-overlay.sh --parts tcp --latency ...)
 #   scale  criterion: ns per packet at 1…100 000 flows and 2…64 ports
 #          (cargo bench --bench pipeline -- scale)
+#   rr     TCP_RR and TCP_CRR between two QEMU (TCG) guests on vhost-user ports, against
+#          OVS with DPDK (bench-vm-rr.sh)
 #   mcast  one sender, 16/32/64 testpmd receivers, 800 B to a group at rising rates
 #          until a receiver loses > 0.01 %, vswitchd against OVS with mcast snooping
 #          (bench-mcast.sh; --quick: 64 receivers, 40 and 80 kpps)
@@ -52,7 +54,8 @@
 # Run nothing else heavy meanwhile (the machine's two cores are the measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-quick=""; out=target/bench-report; scenarios="pvp flows acl afxdp tcp scale mcast"; rounds=""
+all_scenarios="pvp flows acl afxdp tcp rr scale mcast"
+quick=""; out=target/bench-report; scenarios=$all_scenarios; rounds=""
 readme=1; render_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -68,17 +71,17 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-report.sh: run as root (namespaces, hugepages, XDP)" >&2; exit 2; }
 for s in $scenarios; do
-    case "$s" in pvp|flows|acl|afxdp|tcp|scale|mcast) ;;
-    *) echo "bench-report.sh: unknown scenario $s (pvp flows acl afxdp tcp scale mcast)" >&2; exit 2 ;;
+    case "$s" in pvp|flows|acl|afxdp|tcp|rr|scale|mcast) ;;
+    *) echo "bench-report.sh: unknown scenario $s (pvp flows acl afxdp tcp rr scale mcast)" >&2; exit 2 ;;
     esac
 done
 
 if [ -n "$quick" ]; then
     rounds=${rounds:-1}; secs=2; sizes="64 1518"; flowcounts="1 1280"; latency="0 90"
-    tcp_secs=3; mode=quick; readme=""; mc_receivers="64"; mc_rates="40 80"
+    tcp_secs=3; rr_secs=5; mode=quick; readme=""; mc_receivers="64"; mc_rates="40 80"
 else
     rounds=${rounds:-3}; secs=3; sizes="64 128 256 512 1024 1280 1518"; flowcounts="1 128 1280"
-    latency="0 10 50 90"; tcp_secs=6; mode=full; mc_receivers="16 32 64"
+    latency="0 10 50 90"; tcp_secs=6; rr_secs=10; mode=full; mc_receivers="16 32 64"
     mc_rates="40 80 120 160 200 240 320"
 fi
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
@@ -88,7 +91,7 @@ report="$target/release/bench-report"
 # render: the report from OUT/raw.jsonl; after a full run also README.md and docs/bench/.
 render() {
     local args=()
-    if [ -n "$readme" ] && [ "$(jq_mode)" = full ] && [ "$scenarios" = "pvp flows acl afxdp tcp scale" ]; then
+    if [ -n "$readme" ] && [ "$(jq_mode)" = full ] && [ "$scenarios" = "$all_scenarios" ]; then
         args=(--readme README.md)
     fi
     "$report" render --raw "$out/raw.jsonl" --machine "$out/machine.json" --out "$out" "${args[@]}"
@@ -200,6 +203,11 @@ for s in $scenarios; do
             --topologies "plain geneve ovn" --latency "$latency" --rounds "$rounds" \
             --secs "$tcp_secs" --only "vswitchd ovs" --json "$raw"
         not_run latency limit "testpmd io forwarding has no tap port for the kernel's TCP and ICMP; and testpmd 22.11 --latencystats stamps frames at the guest's own rx and reads them at its tx, so in the PVP loop it measures the guest, not the switch"
+        ;;
+    rr)
+        scenario rr scripts/bench-vm-rr.sh --rounds "$rounds" --secs "$rr_secs" \
+            --only "vswitchd ovs" --json "$raw"
+        not_run rr limit "testpmd io forwarding has no TCP stack; the two guests' own TCP is what request/response measures"
         ;;
     mcast)
         scenario mcast scripts/bench-mcast.sh --receivers "$mc_receivers" --rates "$mc_rates" \

@@ -2,7 +2,8 @@
 # Installs what vswitch's demo, tests and benchmarks need on Debian 12, as root:
 # Debian packages, hugepages and hugetlbfs. Idempotent; safe to run again.
 #   scripts/setup.sh          packages for the demo and the tests
-#   scripts/setup.sh --bench  also Open vSwitch with DPDK and perf, for bench-pvp.sh
+#   scripts/setup.sh --bench  also Open vSwitch with DPDK, perf, iperf3 and QEMU, for the
+#                             benchmark scripts
 set -euo pipefail
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -21,7 +22,7 @@ pkgs=(dpdk dpdk-dev python3-scapy tshark tcpdump ethtool iproute2 util-linux cor
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
       ovn-central ovn-host)
 if [ "${1:-}" = "--bench" ]; then
-    pkgs+=(openvswitch-switch-dpdk linux-perf iperf3)
+    pkgs+=(openvswitch-switch-dpdk linux-perf iperf3 qemu-system-x86)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,7 +5,8 @@
 #                      booted by QEMU through its PVH entry (-kernel vmlinux): no xz
 #                      decompression under TCG emulation
 #   OUT/initrd.cpio.gz busybox-static, the virtio-net modules, tests/vm/init.sh as /init
-#                      and vmtool (tests/vm/vmtool.rs, a static bulk-TCP program)
+#                      and vmtool (tests/vm/vmtool.rs and rr.rs, a static bulk-TCP and
+#                      request/response program)
 #   OUT/kernel-version the Debian kernel version the guest was built from
 #
 # Usage: tests/vm/build-guest.sh [OUT]   (default OUT: target/vm)
@@ -65,7 +66,7 @@ if [ ! -f "$kdir/vmlinux" ]; then
 fi
 
 # 2. vmtool, static (glibc static-pie; std only).
-stamp=$(cat "$here/vmtool.rs" "$here/init.sh" "$0" /bin/busybox | sha256sum | cut -c1-16)
+stamp=$(cat "$here"/*.rs "$here/init.sh" "$0" /bin/busybox | sha256sum | cut -c1-16)
 if [ ! -f "$out/initrd.cpio.gz" ] || [ "$(cat "$out/initrd.stamp" 2>/dev/null)" != "$kver-$stamp" ]; then
     root=$(mktemp -d)
     trap 'rm -rf "$root"' EXIT

@@ -4,7 +4,7 @@
 # parseable lines (READY, RESULT ..., STATS ..., DONE) on the console and powers off.
 #
 # Kernel command line:  vm.ip=A.B.C.D  vm.peer=A.B.C.D  vm.test=NAME  [vm.bytes=N]
-#                       [vm.conns=N]  [vm.mtu=N]  [vm.rate=N]
+#                       [vm.conns=N]  [vm.mtu=N]  [vm.rate=N]  [vm.secs=N]
 # Tests:  server   ping the peer (56 and 1400 bytes), then receive and verify the peer's
 #                  stream (vmtool recv)
 #         client   ping the peer, then send vm.bytes per connection (vmtool send)
@@ -20,6 +20,10 @@
 #         exchange like sink (the peer's stream in, its size and sha256 printed), then
 #                  like source without the ping flood: vm.bytes of /dev/urandom, its
 #                  sha256 printed, sent to the peer's port 5001 as fast as it goes
+#         rr-server  ping the peer, then answer request/response connections on port
+#                  5002 (vmtool rrserve) until powered off
+#         rr       ping the peer, then TCP_RR and TCP_CRR against the peer's port 5002
+#                  for vm.secs seconds each (vmtool rr, vmtool crr)
 #         [vm.stay=1] keeps the guest up after its test (the host kills it)
 /bin/busybox mkdir -p /proc /sys /dev /tmp /bin /sbin /usr/bin /usr/sbin
 /bin/busybox --install -s
@@ -32,7 +36,7 @@ for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
     insmod /lib/modules/$m.ko || echo "RESULT error msg=insmod_$m"
 done
 
-ip= peer= test=idle bytes=16777216 conns=1 mtu= stay=0 dstmac= rate=0
+ip= peer= test=idle bytes=16777216 conns=1 mtu= stay=0 dstmac= rate=0 secs=10
 for a in $(cat /proc/cmdline); do
     case "$a" in
         vm.ip=*) ip=${a#vm.ip=} ;;
@@ -44,6 +48,7 @@ for a in $(cat /proc/cmdline); do
         vm.stay=*) stay=${a#vm.stay=} ;;
         vm.rate=*) rate=${a#vm.rate=} ;;
         vm.dstmac=*) dstmac=${a#vm.dstmac=} ;;
+        vm.secs=*) secs=${a#vm.secs=} ;;
     esac
 done
 
@@ -76,6 +81,8 @@ case "$test" in
     server-loop) while :; do vmtool recv 5001; vmtool stats eth0; done ;;
     client) vmtool send "$peer" 5001 "$bytes" "$conns" ;;
     idle) ;;
+    rr-server) vmtool rrserve 5002 ;;
+    rr) vmtool rr "$peer" 5002 "$secs"; vmtool crr "$peer" 5002 "$secs" ;;
     source) head -c "$bytes" /dev/urandom > /tmp/blob
             echo "RESULT blob bytes=$(wc -c < /tmp/blob) sha256=$(sha256sum /tmp/blob | cut -d' ' -f1)"
             ping -q -i 0.01 "$peer" > /tmp/flood 2>&1 &

@@ -19,6 +19,9 @@
 //!                                     partial checksum): the guest's
 //!                                     virtio-net driver hands them to the device whole
 //!                                     as TSO frames; payload = the stream seeded with 1
+//! vmtool rrserve PORT                 request/response server (rr.rs)
+//! vmtool rr HOST PORT SECS            TCP_RR: 1-byte transactions on one connection
+//! vmtool crr HOST PORT SECS           TCP_CRR: a connection per transaction
 //! ```
 //!
 //! Busybox `nc` writes 1 KiB at a time and never makes TSO frames; this writes 64 KiB
@@ -27,6 +30,8 @@
 //! The stream is a xorshift64 sequence (little-endian u64 words) seeded by the
 //! connection's first 8 bytes, so a misplaced, duplicated or corrupted segment changes
 //! the bytes the receiver compares.
+
+mod rr;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -416,6 +421,9 @@ fn main() {
         "sendfile" => sendfile(arg(2), num(3) as u16, arg(4), num(5)),
         "stats" => stats(arg(2)),
         "tso" => tso(arg(2), arg(3), arg(4), num(5) as u32),
+        "rrserve" => rr::serve(num(2) as u16),
+        "rr" => rr::run(arg(2), num(3) as u16, num(4), false),
+        "crr" => rr::run(arg(2), num(3) as u16, num(4), true),
         other => fail(format!("unknown command {other}")),
     }
 }

@@ -112,6 +112,33 @@ pub const SECTIONS: &[Section] = &[
         plots: &[],
     },
     Section {
+        title: "5b. Request/response between two VMs (TCP_RR, TCP_CRR)",
+        what: "Two QEMU guests (the test guest of `tests/vm/`, TCG: this machine has no usable KVM; one vCPU each) on two vhost-user ports of the switch (`bench-vm-rr.sh`): vswitchd with `--poll adaptive`, OVS with DPDK (`dpdkvhostuserclient` ports, NORMAL action, `pmd-maxsleep=50`). One guest answers; the other runs netperf-style TCP_RR (1-byte request and response on one connection, TCP_NODELAY) and then TCP_CRR (a connection per transaction), each for the window (`vmtool rr`/`crr`, `tests/vm/rr.rs`). transactions/s and the transactions' latency percentiles, µs. Under TCG the guests' emulated network stacks take nearly all of each transaction, so these figures measure the guests far more than the switch; only the ratio within one run compares the switches.",
+        spec: TableSpec {
+            scenario: "rr",
+            rows: &["test"],
+            metrics: &[
+                Metric {
+                    name: "rate",
+                    label: "transactions/s",
+                    decimals: 0,
+                },
+                Metric {
+                    name: "p50_us",
+                    label: "p50 µs",
+                    decimals: 0,
+                },
+                Metric {
+                    name: "p99_us",
+                    label: "p99 µs",
+                    decimals: 0,
+                },
+            ],
+            ratios: &[("vswitchd", "ovs", "rate")],
+        },
+        plots: &[],
+    },
+    Section {
         title: "6. Latency under load",
         what: "In the topology of section 5, ICMP echo round trips (`ping -i 0.002`, 500 per level) between the two VMs while iperf3 (TCP, paced with `-b`) runs at 10 %, 50 % and 90 % of the Gbit/s that switch reached in the same round (load 0: no iperf3). The round trip crosses both switches twice and both kernels' ICMP paths; µs.",
         spec: TableSpec {

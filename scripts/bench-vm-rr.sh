@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Request/response and connect/close rates between two Linux VMs, netperf-style TCP_RR
+# and TCP_CRR (the metrics of the VM-FEX comparison), vswitchd against Open vSwitch with
+# DPDK in one run. As root.
+#
+# Two QEMU guests (the test guest of tests/vm/, TCG: this machine has no usable KVM; one
+# vCPU, 512 MiB of shared memfd memory each) on two vhost-user ports of the switch, QEMU
+# the socket's server:
+#   vswitchd  two --vhost-user-client ports, --poll adaptive
+#   ovs       Open vSwitch 3.1 with DPDK, two dpdkvhostuserclient ports, NORMAL action,
+#             pmd-maxsleep=50 (OVS's own adaptive polling)
+# Guest A answers (vmtool rrserve); guest B runs TCP_RR on one connection, then TCP_CRR
+# (a connection per transaction), SECS seconds each, 1 byte each way
+# (tests/vm/rr.rs): transactions per second and latency p50/p99 in µs.
+#
+# Under TCG each guest's network stack runs emulated: the rates measure the guests far
+# more than the switch, so only the ratio of the two switches within one run says
+# something, and little; the switch's own share is the same 1-byte frames either way.
+#
+#   scripts/bench-vm-rr.sh [--rounds N] [--secs S] [--only "vswitchd ovs"] [--json FILE]
+#   (default 2 rounds of 10 s per test: about 4 minutes)
+#   --json FILE  also append one JSON object per measurement to FILE: scenario "rr",
+#                params {test: "tcp_rr"|"tcp_crr"}, metrics {rate, p50_us, p99_us}
+#   VSWITCHD=/path/to/vswitchd   another build as vswitchd
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=2; secs=10; only="vswitchd ovs"; json=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds=$2; shift 2 ;;
+        --secs) secs=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        --json) json=$(realpath -m "$2"); touch "$json"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+        *) echo "bench-vm-rr.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for sw in $only; do
+    case "$sw" in vswitchd|ovs) ;;
+    *) echo "bench-vm-rr.sh: unknown switch $sw (vswitchd ovs)" >&2; exit 2 ;;
+    esac
+done
+scripts/setup.sh --bench
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release -q -p vswitch --bins
+bin="${CARGO_TARGET_DIR:-target}/release"
+img=$(tests/vm/build-guest.sh "${CARGO_TARGET_DIR:-target}/vm")
+vgaopt=""
+# QEMU 7.2 under TCG crashes with vhost-user and MSI-X: INTx there (as tests/common/qemu.rs).
+qv=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p' | head -1)
+[ "${qv:-0}" -lt 8 ] && vgaopt=",vectors=0"
+
+work=$(mktemp -d /tmp/vswitch-rr.XXXXXX)
+results="$work/results.tsv"
+pids=()
+stop_all() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do
+        alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && break; sleep 0.1
+    done
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    pids=()
+    if [ -f "$work/ovs/ovs-vswitchd.pid" ]; then kill "$(cat "$work/ovs/ovs-vswitchd.pid")" 2>/dev/null || true; fi
+    if [ -f "$work/ovs/ovsdb-server.pid" ]; then kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true; fi
+    sleep 0.5
+    rm -rf "$work/ovs" /var/run/dpdk/rrovs* "$work"/*.sock 2>/dev/null || true
+}
+trap 'stop_all; rm -rf "$work"' EXIT INT TERM
+
+start_vm() { # name socket mac params
+    qemu-system-x86_64 -accel tcg -M pc -cpu max -m 512M -smp 1 -nodefaults -display none \
+        -serial stdio -no-reboot -kernel "$img/vmlinux" -initrd "$img/initrd.cpio.gz" \
+        -append "console=ttyS0 quiet panic=-1 $4" \
+        -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
+        -chardev "socket,id=c0,path=$2,server=on,wait=off" -netdev vhost-user,id=n0,chardev=c0 \
+        -device "virtio-net-pci,netdev=n0,mac=$3$vgaopt" \
+        </dev/null >"$work/$1.log" 2>&1 &
+    pids+=($!)
+}
+
+start_switch() {
+    case "$1" in
+    ovs)
+        local d="$work/ovs"; mkdir -p "$d"
+        export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
+        local vsctl="ovs-vsctl --db=unix:$d/db.sock"
+        ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+        ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
+            --detach --log-file="$d/ovsdb.log"
+        $vsctl --no-wait init
+        $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+            other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
+            other_config:dpdk-socket-mem=512 other_config:pmd-maxsleep=50 \
+            "other_config:dpdk-extra=--file-prefix=rrovs --no-pci --single-file-segments"
+        /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
+            --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
+        $vsctl add-br br0 -- set bridge br0 datapath_type=netdev
+        for p in a b; do
+            $vsctl add-port br0 "vhu$p" -- set Interface "vhu$p" type=dpdkvhostuserclient \
+                "options:vhost-server-path=$work/$p.sock"
+        done
+        ;;
+    vswitchd)
+        "${VSWITCHD:-$bin/vswitchd}" --vhost-user-client "a=$work/a.sock" \
+            --vhost-user-client "b=$work/b.sock" --poll adaptive \
+            --control "$work/ctl.sock" 2>"$work/vswitchd.log" &
+        pids+=($!)
+        ;;
+    esac
+}
+
+# Waits up to $2 s for a line starting with $3 in guest log $1; prints it.
+wait_line() {
+    local i
+    for i in $(seq $(($2 * 10))); do
+        if grep -a "^$3" "$work/$1.log" 2>/dev/null | head -1 | grep .; then return 0; fi
+        sleep 0.1
+    done
+    echo "bench-vm-rr.sh: no '$3' from guest $1 within $2 s; its console:" >&2
+    tail -20 "$work/$1.log" >&2
+    return 1
+}
+
+measure() { # switch -> prints "rr_rate rr_p50 rr_p99 crr_rate crr_p50 crr_p99"
+    local sw=$1
+    start_vm a "$work/a.sock" 52:54:00:00:0a:01 "vm.ip=10.9.0.1 vm.peer=10.9.0.2 vm.test=rr-server"
+    start_vm b "$work/b.sock" 52:54:00:00:0a:02 \
+        "vm.ip=10.9.0.2 vm.peer=10.9.0.1 vm.test=rr vm.secs=$secs"
+    sleep 1
+    start_switch "$sw"
+    local rr crr
+    rr=$(wait_line b $((180 + secs)) "RESULT rr ") || { stop_all; return 1; }
+    crr=$(wait_line b $((60 + secs)) "RESULT crr ") || { stop_all; return 1; }
+    stop_all
+    python3 - "$rr" "$crr" <<'PY'
+import sys
+kv = [dict(w.split("=", 1) for w in line.split()[2:]) for line in sys.argv[1:3]]
+print(" ".join(f"{k['rate']} {k['p50_us']} {k['p99_us']}" for k in kv))
+PY
+}
+
+printf "round\tswitch\ttest\trate\tp50_us\tp99_us\n" > "$results"
+for r in $(seq "$rounds"); do
+    for sw in $only; do
+        m=$(measure "$sw") || { echo "bench-vm-rr.sh: $sw, round $r failed" >&2; continue; }
+        # shellcheck disable=SC2086 # m is six numbers
+        set -- $m
+        printf "%s\t%s\ttcp_rr\t%s\t%s\t%s\n" "$r" "$sw" "$1" "$2" "$3" | tee -a "$results"
+        printf "%s\t%s\ttcp_crr\t%s\t%s\t%s\n" "$r" "$sw" "$4" "$5" "$6" | tee -a "$results"
+    done
+done
+
+python3 - "$results" "$json" <<'PY'
+import csv, json, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+if sys.argv[2]:
+    with open(sys.argv[2], "a") as f:
+        for r in rows:
+            f.write(json.dumps({"scenario": "rr", "switch": r["switch"], "round": int(r["round"]),
+                                "params": {"test": r["test"]},
+                                "metrics": {k: float(r[k]) for k in ("rate", "p50_us", "p99_us")}}) + "\n")
+med = {}
+for r in rows:
+    med.setdefault((r["switch"], r["test"]), []).append(r)
+switches = [s for s in ("ovs", "vswitchd") if any(k[0] == s for k in med)]
+print("\nmedian over rounds (transactions/s, latency p50/p99 µs; TCG guests):")
+for test in ("tcp_rr", "tcp_crr"):
+    line = f"{test:<8}"
+    rate = {}
+    for s in switches:
+        rs = med.get((s, test), [])
+        rate[s] = statistics.median(float(r["rate"]) for r in rs)
+        p50 = statistics.median(float(r["p50_us"]) for r in rs)
+        p99 = statistics.median(float(r["p99_us"]) for r in rs)
+        line += f"  {s}: {rate[s]:>8.0f}/s {p50:>6.0f}/{p99:<6.0f}"
+    if rate.get("ovs"):
+        line += f"  vswitchd/ovs {rate.get('vswitchd', 0) / rate['ovs']:.2f}"
+    print(line)
+PY
