@@ -24,6 +24,15 @@ use crate::model::stats::{DropReason, PortCounters};
 /// Most receive chains one frame may fill with mergeable buffers.
 const MAX_RX_CHAINS: usize = 64;
 
+/// How many frames ahead a delivery prefetches the receive buffer it will write.
+const BUFFER_AHEAD: u16 = 4;
+
+/// Largest frame (bytes) after which a delivery prefetches a buffer ahead: for small
+/// frames the buffer's first miss is most of a copy's cost (64 B PVP: 6-8 % fewer
+/// cycles per packet); for large ones the copy streams many lines and the prefetch
+/// measured as a loss (10-25 % more cycles at 1518 B).
+const PREFETCH_MAX_FRAME: u32 = 256;
+
 /// One delivery batch into a receive ring: ring positions and what was delivered.
 struct RxCursor {
     avail: AvailCursor,
@@ -148,8 +157,12 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
     let avail = ring
         .avail_cursor(queue.next_avail())
         .map_err(|_| DropReason::BadDescriptor)?;
-    // Prefetch the receive descriptors this batch will most likely take.
+    // Prefetch the receive descriptors this batch will most likely take, then the
+    // first buffers; each frame prefetches the buffer BUFFER_AHEAD frames on.
     ring.prefetch_avail(&avail, batch.items.len());
+    for k in 0..BUFFER_AHEAD.min(batch.items.len() as u16) {
+        ring.prefetch_buffer(&avail, k);
+    }
     let old_used = queue.next_used();
     let mut log = conn.migration.logging();
     scratch.written.clear();
@@ -168,6 +181,9 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
         if cur.out_of_buffers {
             counters.drop(DropReason::NoRxBuffer, 1);
             continue;
+        }
+        if batch.len(it) <= PREFETCH_MAX_FRAME {
+            ring.prefetch_buffer(&cur.avail, BUFFER_AHEAD);
         }
         // Whole frames keep their offload fields (virtio 1.2 §5.1.6.4); made ones
         // carry none.

@@ -117,6 +117,11 @@ pub trait DeviceRing<'m> {
     fn refresh(&self, _cur: &mut AvailCursor) {}
     /// Starts loading the descriptors of up to `n` chains from `cur`.
     fn prefetch_avail(&self, cur: &AvailCursor, n: usize);
+    /// Starts loading, for writing, the first bytes of the receive buffer of the
+    /// chain `ahead` places after `cur` when it is a single writable buffer the cursor
+    /// has seen: a delivery batch writes each buffer once, and the guest's core touched
+    /// it last, so without this every frame's copy waits for its own cache misses.
+    fn prefetch_buffer(&self, _cur: &AvailCursor, _ahead: u16) {}
     /// The chain at `cur` if it is one device-readable buffer of 1 to [`MAX_CHAIN_BYTES`]
     /// bytes inside guest memory: the chain, the buffer and its bytes. `None` means
     /// "not that shape": read it with [`read_chain`](Self::read_chain), which also
@@ -357,6 +362,40 @@ impl<'m> MemView<'m> {
             prefetch(s.ptr_guard().as_ptr());
         }
     }
+
+    /// Starts loading the cache lines of the `len` bytes at guest-physical `addr`, or of
+    /// its first byte only when they are not all in one region of guest memory.
+    #[inline]
+    pub fn prefetch_range(&self, addr: u64, len: usize) {
+        match self.slice(addr, len) {
+            Some(s) => {
+                let p = s.ptr_guard().as_ptr();
+                let first = p as usize & !63;
+                for line in (first..p as usize + len).step_by(64) {
+                    prefetch_write(line as *const u8);
+                }
+            }
+            None => self.prefetch(addr),
+        }
+    }
+}
+
+/// Bytes of a receive buffer [`DeviceRing::prefetch_buffer`] loads: the virtio-net
+/// header and a 64-byte frame, which straddle two cache lines at the usual offsets.
+pub const PREFETCH_BYTES: usize = 76;
+
+/// Prefetches the cache line holding `p` in the exclusive state, to be written
+/// (PREFETCHW).
+#[inline]
+pub fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHW is a hint: it never faults and has no architectural effect,
+    // whatever the address.
+    unsafe {
+        core::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Prefetches the cache line holding `p` into all cache levels.

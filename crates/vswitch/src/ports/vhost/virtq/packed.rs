@@ -30,7 +30,8 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, Volatil
 
 use super::{
     first_bytes, take_buffer, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg,
-    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, PREFETCH_BYTES, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
+    VRING_DESC_F_WRITE,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -328,6 +329,19 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         let size = usize::from(self.size);
         for k in (4..n.min(size)).step_by(4) {
             self.desc.prefetch(((slot + k) % size) as u16);
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch_buffer(&self, cur: &AvailCursor, ahead: u16) {
+        // Receive chains are one descriptor each in the usual shape: `ahead` slots on.
+        let pos = packed_advance(cur.next, ahead, self.size);
+        if self.is_avail(pos) {
+            let ahead = AvailCursor { next: pos, ..*cur };
+            if let Some((_, seg)) = self.single_desc(&ahead, true) {
+                self.mem
+                    .prefetch_range(seg.addr, (seg.len as usize).min(PREFETCH_BYTES));
+            }
         }
     }
 
