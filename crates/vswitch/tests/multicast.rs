@@ -406,6 +406,12 @@ fn overlay_replication_goes_only_to_hosts_with_receivers() {
     let dir = TempDir::new("mcast-overlay");
     let id = std::process::id() % 10000;
     let taps: Vec<String> = (0..3).map(|k| format!("vomc{id}{k}")).collect();
+    // One report per join, no retransmission, so the underlay carries nothing else while
+    // the frames are counted: a device takes its robustness variable (the number of
+    // unsolicited reports) from igmp_qrv when it is created, so before the taps are.
+    for ns in &f.ns {
+        f.exec(ns, &["sysctl", "-qw", "net.ipv4.igmp_qrv=1"]);
+    }
     let sw: Vec<Vswitchd> = (0..3).map(|k| f.vswitchd(k, &dir, &taps[k])).collect();
     f.ping_until(0, "10.50.0.2");
     f.ping_until(0, "10.50.0.3");
@@ -421,9 +427,6 @@ fn overlay_replication_goes_only_to_hosts_with_receivers() {
                 .unwrap(),
         )
     };
-    // One report per join (no retransmission), so the underlay carries nothing else
-    // while the frames are counted.
-    f.exec(&f.ns[1], &["sysctl", "-qw", "net.ipv4.igmp_qrv=1"]);
     let out1 = dir.path("recv1");
     let _r1 = py(1, &["recv", &taps[1], g, "5001", out1.to_str().unwrap()]);
     wait_for(WAIT, "host 1's receiver", || count_of(&out1));

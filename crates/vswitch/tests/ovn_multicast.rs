@@ -8,7 +8,7 @@
 //! datapath) + ovn-controller, **hv2** and **hv3** = vswitchd. Receivers are Linux
 //! sockets in the hosts' namespaces (the kernel's own IGMPv3 reports and leaves); an
 //! AF_PACKET sniffer on each VM interface counts the group's frames that reach it,
-//! joined or not (`tests/common/mcast.py`).
+//! joined or not (`tests/common/mcast.py`); an IPv6 group checks MLDv2 the same way.
 
 mod common;
 
@@ -26,6 +26,8 @@ const MCAST_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/mcast.
 const WAIT: Duration = Duration::from_secs(20);
 const GROUP: &str = "239.1.2.3";
 const GROUP_MAC: &str = "01:00:5e:01:02:03";
+/// An IPv6 group (MLDv2 reports).
+const GROUP6: &str = "ff0e::1:3";
 /// A group nobody joins.
 const UNJOINED: &str = "239.9.9.9";
 /// Datagrams per send.
@@ -270,4 +272,45 @@ fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
     );
     assert_eq!(count(&sniffed[1]), at_hv2, "hv2 left and got copies");
     eprintln!("[{:>6.1?}] leave and unregistered groups", t0.elapsed());
+
+    // MLDv2: hv2's VM joins an IPv6 group; northd names the group by its IPv6 text, and
+    // hv1's (OVS) frames to it reach hv2 and not hv3.
+    for (k, iface) in [(0, "vif0"), (1, ta.as_str()), (2, tb.as_str())] {
+        let on = format!("net.ipv6.conf.{iface}.disable_ipv6=0");
+        f.exec(&f.ns[k], &["sysctl", "-qw", &on]);
+        let addr = format!("2001:db8:5::{}/64", k + 1);
+        f.exec(
+            &f.ns[k],
+            &["ip", "-6", "addr", "add", &addr, "dev", iface, "nodad"],
+        );
+    }
+    let sniffed6: Vec<PathBuf> = (0..3).map(|k| dir.path(&format!("sniff6-{k}"))).collect();
+    let _sniffers6: Vec<KillOnDrop> = (1..3)
+        .map(|k| {
+            let out = sniffed6[k].to_str().unwrap();
+            py(&f.ns[k], &["sniff", ifaces[k], GROUP6, out])
+        })
+        .collect();
+    let joined6 = dir.path("recv6-hv2");
+    let _recv6 = py(
+        &f.ns[1],
+        &["recv", &ta, GROUP6, "5001", joined6.to_str().unwrap()],
+    );
+    wait_for(WAIT, "northd's group for the IPv6 address", || {
+        let ports = c.sb_get("Multicast_Group", "name", &format!("\"{GROUP6}\""), "ports");
+        (lsps(&c, &ports) == ["lsp-a"]).then_some(())
+    });
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    send(&f.ns[0], "vif0", GROUP6);
+    reaches(&joined6, N, "IPv6 datagrams at hv2's receiver");
+    assert!(
+        ping_ok(&f.ns[0], "10.0.0.3", 5),
+        "a round trip to hv3 after"
+    );
+    assert_eq!(
+        count(&sniffed6[2]),
+        0,
+        "hv3 has no IPv6 member and got copies"
+    );
+    eprintln!("[{:>6.1?}] MLDv2 group", t0.elapsed());
 }

@@ -10,6 +10,9 @@
 //!   sender) and to router ports; to an unregistered group they flood, or go to router
 //!   ports only (`--mcast-flood-unregistered off`). Link-local groups always flood.
 //!
+//! - In an OVN logical switch that snoops, the pass follows OVN's rules instead
+//!   ([`ovn`]).
+//!
 //! The flow cache never holds these decisions: the cached one stays "flood", and this
 //! pass refines it per burst, so a membership change needs no cache invalidation.
 //! Frames that are not flooded cost one scan of the burst's actions.
@@ -18,12 +21,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
+mod ovn;
+
 use super::forward::Target;
 use super::packet::{Action, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::fdb::Dest;
 use crate::model::mcast::{Mcast, Member};
-use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::DropReason;
 use crate::model::topology::{DomainId, Topology};
 
@@ -209,92 +213,6 @@ impl Pipeline {
             self.actions[i] = st.set(topo, src, mc, SetKey::Group(d, group, source));
         }
         st.count(mc);
-    }
-}
-
-impl Pipeline {
-    /// The snooping pass in OVN logical switch `o`, which snoops (ovn-northd(8),
-    /// `ls_in_l2_lkup`): IGMP/MLD from a local port is taken in, forwarded nowhere (the
-    /// chassis writes the memberships to `IGMP_Group`, [`crate::ovn::igmp`]); a frame
-    /// to a registered group goes to the `Multicast_Group` ovn-northd made of every
-    /// chassis' members, one to an unregistered group to `_MC_static` or nowhere.
-    /// Tunnelled frames already carry their group's key; frames from the provider
-    /// network are left to flood.
-    fn snoop_ovn<'m, B: RxBurst<'m>>(
-        &mut self,
-        o: &OvnDomain,
-        src: &Source<'_>,
-        burst: &B,
-        pkts: &[Pkt],
-    ) {
-        let flooded = |a: &Action| matches!(a, Action::Multicast(_, ovn::MC_FLOOD));
-        if src.tep.is_some()
-            || o.localnet.is_some_and(|l| l.uplink == src.port.id)
-            || !self.actions.iter().any(flooded)
-        {
-            return;
-        }
-        let mc = &self.switch.mcast;
-        let st = &mut self.snoop;
-        st.sets.clear();
-        st.targets.clear();
-        st.frames.clear();
-        let counters = src.port.counters(self.pmd);
-        let (mut forwarded, mut to_static, mut unregistered) = (0, 0, 0);
-        let mut now = None;
-        for (i, p) in pkts.iter().enumerate() {
-            let Action::Multicast(d, ovn::MC_FLOOD) = self.actions[i] else {
-                continue;
-            };
-            let mut h = [0u8; PEEK];
-            let n = burst.read(p, 0, &mut h);
-            let group = match inspect(&h[..n]) {
-                Seen::Other => continue,
-                Seen::Data(_, g) => g,
-                Seen::Control(l3, _, g) => {
-                    let now = *now.get_or_insert_with(Instant::now);
-                    match st.control(mc, burst, p, l3, d, Member::Port(src.port.id), now) {
-                        Control::Query | Control::Report => {
-                            self.actions[i] = st.taken_in(d);
-                            continue;
-                        }
-                        Control::Invalid => {
-                            counters.drop(DropReason::BadMcastControl, 1);
-                            self.actions[i] = Action::Drop(DropReason::BadMcastControl);
-                            continue;
-                        }
-                        Control::Data if mcsnoop::is_link_local(g) => continue,
-                        Control::Data => g,
-                    }
-                }
-            };
-            self.actions[i] = match (o.registered(group), o.static_flood) {
-                (Some(k), _) => {
-                    forwarded += 1;
-                    Action::Multicast(d, k)
-                }
-                (None, Some(k)) => {
-                    to_static += 1;
-                    Action::Multicast(d, k)
-                }
-                (None, None) => {
-                    unregistered += 1;
-                    Action::Drop(DropReason::McastUnregistered)
-                }
-            };
-        }
-        if unregistered > 0 {
-            counters.drop(DropReason::McastUnregistered, unregistered);
-        }
-        let c = &mc.counters;
-        for (counter, n) in [
-            (&c.forwarded, forwarded),
-            (&c.unregistered_to_routers, to_static),
-        ] {
-            if n > 0 {
-                counter.fetch_add(n, Relaxed);
-            }
-        }
     }
 }
 

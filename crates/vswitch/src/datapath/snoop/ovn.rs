@@ -1,0 +1,124 @@
+//! The snooping pass in an OVN logical switch that snoops (`mcast_snoop=true`;
+//! ovn-northd(8), `ls_in_l2_lkup`): IGMP/MLD from a local port is taken in and
+//! forwarded nowhere (the chassis writes the memberships to `IGMP_Group`,
+//! [`crate::ovn::igmp`]); a frame to a registered group goes to the `Multicast_Group`
+//! ovn-northd made of every chassis' members (here, and one copy per chassis with
+//! members carrying the group's key), one to an unregistered group to `_MC_static` or
+//! nowhere. Tunnelled frames already carry their group's key; frames from the provider
+//! network are left to flood.
+
+use std::net::IpAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+use super::{inspect, Control, Seen, PEEK};
+use crate::datapath::packet::{Action, Pkt, RxBurst};
+use crate::datapath::pipeline::{Pipeline, Source};
+use crate::model::mcast::{Mcast, Member};
+use crate::model::ovn::{self, OvnDomain};
+use crate::model::stats::{DropReason, PortCounters};
+use crate::model::topology::DomainId;
+
+impl Pipeline {
+    /// The pass over a classified burst from `src` in OVN logical switch `o`.
+    pub(super) fn snoop_ovn<'m, B: RxBurst<'m>>(
+        &mut self,
+        o: &OvnDomain,
+        src: &Source<'_>,
+        burst: &B,
+        pkts: &[Pkt],
+    ) {
+        let flooded = |a: &Action| matches!(a, Action::Multicast(_, ovn::MC_FLOOD));
+        if src.tep.is_some()
+            || o.localnet.is_some_and(|l| l.uplink == src.port.id)
+            || !self.actions.iter().any(flooded)
+        {
+            return;
+        }
+        let mc = &self.switch.mcast;
+        let st = &mut self.snoop;
+        st.sets.clear();
+        st.targets.clear();
+        st.frames.clear();
+        let counters = src.port.counters(self.pmd);
+        let mut tally = Tally::default();
+        let mut now = None;
+        for (i, p) in pkts.iter().enumerate() {
+            let Action::Multicast(d, ovn::MC_FLOOD) = self.actions[i] else {
+                continue;
+            };
+            let mut h = [0u8; PEEK];
+            let n = burst.read(p, 0, &mut h);
+            let group = match inspect(&h[..n]) {
+                Seen::Other => continue,
+                Seen::Data(_, g) => g,
+                Seen::Control(l3, _, g) => {
+                    let now = *now.get_or_insert_with(Instant::now);
+                    match st.control(mc, burst, p, l3, d, Member::Port(src.port.id), now) {
+                        Control::Query | Control::Report => {
+                            self.actions[i] = st.taken_in(d);
+                            continue;
+                        }
+                        Control::Invalid => {
+                            counters.drop(DropReason::BadMcastControl, 1);
+                            self.actions[i] = Action::Drop(DropReason::BadMcastControl);
+                            continue;
+                        }
+                        Control::Data if mcsnoop::is_link_local(g) => continue,
+                        Control::Data => g,
+                    }
+                }
+            };
+            self.actions[i] = tally.route(o, d, group);
+        }
+        tally.count(mc, counters);
+    }
+}
+
+/// A burst's data frames by where the pass sent them.
+#[derive(Debug, Default)]
+struct Tally {
+    /// To a registered group.
+    forwarded: u64,
+    /// Unregistered, to `_MC_static`.
+    to_static: u64,
+    /// Unregistered, dropped.
+    unregistered: u64,
+}
+
+impl Tally {
+    /// The action of a frame to `group` in switch `o` (domain `d`), tallied.
+    #[inline]
+    fn route(&mut self, o: &OvnDomain, d: DomainId, group: IpAddr) -> Action {
+        match (o.registered(group), o.static_flood) {
+            (Some(k), _) => {
+                self.forwarded += 1;
+                Action::Multicast(d, k)
+            }
+            (None, Some(k)) => {
+                self.to_static += 1;
+                Action::Multicast(d, k)
+            }
+            (None, None) => {
+                self.unregistered += 1;
+                Action::Drop(DropReason::McastUnregistered)
+            }
+        }
+    }
+
+    /// Adds the tallies to the source port's drops and snooping's counters.
+    fn count(&self, mc: &Mcast, port: &PortCounters) {
+        if self.unregistered > 0 {
+            port.drop(DropReason::McastUnregistered, self.unregistered);
+        }
+        let c = &mc.counters;
+        for (counter, n) in [
+            (&c.forwarded, self.forwarded),
+            (&c.unregistered_to_routers, self.to_static),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Relaxed);
+            }
+        }
+    }
+}
