@@ -28,7 +28,7 @@ use super::packet::{Action, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::fdb::Dest;
 use crate::model::mcast::{Mcast, Member};
-use crate::model::stats::DropReason;
+use crate::model::stats::{DropReason, PortCounters};
 use crate::model::topology::{DomainId, Topology};
 
 /// Longest IGMP/MLD frame read whole (a larger one is dropped as malformed: reports
@@ -187,32 +187,73 @@ impl Pipeline {
             let Action::Flood(d) = self.actions[i] else {
                 continue;
             };
-            let mut h = [0u8; PEEK];
-            let n = burst.read(p, 0, &mut h);
-            let (group, source) = match inspect(&h[..n]) {
-                Seen::Other => continue,
-                Seen::Data(s, g) => (g, s),
-                Seen::Control(l3, s, g) => {
-                    let now = *now.get_or_insert_with(Instant::now);
-                    match st.control(mc, burst, p, l3, d, from, now) {
-                        Control::Query => continue,
-                        Control::Report => {
-                            self.actions[i] = st.set(topo, src, mc, SetKey::Reports(d));
-                            continue;
-                        }
-                        Control::Invalid => {
-                            counters.drop(DropReason::BadMcastControl, 1);
-                            self.actions[i] = Action::Drop(DropReason::BadMcastControl);
-                            continue;
-                        }
-                        Control::Data if mcsnoop::is_link_local(g) => continue,
-                        Control::Data => (g, s),
-                    }
+            let (group, source) = match st.look(mc, burst, p, d, from, &mut now) {
+                Look::Skip | Look::Query => continue,
+                Look::Report => {
+                    self.actions[i] = st.set(topo, src, mc, SetKey::Reports(d));
+                    continue;
                 }
+                Look::Invalid => {
+                    self.actions[i] = invalid(counters);
+                    continue;
+                }
+                Look::Data(g, s) => (g, s),
             };
             self.actions[i] = st.set(topo, src, mc, SetKey::Group(d, group, source));
         }
         st.count(mc);
+    }
+}
+
+/// What a frame a domain would flood turned out to be ([`Snoop::look`]).
+enum Look {
+    /// Not IP multicast to a group snooping handles (or link-local): left alone.
+    Skip,
+    /// An IGMP/MLD query, applied.
+    Query,
+    /// An IGMP/MLD report or leave, applied.
+    Report,
+    /// A malformed IGMP/MLD message.
+    Invalid,
+    /// Data to the group (first) from the source (second).
+    Data(IpAddr, IpAddr),
+}
+
+/// The action of a malformed IGMP/MLD message, counted on the port it came from.
+fn invalid(counters: &PortCounters) -> Action {
+    counters.drop(DropReason::BadMcastControl, 1);
+    Action::Drop(DropReason::BadMcastControl)
+}
+
+impl Snoop {
+    /// Reads frame `p` of `burst`, flooded in domain `d` from `from`: an IGMP/MLD
+    /// message is applied to the group database (at `now`, read from the clock once
+    /// per burst).
+    fn look<'m, B: RxBurst<'m>>(
+        &mut self,
+        mc: &Mcast,
+        burst: &B,
+        p: &Pkt,
+        d: DomainId,
+        from: Member,
+        now: &mut Option<Instant>,
+    ) -> Look {
+        let mut h = [0u8; PEEK];
+        let n = burst.read(p, 0, &mut h);
+        match inspect(&h[..n]) {
+            Seen::Other => Look::Skip,
+            Seen::Data(s, g) => Look::Data(g, s),
+            Seen::Control(l3, s, g) => {
+                let now = *now.get_or_insert_with(Instant::now);
+                match self.control(mc, burst, p, l3, d, from, now) {
+                    Control::Query => Look::Query,
+                    Control::Report => Look::Report,
+                    Control::Invalid => Look::Invalid,
+                    Control::Data if mcsnoop::is_link_local(g) => Look::Skip,
+                    Control::Data => Look::Data(g, s),
+                }
+            }
+        }
     }
 }
 

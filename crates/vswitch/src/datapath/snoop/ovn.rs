@@ -9,9 +9,8 @@
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
 
-use super::{inspect, Control, Seen, PEEK};
+use super::{invalid, Look};
 use crate::datapath::packet::{Action, Pkt, RxBurst};
 use crate::datapath::pipeline::{Pipeline, Source};
 use crate::model::mcast::{Mcast, Member};
@@ -43,33 +42,17 @@ impl Pipeline {
         let counters = src.port.counters(self.pmd);
         let mut tally = Tally::default();
         let mut now = None;
+        let from = Member::Port(src.port.id);
         for (i, p) in pkts.iter().enumerate() {
             let Action::Multicast(d, ovn::MC_FLOOD) = self.actions[i] else {
                 continue;
             };
-            let mut h = [0u8; PEEK];
-            let n = burst.read(p, 0, &mut h);
-            let group = match inspect(&h[..n]) {
-                Seen::Other => continue,
-                Seen::Data(_, g) => g,
-                Seen::Control(l3, _, g) => {
-                    let now = *now.get_or_insert_with(Instant::now);
-                    match st.control(mc, burst, p, l3, d, Member::Port(src.port.id), now) {
-                        Control::Query | Control::Report => {
-                            self.actions[i] = st.taken_in(d);
-                            continue;
-                        }
-                        Control::Invalid => {
-                            counters.drop(DropReason::BadMcastControl, 1);
-                            self.actions[i] = Action::Drop(DropReason::BadMcastControl);
-                            continue;
-                        }
-                        Control::Data if mcsnoop::is_link_local(g) => continue,
-                        Control::Data => g,
-                    }
-                }
+            self.actions[i] = match st.look(mc, burst, p, d, from, &mut now) {
+                Look::Skip => continue,
+                Look::Query | Look::Report => st.taken_in(d),
+                Look::Invalid => invalid(counters),
+                Look::Data(group, _) => tally.route(o, d, group),
             };
-            self.actions[i] = tally.route(o, d, group);
         }
         tally.count(mc, counters);
     }
