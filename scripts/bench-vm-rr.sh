@@ -45,10 +45,10 @@ scripts/setup.sh --bench
 cargo build --release -q -p vswitch --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
 img=$(tests/vm/build-guest.sh "${CARGO_TARGET_DIR:-target}/vm")
-vgaopt=""
+vectors=""
 # QEMU 7.2 under TCG crashes with vhost-user and MSI-X: INTx there (as tests/common/qemu.rs).
 qv=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p' | head -1)
-[ "${qv:-0}" -lt 8 ] && vgaopt=",vectors=0"
+[ "${qv:-0}" -lt 8 ] && vectors=",vectors=0"
 
 work=$(mktemp -d /tmp/vswitch-rr.XXXXXX)
 results="$work/results.tsv"
@@ -74,7 +74,7 @@ start_vm() { # name socket mac params
         -append "console=ttyS0 quiet panic=-1 $4" \
         -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
         -chardev "socket,id=c0,path=$2,server=on,wait=off" -netdev vhost-user,id=n0,chardev=c0 \
-        -device "virtio-net-pci,netdev=n0,mac=$3$vgaopt" \
+        -device "virtio-net-pci,netdev=n0,mac=$3$vectors" \
         </dev/null >"$work/$1.log" 2>&1 &
     pids+=($!)
 }

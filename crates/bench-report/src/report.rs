@@ -24,6 +24,16 @@ const CPP: Metric = Metric {
     label: "cycles/pkt",
     decimals: 0,
 };
+const P50_US: Metric = Metric {
+    name: "p50_us",
+    label: "p50 µs",
+    decimals: 0,
+};
+const P99_US: Metric = Metric {
+    name: "p99_us",
+    label: "p99 µs",
+    decimals: 0,
+};
 const DROPS: Metric = Metric {
     name: "drops",
     label: "drops",
@@ -123,16 +133,8 @@ pub const SECTIONS: &[Section] = &[
                     label: "transactions/s",
                     decimals: 0,
                 },
-                Metric {
-                    name: "p50_us",
-                    label: "p50 µs",
-                    decimals: 0,
-                },
-                Metric {
-                    name: "p99_us",
-                    label: "p99 µs",
-                    decimals: 0,
-                },
+                P50_US,
+                P99_US,
             ],
             ratios: &[("vswitchd", "ovs", "rate")],
         },
@@ -150,16 +152,8 @@ pub const SECTIONS: &[Section] = &[
                     label: "min µs",
                     decimals: 0,
                 },
-                Metric {
-                    name: "p50_us",
-                    label: "p50 µs",
-                    decimals: 0,
-                },
-                Metric {
-                    name: "p99_us",
-                    label: "p99 µs",
-                    decimals: 0,
-                },
+                P50_US,
+                P99_US,
                 Metric {
                     name: "max_us",
                     label: "max µs",

@@ -253,13 +253,9 @@ impl Pass {
         for pb in &v.activations {
             ops.push(activate(sb, *pb, name));
         }
-        if ops.is_empty() {
+        if super::transact_ops(client, ops, "claiming port bindings").await? == 0 {
             return Ok(());
         }
-        client
-            .transact(ops)
-            .await
-            .map_err(|e| format!("claiming port bindings: {e}"))?;
         info!(
             claimed = v.claims.len(),
             released = v.releases.len(),
@@ -294,14 +290,9 @@ impl Pass {
                 _ => None,
             })
             .collect();
-        if ops.is_empty() {
-            return Ok(());
-        }
-        client
-            .transact(ops)
+        super::transact_ops(client, ops, "marking ports up")
             .await
             .map(|_| ())
-            .map_err(|e| format!("marking ports up: {e}"))
     }
 }
 

@@ -64,13 +64,5 @@ pub async fn publish(client: &Client, learned: &BTreeMap<Key, i64>) -> Result<us
             )),
         }
     }
-    if ops.is_empty() {
-        return Ok(0);
-    }
-    let n = ops.len();
-    client
-        .transact(ops)
-        .await
-        .map(|_| n)
-        .map_err(|e| format!("writing learned MACs to FDB: {e}"))
+    super::transact_ops(client, ops, "writing learned MACs to FDB").await
 }

@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ovsdb::{Client, Condition, Operation, Row, Uuid};
-
 use tracing::{info, warn};
 
 use super::apply::Pass;
@@ -142,13 +141,5 @@ pub async fn publish(
                 .with("ports", ports.clone()),
         ));
     }
-    if ops.is_empty() {
-        return Ok(0);
-    }
-    let n = ops.len();
-    client
-        .transact(ops)
-        .await
-        .map(|_| n)
-        .map_err(|e| format!("writing multicast memberships to IGMP_Group: {e}"))
+    super::transact_ops(client, ops, "writing multicast memberships to IGMP_Group").await
 }

@@ -2,9 +2,9 @@
 //! ovn-controller does by default (`ovn-monitor-all=false`, its `update_sb_monitors`):
 //! only the `Port_Binding`, `Multicast_Group` and `FDB` rows of the logical switches
 //! with a local port, the bindings its ports name or it holds, and the router ports
-//! its switches peer with; of `IGMP_Group` only its own rows, to keep them current. The server filters (`monitor_cond_change`), so a chassis
-//! with 200 ports in a deployment of 20,000 replicates, decodes and derives from its
-//! own part only.
+//! its switches peer with; of `IGMP_Group` only its own rows, to keep them current.
+//! The server filters (`monitor_cond_change`), so a chassis with 200 ports in a
+//! deployment of 20,000 replicates, decodes and derives from its own part only.
 //!
 //! The interest follows the view: a port's binding arrives, its switch becomes local,
 //! that switch's rows arrive on the next change of condition. `Chassis`, `Encap`,

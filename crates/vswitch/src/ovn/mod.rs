@@ -250,6 +250,26 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     }
 }
 
+/// Sends `ops` as one transaction, unless there are none; returns how many it sent.
+///
+/// # Errors
+/// The transaction failed: `"{what}: {error}"` (the caller tries again later).
+pub(crate) async fn transact_ops(
+    client: &Client,
+    ops: Vec<ovsdb::Operation>,
+    what: &str,
+) -> Result<usize, String> {
+    if ops.is_empty() {
+        return Ok(0);
+    }
+    let n = ops.len();
+    client
+        .transact(ops)
+        .await
+        .map(|_| n)
+        .map_err(|e| format!("{what}: {e}"))
+}
+
 /// How often the chassis looks for newly learned MACs to write to the `FDB` table
 /// (ovn-controller writes on the first frame; a frame to such a MAC from another
 /// chassis goes to `_MC_unknown`, still delivered, until the row is there).

@@ -127,13 +127,6 @@ impl Sb {
         }
     }
 
-    /// Whether logical switch `dp` snoops IGMP/MLD (`IP_Multicast.enabled`).
-    pub fn snooping(&self, dp: Uuid) -> bool {
-        self.ip_multicast
-            .values()
-            .any(|m| m.datapath == dp && m.enabled == Some(true))
-    }
-
     /// The Geneve endpoint address of chassis `c`.
     pub fn encap_ip(&self, c: &Chassis) -> Option<IpAddr> {
         c.encaps

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use ovsdb::Uuid;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::sb::{Fdb, MulticastGroup, PortBinding};
 use crate::config::MacAddr;
@@ -199,6 +199,8 @@ struct Index<'a> {
     groups: FxHashMap<Uuid, Vec<&'a MulticastGroup>>,
     /// FDB rows by datapath key.
     fdb: FxHashMap<i64, Vec<&'a Fdb>>,
+    /// The datapaths that snoop IGMP/MLD (`IP_Multicast.enabled`).
+    snooping: FxHashSet<Uuid>,
 }
 
 impl<'a> Index<'a> {
@@ -208,6 +210,12 @@ impl<'a> Index<'a> {
             by_dp: FxHashMap::default(),
             groups: FxHashMap::default(),
             fdb: FxHashMap::default(),
+            snooping: sb
+                .ip_multicast
+                .values()
+                .filter(|m| m.enabled == Some(true))
+                .map(|m| m.datapath)
+                .collect(),
         };
         for (u, p) in &sb.ports {
             ix.by_lsp.insert(p.logical_port.as_str(), (*u, p));
@@ -474,7 +482,7 @@ fn datapath(
         learning: Vec::new(),
         blocked: Vec::new(),
         localnet: None,
-        snoop: sb.snooping(dp),
+        snoop: ix.snooping.contains(&dp),
         static_flood: None,
     };
     let place = place_ports(sb, ix, local, dp, local_of, &mut d);

@@ -160,8 +160,11 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
     // Prefetch the receive descriptors this batch will most likely take, then the
     // first buffers; each frame prefetches the buffer BUFFER_AHEAD frames on.
     ring.prefetch_avail(&avail, batch.items.len());
-    for k in 0..BUFFER_AHEAD.min(batch.items.len() as u16) {
-        ring.prefetch_buffer(&avail, k);
+    let small = |it: &TxItem| batch.len(it) <= PREFETCH_MAX_FRAME;
+    if batch.items.first().is_some_and(small) {
+        for k in 0..BUFFER_AHEAD.min(batch.items.len() as u16) {
+            ring.prefetch_buffer(&avail, k);
+        }
     }
     let old_used = queue.next_used();
     let mut log = conn.migration.logging();
@@ -182,7 +185,7 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
             counters.drop(DropReason::NoRxBuffer, 1);
             continue;
         }
-        if batch.len(it) <= PREFETCH_MAX_FRAME {
+        if small(it) {
             ring.prefetch_buffer(&cur.avail, BUFFER_AHEAD);
         }
         // Whole frames keep their offload fields (virtio 1.2 §5.1.6.4); made ones

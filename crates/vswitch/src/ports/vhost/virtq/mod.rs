@@ -363,10 +363,11 @@ impl<'m> MemView<'m> {
         }
     }
 
-    /// Starts loading the cache lines of the `len` bytes at guest-physical `addr`, or of
-    /// its first byte only when they are not all in one region of guest memory.
+    /// Starts loading, to be written, the first [`PREFETCH_BYTES`] of receive buffer
+    /// `seg` (its first byte only when they are not all in one region of guest memory).
     #[inline]
-    pub fn prefetch_range(&self, addr: u64, len: usize) {
+    pub fn prefetch_rx_buffer(&self, seg: Seg) {
+        let (addr, len) = (seg.addr, (seg.len as usize).min(PREFETCH_BYTES));
         match self.slice(addr, len) {
             Some(s) => {
                 let p = s.ptr_guard().as_ptr();

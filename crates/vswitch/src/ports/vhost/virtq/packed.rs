@@ -30,8 +30,7 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, VolatileMemory, Volatil
 
 use super::{
     first_bytes, take_buffer, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg,
-    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, PREFETCH_BYTES, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
-    VRING_DESC_F_WRITE,
+    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -339,8 +338,7 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         if self.is_avail(pos) {
             let ahead = AvailCursor { next: pos, ..*cur };
             if let Some((_, seg)) = self.single_desc(&ahead, true) {
-                self.mem
-                    .prefetch_range(seg.addr, (seg.len as usize).min(PREFETCH_BYTES));
+                self.mem.prefetch_rx_buffer(seg);
             }
         }
     }

@@ -15,8 +15,8 @@ use vm_memory::{GuestAddress, GuestMemoryBackend, VolatileMemory, VolatileSlice}
 
 use super::{
     first_bytes, prefetch, take_buffer, Area, AvailCursor, Chain, DeviceRing, Mem, MemView, Seg,
-    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, PREFETCH_BYTES, VRING_AVAIL_F_NO_INTERRUPT,
-    VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_USED_F_NO_NOTIFY,
+    MAX_CHAIN_BYTES, MAX_CHAIN_DESCS, VRING_AVAIL_F_NO_INTERRUPT, VRING_DESC_F_INDIRECT,
+    VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_USED_F_NO_NOTIFY,
 };
 use crate::model::stats::DropReason;
 use crate::ports::vhost::migration::LogBatch;
@@ -349,8 +349,7 @@ impl<'m> DeviceRing<'m> for SplitRing<'m> {
         if cur.end.wrapping_sub(cur.next) > ahead {
             let head = self.avail_entry(cur.next.wrapping_add(ahead));
             if let Some(seg) = self.single_desc(head, true) {
-                self.mem
-                    .prefetch_range(seg.addr, (seg.len as usize).min(PREFETCH_BYTES));
+                self.mem.prefetch_rx_buffer(seg);
             }
         }
     }
