@@ -93,6 +93,10 @@ impl Group {
 pub struct Groups {
     pub(super) groups: Vec<Group>,
     pub(super) active: usize,
+    /// Which group each target of this burst has (replication to N ports looks each of
+    /// them up once per frame: a scan of the groups would make a frame to 64 members
+    /// cost 2,000 compares).
+    index: TargetIndex,
     /// Flood targets computed in this burst: (domain, OVN group or 0, start, len) into
     /// `targets`.
     floods: Vec<(DomainId, u16, u32, u32)>,
@@ -102,6 +106,7 @@ pub struct Groups {
 impl Groups {
     fn clear(&mut self) {
         self.active = 0;
+        self.index.clear();
         self.floods.clear();
         self.targets.clear();
     }
@@ -112,10 +117,7 @@ impl Groups {
     fn push(&mut self, target: Target, i: u16, hint: &mut usize) {
         let g = if *hint < self.active && self.groups[*hint].target == target {
             *hint
-        } else if let Some(g) = self.groups[..self.active]
-            .iter()
-            .position(|g| g.target == target)
-        {
+        } else if let Some(g) = self.find(target) {
             g
         } else {
             if self.active == self.groups.len() {
@@ -124,6 +126,7 @@ impl Groups {
             let g = &mut self.groups[self.active];
             g.target = target;
             g.n = 0;
+            self.index.insert(target, self.active);
             self.active += 1;
             self.active - 1
         };
@@ -131,6 +134,18 @@ impl Groups {
         let g = &mut self.groups[g];
         g.sel[g.n] = i;
         g.n += 1;
+    }
+
+    /// The group `target` has in this burst, if any.
+    #[inline]
+    fn find(&self, target: Target) -> Option<usize> {
+        match self.index.get(target) {
+            Lookup::Found(g) => Some(g),
+            Lookup::Absent => None,
+            Lookup::Full => self.groups[..self.active]
+                .iter()
+                .position(|g| g.target == target),
+        }
     }
 
     /// Where a frame flooded in `domain` (`group` 0), or sent to OVN multicast group
@@ -178,6 +193,84 @@ impl Groups {
         let n = self.targets.len() as u32 - start;
         self.floods.push((domain, group, start, n));
         (start, n)
+    }
+}
+
+/// What [`TargetIndex::get`] knows of a target.
+enum Lookup {
+    Found(usize),
+    Absent,
+    /// The index overflowed in this burst: only a scan of the groups can say.
+    Full,
+}
+
+/// An open-addressing map from a burst's targets to their groups, emptied per burst by
+/// a new stamp (no clearing of slots).
+#[derive(Debug)]
+struct TargetIndex {
+    /// (target, stamp of the burst that wrote it, group).
+    slots: Box<[(u64, u32, u32)]>,
+    stamp: u32,
+    len: usize,
+}
+
+impl TargetIndex {
+    /// Slots (a power of two); beyond 3/4 of them the index gives up for the burst.
+    const SLOTS: usize = 512;
+
+    fn clear(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.slots.fill((0, 0, 0));
+            self.stamp = 1;
+        }
+        self.len = 0;
+    }
+
+    #[inline]
+    fn home(target: Target) -> usize {
+        (target.raw().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 55) as usize
+    }
+
+    #[inline]
+    fn get(&self, target: Target) -> Lookup {
+        if self.len > Self::SLOTS * 3 / 4 {
+            return Lookup::Full;
+        }
+        let mut k = Self::home(target);
+        loop {
+            let (t, stamp, g) = self.slots[k];
+            if stamp != self.stamp {
+                return Lookup::Absent;
+            }
+            if t == target.raw() {
+                return Lookup::Found(g as usize);
+            }
+            k = (k + 1) & (Self::SLOTS - 1);
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, target: Target, group: usize) {
+        self.len += 1;
+        if self.len > Self::SLOTS * 3 / 4 {
+            return;
+        }
+        let mut k = Self::home(target);
+        while self.slots[k].1 == self.stamp {
+            k = (k + 1) & (Self::SLOTS - 1);
+        }
+        self.slots[k] = (target.raw(), self.stamp, group as u32);
+    }
+}
+
+impl Default for TargetIndex {
+    fn default() -> Self {
+        TargetIndex {
+            slots: vec![(0, 0, 0); Self::SLOTS].into_boxed_slice(),
+            stamp: 1,
+            len: 0,
+        }
     }
 }
 
@@ -343,5 +436,40 @@ fn provider_vlan(src: &Source<'_>, dst: PortId) -> u16 {
             o.localnet.filter(|l| l.uplink == dst).map_or(0, |l| l.tag)
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames to more targets than the index holds still land in one group per target,
+    /// in first-seen order, and a new burst starts empty.
+    #[test]
+    fn groups_hold_one_group_per_target_beyond_the_index() {
+        let mut groups = Groups::default();
+        for burst in 0..3u16 {
+            groups.clear();
+            let targets: Vec<Target> = (0..700u16)
+                .map(|p| {
+                    if p % 7 == 0 {
+                        Target::remote(p, burst)
+                    } else {
+                        Target::port(p + burst)
+                    }
+                })
+                .collect();
+            let mut hint = 0;
+            for i in 0..3u16 {
+                for &t in &targets {
+                    groups.push(t, i, &mut hint);
+                }
+            }
+            assert_eq!(groups.active, targets.len());
+            for (g, &t) in groups.groups[..groups.active].iter().zip(&targets) {
+                assert_eq!(g.target, t);
+                assert_eq!(g.frames(), &[0, 1, 2]);
+            }
+        }
     }
 }
