@@ -41,6 +41,9 @@
 #                (switch, N): scenario "mcast_best", metrics {held_kpps (0: none held),
 #                replicated_mpps at it, sender_kpps (what the sender reached)}
 #   CARGO_TARGET_DIR   honoured: vswitchd is taken from its release/
+#   VSWITCHD_ALT=DIR   a second build (DIR/vswitchd, DIR/vswitchctl) as switch
+#                      "vswitchd-alt", for before/after comparisons in one run
+#                      (--only "vswitchd-alt vswitchd")
 # On two cores the sender, the kernel's tap and the receivers share CPU 1 with testpmd's
 # polling; what is measured is the machine as much as the switch (both switches alike).
 set -euo pipefail
@@ -139,12 +142,13 @@ wait_receivers() { # n
 start_switch() { # switch n
     local sw=$1 n=$2
     case "$sw" in
-    vswitchd)
-        local args=()
+    vswitchd|vswitchd-alt)
+        local args=() dir
+        dir=$(swbin "$sw")
         for i in $(seq 0 $((n - 1))); do
             args+=(--vhost-user-client "r$i=$work/r$i.sock" --mcast-static "r$i=239.1.1.1")
         done
-        "$bin/vswitchd" "${args[@]}" --tap "s=$tap" --pmd-cpus 0 --poll busy \
+        "$dir/vswitchd" "${args[@]}" --tap "s=$tap" --pmd-cpus 0 --poll busy \
             --control "$work/ctl.sock" 2>"$work/vswitchd.log" &
         pids+=($!)
         for _ in $(seq 100); do ip link show "$tap" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -186,6 +190,16 @@ start_switch() { # switch n
     ip link set "$tap" txqueuelen 20000 up
 }
 
+# The directory of switch $1's vswitchd and vswitchctl.
+swbin() { # switch
+    if [ "$1" = vswitchd-alt ]; then
+        [ -n "${VSWITCHD_ALT:-}" ] || { echo "bench-mcast.sh: vswitchd-alt needs VSWITCHD_ALT=DIR" >&2; exit 2; }
+        echo "$VSWITCHD_ALT"
+    else
+        echo "$bin"
+    fi
+}
+
 # Waits (up to 10 s) until each testpmd's log holds one line matching PATTERN per port.
 wait_answers() { # pattern
     local k all
@@ -204,10 +218,15 @@ wait_answers() { # pattern
 # cycles since the last pmd-stats-clear).
 switch_cycles() { # switch
     case "$1" in
-    vswitchd) "$bin/vswitchctl" --socket "$work/ctl.sock" --json pmd-stats | python3 -c '
+    vswitchd|vswitchd-alt) "$(swbin "$1")/vswitchctl" --socket "$work/ctl.sock" --json pmd-stats | python3 -c '
 import json, sys; print(sum(r["busy_cycles"] for r in json.load(sys.stdin)))' ;;
     ovs) ovs_appctl dpif-netdev/pmd-stats-show | awk '/processing cycles:/ { c += $3 } END { printf "%.0f\n", c }' ;;
     esac
+}
+# vswitchd's "idle_cycles idle_rounds" so far.
+idle_rounds() { # switch
+    "$(swbin "$1")/vswitchctl" --socket "$work/ctl.sock" --json pmd-stats | python3 -c '
+import json, sys; r = json.load(sys.stdin); print(sum(x["idle_cycles"] for x in r), sum(x.get("idle_rounds", 0) for x in r))'
 }
 ovs_appctl() { ovs-appctl -t "$(ls "$work"/ovs/ovs-vswitchd*.ctl 2>/dev/null | head -1)" "$@"; }
 
@@ -272,6 +291,14 @@ for sw in $only; do
         wait_receivers "$n"
         tell "start"
         sleep 1
+        if [ "$sw" != ovs ]; then
+            # What one empty pass over the PMD's queues costs (n idle guests' transmit
+            # queues and the sender's tap), before any traffic.
+            local_a=$(idle_rounds "$sw"); sleep 1; local_b=$(idle_rounds "$sw")
+            python3 -c "import sys; a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+print(f'{sys.argv[3]}, {sys.argv[4]} receivers: {(b[0] - a[0]) / max(1, b[1] - a[1]):.0f} cycles per idle poll round', file=sys.stderr)" \
+                "$local_a" "$local_b" "$sw" "$n"
+        fi
         for kpps in $rates; do
             read -r sent mn total loss achieved took cpc < <(run_rate "$sw" "$n" "$kpps")
             held=$(python3 -c "print(1 if $loss <= 0.01 else 0)")
@@ -283,11 +310,13 @@ for sw in $only; do
                     grep -ao "RX-packets: *[0-9]*" "$work/rx$k.log" | tail -n "${rxports[$k]}"
                 done | awk '{print $2}' | sort -n | uniq -c >&2
                 ip -s link show "$tap" | sed -n '/TX:/,+1p' >&2
-                [ "$sw" = vswitchd ] && "$bin/vswitchctl" --socket "$work/ctl.sock" --json stats |
+                [ "$sw" != ovs ] && "$(swbin "$sw")/vswitchctl" --socket "$work/ctl.sock" --json stats |
                     python3 -c 'import json, sys; d = {}
 for r in json.load(sys.stdin):
     for k, v in r["drops"].items(): d[k] = d.get(k, 0) + v
 print("vswitchd drops:", {k: v for k, v in d.items() if v})' >&2
+                [ "$sw" != ovs ] && "$(swbin "$sw")/vswitchctl" --socket "$work/ctl.sock" pmd-stats |
+                    grep -E "packets|rounds" | grep -v queues >&2
             fi
             [ "$held" = 1 ] || break
         done

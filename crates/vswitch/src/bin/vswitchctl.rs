@@ -647,6 +647,16 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
             r.packets, r.batches, r.mean_batch, r.busy_percent, r.cycles_per_packet, r.busy_cycles, r.idle_cycles, r.sleeps, r.naps
         );
         println!(
+            "    rounds: busy {}  idle {}  cycles per idle round {:.0}",
+            r.busy_rounds,
+            r.idle_rounds,
+            if r.idle_rounds > 0 {
+                r.idle_cycles as f64 / r.idle_rounds as f64
+            } else {
+                0.0
+            }
+        );
+        println!(
             "    flow cache: hit {:.1}%  last-flow hits {}  emc hits {}  misses {} (stale {})",
             r.cache_hit_percent,
             r.cache_last_flow_hits,

@@ -208,6 +208,8 @@ fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
                 mean_batch: ratio(p, b, 1.0),
                 busy_cycles: busy,
                 idle_cycles: idle,
+                busy_rounds: c.busy_rounds.get(),
+                idle_rounds: c.idle_rounds.get(),
                 busy_percent: ratio(busy, busy + idle, 100.0),
                 cycles_per_packet: ratio(busy, p, 1.0),
                 sleeps: c.sleeps.get(),

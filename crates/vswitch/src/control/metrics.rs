@@ -93,7 +93,7 @@ impl Collector for SwitchCollector {
         for (port, _, up) in &stats {
             ConstGauge::new(i64::from(*up)).encode(m.encode_family(&[("port", port.as_str())])?)?;
         }
-        let pmd_fields: [(&str, &str, usize); 6] = [
+        let pmd_fields: [(&str, &str, usize); 8] = [
             (
                 "vswitch_pmd_packets",
                 "Frames processed by the PMD thread.",
@@ -109,6 +109,16 @@ impl Collector for SwitchCollector {
                 "vswitch_pmd_idle_cycles",
                 "Cycles in empty rounds and asleep.",
                 3,
+            ),
+            (
+                "vswitch_pmd_busy_rounds",
+                "Poll rounds (every owned queue once) that found work.",
+                6,
+            ),
+            (
+                "vswitch_pmd_idle_rounds",
+                "Poll rounds that found nothing.",
+                7,
             ),
             (
                 "vswitch_pmd_cache_hits_last_flow",
@@ -132,7 +142,9 @@ impl Collector for SwitchCollector {
                     2 => c.busy_cycles.get(),
                     3 => c.idle_cycles.get(),
                     4 => pmd.cache_stats[0].get(),
-                    _ => pmd.cache_stats[1].get(),
+                    5 => pmd.cache_stats[1].get(),
+                    6 => c.busy_rounds.get(),
+                    _ => c.idle_rounds.get(),
                 };
                 let idx = pmd.index.to_string();
                 ConstCounter::new(v).encode(m.encode_family(&[("pmd", idx.as_str())])?)?;

@@ -534,6 +534,12 @@ pub struct PmdStatsRow {
     pub busy_cycles: u64,
     /// Cycles in empty rounds and sleeping.
     pub idle_cycles: u64,
+    /// Poll rounds that found work.
+    #[serde(default)]
+    pub busy_rounds: u64,
+    /// Poll rounds that found nothing.
+    #[serde(default)]
+    pub idle_rounds: u64,
     /// busy / (busy + idle), percent.
     pub busy_percent: f64,
     /// busy cycles per packet.

@@ -16,7 +16,7 @@ use super::pipeline::{Pipeline, Run};
 use crate::config::PollMode;
 use crate::model::stats::cycles;
 use crate::model::topology::Topology;
-use crate::ports::{Port, RxScratch, SleepSet};
+use crate::ports::{IdleWatch, Port, RxScratch, SleepSet};
 use crate::switch::{PmdShared, Switch};
 
 pub use super::packet::BURST;
@@ -48,11 +48,14 @@ pub struct Pmd {
     pipeline: Pipeline,
 }
 
+/// One queue a PMD polls: the port, the queue (pair) and the PMD's idle watch on it.
+type Polled = (Arc<Port>, u16, IdleWatch);
+
 /// The topology a PMD runs, and what it polls in it.
 struct Snapshot {
     topo: arc_swap::Cache<Arc<ArcSwap<Topology>>, Arc<Topology>>,
     /// The queues it polls, from the topology it runs.
-    queues: Vec<(Arc<Port>, u16)>,
+    queues: Vec<Polled>,
     /// The generation of that topology.
     generation: u64,
 }
@@ -62,7 +65,7 @@ impl Snapshot {
     /// generation published in `shared`. Returns the snapshot and the queue list built
     /// from it (so every port polled is in it), borrowed for one round.
     #[inline]
-    fn adopt(&mut self, shared: &PmdShared) -> (&Topology, &[(Arc<Port>, u16)]) {
+    fn adopt(&mut self, shared: &PmdShared) -> (&Topology, &mut [Polled]) {
         let topo = self.topo.load();
         if topo.generation != self.generation {
             let mine = topo
@@ -71,14 +74,17 @@ impl Snapshot {
                 .map_or(&[][..], Vec::as_slice);
             self.queues = mine
                 .iter()
-                .filter_map(|&(p, q)| topo.port(p).map(|tp| (tp.port.clone(), q)))
+                .filter_map(|&(p, q)| {
+                    topo.port(p)
+                        .map(|tp| (tp.port.clone(), q, IdleWatch::default()))
+                })
                 .collect();
             self.generation = topo.generation;
             shared
                 .generation_seen
                 .store(self.generation, Ordering::Release);
         }
-        (topo, &self.queues)
+        (topo, &mut self.queues)
     }
 }
 
@@ -124,9 +130,9 @@ impl Pmd {
         };
         let mut work = 0;
         let mut largest = 0;
-        for (port, q) in queues {
+        for (port, q, watch) in queues {
             run.pipeline.stage_start();
-            let n = port.receive(*q, &mut self.rx, &mut run);
+            let n = port.receive(*q, watch, &mut self.rx, &mut run);
             if n > 0 {
                 run.pipeline.lap(super::stages::Stage::Complete);
                 let t1 = cycles();
@@ -163,11 +169,13 @@ impl Pmd {
             }
             let round = self.round(last);
             if round.work > 0 {
+                c.busy_rounds.add(1);
                 c.busy_cycles.add(round.end.wrapping_sub(last));
                 idle_rounds = 0;
                 last = round.end;
             } else {
                 let now = cycles();
+                c.idle_rounds.add(1);
                 c.idle_cycles.add(now.wrapping_sub(last));
                 idle_rounds = idle_rounds.saturating_add(1);
                 last = now;
@@ -222,7 +230,10 @@ impl Pmd {
         if topo.generation != generation {
             return;
         }
-        for (port, q) in queues {
+        for (port, q, watch) in queues {
+            // A sleeping PMD keeps no guest memory mapped for its watches, and its
+            // first polls after waking are full ones.
+            watch.clear();
             pending |= port.arm_wakeup(*q, &mut set);
         }
         if pending {

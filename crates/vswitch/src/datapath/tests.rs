@@ -928,3 +928,32 @@ fn l2_decisions_are_reused_for_the_same_ethernet_header() {
     // Three decisions made (b, c, b), six reused.
     assert_eq!(hits() - before, 6);
 }
+
+/// An idle transmit queue's polls are answered by its watch, yet a frame the driver
+/// sends is taken by the very next poll; a new connection on the port (which the old
+/// watch cannot see) is picked up within the watch's bound of 64 polls.
+#[test]
+fn idle_queue_watch_takes_new_frames_at_once_and_sees_a_new_connection() {
+    let sw = switch(&[None, None]);
+    let mut ga = attach(&sw, 0, SimGuest::default_features());
+    let mut gb = attach(&sw, 1, SimGuest::default_features());
+    gb.post_rx(0, 0, 16, 2048);
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    for _ in 0..200 {
+        assert_eq!(pmd.poll_once(), 0);
+    }
+    ga.send(0, 0, &frame(B, A, 100, 1));
+    assert_eq!(pmd.poll_once(), 1, "the watched avail.idx moved");
+    assert_eq!(gb.recv(0), vec![frame(B, A, 100, 1)]);
+    for _ in 0..10 {
+        assert_eq!(pmd.poll_once(), 0);
+    }
+    // A new driver on port 0, with a frame already waiting: the old watch's word (the
+    // old connection's avail.idx) never moves.
+    let mut ga2 = attach(&sw, 0, SimGuest::default_features());
+    ga2.send(0, 0, &frame(B, A, 100, 2));
+    let polls = (1..=65).find(|_| pmd.poll_once() == 1);
+    assert!(polls.is_some(), "the new connection's frame was not taken");
+    assert_eq!(gb.recv(0), vec![frame(B, A, 100, 2)]);
+    assert_eq!(ga2.tx_completed(0), 1);
+}

@@ -261,6 +261,11 @@ pub struct PmdCounters {
     pub busy_cycles: Counter,
     /// Cycles spent in rounds that found nothing, including sleeping.
     pub idle_cycles: Counter,
+    /// Poll rounds (every owned queue polled once) that found work.
+    pub busy_rounds: Counter,
+    /// Poll rounds that found nothing (Open vSwitch's idle iterations): with busy
+    /// polling, `idle_cycles / idle_rounds` is what one empty pass over the queues costs.
+    pub idle_rounds: Counter,
     /// Times the thread went to sleep waiting for a kick.
     pub sleeps: Counter,
     /// Short sleeps (≤ 50 µs) of an adaptive PMD after a light burst.

@@ -27,6 +27,7 @@ use crate::model::topology::{TopoPort, Topology};
 pub use afxdp::AfxdpPort;
 pub use tap::TapPort;
 pub use vhost::deliver::TxScratch;
+pub use vhost::idle::IdleWatch;
 pub use vhost::VhostPort;
 
 /// What moves a port's frames.
@@ -175,11 +176,18 @@ impl Port {
     }
 
     /// Receives one burst from source queue `q` and runs `handler` on it; returns the
-    /// frames taken (including dropped ones).
+    /// frames taken (including dropped ones). `watch` is the polling PMD's for this
+    /// queue (vhost-user ports answer an idle queue's polls from it).
     #[inline]
-    pub fn receive<H: BurstHandler>(&self, q: u16, rx: &mut RxScratch, handler: &mut H) -> usize {
+    pub fn receive<H: BurstHandler>(
+        &self,
+        q: u16,
+        watch: &mut IdleWatch,
+        rx: &mut RxScratch,
+        handler: &mut H,
+    ) -> usize {
         match &self.kind {
-            PortKind::Vhost(v) => v.receive(self, q, rx, handler),
+            PortKind::Vhost(v) => v.receive(self, q, watch, rx, handler),
             PortKind::Afxdp(x) => x.receive(self, q, rx, handler),
             PortKind::Tap(t) => t.receive(self, rx, handler),
         }

@@ -7,6 +7,7 @@
 //! then every chain taken is completed with one publication and at most one interrupt.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use vhost_user_backend::{VringState, VringT};
 use virtio_bindings::virtio_net::{
@@ -16,7 +17,10 @@ use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
 use super::device::{Connection, VIRTIO_F_IN_ORDER};
-use super::virtq::{prefetch, read_sg, AtomicMem, DeviceRing, MemView, PackedRing, Seg, SplitRing};
+use super::idle::{Held, IdleWatch};
+use super::virtq::{
+    prefetch, read_sg, AtomicMem, DeviceRing, Mem, MemView, PackedRing, Seg, SplitRing,
+};
 use super::VhostPort;
 use crate::datapath::packet::{
     BurstHandler, FrameLoc, FrameSrc, Pkt, RxBurst, TxOffloads, VirtioNetHdr, BURST,
@@ -60,17 +64,34 @@ impl<'m> RxBurst<'m> for GuestFrames<'_, 'm> {
     }
 }
 
+/// A full poll's view of the queue's [`IdleWatch`]: the watch, what it held before
+/// (reused if the queue is found empty again) and the guest memory of this poll.
+pub(crate) struct Polled<'a> {
+    watch: &'a mut IdleWatch,
+    old: Option<Held>,
+    mem: &'a Arc<Mem>,
+}
+
 impl VhostPort {
     /// Takes one burst from the guest's transmit queue `q` (queue pair `q`), runs
     /// `handler` on its good frames and completes every chain taken. Returns the chains
     /// taken.
+    ///
+    /// `watch` is the PMD's for this queue: while it says the queue is as empty as at
+    /// the last full poll, this returns 0 after one load ([`IdleWatch`]); a full poll
+    /// that finds the queue empty arms it again.
     pub(crate) fn receive<H: BurstHandler>(
         &self,
         port: &Port,
         q: u16,
+        watch: &mut IdleWatch,
         rx: &mut RxScratch,
         handler: &mut H,
     ) -> usize {
+        if watch.still_quiet() {
+            return 0;
+        }
+        let old = watch.take();
         let guard = self.conn.load();
         let Some(conn) = guard.as_ref() else { return 0 };
         if super::fault::pending() && conn.faults.faulted() {
@@ -87,15 +108,24 @@ impl VhostPort {
         if !st.is_enabled() || !st.get_queue().ready() {
             return 0;
         }
-        let mem = conn.mem.memory();
+        let mem = conn.mem.memory().into_inner();
+        let mut polled = Polled {
+            watch,
+            old,
+            mem: &mem,
+        };
         if conn.packed() {
             match PackedRing::new(&mem, st.get_queue()) {
-                Some(ring) => self.take_burst(&ring, port, conn, q, &mut st, rx, handler),
+                Some(ring) => {
+                    self.take_burst(&ring, port, conn, q, &mut st, &mut polled, rx, handler)
+                }
                 None => 0,
             }
         } else {
             match SplitRing::new(&mem, st.get_queue()) {
-                Some(ring) => self.take_burst(&ring, port, conn, q, &mut st, rx, handler),
+                Some(ring) => {
+                    self.take_burst(&ring, port, conn, q, &mut st, &mut polled, rx, handler)
+                }
                 None => 0,
             }
         }
@@ -111,6 +141,7 @@ impl VhostPort {
         conn: &Connection,
         q: u16,
         st: &mut VringState<AtomicMem>,
+        polled: &mut Polled<'_>,
         rx: &mut RxScratch,
         handler: &mut H,
     ) -> usize {
@@ -128,6 +159,12 @@ impl VhostPort {
             }
         };
         if !ring.has_avail(&cur) {
+            if let Some((word, quiet)) = ring.quiet_word(&cur) {
+                let old = polled.old.take();
+                polled
+                    .watch
+                    .arm(old, &conn.faults, polled.mem, word, quiet.to_le());
+            }
             return 0;
         }
         let hdr = conn.hdr_len();

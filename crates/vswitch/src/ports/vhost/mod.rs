@@ -18,6 +18,7 @@ pub mod deliver;
 pub mod device;
 pub mod dirty_log;
 pub mod fault;
+pub mod idle;
 pub mod migration;
 pub mod virtq;
 

@@ -122,6 +122,13 @@ pub trait DeviceRing<'m> {
     /// has seen: a delivery batch writes each buffer once, and the guest's core touched
     /// it last, so without this every frame's copy waits for its own cache misses.
     fn prefetch_buffer(&self, _cur: &AvailCursor, _ahead: u16) {}
+    /// The word the driver must write to make a chain available at `cur`, for an empty
+    /// ring: its host address (2-byte aligned) and value (split: `avail.idx`; packed:
+    /// the flags of the descriptor at `cur`). An idle queue's polls only compare it
+    /// ([`super::idle::IdleWatch`]). `None`: no such word (every poll is a full one).
+    fn quiet_word(&self, _cur: &AvailCursor) -> Option<(usize, u16)> {
+        None
+    }
     /// The chain at `cur` if it is one device-readable buffer of 1 to [`MAX_CHAIN_BYTES`]
     /// bytes inside guest memory: the chain, the buffer and its bytes. `None` means
     /// "not that shape": read it with [`read_chain`](Self::read_chain), which also
@@ -210,6 +217,15 @@ impl<'m> Area<'m> {
             len: slice.len(),
             _mem: std::marker::PhantomData,
         })
+    }
+
+    /// The host address of byte `off`, if a `u16` there is in bounds and aligned.
+    #[inline]
+    pub(crate) fn addr_of_u16(&self, off: usize) -> Option<usize> {
+        if off.checked_add(2)? > self.len || !off.is_multiple_of(2) {
+            return None;
+        }
+        Some(self.base as usize + off)
     }
 
     /// The `u16` at byte `off` (little-endian), loaded atomically with `order`; `None`

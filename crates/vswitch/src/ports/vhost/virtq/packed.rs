@@ -322,6 +322,13 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
     }
 
     #[inline]
+    fn quiet_word(&self, cur: &AvailCursor) -> Option<(usize, u16)> {
+        let slot = cur.next & !WRAP;
+        let off = usize::from(slot) * 16 + 14;
+        Some((self.desc.area.addr_of_u16(off)?, self.flags(slot)))
+    }
+
+    #[inline]
     fn prefetch_avail(&self, cur: &AvailCursor, n: usize) {
         // Four descriptors per cache line; the first line is being read already.
         let slot = usize::from(cur.next & !WRAP);

@@ -321,6 +321,11 @@ impl<'m> DeviceRing<'m> for SplitRing<'m> {
         cur.next != cur.end
     }
 
+    #[inline]
+    fn quiet_word(&self, cur: &AvailCursor) -> Option<(usize, u16)> {
+        Some((self.avail.addr_of_u16(2)?, cur.end))
+    }
+
     /// Reads `avail.idx` again once every chain seen was taken. An index more than a
     /// ring's size ahead of what the device took is impossible (virtio 1.2 §2.7.6: the
     /// driver never offers more than the ring holds): it is ignored, and the ring reads
