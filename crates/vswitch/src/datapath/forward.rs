@@ -10,6 +10,11 @@ use crate::model::stats::DropReason;
 use crate::model::topology::{DomainId, Topology};
 use crate::model::tunnel::RemoteId;
 
+/// Destinations of one burst from which its copies into guests bypass the cache: a
+/// frame replicated to many guests writes more buffer memory per burst than the
+/// caches hold.
+const STREAM_FANOUT: usize = 8;
+
 /// A destination of a burst's frames: a local port, or a remote tunnel endpoint with
 /// the egress key of OVN's option (0: none). Packed in one word, so grouping a burst
 /// compares one integer per frame ([`Target::kind`] unpacks it).
@@ -288,6 +293,7 @@ impl Pipeline {
         self.group(topo, src);
         self.lap(super::stages::Stage::Group);
         self.soft.reset();
+        let streaming = self.groups.active >= STREAM_FANOUT;
         for g in 0..self.groups.active {
             let port = match self.groups.groups[g].target.kind() {
                 TargetKind::Port(p) => p,
@@ -319,6 +325,7 @@ impl Pipeline {
                 parts: &parts[..self.gro.parts.len()],
                 src_queue: queue,
                 pmd: self.pmd,
+                streaming,
                 _mem: std::marker::PhantomData,
             };
             dst.transmit(&batch, &mut self.tx);

@@ -416,6 +416,9 @@ pub struct TxBatch<'a, 'm, B> {
     pub src_queue: u16,
     /// The PMD transmitting (its counters are the ones written).
     pub pmd: usize,
+    /// The burst is replicated to many destinations: its copies into guest memory
+    /// bypass the cache ([`crate::ports::vhost::deliver`]).
+    pub streaming: bool,
     /// Ties `'m` (the burst's memory) to the batch.
     pub _mem: std::marker::PhantomData<&'m ()>,
 }

