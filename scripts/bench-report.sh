@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark report: every scenario, every switch in the same run, one command. As root.
 #
-#   scripts/bench-report.sh            the full run (about 21 minutes on 2 cores): 3 rounds
+#   scripts/bench-report.sh            the full run (about 50 minutes on 2 cores): 3 rounds
 #   scripts/bench-report.sh --quick    a reduced set in under 5 minutes (1 round, 64 and
 #                                      1518 B, fewer levels) to check that everything works
 #

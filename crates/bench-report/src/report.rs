@@ -308,9 +308,12 @@ pub const TARGETS: &[TargetSpec] = &[
         bound: Bound::AtMost(1.1),
     },
     TargetSpec {
-        name: "Multicast, 64 receivers: vswitchd replicated Mpps (highest rate held) ≥ 1.5× Open vSwitch",
+        // Per core (TSC over the busy cycles per delivered copy): defined for both
+        // switches whether or not they held a rate at 64 receivers (section 8 gives
+        // the rates held).
+        name: "Multicast, 64 receivers: vswitchd replicated Mpps per core ≥ 1.5× Open vSwitch",
         scenario: "mcast_best",
-        metric: "replicated_mpps",
+        metric: "mcopies_per_core_s",
         num: ("vswitchd", &[("receivers", "64")]),
         den: ("ovs", &[("receivers", "64")]),
         bound: Bound::AtLeast(1.5),
