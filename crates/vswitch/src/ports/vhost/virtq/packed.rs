@@ -180,9 +180,7 @@ impl<'m> PackedRing<'m> {
         if slot >= self.size {
             return false;
         }
-        let f = self.flags(slot);
-        let wrap = pos & WRAP != 0;
-        (f & VRING_PACKED_DESC_F_AVAIL != 0) == wrap && (f & VRING_PACKED_DESC_F_USED != 0) != wrap
+        avail_flags(self.flags(slot), pos)
     }
 
     /// Reads descriptor `i` of `table` (the ring, or an indirect table): `(addr, len,
@@ -325,7 +323,13 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
     fn quiet_word(&self, cur: &AvailCursor) -> Option<(usize, u16)> {
         let slot = cur.next & !WRAP;
         let off = usize::from(slot) * 16 + 14;
-        Some((self.desc.area.addr_of_u16(off)?, self.flags(slot)))
+        // Read again, and watched only if this read also says "not available": the
+        // driver may have filled the slot since `has_avail` looked.
+        let flags = self.flags(slot);
+        if avail_flags(flags, cur.next) {
+            return None;
+        }
+        Some((self.desc.area.addr_of_u16(off)?, flags))
     }
 
     #[inline]
@@ -494,6 +498,15 @@ impl<'m> DeviceRing<'m> for PackedRing<'m> {
         fence(Ordering::SeqCst);
         log.mark(self.device_gpa, 4);
     }
+}
+
+/// Whether descriptor flags `f` make the descriptor at position `pos` (`slot | wrap <<
+/// 15`) available to the device (virtio 1.2 §2.8.1: AVAIL equal to the wrap counter,
+/// USED not).
+#[inline(always)]
+fn avail_flags(f: u16, pos: u16) -> bool {
+    let wrap = pos & WRAP != 0;
+    (f & VRING_PACKED_DESC_F_AVAIL != 0) == wrap && (f & VRING_PACKED_DESC_F_USED != 0) != wrap
 }
 
 #[cfg(test)]
