@@ -168,7 +168,9 @@ impl Daemon {
         ));
         tokio::spawn(overlay::run(ctl.clone()));
         if let Some(o) = &config.ovn {
-            let _ = ctl.ovn.set(crate::ovn::spawn(ctl.clone(), o.clone()));
+            let chassis: Arc<dyn crate::control::ops::OvnChassis> =
+                crate::ovn::spawn(ctl.clone(), o.clone());
+            let _ = ctl.ovn.set(chassis);
         }
         tokio::spawn(housekeeping::run(ctl.clone()));
         tokio::spawn(server::serve(control, ctl.clone()));

@@ -1,14 +1,25 @@
 //! vswitch: a multi-threaded virtual switch serving VMs over vhost-user.
 //!
-//! The folders follow the architecture (DESIGN.md §1):
-//! - [`config`]: flags, the TOML file, port specs, and their validation;
-//! - [`model`]: the FDB, ACLs and counters;
+//! The folders follow the architecture (DESIGN.md §1), in layers that import only
+//! downward (`tests/layers.rs` checks it), bottom first:
+//! - [`sys`], [`config`]: group lookup and unix sockets; flags, the TOML file, port specs,
+//!   ACL rule syntax, and their validation;
+//! - [`model`]: bridge domains, the FDB, compiled ACLs, multicast groups, tunnels, OVN's
+//!   logical switches as the data path sees them, and counters;
+//! - [`ports`]: one module per port kind (vhost-user, AF_XDP uplink, tap) behind one
+//!   interface, and the frames and bursts they exchange with the pipeline
+//!   ([`ports::frame`]);
+//! - [`switch`]: the state PMDs and the control plane share, with the published
+//!   topology snapshot ([`switch::topology`]);
 //! - [`datapath`]: the PMD threads and the pipeline they run;
-//! - [`ports`]: one module per port kind (vhost-user, AF_XDP uplink, tap);
 //! - [`control`]: the `vswitchctl` socket and the Prometheus endpoint;
-//! - [`ovn`]: vswitchd as an OVN chassis (the Southbound database -> bridge domains);
-//! - [`switch`]: the state PMDs and the control plane share; [`daemon`]: start and stop;
-//! - [`sys`]: group lookup and unix sockets created with their group and mode.
+//! - [`ovn`]: vswitchd as an OVN chassis (the Southbound database -> bridge domains and
+//!   the logical pipeline), seen by the control plane through
+//!   [`control::ops::OvnChassis`];
+//! - [`daemon`]: start and stop.
+//!
+//! A lower layer that needs something of a higher one defines a trait the higher one
+//! implements (the ports call the pipeline as a [`ports::frame::BurstHandler`]).
 #![deny(missing_docs)]
 
 pub mod config;

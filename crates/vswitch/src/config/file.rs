@@ -61,7 +61,7 @@ pub struct FileConfig {
     pub vni: Vec<super::VniConfig>,
     /// Per-port ACL rules, in order (`[[acl]]` with `port` and the rule's fields).
     #[serde(default)]
-    pub acl: Vec<crate::model::acl::AclEntry>,
+    pub acl: Vec<crate::config::acl::AclEntry>,
     /// Flow cache on (default) or off.
     pub flow_cache: Option<bool>,
     /// EMC insertion probability is 1/N (1 = insert every miss).

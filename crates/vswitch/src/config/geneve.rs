@@ -62,7 +62,7 @@ impl GeneveConfig {
             .map(|o| 4 + o.2.len())
             .sum();
         let ovn = if self.ovn {
-            crate::model::ovn::OPTION_BYTES
+            super::ovn::OPTION_BYTES
         } else {
             0
         };
@@ -285,29 +285,6 @@ pub fn validate_tunnels(
         }
     }
     Ok(())
-}
-
-/// The XDP filter of uplink port `uplink`: the addresses and ports of the tunnel
-/// endpoints on it, and its VLAN frames when it is `bridged` (carries OVN provider
-/// networks); None when it carries no endpoint.
-pub fn tep_filter(
-    teps: &[GeneveConfig],
-    uplink: &str,
-    bridged: bool,
-) -> Option<crate::ports::afxdp::xdp::TepFilter> {
-    let mut f = crate::ports::afxdp::xdp::TepFilter {
-        vlan: bridged,
-        ..Default::default()
-    };
-    let mut any = false;
-    for g in teps.iter().filter(|g| g.uplink == uplink) {
-        any = true;
-        match g.local {
-            IpAddr::V4(a) => f.v4 = Some((a.octets(), g.port)),
-            IpAddr::V6(a) => f.v6 = Some((a.octets(), g.port)),
-        }
-    }
-    any.then_some(f)
 }
 
 /// The MTU of network interface `iface` (sysfs), if it exists.

@@ -36,7 +36,7 @@ pub struct McastConfig {
     pub querier: bool,
     /// Seconds between the querier's rounds (RFC 3376's Query Interval, 125).
     pub query_interval_secs: u64,
-    /// The domains the querier serves, as [`crate::model::topology::DomainKey`] shows
+    /// The domains the querier serves, as [`crate::model::domain::DomainKey`] shows
     /// them (`untagged`, `vlan 10`, `vni 5001`); empty: every VLAN and VNI domain
     /// (`--mcast-querier-domains`).
     pub querier_domains: Vec<String>,

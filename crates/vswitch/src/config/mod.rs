@@ -5,6 +5,7 @@
 //! happens in [`Config::try_from`] so tests build configurations without a process
 //! (the pattern of vhost-device-vsock's `src/main.rs`).
 
+pub mod acl;
 mod args;
 mod file;
 pub mod geneve;
@@ -222,7 +223,7 @@ pub struct Config {
     /// Static FDB entries.
     pub fdb_static: Vec<StaticFdbEntry>,
     /// ACL rules: (port name, rule), in order per port.
-    pub acl: Vec<(String, crate::model::acl::AclRule)>,
+    pub acl: Vec<(String, crate::config::acl::AclRule)>,
     /// Flow cache enabled.
     pub flow_cache: bool,
     /// EMC insertion probability 1/N.
@@ -569,9 +570,9 @@ impl TryFrom<Args> for Config {
             let (port, rule) = s
                 .split_once(':')
                 .ok_or_else(|| invalid(&field, "expected PORT:RULE, e.g. vm1:drop ip_proto=udp"))?;
-            let rule: crate::model::acl::AclRule = rule
+            let rule: crate::config::acl::AclRule = rule
                 .parse()
-                .map_err(|e: crate::model::acl::AclError| invalid(&field, e.to_string()))?;
+                .map_err(|e: crate::config::acl::AclError| invalid(&field, e.to_string()))?;
             acl.push((field, port.to_string(), rule));
         }
         for (field, port, _) in &acl {

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use super::ops::Control;
 use super::protocol::{
-    AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, Request, Response, StatsRow,
+    AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, Request, Response, ShowReply,
+    StatsRow,
 };
 use crate::model::fdb::Dest;
-use crate::model::topology::Topology;
 use crate::ports::PortKind;
+use crate::switch::topology::Topology;
 use crate::switch::Switch;
 
 /// How long `flows` waits for a PMD to dump its cache.
@@ -24,7 +25,7 @@ const FLOWS_TIMEOUT: Duration = Duration::from_secs(3);
 pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Response, String> {
     let sw = &ctl.switch;
     Ok(match req {
-        Request::Show => Response::Show(sw.show()),
+        Request::Show => Response::Show(show(sw)),
         Request::Stats => Response::Stats(stats(&sw.topo())),
         Request::Fdb => Response::Fdb(fdb(sw)),
         Request::Mdb => Response::Mdb(mdb(sw)),
@@ -49,7 +50,7 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
-        Request::Ovn => Response::Ovn(crate::ovn::reply(ctl)),
+        Request::Ovn => Response::Ovn(ctl.ovn_reply()),
     })
 }
 
@@ -405,4 +406,25 @@ fn tunnels(sw: &Switch) -> Vec<super::protocol::TunnelRow> {
             row
         })
         .collect()
+}
+
+/// The `show` view: every port as the topology places it.
+pub fn show(sw: &Switch) -> ShowReply {
+    let topo = sw.topo();
+    ShowReply {
+        poll: sw.config().poll.to_string(),
+        fdb_entries: sw.fdb.len(),
+        generation: topo.generation,
+        ports: topo
+            .iter()
+            .map(|tp| {
+                let p = &tp.port;
+                let pmds = (0..p.rx_queues())
+                    .map(|q| topo.pmd_of(p.id, q).unwrap_or(usize::MAX))
+                    .collect();
+                let ovn = topo.ovn.port_status.get(&p.name).map(String::as_str);
+                p.show(&tp.config, tp.domain_key, pmds, ovn)
+            })
+            .collect(),
+    }
 }

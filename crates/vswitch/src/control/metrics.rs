@@ -335,13 +335,13 @@ fn encode_tunnels(sw: &Switch, enc: &mut DescriptorEncoder) -> Result<(), std::f
 /// ports by state, and the frames exchanged with each other chassis.
 #[derive(Debug)]
 pub struct OvnCollector {
-    status: Arc<crate::ovn::Status>,
+    status: Arc<dyn super::ops::OvnChassis>,
     switch: Arc<Switch>,
 }
 
 impl Collector for OvnCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let r = crate::ovn::reply_of(&self.status, &self.switch);
+        let r = self.status.reply(&self.switch);
         let gauge = |enc: &mut DescriptorEncoder, name: &str, help: &str, v: i64| {
             let g = ConstGauge::new(v);
             g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)

@@ -16,9 +16,10 @@ use tracing::{info, warn};
 
 use super::protocol::{PmdLoad, RebalanceReply, ReloadReply, Response};
 use crate::config::{Args, Config, PortConfig, PortFlag};
+use crate::model::acl::PortAcl;
 use crate::model::fdb::PortId;
-use crate::model::topology::{PortAcl, Topology};
 use crate::ports::Port;
+use crate::switch::topology::Topology;
 use crate::switch::Switch;
 
 /// How long a change waits for every PMD to run the new topology.
@@ -51,11 +52,26 @@ pub struct Control {
     pub ovn_stop: tokio::sync::Notify,
     /// The OVN chassis has stopped.
     pub ovn_stopped: tokio::sync::Notify,
-    /// The OVN chassis' status, when vswitchd is one.
-    pub ovn: std::sync::OnceLock<Arc<crate::ovn::Status>>,
+    /// The OVN chassis, when vswitchd is one (set once by the daemon).
+    pub ovn: std::sync::OnceLock<Arc<dyn OvnChassis>>,
+}
+
+/// What the control plane asks of the OVN chassis (which sits above it: `crate::ovn`
+/// implements this, the daemon installs it in [`Control::ovn`]).
+pub trait OvnChassis: Send + Sync + std::fmt::Debug {
+    /// `vswitchctl ovn`'s reply on `sw`.
+    fn reply(&self, sw: &Switch) -> super::protocol::OvnReply;
 }
 
 impl Control {
+    /// `vswitchctl ovn`'s reply (empty when vswitchd is no OVN chassis).
+    pub fn ovn_reply(&self) -> super::protocol::OvnReply {
+        match self.ovn.get() {
+            Some(o) => o.reply(&self.switch),
+            None => Default::default(),
+        }
+    }
+
     /// The control plane of `switch`, started from `args`.
     pub fn new(switch: Arc<Switch>, args: Args) -> Arc<Self> {
         Arc::new(Control {
@@ -376,15 +392,15 @@ impl Control {
     /// Gives every kept uplink whose tunnel endpoints changed (from `old` to `new`'s)
     /// its new XDP filter.
     fn refilter(&self, old: &[crate::config::GeneveConfig], new: &Config) {
-        use crate::config::geneve::tep_filter;
+        use crate::ports::afxdp::xdp::TepFilter;
         for tp in self.switch.topo().iter() {
             let crate::ports::PortKind::Afxdp(x) = &tp.port.kind else {
                 continue;
             };
             let bridged = new.bridges(&tp.port.name);
             let (a, b) = (
-                tep_filter(old, &tp.port.name, bridged),
-                tep_filter(&new.geneve, &tp.port.name, bridged),
+                TepFilter::of(old, &tp.port.name, bridged),
+                TepFilter::of(&new.geneve, &tp.port.name, bridged),
             );
             if a != b {
                 if let Err(e) = x.set_filter(b.as_ref()) {

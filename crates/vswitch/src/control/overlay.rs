@@ -17,8 +17,8 @@ use tracing::{debug, info, warn};
 
 use super::netlink::NetState;
 use super::ops::Control;
-use crate::model::topology::Topology;
 use crate::model::tunnel::{Path, RemoteId};
+use crate::switch::topology::Topology;
 
 /// Each local endpoint's paths as computed: remote → (uplink MAC, next-hop MACs).
 type FreshPaths = Vec<HashMap<RemoteId, ([u8; 6], Vec<[u8; 6]>)>>;

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::packet::{Pkt, RxBurst};
 use super::pipeline::{Pipeline, Source};
 use crate::model::stats::DropReason;
-use crate::model::topology::Topology;
+use crate::switch::topology::Topology;
 
 /// RARP's EtherType, in the frame's byte order (RFC 903).
 const ETHERTYPE_RARP: [u8; 2] = [0x80, 0x35];

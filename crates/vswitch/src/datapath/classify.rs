@@ -14,7 +14,7 @@ use crate::model::acl;
 use crate::model::fdb::{fdb_key, Dest, FdbReader};
 use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::DropReason;
-use crate::model::topology::Topology;
+use crate::switch::topology::Topology;
 
 /// Bytes of each frame read for its flow key: Ethernet, two VLAN tags, IPv6 with
 /// extension headers, and the L4 ports.

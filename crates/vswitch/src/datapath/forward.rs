@@ -5,10 +5,11 @@
 
 use super::packet::{Action, Pkt, RxBurst, TxBatch, TxItem, TxPlan, BURST};
 use super::pipeline::{Pipeline, Source};
+use crate::model::domain::DomainId;
 use crate::model::fdb::PortId;
 use crate::model::stats::DropReason;
-use crate::model::topology::{DomainId, Topology};
 use crate::model::tunnel::RemoteId;
+use crate::switch::topology::Topology;
 
 /// Destinations of one burst from which its copies into guests bypass the cache: a
 /// frame replicated to many guests writes more buffer memory per burst than the

@@ -16,9 +16,10 @@
 
 use super::packet::{FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
+use crate::model::domain::{DomainId, DomainKey};
 use crate::model::fdb::Dest;
-use crate::model::topology::{DomainId, DomainKey, TopoPort, Topology};
 use crate::ports::host::{HostFrames, IN_LINEAR};
+use crate::switch::topology::{TopoPort, Topology};
 
 /// 802.1Q's TPID, in the frame's byte order.
 pub const TPID_8021Q: [u8; 2] = [0x81, 0x00];

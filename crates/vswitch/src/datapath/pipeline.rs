@@ -11,13 +11,16 @@ use flowcache::{EmcConfig, FlowCache};
 
 use super::forward::Groups;
 use super::offload::SoftFrames;
+use super::packet::EncapItem;
 use super::packet::{Action, BurstHandler, Decision, Pkt, RxBurst, TxItem, BURST};
-use super::tunnel::{EncapItem, Templates};
+use super::tunnel::Templates;
 use crate::config::PortConfig;
+use crate::model::acl::PortAcl;
+use crate::model::domain::{DomainId, DomainKey};
 use crate::model::fdb::{Dest, Learn};
-use crate::model::topology::{DomainId, DomainKey, PortAcl, TopoPort, Topology};
 use crate::model::tunnel::RemoteId;
 use crate::ports::{Port, TxScratch};
+use crate::switch::topology::{TopoPort, Topology};
 use crate::switch::{PmdShared, Switch};
 
 /// Where a burst's frames come from: a local port in its domain, or a tunnel (the

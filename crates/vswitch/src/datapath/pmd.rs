@@ -15,8 +15,8 @@ use arc_swap::ArcSwap;
 use super::pipeline::{Pipeline, Run};
 use crate::config::PollMode;
 use crate::model::stats::cycles;
-use crate::model::topology::Topology;
 use crate::ports::{IdleWatch, Port, RxScratch, SleepSet};
+use crate::switch::topology::Topology;
 use crate::switch::{PmdShared, Switch};
 
 pub use super::packet::BURST;

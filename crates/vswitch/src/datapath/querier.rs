@@ -15,8 +15,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::packet::{FrameLoc, Pkt, TxBatch, TxItem};
 use super::pipeline::{Mode, Pipeline};
-use crate::model::topology::Topology;
 use crate::ports::host::HostFrames;
+use crate::switch::topology::Topology;
 
 /// The querier's source MAC (locally administered, "vs").
 pub const QUERIER_MAC: [u8; 6] = [0x02, 0x76, 0x73, 0x00, 0x00, 0x01];
@@ -45,7 +45,7 @@ impl Pipeline {
             mcsnoop::igmp_general_query(QUERIER_MAC, QUERIER_IPV4, max_resp),
             mcsnoop::mld_general_query(QUERIER_MAC, QUERIER_IPV6, max_resp),
         ];
-        for d in 0..sw.domains.len() as crate::model::topology::DomainId {
+        for d in 0..sw.domains.len() as crate::model::domain::DomainId {
             let Some(key) = sw.domains.key(d) else {
                 continue;
             };
@@ -63,7 +63,7 @@ impl Pipeline {
     }
 
     /// Sends `frame` out of every port of domain `d` whose link can take it.
-    fn flood_local(&mut self, topo: &Topology, d: crate::model::topology::DomainId, frame: &[u8]) {
+    fn flood_local(&mut self, topo: &Topology, d: crate::model::domain::DomainId, frame: &[u8]) {
         // SAFETY: `frame` is borrowed for the whole function, stays mapped and is
         // written by no one while the burst reads it.
         let burst = unsafe { HostFrames::new(frame.as_ptr(), frame.len(), &[]) };

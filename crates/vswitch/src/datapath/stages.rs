@@ -14,8 +14,7 @@
 
 use super::pipeline::Pipeline;
 
-/// The stages' names, in counter order.
-pub const NAMES: [&str; 5] = ["rx", "classify", "group", "deliver", "complete"];
+pub use crate::model::stats::STAGE_NAMES as NAMES;
 
 /// Index of a stage in [`NAMES`].
 #[derive(Debug, Clone, Copy)]

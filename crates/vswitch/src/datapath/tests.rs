@@ -985,3 +985,52 @@ fn wide_flood_copies_every_frame_exactly() {
         assert_eq!(g.recv(0), frames);
     }
 }
+
+/// Found by the chain_walker fuzz target (pipeline mode): a guest whose receive
+/// buffer lies over its own available ring has the frame delivered into it rewrite
+/// `avail.idx` to an impossible value in the middle of the batch. The re-read must
+/// refuse it as the first read does, not walk tens of thousands of entries.
+#[test]
+fn delivery_refuses_an_avail_idx_rewritten_by_a_delivered_frame() {
+    use vhost_user_backend::VringT;
+    use virtio_queue::QueueT;
+
+    use crate::testing::{attach, config};
+
+    let sw = crate::switch::Switch::new(config(&[("a", None), ("b", None)], true)).unwrap();
+    let features = SimGuest::default_features();
+    let mut ga = SimGuest::new(1, features);
+    attach(&sw, 0, ga.conn.clone());
+    let mut gb = SimGuest::with_queue_size(1, features, 4);
+    attach(&sw, 1, gb.conn.clone());
+    let avail = gb.conn.vrings[0].get_ref().get_queue().avail_ring();
+    // Receive buffer 0 puts byte 20 of the frame (after the 12-byte header) on
+    // avail.idx; the frame's later bytes, zero, on the ring's entries.
+    let over_ring = avail + 2 - 12 - 20;
+    gb.write_desc(
+        0,
+        0,
+        RawDesc {
+            addr: over_ring,
+            len: 2048,
+            flags: VRING_DESC_F_WRITE,
+            next: 0,
+        },
+    );
+    gb.publish(0, 0);
+    gb.post_rx(0, 1, 3, 2048);
+    let mut f = frame([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], 64, 0);
+    f[14..].fill(0);
+    f[20..22].copy_from_slice(&0xfff0u16.to_le_bytes());
+    for head in 0..8 {
+        ga.send(0, head, &f);
+    }
+    let mut pmd = Pmd::new(sw.clone(), 0);
+    assert_eq!(pmd.poll_once(), 8);
+    // Four chains were available; the rewritten index is refused, so the other four
+    // frames find no buffer.
+    assert_eq!(gb.conn.vrings[0].get_ref().get_queue().next_used(), 4);
+    let s = sw.port_stats(1);
+    assert_eq!(s.tx_packets, 4);
+    assert_eq!(s.drops["no_rx_buffer"], 4);
+}

@@ -9,28 +9,19 @@ use std::net::IpAddr;
 
 use geneve::encap::{TunnelConfig, TunnelTemplate};
 
-use super::packet::{FrameLoc, Pkt, RxBurst};
+use super::packet::{EncapItem, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Pipeline, Source};
 use crate::model::fdb::Dest;
-use crate::model::topology::Topology;
 use crate::model::tunnel::{RemoteId, Tep, TunnelDrop};
 use crate::ports::{Port, PortKind};
+use crate::switch::topology::Topology;
 
 /// The ACL of tunnelled frames: none.
-static NO_ACL: std::sync::LazyLock<crate::model::topology::PortAcl> =
-    std::sync::LazyLock::new(|| crate::model::topology::PortAcl::new(Default::default(), 0));
+static NO_ACL: std::sync::LazyLock<crate::model::acl::PortAcl> =
+    std::sync::LazyLock::new(|| crate::model::acl::PortAcl::new(Default::default(), 0));
 
 /// ETHERTYPE of an outer IPv6 header, in the frame's byte order.
 const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
-
-/// One frame of an encapsulation batch: burst frame `pkt` with template `tmpl`.
-#[derive(Debug, Clone, Copy)]
-pub struct EncapItem {
-    /// Index in the burst.
-    pub pkt: u16,
-    /// Index in the PMD's templates.
-    pub tmpl: u32,
-}
 
 /// What a template is for: endpoint, remote, VNI, next hop, and OVN's (ingress,
 /// egress) keys ((0, 0): no OVN option).
@@ -155,7 +146,7 @@ impl Pipeline {
                 .switch
                 .domains
                 .key(domain)
-                .unwrap_or(crate::model::topology::DomainKey::Vni(0));
+                .unwrap_or(crate::model::domain::DomainKey::Vni(0));
             let src = Source {
                 mode: super::pipeline::Mode::of(topo, domain, domain_key),
                 ovn_key: 0,
@@ -335,7 +326,7 @@ impl Pipeline {
 /// members of a multicast group; never back into a tunnel.
 fn ovn_delivery(
     o: &crate::model::ovn::OvnDomain,
-    domain: crate::model::topology::DomainId,
+    domain: crate::model::domain::DomainId,
     options: &[u8],
 ) -> Result<super::packet::Action, TunnelDrop> {
     use super::packet::Action;

@@ -17,7 +17,7 @@ use rustc_hash::FxHasher;
 use serde::Serialize;
 
 use crate::config::MacAddr;
-use crate::model::topology::DomainId;
+use crate::model::domain::DomainId;
 
 /// Index of a port in the switch's port table (at most [`crate::config::MAX_PORTS`] ports; 16 bits
 /// keep a forwarding decision, cached per flow, within two machine words).

@@ -16,8 +16,8 @@ use mcsnoop::{Mdb, MdbConfig, Message};
 use serde::Serialize;
 
 use crate::config::mcast::McastConfig;
+use crate::model::domain::DomainId;
 use crate::model::fdb::PortId;
-use crate::model::topology::{DomainId, Topology};
 use crate::model::tunnel::RemoteId;
 
 /// A member of a group, or a multicast-router port: a local port, or a remote tunnel
@@ -45,7 +45,7 @@ pub struct Mcast {
     mdb: RwLock<Mdb<DomainId, Member>>,
     /// The querier's interval, when it is on (`--mcast-querier`).
     pub querier: Option<Duration>,
-    /// The domains it serves, as [`crate::model::topology::DomainKey`] shows them
+    /// The domains it serves, as [`crate::model::domain::DomainKey`] shows them
     /// (empty: every VLAN and VNI domain).
     pub querier_domains: Vec<String>,
     /// A round of queries is due ([`crate::datapath::querier`]).
@@ -157,13 +157,14 @@ impl Mcast {
     }
 
     /// Forgets the memberships and router roles of ports no longer in the domain they
-    /// were learned in (`topo`, just published): a port deleted, or moved to another
-    /// VLAN or VNI. Static memberships are installed again by the caller.
-    pub fn forget_departed(&self, topo: &Topology) {
+    /// were learned in (`domain_of`: each port's domain in the topology just published,
+    /// `None` for a port deleted): a port deleted, or moved to another VLAN or VNI.
+    /// Static memberships are installed again by the caller.
+    pub fn forget_departed(&self, domain_of: impl Fn(PortId) -> Option<DomainId>) {
         let now = Instant::now();
         let mut mdb = self.write();
         let gone = |d: DomainId, m: Member| match m {
-            Member::Port(p) => topo.port(p).is_none_or(|tp| tp.domain != d),
+            Member::Port(p) => domain_of(p) != Some(d),
             Member::Remote(_) => false,
         };
         let mut departed: Vec<Member> = mdb

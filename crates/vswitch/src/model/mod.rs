@@ -2,9 +2,9 @@
 //! ACLs), the forwarding database, access control lists and counters.
 
 pub mod acl;
+pub mod domain;
 pub mod fdb;
 pub mod mcast;
 pub mod ovn;
 pub mod stats;
-pub mod topology;
 pub mod tunnel;

@@ -15,23 +15,21 @@
 //! (critical), 4 bytes `0 | ingress port key (15 bits) | egress port or group key
 //! (16 bits)`. A received frame is delivered by its egress key and never re-tunnelled.
 //!
-//! [`DomainKey::Ovn`]: crate::model::topology::DomainKey::Ovn
+//! [`DomainKey::Ovn`]: crate::model::domain::DomainKey::Ovn
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use crate::model::domain::DomainId;
 use crate::model::fdb::PortId;
-use crate::model::topology::DomainId;
 use crate::model::tunnel::RemoteId;
 
 /// Geneve option class of OVN's metadata (ovn-architecture(7)).
 pub const OPTION_CLASS: u16 = 0x0102;
 /// Geneve option type of OVN's metadata: 0x80, the critical bit set (RFC 8926 §3.5).
 pub const OPTION_TYPE: u8 = 0x80;
-/// Bytes the option adds to every tunnelled frame: its 4-byte header and 4 bytes of
-/// data. With it the Geneve overhead over IPv4 is 58 bytes (14 + 20 + 8 + 8 + 8).
-pub const OPTION_BYTES: usize = 8;
+pub use crate::config::ovn::OPTION_BYTES;
 /// Egress key of the `_MC_flood` multicast group (broadcast, multicast).
 pub const MC_FLOOD: u16 = 0x8000;
 /// Egress key of the `_MC_unknown` multicast group (unknown unicast).

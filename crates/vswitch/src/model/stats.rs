@@ -270,10 +270,14 @@ pub struct PmdCounters {
     pub sleeps: Counter,
     /// Short sleeps (≤ 50 µs) of an adaptive PMD after a light burst.
     pub naps: Counter,
-    /// TSC cycles per pipeline stage ([`crate::datapath::stages::NAMES`]), counted
-    /// only in builds with the `stage-cycles` feature.
-    pub stages: [Counter; crate::datapath::stages::NAMES.len()],
+    /// TSC cycles per pipeline stage ([`STAGE_NAMES`]), counted only in builds with the
+    /// `stage-cycles` feature.
+    pub stages: [Counter; STAGE_NAMES.len()],
 }
+
+/// The data path's stages in [`PmdCounters::stages`] order: the receive walk,
+/// classification, grouping by destination, delivery, the source's completion.
+pub const STAGE_NAMES: [&str; 5] = ["rx", "classify", "group", "deliver", "complete"];
 
 /// Reads a cycle counter: the TSC on x86_64, nanoseconds elsewhere.
 #[inline]

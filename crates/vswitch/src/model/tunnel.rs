@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::config::GeneveConfig;
+use crate::model::domain::DomainId;
 use crate::model::fdb::PortId;
 use crate::model::stats::Counter;
-use crate::model::topology::DomainId;
 
 /// Dense id of a remote tunnel endpoint (see [`Remotes`]).
 pub type RemoteId = u16;

@@ -16,9 +16,10 @@ use super::view::{self, DestView, PortView, Sb, Touched, View};
 use super::Status;
 use crate::config::ovn::OvnConfig;
 use crate::control::ops::Control;
+use crate::model::domain::{DomainId, DomainKey};
 use crate::model::fdb::{Dest, PortId};
 use crate::model::ovn::{Localnet, McGroup, OvnDomain, OvnTopo};
-use crate::model::topology::{DomainId, DomainKey, Topology};
+use crate::switch::topology::Topology;
 
 /// What the last pass applied.
 #[derive(Debug, Default)]

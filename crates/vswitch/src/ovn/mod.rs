@@ -76,11 +76,9 @@ pub const UNSUPPORTED: [&str; 6] = [
     "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers (they live in logical flows); reports from a provider network are not snooped",
 ];
 
-/// `vswitchctl ovn`'s reply.
-pub fn reply(ctl: &Control) -> OvnReply {
-    match ctl.ovn.get() {
-        Some(s) => reply_of(s, &ctl.switch),
-        None => OvnReply::default(),
+impl crate::control::ops::OvnChassis for Status {
+    fn reply(&self, sw: &crate::switch::Switch) -> OvnReply {
+        reply_of(self, sw)
     }
 }
 

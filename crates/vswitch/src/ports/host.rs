@@ -2,9 +2,9 @@
 
 use std::marker::PhantomData;
 
-use crate::datapath::packet::{FrameSrc, Pkt, RxBurst};
+use crate::ports::frame::{FrameSrc, Pkt, RxBurst};
 
-/// [`crate::datapath::packet::FrameLoc::end`] of a frame that lies in
+/// [`crate::ports::frame::FrameLoc::end`] of a frame that lies in
 /// [`HostFrames`]'s contiguous buffer (an AF_XDP multi-buffer frame copied out of the
 /// UMEM) rather than in the area.
 pub const IN_LINEAR: u32 = 1;

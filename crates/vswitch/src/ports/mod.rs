@@ -11,20 +11,22 @@
 //! - [`tap`]: the host's kernel stack through a tap device.
 
 pub mod afxdp;
+pub mod frame;
 pub mod host;
+pub mod show;
 pub mod tap;
 pub mod vhost;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::{PortConfig, PortType};
-use crate::control::protocol::ShowPort;
-use crate::datapath::packet::{BurstHandler, RxBurst, TxBatch, TxOffloads, TxPlan};
+use crate::model::domain::DomainKey;
 use crate::model::fdb::PortId;
 use crate::model::stats::{PortCounters, PortStats};
-use crate::model::topology::{TopoPort, Topology};
+use crate::ports::frame::{BurstHandler, RxBurst, TxBatch, TxOffloads, TxPlan};
 
 pub use afxdp::AfxdpPort;
+pub use show::ShowPort;
 pub use tap::TapPort;
 pub use vhost::deliver::TxScratch;
 pub use vhost::idle::IdleWatch;
@@ -272,17 +274,24 @@ impl Port {
         }
     }
 
-    /// The port's `show` view, placed as `tp` in `topo`.
-    pub fn show(&self, topo: &Topology, tp: &TopoPort) -> ShowPort {
-        let cfg = &tp.config;
+    /// The port's `show` view, running with `cfg` in domain `domain`: `pmd_of_queue`
+    /// is the PMD polling each source queue (`usize::MAX`: none), `ovn` what the OVN
+    /// chassis made of its `iface_id` (`None`: nothing yet).
+    pub fn show(
+        &self,
+        cfg: &PortConfig,
+        domain: DomainKey,
+        pmd_of_queue: Vec<usize>,
+        ovn: Option<&str>,
+    ) -> ShowPort {
         let queues = self.rx_queues();
         let mut s = ShowPort {
             id: self.id,
             name: self.name.clone(),
             kind: cfg.kind.to_string(),
             path: cfg.path.display().to_string(),
-            vlan: tp.domain_key.vlan(),
-            domain: tp.domain_key.to_string(),
+            vlan: domain.vlan(),
+            domain: domain.to_string(),
             link: if self.link_up() { "up" } else { "down" }.into(),
             connected: false,
             connections: 0,
@@ -294,9 +303,7 @@ impl Port {
             negotiated_features: Vec::new(),
             offloads: Vec::new(),
             offloads_offered: false,
-            pmd_of_queue: (0..queues)
-                .map(|q| topo.pmd_of(self.id, q).unwrap_or(usize::MAX))
-                .collect(),
+            pmd_of_queue,
             queue_packets: (0..queues)
                 .map(|q| {
                     self.queue_load(q)
@@ -309,10 +316,7 @@ impl Port {
             ovn: match &cfg.iface_id {
                 Some(lsp) => format!(
                     "{lsp}: {}",
-                    topo.ovn
-                        .port_status
-                        .get(&self.name)
-                        .map_or("waiting for the OVN Southbound database", String::as_str)
+                    ovn.unwrap_or("waiting for the OVN Southbound database")
                 ),
                 None => String::new(),
             },
@@ -353,7 +357,11 @@ impl OpenCtx {
     pub fn new(config: &crate::config::Config, name: &str, pmds: usize) -> Self {
         OpenCtx {
             pmds,
-            tep: crate::config::geneve::tep_filter(&config.geneve, name, config.bridges(name)),
+            tep: crate::ports::afxdp::xdp::TepFilter::of(
+                &config.geneve,
+                name,
+                config.bridges(name),
+            ),
             inner_mtu: crate::config::geneve::inner_mtu(config),
         }
     }
@@ -374,7 +382,7 @@ pub struct RxScratch {
     /// The PMD receiving (whose counters are written).
     pub pmd: usize,
     /// The burst's good frames.
-    pub pkts: Vec<crate::datapath::packet::Pkt>,
+    pub pkts: Vec<crate::ports::frame::Pkt>,
     /// vhost-user: descriptor segments of the burst's chains.
     pub segs: Vec<vhost::virtq::Seg>,
     /// vhost-user: every chain taken, good or not, in ring order.
@@ -388,7 +396,7 @@ pub struct RxScratch {
 impl RxScratch {
     /// The arrays of PMD `pmd`.
     pub fn new(pmd: usize) -> Self {
-        use crate::datapath::packet::BURST;
+        use crate::ports::frame::BURST;
         RxScratch {
             pmd,
             pkts: Vec::with_capacity(BURST),

@@ -23,8 +23,8 @@ use std::sync::Mutex;
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::datapath::packet::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, VirtioNetHdr, BURST};
 use crate::model::stats::{DropReason, PortCounters};
+use crate::ports::frame::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, VirtioNetHdr, BURST};
 use crate::ports::host::HostFrames;
 use crate::ports::{Port, RxScratch};
 

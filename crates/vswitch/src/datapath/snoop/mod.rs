@@ -26,10 +26,11 @@ mod ovn;
 use super::forward::Target;
 use super::packet::{Action, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
+use crate::model::domain::DomainId;
 use crate::model::fdb::Dest;
 use crate::model::mcast::{Mcast, Member};
 use crate::model::stats::{DropReason, PortCounters};
-use crate::model::topology::{DomainId, Topology};
+use crate::switch::topology::Topology;
 
 /// Longest IGMP/MLD frame read whole (a larger one is dropped as malformed: reports
 /// are at most an MTU).

@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{invalid, Look};
 use crate::datapath::packet::{Action, Pkt, RxBurst};
 use crate::datapath::pipeline::{Pipeline, Source};
+use crate::model::domain::DomainId;
 use crate::model::mcast::{Mcast, Member};
 use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::{DropReason, PortCounters};
-use crate::model::topology::DomainId;
 
 impl Pipeline {
     /// The pass over a classified burst from `src` in OVN logical switch `o`.

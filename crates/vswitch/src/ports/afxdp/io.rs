@@ -4,10 +4,10 @@
 use geneve::encap::TunnelTemplate;
 
 use super::{AfxdpPort, FRAME_SIZE};
-use crate::datapath::packet::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, BURST};
-use crate::datapath::tunnel::EncapItem;
 use crate::model::stats::{DropReason, PortCounters};
 use crate::model::tunnel::{TepCounters, TunnelDrop};
+use crate::ports::frame::EncapItem;
+use crate::ports::frame::{BurstHandler, FrameLoc, Pkt, RxBurst, TxBatch, BURST};
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::ports::{Port, RxScratch};
 

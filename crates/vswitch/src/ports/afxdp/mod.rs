@@ -669,8 +669,8 @@ impl AfxdpPort {
     }
 
     /// The uplink's part of a `show` view.
-    pub fn show(&self) -> crate::control::protocol::ShowAfxdp {
-        crate::control::protocol::ShowAfxdp {
+    pub fn show(&self) -> crate::ports::show::ShowAfxdp {
+        crate::ports::show::ShowAfxdp {
             mode: self.mode.to_string(),
             reason: self.reason.clone(),
             queues: self.xsks.len() as u16,

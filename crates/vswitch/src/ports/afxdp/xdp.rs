@@ -86,6 +86,31 @@ pub struct TepFilter {
     pub vlan: bool,
 }
 
+impl TepFilter {
+    /// The XDP filter of uplink port `uplink`: the addresses and ports of the tunnel
+    /// endpoints on it, and its VLAN frames when it is `bridged` (carries OVN provider
+    /// networks); None when it carries no endpoint.
+    pub fn of(
+        teps: &[crate::config::GeneveConfig],
+        uplink: &str,
+        bridged: bool,
+    ) -> Option<TepFilter> {
+        let mut f = TepFilter {
+            vlan: bridged,
+            ..Default::default()
+        };
+        let mut any = false;
+        for g in teps.iter().filter(|g| g.uplink == uplink) {
+            any = true;
+            match g.local {
+                std::net::IpAddr::V4(a) => f.v4 = Some((a.octets(), g.port)),
+                std::net::IpAddr::V6(a) => f.v6 = Some((a.octets(), g.port)),
+            }
+        }
+        any.then_some(f)
+    }
+}
+
 /// The program with a tunnel endpoint filter, in C (offsets of an untagged frame; a
 /// frame the filter does not match, or too short for it, goes to the kernel):
 ///

@@ -22,10 +22,10 @@ use super::virtq::{
     prefetch, read_sg, AtomicMem, DeviceRing, Mem, MemView, PackedRing, Seg, SplitRing,
 };
 use super::VhostPort;
-use crate::datapath::packet::{
+use crate::model::stats::DropReason;
+use crate::ports::frame::{
     BurstHandler, FrameLoc, FrameSrc, Pkt, RxBurst, TxOffloads, VirtioNetHdr, BURST,
 };
-use crate::model::stats::DropReason;
 use crate::ports::{Port, RxScratch};
 
 /// Frames in a guest's transmit descriptor chains, after a `hdr`-byte virtio-net header;

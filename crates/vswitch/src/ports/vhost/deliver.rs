@@ -18,8 +18,8 @@ use super::virtq::{
     PackedRing, Seg, SplitRing,
 };
 use super::VhostPort;
-use crate::datapath::packet::{FrameSrc, RxBurst, TxBatch, TxItem};
 use crate::model::stats::{DropReason, PortCounters};
+use crate::ports::frame::{FrameSrc, RxBurst, TxBatch, TxItem};
 
 /// Most receive chains one frame may fill with mergeable buffers.
 const MAX_RX_CHAINS: usize = 64;

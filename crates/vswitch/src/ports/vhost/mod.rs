@@ -37,7 +37,7 @@ use virtio_bindings::virtio_net::{
 };
 
 use crate::config::{PortConfig, PortType};
-use crate::datapath::packet::{TxOffloads, TxPlan};
+use crate::ports::frame::{TxOffloads, TxPlan};
 use crate::ports::SleepSet;
 use device::{Connection, Endpoint, Wakers};
 
@@ -204,7 +204,7 @@ impl VhostPort {
 
     /// Fills the vhost-user part of a `show` view: the driver's negotiated features and
     /// offloads, the queue pairs it runs, the connections so far.
-    pub fn show(&self, s: &mut crate::control::protocol::ShowPort) {
+    pub fn show(&self, s: &mut crate::ports::show::ShowPort) {
         s.queue_pairs = self.queue_pairs;
         s.offloads_offered = self.offloads;
         s.connections = self.connections.load(Ordering::Relaxed);
@@ -226,7 +226,7 @@ impl VhostPort {
             .collect();
         s.ready_queue_pairs = c.ready_pairs();
         let m = &c.migration;
-        s.migration = Some(crate::control::protocol::ShowMigration {
+        s.migration = Some(crate::ports::show::ShowMigration {
             logging: m.is_logging(),
             pages_marked: m.pages_marked(),
             logs_set: m.logs_set(),

@@ -1,8 +1,10 @@
 //! The switch: the state PMD threads, vhost-user threads and the control plane share.
 //!
 //! The topology (ports, domains, queue assignment, ACLs) is one snapshot published
-//! RCU-style ([`crate::model::topology`]); the FDB changes per burst and is shared under
+//! RCU-style ([`topology`]); the FDB changes per burst and is shared under
 //! its own lock; each PMD's counters are written by that PMD alone.
+
+pub mod topology;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,13 +14,14 @@ use arc_swap::ArcSwap;
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
 use crate::config::{Config, PollMode, PortConfig};
-use crate::control::protocol::ShowReply;
 use crate::model::acl::Acl;
+use crate::model::acl::PortAcl;
+use crate::model::domain::{DomainKey, Domains};
 use crate::model::fdb::{Dest, Fdb, PortId};
 use crate::model::stats::{Counter, PmdCounters, PortStats};
-use crate::model::topology::{DomainKey, Domains, PortAcl, TopoPort, Topology};
 use crate::ports::vhost::device::Wakers;
 use crate::ports::{OpenError, Port};
+use crate::switch::topology::{TopoPort, Topology};
 
 /// What one PMD thread shares with the control plane.
 pub struct PmdShared {
@@ -331,7 +334,8 @@ impl Switch {
         let t = Arc::new(t);
         self.topology.store(t.clone());
         self.wakers.wake_all();
-        self.mcast.forget_departed(&t);
+        self.mcast
+            .forget_departed(|p| t.port(p).map(|tp| tp.domain));
         self.install_static_groups(&t);
         Ok((r, generation))
     }
@@ -395,17 +399,6 @@ impl Switch {
     /// Whether shutdown has begun.
     pub fn stopping(&self) -> bool {
         self.shutdown.load(Ordering::Relaxed)
-    }
-
-    /// The `show` view.
-    pub fn show(&self) -> ShowReply {
-        let topo = self.topo();
-        ShowReply {
-            poll: self.config().poll.to_string(),
-            fdb_entries: self.fdb.len(),
-            generation: topo.generation,
-            ports: topo.iter().map(|tp| tp.port.show(&topo, tp)).collect(),
-        }
     }
 }
 
