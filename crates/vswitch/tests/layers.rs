@@ -62,7 +62,11 @@ fn targets(line: &str) -> Vec<&str> {
 
 /// Every climbing reference of `file` (relative to `src`), as "file:line: a -> b".
 fn climbs(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
+    let rel = file
+        .strip_prefix(src)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/");
     let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
     let Some(own) = rank(top) else {
         return Vec::new(); // lib.rs, bin/, testing/: above every layer

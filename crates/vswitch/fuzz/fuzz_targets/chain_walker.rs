@@ -474,7 +474,10 @@ fn packed_walker(inp: WalkerInput) {
     };
     let driver = q.avail_ring();
     let _ = mem.write_obj(inp.used_event.to_le(), GuestAddress(driver));
-    let _ = mem.write_obj(inp.avail_flags.to_le(), GuestAddress(driver.wrapping_add(2)));
+    let _ = mem.write_obj(
+        inp.avail_flags.to_le(),
+        GuestAddress(driver.wrapping_add(2)),
+    );
     let Some(ring) = PackedRing::new(&mem, &q) else {
         return;
     };
@@ -513,7 +516,9 @@ fn packed_walker(inp: WalkerInput) {
         // descriptor whose table's entries are all device-writable: receive buffers,
         // and a transmit chain as DPDK's virtio PMD leaves its tables (WRITE preset).
         let head_flags: u16 = mem
-            .read_obj(GuestAddress(q.desc_table() + 16 * u64::from(cur.next & 0x7fff) + 14))
+            .read_obj(GuestAddress(
+                q.desc_table() + 16 * u64::from(cur.next & 0x7fff) + 14,
+            ))
             .map(u16::from_le)
             .unwrap_or(0);
         let lone_indirect = chain.descs == 1 && head_flags & 4 != 0;
@@ -522,7 +527,11 @@ fn packed_walker(inp: WalkerInput) {
             "{cur:?}: both directions"
         );
         ring.advance(&mut cur, chain);
-        assert!(cur.next & 0x7fff < size, "position {:#x} past the ring", cur.next);
+        assert!(
+            cur.next & 0x7fff < size,
+            "position {:#x} past the ring",
+            cur.next
+        );
         used = ring.put_used(used, chain, 0);
         ring.publish(inp.next_avail, used);
     }

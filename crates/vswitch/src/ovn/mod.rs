@@ -18,6 +18,7 @@ pub mod apply;
 pub mod fdb;
 pub mod igmp;
 pub mod interest;
+pub mod pipeline;
 pub mod registration;
 pub mod rows;
 pub mod sb;
@@ -128,6 +129,28 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::IgmpGroup>().condition(none()))
         .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
+}
+
+/// Every table the chassis and its logical pipeline read, whole (ovn-controller's
+/// `ovn-monitor-all=true`): for tools and tests that look at a whole deployment.
+pub fn monitor_spec_all() -> MonitorSpec {
+    MonitorSpec::new(sb::DATABASE)
+        .table(TableSpec::of::<sb::SbGlobal>())
+        .table(TableSpec::of::<sb::Chassis>().index("name"))
+        .table(TableSpec::of::<sb::Encap>())
+        .table(TableSpec::of::<sb::DatapathBinding>())
+        .table(TableSpec::of::<sb::PortBinding>().index("logical_port"))
+        .table(TableSpec::of::<sb::MulticastGroup>())
+        .table(TableSpec::of::<sb::Fdb>())
+        .table(TableSpec::of::<sb::IpMulticast>())
+        .table(TableSpec::of::<sb::LogicalFlow>())
+        .table(TableSpec::of::<sb::LogicalDpGroup>())
+        .table(TableSpec::of::<sb::AddressSet>())
+        .table(TableSpec::of::<sb::PortGroup>())
+        .table(TableSpec::of::<sb::MacBinding>())
+        .table(TableSpec::of::<sb::StaticMacBinding>())
+        .table(TableSpec::of::<sb::DhcpOptions>())
+        .table(TableSpec::of::<sb::Dhcpv6Options>())
 }
 
 /// No row: the conditioned tables' start ([`interest`] widens them as the view grows).

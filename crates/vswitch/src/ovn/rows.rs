@@ -9,8 +9,9 @@ use std::net::IpAddr;
 use ovsdb::{ChangeSet, Replica, Uuid};
 
 use super::sb::{
-    Chassis, DatapathBinding, Encap, Fdb, IpMulticast, LogicalDpGroup, LogicalFlow, MulticastGroup,
-    PortBinding, SbGlobal, ACL_STAGES,
+    AddressSet, Chassis, DatapathBinding, DhcpOptions, Dhcpv6Options, Encap, Fdb, IpMulticast,
+    LogicalDpGroup, LogicalFlow, MacBinding, MulticastGroup, PortBinding, PortGroup, SbGlobal,
+    StaticMacBinding, ACL_STAGES,
 };
 
 /// The Southbound rows the view is derived from, by uuid.
@@ -34,6 +35,22 @@ pub struct Sb {
     pub fdb: Vec<Fdb>,
     /// Multicast snooping settings of logical switches, by row.
     pub ip_multicast: HashMap<Uuid, IpMulticast>,
+    /// The logical pipeline: the local datapaths' logical flows.
+    pub lflows: HashMap<Uuid, LogicalFlow>,
+    /// Datapath groups of logical flows.
+    pub dp_groups: HashMap<Uuid, LogicalDpGroup>,
+    /// Address sets (`$name`).
+    pub address_sets: HashMap<Uuid, AddressSet>,
+    /// Port groups (`@name`), one row per datapath of a group.
+    pub port_groups: HashMap<Uuid, PortGroup>,
+    /// IP-to-MAC bindings learned behind router ports.
+    pub mac_bindings: HashMap<Uuid, MacBinding>,
+    /// IP-to-MAC bindings the administrator set.
+    pub static_mac_bindings: HashMap<Uuid, StaticMacBinding>,
+    /// The DHCPv4 options `put_dhcp_opts` may name.
+    pub dhcp_options: HashMap<Uuid, DhcpOptions>,
+    /// The DHCPv6 options `put_dhcpv6_opts` may name.
+    pub dhcpv6_options: HashMap<Uuid, Dhcpv6Options>,
 }
 
 impl Sb {
@@ -50,6 +67,14 @@ impl Sb {
             acl_datapaths: acl_datapaths(r),
             fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
             ip_multicast: r.rows::<IpMulticast>().collect(),
+            lflows: r.rows::<LogicalFlow>().collect(),
+            dp_groups: r.rows::<LogicalDpGroup>().collect(),
+            address_sets: r.rows::<AddressSet>().collect(),
+            port_groups: r.rows::<PortGroup>().collect(),
+            mac_bindings: r.rows::<MacBinding>().collect(),
+            static_mac_bindings: r.rows::<StaticMacBinding>().collect(),
+            dhcp_options: r.rows::<DhcpOptions>().collect(),
+            dhcpv6_options: r.rows::<Dhcpv6Options>().collect(),
         }
     }
 
@@ -117,7 +142,20 @@ impl Sb {
                         .datapaths
                         .extend(self.ip_multicast.get(u).map(|m| m.datapath));
                 }
-                "Logical_Flow" | "Logical_DP_Group" => acls = true,
+                "Logical_Flow" => {
+                    put(&mut self.lflows, *u, r.get(u));
+                    acls = true;
+                }
+                "Logical_DP_Group" => {
+                    put(&mut self.dp_groups, *u, r.get(u));
+                    acls = true;
+                }
+                "Address_Set" => put(&mut self.address_sets, *u, r.get(u)),
+                "Port_Group" => put(&mut self.port_groups, *u, r.get(u)),
+                "MAC_Binding" => put(&mut self.mac_bindings, *u, r.get(u)),
+                "Static_MAC_Binding" => put(&mut self.static_mac_bindings, *u, r.get(u)),
+                "DHCP_Options" => put(&mut self.dhcp_options, *u, r.get(u)),
+                "DHCPv6_Options" => put(&mut self.dhcpv6_options, *u, r.get(u)),
                 _ => {}
             }
         }

@@ -121,16 +121,111 @@ ovsdb::model! {
 }
 
 ovsdb::model! {
-    /// `Logical_Flow`: read only in the ACL stages, to see whether a logical switch
-    /// has ACLs (security groups) that a vswitchd chassis cannot enforce.
+    /// `Logical_Flow`: one flow of a datapath's logical pipeline (ovn-sb(5)), in the
+    /// match and action languages of `ovn_lflow`.
     #[derive(Clone, Debug, PartialEq)]
     pub struct LogicalFlow in "Logical_Flow" {
         /// Its datapath, or none when `logical_dp_group` gives several.
         pub logical_datapath: Option<Uuid> = "logical_datapath",
         /// A group of datapaths sharing the flow.
         pub logical_dp_group: Option<Uuid> = "logical_dp_group",
+        /// `ingress` or `egress`.
+        pub pipeline: String = "pipeline",
+        /// Its table (stage) within the pipeline, 0..=254.
+        pub table_id: i64 = "table_id",
+        /// Higher first, 0..=65535.
+        pub priority: i64 = "priority",
+        /// The match expression.
+        pub match_: String = "match",
+        /// The actions.
+        pub actions: String = "actions",
         /// `stage-name`, `stage-hint` (the NB row it came from), `source`.
         pub external_ids: BTreeMap<String, String> = "external_ids",
+    }
+}
+
+ovsdb::model! {
+    /// `Address_Set`: a named set of addresses, `$name` in a match.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct AddressSet in "Address_Set" {
+        /// Its name.
+        pub name: String = "name",
+        /// Its addresses (IPv4/IPv6 with optional prefix, or MACs).
+        pub addresses: Vec<String> = "addresses",
+    }
+}
+
+ovsdb::model! {
+    /// `Port_Group`: a named set of logical ports, `@name` in a match. ovn-northd names
+    /// the Southbound rows `<datapath tunnel_key>_<name>`, one per switch of the group.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PortGroup in "Port_Group" {
+        /// `<datapath key>_<Northbound name>`.
+        pub name: String = "name",
+        /// Logical port names.
+        pub ports: Vec<String> = "ports",
+    }
+}
+
+ovsdb::model! {
+    /// `MAC_Binding`: an IP-to-MAC binding a chassis learned behind a router port
+    /// (`put_arp`, `put_nd`), read by `get_arp`/`get_nd`/`lookup_*`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MacBinding in "MAC_Binding" {
+        /// The router port it was learned on.
+        pub logical_port: String = "logical_port",
+        /// The IP address (IPv4 or IPv6 text).
+        pub ip: String = "ip",
+        /// The MAC.
+        pub mac: String = "mac",
+        /// The router.
+        pub datapath: Uuid = "datapath",
+        /// When it was learned (ms since the epoch; OVN's aging).
+        pub timestamp: i64 = "timestamp",
+    }
+}
+
+ovsdb::model! {
+    /// `Static_MAC_Binding`: an IP-to-MAC binding the administrator set.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct StaticMacBinding in "Static_MAC_Binding" {
+        /// The router port.
+        pub logical_port: String = "logical_port",
+        /// The IP address.
+        pub ip: String = "ip",
+        /// The MAC.
+        pub mac: String = "mac",
+        /// It wins over a learned binding.
+        pub override_dynamic_mac: bool = "override_dynamic_mac",
+        /// The router.
+        pub datapath: Uuid = "datapath",
+    }
+}
+
+ovsdb::model! {
+    /// `DHCP_Options`: a DHCPv4 option `put_dhcp_opts` may name (ovn-northd fills the
+    /// table from the options it supports).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct DhcpOptions in "DHCP_Options" {
+        /// The option's name in actions.
+        pub name: String = "name",
+        /// Its code (RFC 2132).
+        pub code: i64 = "code",
+        /// Its type (`bool`, `uint8`, `ipv4`, `static_routes`, `str`, ...).
+        pub kind: String = "type",
+    }
+}
+
+ovsdb::model! {
+    /// `DHCPv6_Options`: a DHCPv6 option `put_dhcpv6_opts` may name.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Dhcpv6Options in "DHCPv6_Options" {
+        /// The option's name in actions.
+        pub name: String = "name",
+        /// Its code (RFC 8415).
+        pub code: i64 = "code",
+        /// Its type (`ipv6`, `str`, `mac`).
+        pub kind: String = "type",
     }
 }
 

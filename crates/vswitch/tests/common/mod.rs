@@ -13,6 +13,7 @@ pub mod looping;
 pub mod ovn;
 pub mod ovs;
 pub mod qemu;
+pub mod tenant;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

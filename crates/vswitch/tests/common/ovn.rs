@@ -191,6 +191,19 @@ impl OvnCentral {
         .to_string()
     }
 
+    /// The directory its databases, sockets and logs are in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// `ovn-trace ARGS` against the Southbound database.
+    pub fn trace(&self, args: &[&str]) -> String {
+        let db = format!("--db={}", self.sb_remote());
+        let mut a = vec!["ovn-trace", &db];
+        a.extend_from_slice(args);
+        self.run(&a)
+    }
+
     /// northd's log, for failure messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("northd.log")).unwrap_or_default()

@@ -1,0 +1,286 @@
+//! Evaluation of an annotated expression on a [`Flow`] (what expr.c
+//! `expr_evaluate()` computes, compiled once for speed).
+//!
+//! [`CompiledExpr::compile`] turns an annotated [`Expr`] into a flat tree of
+//! masked tests on base fields: string comparisons become port-key tests
+//! (an unknown port never matches, as in `expr_to_matches()`),
+//! `is_chassis_resident()` becomes a constant, and constants are folded
+//! (expr.c `expr_fix()`). [`CompiledExpr::matches`] then walks the tree
+//! with no allocation.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::expr::{Context, Expr, Relop};
+use crate::field::Field;
+use crate::flow::Flow;
+use crate::symtab::SymbolKind;
+
+/// One masked test of a base field: `(flow[field] & mask) op value`.
+/// For relational operators the mask is one run of bits, so comparing the
+/// masked values as integers compares the bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Test {
+    /// The field.
+    pub field: Field,
+    /// The operator.
+    pub op: Relop,
+    /// The bits tested.
+    pub mask: u128,
+    /// The value, within `mask`.
+    pub value: u128,
+}
+
+impl Test {
+    /// Whether `flow` passes the test.
+    #[inline]
+    pub fn eval(&self, flow: &Flow) -> bool {
+        let v = flow.get(self.field) & self.mask;
+        match self.op {
+            Relop::Eq => v == self.value,
+            Relop::Ne => v != self.value,
+            Relop::Lt => v < self.value,
+            Relop::Le => v <= self.value,
+            Relop::Gt => v > self.value,
+            Relop::Ge => v >= self.value,
+        }
+    }
+}
+
+/// An equality test that must hold for the whole expression to match, which
+/// a caller can use to index many expressions of one table (e.g. by
+/// `inport` key or `eth.dst`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Conjunct {
+    /// The field.
+    pub field: Field,
+    /// The bits tested.
+    pub mask: u128,
+    /// Their required value.
+    pub value: u128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Node {
+    Const(bool),
+    Test(Test),
+    /// All of `kids[start..start + len]`.
+    And {
+        start: u32,
+        len: u32,
+    },
+    /// Any of `kids[start..start + len]`.
+    Or {
+        start: u32,
+        len: u32,
+    },
+}
+
+/// A compiled match expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompiledExpr {
+    nodes: Vec<Node>,
+    kids: Vec<u32>,
+    root: u32,
+}
+
+/// Compilation result before flattening.
+enum Tree {
+    Const(bool),
+    Test(Test),
+    And(Vec<Tree>),
+    Or(Vec<Tree>),
+}
+
+impl CompiledExpr {
+    /// Compiles an annotated expression (see [`Expr::annotate`]). Fails if
+    /// it still contains predicates or unresolved sets.
+    pub fn compile(e: &Expr, ctx: &dyn Context) -> Result<CompiledExpr> {
+        let tree = to_tree(e, ctx)?;
+        let mut c = CompiledExpr {
+            nodes: Vec::new(),
+            kids: Vec::new(),
+            root: 0,
+        };
+        c.root = c.flatten(tree);
+        Ok(c)
+    }
+
+    /// Parses, annotates and compiles `input` in one step.
+    pub fn parse(
+        input: &str,
+        symtab: &crate::SymbolTable,
+        ctx: &dyn Context,
+    ) -> Result<CompiledExpr> {
+        let e = Expr::parse(input, symtab)?.annotate(symtab, ctx)?;
+        CompiledExpr::compile(&e, ctx)
+    }
+
+    fn flatten(&mut self, t: Tree) -> u32 {
+        let node = match t {
+            Tree::Const(b) => Node::Const(b),
+            Tree::Test(t) => Node::Test(t),
+            Tree::And(v) | Tree::Or(v) if v.is_empty() => unreachable!("folded away"),
+            Tree::And(v) => {
+                let (start, len) = self.flatten_kids(v);
+                Node::And { start, len }
+            }
+            Tree::Or(v) => {
+                let (start, len) = self.flatten_kids(v);
+                Node::Or { start, len }
+            }
+        };
+        self.nodes.push(node);
+        (self.nodes.len() - 1) as u32
+    }
+
+    fn flatten_kids(&mut self, v: Vec<Tree>) -> (u32, u32) {
+        let ids: Vec<u32> = v.into_iter().map(|t| self.flatten(t)).collect();
+        let start = self.kids.len() as u32;
+        self.kids.extend_from_slice(&ids);
+        (start, ids.len() as u32)
+    }
+
+    /// Whether `flow` matches.
+    #[inline]
+    pub fn matches(&self, flow: &Flow) -> bool {
+        self.eval(self.root, flow)
+    }
+
+    fn eval(&self, i: u32, flow: &Flow) -> bool {
+        match self.nodes[i as usize] {
+            Node::Const(b) => b,
+            Node::Test(t) => t.eval(flow),
+            Node::And { start, len } => {
+                let kids = &self.kids[start as usize..(start + len) as usize];
+                kids.iter().all(|&k| self.eval(k, flow))
+            }
+            Node::Or { start, len } => {
+                let kids = &self.kids[start as usize..(start + len) as usize];
+                kids.iter().any(|&k| self.eval(k, flow))
+            }
+        }
+    }
+
+    /// `Some(b)` if the expression is the constant `b` (for example a flow
+    /// for a port that is not resident here).
+    pub fn as_const(&self) -> Option<bool> {
+        match self.nodes[self.root as usize] {
+            Node::Const(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The equality tests that must all hold for a match: the root if it is
+    /// one, or the equality tests directly under a root `&&`.
+    pub fn conjuncts(&self) -> impl Iterator<Item = Conjunct> + '_ {
+        let ids: &[u32] = match self.nodes[self.root as usize] {
+            Node::And { start, len } => &self.kids[start as usize..(start + len) as usize],
+            _ => std::slice::from_ref(&self.root),
+        };
+        ids.iter().filter_map(|&i| match self.nodes[i as usize] {
+            Node::Test(t) if t.op == Relop::Eq => Some(Conjunct {
+                field: t.field,
+                mask: t.mask,
+                value: t.value,
+            }),
+            _ => None,
+        })
+    }
+
+    /// The value `field` must have, if a conjunct tests all of its bits.
+    pub fn exact(&self, field: Field) -> Option<u128> {
+        self.conjuncts()
+            .find(|c| c.field == field && c.mask == field.full_mask())
+            .map(|c| c.value)
+    }
+
+    /// Number of tests, a measure of evaluation cost.
+    pub fn n_tests(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Test(_)))
+            .count()
+    }
+}
+
+fn to_tree(e: &Expr, ctx: &dyn Context) -> Result<Tree> {
+    Ok(match e {
+        Expr::Bool(b) => Tree::Const(*b),
+        Expr::Cmp(c) => {
+            let mut sym = c.symbol.clone();
+            let (mut value, mut mask) = (c.value, c.mask);
+            while let SymbolKind::Subfield { parent, ofs } = &sym.kind {
+                value <<= ofs;
+                mask <<= ofs;
+                sym = parent.clone();
+            }
+            let field = match &sym.kind {
+                SymbolKind::Field(f) | SymbolKind::OvnField(f) => *f,
+                _ => return Err(not_annotated(e)),
+            };
+            Tree::Test(Test {
+                field,
+                op: c.relop,
+                mask,
+                value,
+            })
+        }
+        Expr::StrCmp(c) => {
+            let SymbolKind::String(field) = c.symbol.kind else {
+                return Err(not_annotated(e));
+            };
+            match ctx.port_key(&c.value) {
+                Some(key) => Tree::Test(Test {
+                    field,
+                    op: c.relop,
+                    mask: field.full_mask(),
+                    value: u128::from(key) & field.full_mask(),
+                }),
+                None => Tree::Const(false),
+            }
+        }
+        Expr::ChassisResident { port, not } => Tree::Const(ctx.is_chassis_resident(port) ^ not),
+        Expr::SetCmp(_) => return Err(not_annotated(e)),
+        Expr::And(v) => fold(v, ctx, false)?,
+        Expr::Or(v) => fold(v, ctx, true)?,
+    })
+}
+
+/// Compiles the children of an `&&` (`short_circuit` false) or `||`
+/// (true), dropping neutral constants and collapsing on an absorbing one
+/// (expr.c `expr_fix_andor()`).
+fn fold(v: &[Expr], ctx: &dyn Context, short_circuit: bool) -> Result<Tree> {
+    let mut kids = Vec::with_capacity(v.len());
+    for e in v {
+        match to_tree(e, ctx)? {
+            Tree::Const(b) if b == short_circuit => return Ok(Tree::Const(b)),
+            Tree::Const(_) => {}
+            Tree::And(w) if !short_circuit => kids.extend(w),
+            Tree::Or(w) if short_circuit => kids.extend(w),
+            t => kids.push(t),
+        }
+    }
+    Ok(match kids.len() {
+        0 => Tree::Const(!short_circuit),
+        1 => kids.pop().unwrap_or(Tree::Const(!short_circuit)),
+        _ if short_circuit => Tree::Or(kids),
+        _ => Tree::And(kids),
+    })
+}
+
+fn not_annotated(e: &Expr) -> Error {
+    Error::Annotate(format!(
+        "Cannot evaluate `{e}': annotate the expression first."
+    ))
+}
+
+impl fmt::Display for Test {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{:#x} {} {:#x}",
+            self.field, self.mask, self.op, self.value
+        )
+    }
+}

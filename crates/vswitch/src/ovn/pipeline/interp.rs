@@ -1,0 +1,1140 @@
+//! The interpreter: a packet's logical flow through the pipelines of the local
+//! datapaths, as OVN defines their execution (ovn-architecture(7), "Logical
+//! Pipelines"; `ovn-trace`'s `trace__` and one `execute_*` per action, which this
+//! module follows function for function).
+//!
+//! - A table runs the actions of its highest-priority matching flow; no match drops.
+//! - `next` and `output` continue in place: the actions after them still run (OVS
+//!   `resubmit` semantics), so `clone`-like forks are explicit.
+//! - `output` in an ingress pipeline runs the egress pipeline of each destination
+//!   (each member of a multicast group) with every register but `inport` and
+//!   `outport` zeroed, skipping the source unless `flags.loopback` is set; a
+//!   destination bound to another chassis is a tunnel to it instead (its chassis runs
+//!   egress). `output` in an egress pipeline delivers, or, through a patch port, runs
+//!   the peer datapath's ingress with registers, flags and connection state cleared
+//!   (ovn-controller `physical.c`; the distributed router runs on the sending chassis).
+//! - Connection tracking is asked through [`Tracker`]: `ct_next` (and `ct_lb_mark`
+//!   without backends, `ct_commit_nat`) looks the packet up in the zone of the
+//!   logical port (`inport` in ingress, `outport` in egress; a router's own zone) and
+//!   resumes at the next table with the result; `ct_commit` writes.
+//! - Controller actions (`arp`, `icmp4`, `nd_na`, `tcp_reset`, `put_dhcp_opts`...)
+//!   transform the packet as `ovn-trace` does and run their nested actions at once;
+//!   the outputs they lead to carry how the slow path builds the frame ([`Origin`]).
+//!
+//! The result ([`Outcome`]) lists what happened in order: connection tracking steps
+//! with their results, outputs with the packet's final fields, and requests to the
+//! chassis (MAC bindings to learn). A trace tree ([`Node`]) is built on request.
+
+use std::sync::Arc;
+
+use ovn_lflow::actions::{GenOption, Pipeline};
+use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
+
+use super::tables::{Datapath, Location, Pipelines};
+use crate::config::MacAddr;
+
+/// Connection tracking state bits (OVS `CS_*`, `ct_state`).
+pub mod cs {
+    /// A new connection.
+    pub const NEW: u32 = 0x01;
+    /// Part of an established connection.
+    pub const EST: u32 = 0x02;
+    /// Related to an established connection.
+    pub const REL: u32 = 0x04;
+    /// In the reply direction.
+    pub const RPL: u32 = 0x08;
+    /// Invalid.
+    pub const INV: u32 = 0x10;
+    /// Tracked.
+    pub const TRK: u32 = 0x20;
+}
+
+/// What connection tracking said of a packet: `ct_state`, `ct_mark`, `ct_label`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CtResult {
+    /// State bits ([`cs`]).
+    pub state: u32,
+    /// The connection's mark.
+    pub mark: u32,
+    /// The connection's label.
+    pub label: u128,
+}
+
+/// A `ct_commit`'s writes: bits of the mark and the label (value, mask).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Commit {
+    /// Mark (value, mask).
+    pub mark: (u32, u32),
+    /// Label (value, mask).
+    pub label: (u128, u128),
+}
+
+/// What the interpreter asks of connection tracking.
+pub trait Tracker {
+    /// The state of the packet `flow` describes in `zone`; with `commit`, its
+    /// connection is committed first (`ct_commit_nat`).
+    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult;
+    /// Commits the packet's connection in `zone` with `commit`'s writes.
+    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit);
+    /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own
+    /// zone, for routers).
+    fn zone(&mut self, dp: u32, port: u16) -> u16;
+}
+
+/// How the slow path builds an output's frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The received frame, its headers rewritten to the output's fields.
+    Received,
+    /// A DHCPv4 reply (`put_dhcp_opts`) to the received request, with these options.
+    Dhcp4(Arc<Vec<GenOption>>),
+    /// A DHCPv6 reply (`put_dhcpv6_opts`).
+    Dhcp6(Arc<Vec<GenOption>>),
+    /// A frame a controller action built from the received one (`arp`, `icmp4`,
+    /// `nd_na`...), by the action's name.
+    Built(&'static str),
+}
+
+/// Where an output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// A logical port bound here (or anywhere, when tracing): delivered.
+    Local {
+        /// Its datapath.
+        dp: u32,
+        /// Its key.
+        port: u16,
+    },
+    /// A port or multicast group whose egress runs on another chassis: one tunnel.
+    Remote {
+        /// The chassis.
+        chassis: String,
+        /// The datapath (the tunnel's VNI).
+        dp: u32,
+        /// The ingress key.
+        inport: u16,
+        /// The egress key (a port's or a group's).
+        outport: u16,
+    },
+    /// A port bound nowhere (a `localnet` port, or a VIF no chassis claimed).
+    Nowhere {
+        /// Its datapath.
+        dp: u32,
+        /// Its key.
+        port: u16,
+    },
+}
+
+/// One output: where, the packet's final fields, and how its frame is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Where it goes.
+    pub dest: Dest,
+    /// The packet's fields at the output.
+    pub flow: Flow,
+    /// How the frame is made.
+    pub origin: Origin,
+}
+
+/// One thing the pipeline did, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A connection tracking lookup and its result (what follows depends on it).
+    Ct {
+        /// The zone.
+        zone: u16,
+        /// `ct_commit_nat`: committed first.
+        commit: bool,
+        /// The result.
+        result: CtResult,
+    },
+    /// A `ct_commit`.
+    Commit {
+        /// The zone.
+        zone: u16,
+        /// The writes.
+        commit: Commit,
+    },
+    /// An output.
+    Output(Box<Output>),
+    /// Learn an IP-to-MAC binding behind a router port (`put_arp`, `put_nd`).
+    PutMacBinding {
+        /// The router.
+        dp: u32,
+        /// The router port's key.
+        port: u16,
+        /// The address.
+        ip: std::net::IpAddr,
+        /// The MAC.
+        mac: MacAddr,
+    },
+    /// Learn a MAC behind a switch port (`put_fdb`).
+    PutFdb {
+        /// The switch.
+        dp: u32,
+        /// The port's key.
+        port: u16,
+        /// The MAC.
+        mac: MacAddr,
+    },
+    /// A `log()` action ran (counted).
+    Log,
+}
+
+/// What one run of the pipeline did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Something went wrong (an unknown port, a loop): the first error.
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    /// The outputs, in order.
+    pub fn outputs(&self) -> impl Iterator<Item = &Output> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Output(o) => Some(&**o),
+            _ => None,
+        })
+    }
+}
+
+/// What a trace node says (`ovn-trace`'s node types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A pipeline entered: `ingress(dp="sw0", inport="vm1")`.
+    Pipeline,
+    /// A table and the flow that matched.
+    Table,
+    /// An action.
+    Action,
+    /// A field the packet changed.
+    Modify,
+    /// An output.
+    Output,
+    /// The packet transformed (`ct_next`, `clone`, `arp`...), with what followed.
+    Transformation,
+    /// An error.
+    Error,
+}
+
+/// One node of a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// What it is.
+    pub kind: NodeKind,
+    /// What it says.
+    pub text: String,
+    /// What happened inside it.
+    pub subs: Vec<Node>,
+}
+
+/// How ports on other chassis are reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// As a chassis: egress runs only for ports here; others get a tunnel.
+    Chassis,
+    /// As `ovn-trace`: every port is here.
+    Trace,
+}
+
+/// Deepest nesting of tables, pipelines and nested actions: `next` nests (a routed
+/// packet crosses three datapaths, some 90 tables), so this bounds the recursion, and
+/// [`MAX_TABLES`] the work.
+const MAX_DEPTH: u32 = 256;
+/// Most table lookups in one run.
+const MAX_TABLES: u32 = 4096;
+
+/// A packet in the pipeline: its fields and how its frame is made.
+#[derive(Debug, Clone)]
+struct Pkt {
+    flow: Flow,
+    origin: Origin,
+}
+
+/// Where in the pipelines an action runs.
+#[derive(Clone, Copy)]
+struct At<'p> {
+    dp: &'p Datapath,
+    pipeline: Pipeline,
+}
+
+/// One run of the pipeline.
+pub struct Run<'p, 't, T: Tracker> {
+    p: &'p Pipelines,
+    ct: &'t mut T,
+    mode: Mode,
+    out: Outcome,
+    tracing: bool,
+    depth: u32,
+    tables: u32,
+    loopback: Subfield,
+}
+
+/// The trace list actions append to, when tracing.
+type Tr<'a> = Option<&'a mut Vec<Node>>;
+
+fn push<'a>(tr: &'a mut Tr<'_>, kind: NodeKind, text: impl FnOnce() -> String) -> Tr<'a> {
+    let v = tr.as_deref_mut()?;
+    v.push(Node {
+        kind,
+        text: text(),
+        subs: Vec::new(),
+    });
+    v.last_mut().map(|n| &mut n.subs)
+}
+
+impl<'p, 't, T: Tracker> Run<'p, 't, T> {
+    /// A run over `p`, asking `ct`, reaching other chassis as `mode` says.
+    pub fn new(p: &'p Pipelines, ct: &'t mut T, mode: Mode) -> Self {
+        let loopback = p
+            .symtab
+            .subfield("flags.loopback")
+            .expect("the OVN symbol table has flags.loopback");
+        Run {
+            p,
+            ct,
+            mode,
+            out: Outcome::default(),
+            tracing: false,
+            depth: 0,
+            tables: 0,
+            loopback,
+        }
+    }
+
+    /// Runs `flow` (with `inport` set) through datapath `dp` from the first table of
+    /// `pipeline` (ingress for a frame from a port; egress, with `outport` set too, for
+    /// a frame from a tunnel). With `trace`, the trace tree is appended to it.
+    pub fn run(
+        mut self,
+        dp: u32,
+        pipeline: Pipeline,
+        flow: Flow,
+        trace: Option<&mut Vec<Node>>,
+    ) -> Outcome {
+        self.tracing = trace.is_some();
+        let mut tr = trace;
+        let Some(d) = self.p.datapath(dp) else {
+            self.error(&mut tr, format!("unknown datapath {dp}"));
+            return self.out;
+        };
+        let pkt = Pkt {
+            flow,
+            origin: Origin::Received,
+        };
+        let (field, name) = match pipeline {
+            Pipeline::Ingress => (Field::LogInport, "inport"),
+            Pipeline::Egress => (Field::LogOutport, "outport"),
+        };
+        let key = pkt.flow.get(field) as u16;
+        let mut sub = push(&mut tr, NodeKind::Pipeline, || {
+            format!(
+                "{}(dp=\"{}\", {name}=\"{}\")",
+                pipeline_name(pipeline),
+                d.name,
+                d.name_of(key)
+            )
+        });
+        let mut pkt = pkt;
+        self.table(d, pipeline, 0, &mut pkt, &mut sub);
+        self.out
+    }
+
+    fn error(&mut self, tr: &mut Tr<'_>, msg: String) {
+        push(tr, NodeKind::Error, || format!("*** {msg}"));
+        self.out.error.get_or_insert(msg);
+    }
+
+    /// Looks `pkt` up in table `table` and runs the matching flow's actions.
+    fn table(
+        &mut self,
+        dp: &'p Datapath,
+        pipeline: Pipeline,
+        table: u8,
+        pkt: &mut Pkt,
+        tr: &mut Tr<'_>,
+    ) {
+        self.tables += 1;
+        if self.depth >= MAX_DEPTH || self.tables > MAX_TABLES {
+            return self.error(tr, "too many resubmits or nested pipelines".into());
+        }
+        self.depth += 1;
+        let t = dp.tables(pipeline).get(usize::from(table));
+        let flow = t.and_then(|t| t.flows.iter().find(|f| f.matcher.matches(&pkt.flow)));
+        match flow {
+            Some(f) => {
+                let stage = t.map_or("", |t| t.stage.as_str());
+                let mut sub = push(tr, NodeKind::Table, || {
+                    format!(
+                        "{table:2}. {stage}: {}, priority {}, uuid {}",
+                        f.match_text,
+                        f.priority,
+                        &f.uuid.to_string()[..8]
+                    )
+                });
+                let at = At { dp, pipeline };
+                self.actions(at, &f.actions, pkt, &mut sub);
+            }
+            None => {
+                push(tr, NodeKind::Table, || {
+                    let stage = t.map_or("", |t| t.stage.as_str());
+                    format!("{table:2}. {stage}: no match (implicit drop)")
+                });
+            }
+        }
+        self.depth -= 1;
+    }
+
+    /// Runs `acts` on `pkt` (empty: drop).
+    fn actions(&mut self, at: At<'p>, acts: &Actions, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        if acts.0.is_empty() {
+            push(tr, NodeKind::Action, || "drop;".into());
+            return;
+        }
+        let mut stack: Vec<u128> = Vec::new();
+        for a in &acts.0 {
+            // `ovn-trace` lists an action's effects beside it, not under it.
+            push(tr, NodeKind::Action, || format!("{a}"));
+            self.action(at, a, pkt, &mut stack, tr);
+        }
+    }
+
+    /// One action (ovn-trace.c `trace_actions`).
+    fn action(
+        &mut self,
+        at: At<'p>,
+        a: &Action,
+        pkt: &mut Pkt,
+        stack: &mut Vec<u128>,
+        tr: &mut Tr<'_>,
+    ) {
+        use Action::*;
+        match a {
+            Output => self.output(at, pkt, tr),
+            Next(n) => self.next(at, n.pipeline, n.table, pkt, tr),
+            Load(l) | OvnFieldLoad(l) => self.load(at.dp, l, pkt, tr),
+            Move(m) => {
+                let v = read(&pkt.flow, &m.src);
+                modify(tr, &m.dst, || {
+                    format!("{} = {}", m.dst, value_text(&m.src, v))
+                });
+                write(&mut pkt.flow, &m.dst, v);
+            }
+            Exchange(m) => {
+                let (a, b) = (read(&pkt.flow, &m.dst), read(&pkt.flow, &m.src));
+                modify(tr, &m.dst, || {
+                    format!("{} = {}", m.dst, value_text(&m.src, b))
+                });
+                modify(tr, &m.src, || {
+                    format!("{} = {}", m.src, value_text(&m.dst, a))
+                });
+                write(&mut pkt.flow, &m.dst, b);
+                write(&mut pkt.flow, &m.src, a);
+            }
+            Push(f) => stack.push(read(&pkt.flow, f)),
+            Pop(f) => {
+                let v = stack.pop().unwrap_or(0);
+                write(&mut pkt.flow, f, v);
+            }
+            DecTtl => self.dec_ttl(pkt, tr),
+            CtNext(t) => self.ct_next(at, *t, false, "ct_next", pkt, tr),
+            CtLb(lb) | CtLbMark(lb) => self.ct_next(at, lb.table, false, a.name(), pkt, tr),
+            CtCommitNat(t) => self.ct_next(at, *t, true, "ct_commit_nat", pkt, tr),
+            CtCommitV1(c) => {
+                let commit = Commit {
+                    mark: (c.mark, c.mark_mask),
+                    label: (c.label, c.label_mask),
+                };
+                self.commit(at, commit, pkt);
+            }
+            CtCommitV2(nested) => {
+                let commit = commit_of(nested, &pkt.flow);
+                self.commit(at, commit, pkt);
+            }
+            CtClear => clear_ct(&mut pkt.flow),
+            Clone(nested) => {
+                let mut copy = pkt.clone();
+                let mut sub = push(tr, NodeKind::Transformation, || "clone".into());
+                self.nested(at, nested, &mut copy, &mut sub);
+            }
+            Arp(n) => self.transform(at, n, pkt, "arp", arp_request, tr),
+            NdNa(n) => self.transform(at, n, pkt, "nd_na", nd_na, tr),
+            NdNaRouter(n) => self.transform(at, n, pkt, "nd_na_router", nd_na, tr),
+            NdNs(n) => self.transform(at, n, pkt, "nd_ns", nd_ns, tr),
+            Icmp4(n) | Icmp4Error(n) => {
+                self.transform(at, n, pkt, a.name(), |f| icmp(f, false, false), tr)
+            }
+            Icmp6(n) | Icmp6Error(n) => {
+                self.transform(at, n, pkt, a.name(), |f| icmp(f, true, false), tr)
+            }
+            TcpReset(n) => self.transform(at, n, pkt, "tcp_reset", |f| reset(f, 6, false), tr),
+            SctpAbort(n) => self.transform(at, n, pkt, "sctp_abort", |f| reset(f, 132, false), tr),
+            Reject(n) => self.reject(at, n, pkt, tr),
+            GetArp(b) | GetNd(b) => self.get_mac_bind(at.dp, &b.port, &b.ip, pkt, tr),
+            LookupArp(b) | LookupNd(b) => {
+                let found = self.mac_binding(at.dp, &b.port, &b.ip, &pkt.flow)
+                    == Some(mac_of(read(&pkt.flow, &b.mac)));
+                write(&mut pkt.flow, &b.dst, u128::from(found));
+            }
+            LookupArpIp(b) | LookupNdIp(b) => {
+                let found = self.mac_binding(at.dp, &b.port, &b.ip, &pkt.flow).is_some();
+                write(&mut pkt.flow, &b.dst, u128::from(found));
+            }
+            PutArp(b) | PutNd(b) => {
+                let port = read(&pkt.flow, &b.port) as u16;
+                let ip = ip_of(read(&pkt.flow, &b.ip), b.ip.n_bits);
+                let mac = mac_of(read(&pkt.flow, &b.mac));
+                self.out.steps.push(Step::PutMacBinding {
+                    dp: at.dp.key,
+                    port,
+                    ip,
+                    mac,
+                });
+            }
+            PutDhcpv4Opts(o) | PutDhcpv6Opts(o) => {
+                push(tr, NodeKind::Error, || {
+                    "/* We assume that this packet is DHCPDISCOVER or DHCPREQUEST. */".into()
+                });
+                // `reg0[3] = put_dhcp_opts(...)` shown as `put_dhcp_opts(...)`.
+                push(tr, NodeKind::Modify, || {
+                    let text = a.to_string();
+                    let call = text.split_once(" = ").map_or(text.as_str(), |(_, c)| c);
+                    call.trim_end_matches(';').to_string()
+                });
+                modify(tr, &o.dst, || format!("{} = 1", o.dst));
+                write(&mut pkt.flow, &o.dst, 1);
+                let opts = Arc::new(o.options.clone());
+                pkt.origin = match a {
+                    PutDhcpv4Opts(_) => Origin::Dhcp4(opts),
+                    _ => Origin::Dhcp6(opts),
+                };
+            }
+            GetFdb { dst, mac } => {
+                let port = at
+                    .dp
+                    .fdb
+                    .get(&mac_of(read(&pkt.flow, mac)))
+                    .copied()
+                    .unwrap_or(0);
+                write(&mut pkt.flow, dst, u128::from(port));
+            }
+            LookupFdb { dst, port, mac } => {
+                let p = read(&pkt.flow, port) as u16;
+                let found = at.dp.fdb.get(&mac_of(read(&pkt.flow, mac))) == Some(&p);
+                write(&mut pkt.flow, dst, u128::from(found));
+            }
+            PutFdb { port, mac } => {
+                let port = read(&pkt.flow, port) as u16;
+                let mac = mac_of(read(&pkt.flow, mac));
+                self.out.steps.push(Step::PutFdb {
+                    dp: at.dp.key,
+                    port,
+                    mac,
+                });
+            }
+            CheckInPortSec(dst) => {
+                let key = pkt.flow.get(Field::LogInport) as u16;
+                let refused = at
+                    .dp
+                    .ports
+                    .get(&key)
+                    .is_some_and(|p| p.security.refuses_in(&pkt.flow));
+                write(&mut pkt.flow, dst, u128::from(refused));
+            }
+            CheckOutPortSec(dst) => {
+                let key = pkt.flow.get(Field::LogOutport) as u16;
+                let refused = at
+                    .dp
+                    .ports
+                    .get(&key)
+                    .is_some_and(|p| p.security.refuses_out(&pkt.flow));
+                write(&mut pkt.flow, dst, u128::from(refused));
+            }
+            Log(_) => self.out.steps.push(Step::Log),
+            SetMeter { .. } | TriggerEvent(_) | HandleSvcCheck(_) | Dhcp6Reply => {}
+            other => self.error(tr, format!("{} is not executed here", other.name())),
+        }
+    }
+
+    fn load(
+        &mut self,
+        dp: &Datapath,
+        l: &ovn_lflow::actions::Load,
+        pkt: &mut Pkt,
+        tr: &mut Tr<'_>,
+    ) {
+        let (value, mask) = match &l.value {
+            ovn_lflow::actions::Value::Int(i) => (i.value, i.mask),
+            // lookup_port_cb: a port or multicast group of the datapath, `none` 0.
+            ovn_lflow::actions::Value::Str(s) => (
+                u128::from(dp.names.get(s.as_str()).copied().unwrap_or(0)),
+                None,
+            ),
+        };
+        modify(tr, &l.dst, || format!("{} = {}", l.dst, l.value));
+        match mask {
+            Some(m) => {
+                let old = read(&pkt.flow, &l.dst);
+                write(&mut pkt.flow, &l.dst, (old & !m) | (value & m));
+            }
+            None => write(&mut pkt.flow, &l.dst, value),
+        }
+    }
+
+    fn dec_ttl(&mut self, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        let ip = matches!(pkt.flow.get(Field::EthType), 0x0800 | 0x86dd);
+        let ttl = pkt.flow.get(Field::IpTtl);
+        if !ip {
+            self.error(tr, "TTL decrement of non-IP packet".into());
+        } else if ttl == 0 {
+            self.error(tr, "TTL underflow".into());
+        } else {
+            pkt.flow.set(Field::IpTtl, ttl - 1);
+            push(tr, NodeKind::Modify, || "ip.ttl--".into());
+        }
+    }
+
+    /// `next(pipeline=P, table=N)` (ovn-trace.c `execute_next`).
+    fn next(&mut self, at: At<'p>, pipeline: Pipeline, table: u8, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        if pipeline == at.pipeline {
+            return self.table(at.dp, pipeline, table, pkt, tr);
+        }
+        let (field, name) = match pipeline {
+            Pipeline::Ingress => (Field::LogInport, "inport"),
+            Pipeline::Egress => (Field::LogOutport, "outport"),
+        };
+        let key = pkt.flow.get(field) as u16;
+        let mut sub = push(tr, NodeKind::Pipeline, || {
+            format!(
+                "{}(dp=\"{}\", {name}=\"{}\")",
+                pipeline_name(pipeline),
+                at.dp.name,
+                at.dp.name_of(key)
+            )
+        });
+        self.table(at.dp, pipeline, table, pkt, &mut sub);
+    }
+
+    /// The zone connection tracking uses at `at` for `flow`.
+    fn zone(&mut self, at: At<'p>, flow: &Flow) -> u16 {
+        if at.dp.router {
+            return self.ct.zone(at.dp.key, 0);
+        }
+        let field = match at.pipeline {
+            Pipeline::Ingress => Field::LogInport,
+            Pipeline::Egress => Field::LogOutport,
+        };
+        self.ct.zone(at.dp.key, flow.get(field) as u16)
+    }
+
+    /// `ct_next`, `ct_lb_mark` without backends, `ct_commit_nat`: the packet with
+    /// its tracked state resumes at table `resume`; the actions after it see the
+    /// original (the pipeline forked, as in OVS).
+    #[allow(clippy::too_many_arguments)]
+    fn ct_next(
+        &mut self,
+        at: At<'p>,
+        resume: u8,
+        commit: bool,
+        name: &str,
+        pkt: &mut Pkt,
+        tr: &mut Tr<'_>,
+    ) {
+        let zone = self.zone(at, &pkt.flow);
+        let mut r = if commit && pkt.flow.get(Field::CtState) & u128::from(cs::TRK) != 0 {
+            // ct(nat) implies ct() only for an untracked packet.
+            CtResult {
+                state: pkt.flow.get(Field::CtState) as u32,
+                mark: pkt.flow.get(Field::CtMark) as u32,
+                label: pkt.flow.get(Field::CtLabel),
+            }
+        } else {
+            self.ct.lookup(zone, &pkt.flow, commit)
+        };
+        r.state |= cs::TRK;
+        self.out.steps.push(Step::Ct {
+            zone,
+            commit,
+            result: r,
+        });
+        let mut forked = pkt.clone();
+        forked.flow.set(Field::CtState, u128::from(r.state));
+        forked.flow.set(Field::CtMark, u128::from(r.mark));
+        forked.flow.set(Field::CtLabel, r.label);
+        let mut sub = push(tr, NodeKind::Transformation, || match name {
+            "ct_next" => format!("ct_next(ct_state={})", ct_state_text(r.state)),
+            "ct_commit_nat" => "ct_commit_nat /* assuming no un-nat entry, so no change */".into(),
+            other => other.to_string(),
+        });
+        self.table(at.dp, at.pipeline, resume, &mut forked, &mut sub);
+    }
+
+    fn commit(&mut self, at: At<'p>, commit: Commit, pkt: &Pkt) {
+        let zone = self.zone(at, &pkt.flow);
+        self.ct.commit(zone, &pkt.flow, &commit);
+        self.out.steps.push(Step::Commit { zone, commit });
+    }
+
+    /// Nested actions in the table the holding flow is in.
+    fn nested(&mut self, at: At<'p>, acts: &Actions, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        if self.depth >= MAX_DEPTH {
+            return self.error(tr, "actions nested too deep".into());
+        }
+        self.depth += 1;
+        self.actions(at, acts, pkt, tr);
+        self.depth -= 1;
+    }
+
+    /// A controller action: the packet transformed by `f`, then the nested actions.
+    fn transform(
+        &mut self,
+        at: At<'p>,
+        acts: &Actions,
+        pkt: &Pkt,
+        name: &'static str,
+        f: impl FnOnce(&mut Flow),
+        tr: &mut Tr<'_>,
+    ) {
+        let mut new = Pkt {
+            flow: pkt.flow.clone(),
+            origin: Origin::Built(name),
+        };
+        f(&mut new.flow);
+        let mut sub = push(tr, NodeKind::Transformation, || name.into());
+        self.nested(at, acts, &mut new, &mut sub);
+    }
+
+    /// `reject`: a TCP reset, an SCTP abort or an ICMP unreachable back to the sender
+    /// (ovn-trace.c `execute_reject`), never in answer to one.
+    fn reject(&mut self, at: At<'p>, acts: &Actions, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let f = &pkt.flow;
+        let v6 = f.get(Field::EthType) == 0x86dd;
+        let proto = f.get(Field::IpProto);
+        let is_rst = f.get(Field::TcpFlags) == 0x004;
+        match proto {
+            6 | 132 if is_rst => {}
+            6 => self.transform(at, acts, pkt, "tcp_reset", |f| reset(f, 6, true), tr),
+            132 => self.transform(at, acts, pkt, "sctp_abort", |f| reset(f, 132, true), tr),
+            _ => {
+                // ovn-trace compares OVS's `tp_src` with "unreachable": the ICMP type,
+                // or another protocol's source port.
+                if tp_src(f) == if v6 { 1 } else { 3 } {
+                    return;
+                }
+                let name = if v6 { "icmp6" } else { "icmp4" };
+                self.transform(at, acts, pkt, name, |f| icmp(f, v6, true), tr)
+            }
+        }
+    }
+
+    fn mac_binding(
+        &self,
+        dp: &Datapath,
+        port: &FieldRef,
+        ip: &FieldRef,
+        flow: &Flow,
+    ) -> Option<MacAddr> {
+        let key = read(flow, port) as u16;
+        let ip = ip_of(read(flow, ip), ip.n_bits);
+        dp.mac_bindings.get(&(key, ip)).copied()
+    }
+
+    /// `get_arp`/`get_nd`: `eth.dst` from the binding, or zero.
+    fn get_mac_bind(
+        &mut self,
+        dp: &Datapath,
+        port: &FieldRef,
+        ip: &FieldRef,
+        pkt: &mut Pkt,
+        tr: &mut Tr<'_>,
+    ) {
+        let mac = self
+            .mac_binding(dp, port, ip, &pkt.flow)
+            .unwrap_or(MacAddr([0; 6]));
+        pkt.flow.set(Field::EthDst, mac_bits(mac));
+        push(tr, NodeKind::Modify, || format!("eth.dst = {mac}"));
+    }
+
+    /// `output` (ovn-trace.c `execute_output`).
+    fn output(&mut self, at: At<'p>, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let out = pkt.flow.get(Field::LogOutport) as u16;
+        if out == 0 {
+            return self.error(tr, "output to null logical port".into());
+        }
+        match at.pipeline {
+            Pipeline::Egress => self.egress_output(at.dp, out, pkt, tr),
+            Pipeline::Ingress => self.ingress_output(at.dp, out, pkt, tr),
+        }
+    }
+
+    /// Ingress `output`: each destination's egress, or a tunnel to its chassis.
+    fn ingress_output(&mut self, dp: &'p Datapath, out: u16, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let in_key = pkt.flow.get(Field::LogInport) as u16;
+        let loopback = pkt.flow.get_subfield(self.loopback) != 0;
+        let mut egress = pkt.clone();
+        for f in [Field::Xxreg0, Field::Xxreg1, Field::Xreg4, Field::LogFlags] {
+            egress.flow.set(f, 0);
+        }
+        if let Some(g) = dp.groups.get(&out) {
+            let mut sub = push(tr, NodeKind::Pipeline, || {
+                format!("multicast(dp=\"{}\", mcgroup=\"{}\")", dp.name, g.name)
+            });
+            let mut chassis: Vec<&str> = Vec::new();
+            for &m in &g.members {
+                if let (Mode::Chassis, Some(Location::Remote(c))) =
+                    (self.mode, dp.ports.get(&m).map(|p| &p.location))
+                {
+                    if !chassis.contains(&c.as_str()) {
+                        chassis.push(c);
+                    }
+                    continue;
+                }
+                if m == in_key && !loopback {
+                    continue;
+                }
+                egress.flow.set(Field::LogOutport, u128::from(m));
+                self.egress(dp, in_key, m, &egress, &mut sub);
+            }
+            for c in chassis {
+                self.tunnel(c, dp, in_key, out, pkt);
+            }
+            return;
+        }
+        let Some(port) = dp.ports.get(&out) else {
+            return self.error(tr, format!("unknown port or multicast group {out}"));
+        };
+        if port.kind == "chassisredirect" {
+            return self.error(
+                tr,
+                format!("output to chassisredirect port \"{}\"", port.name),
+            );
+        }
+        if out == in_key && !loopback {
+            push(tr, NodeKind::Output, || {
+                "/* omitting output because inport == outport && !flags.loopback */".into()
+            });
+            return;
+        }
+        if let (Mode::Chassis, Location::Remote(c)) = (self.mode, &port.location) {
+            return self.tunnel(c, dp, in_key, out, pkt);
+        }
+        self.egress(dp, in_key, out, &egress, tr);
+    }
+
+    fn egress(&mut self, dp: &'p Datapath, in_key: u16, out: u16, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let mut pkt = pkt.clone();
+        let mut sub = push(tr, NodeKind::Pipeline, || {
+            format!(
+                "egress(dp=\"{}\", inport=\"{}\", outport=\"{}\")",
+                dp.name,
+                dp.name_of(in_key),
+                dp.name_of(out)
+            )
+        });
+        self.table(dp, Pipeline::Egress, 0, &mut pkt, &mut sub);
+    }
+
+    fn tunnel(&mut self, chassis: &str, dp: &Datapath, inport: u16, outport: u16, pkt: &Pkt) {
+        self.out.steps.push(Step::Output(Box::new(Output {
+            dest: Dest::Remote {
+                chassis: chassis.to_string(),
+                dp: dp.key,
+                inport,
+                outport,
+            },
+            flow: pkt.flow.clone(),
+            origin: pkt.origin.clone(),
+        })));
+    }
+
+    /// Egress `output`: delivery, or the peer datapath's ingress through a patch port.
+    fn egress_output(&mut self, dp: &'p Datapath, out: u16, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let port = dp.ports.get(&out);
+        let name = dp.name_of(out);
+        let kind = port.map_or("", |p| p.kind.as_str());
+        push(tr, NodeKind::Output, || {
+            format!("/* output to \"{name}\", type \"{kind}\" */")
+        });
+        if let Some((peer_dp, peer_key)) = port.and_then(|p| p.peer) {
+            let Some(peer) = self.p.datapath(peer_dp) else {
+                return self.error(
+                    tr,
+                    format!("patch port \"{name}\" leads to no local datapath"),
+                );
+            };
+            let mut next = pkt.clone();
+            for f in [
+                Field::Xxreg0,
+                Field::Xxreg1,
+                Field::Xreg4,
+                Field::LogFlags,
+                Field::LogOutport,
+            ] {
+                next.flow.set(f, 0);
+            }
+            clear_ct(&mut next.flow);
+            next.flow.set(Field::LogInport, u128::from(peer_key));
+            let mut sub = push(tr, NodeKind::Pipeline, || {
+                format!(
+                    "ingress(dp=\"{}\", inport=\"{}\")",
+                    peer.name,
+                    peer.name_of(peer_key)
+                )
+            });
+            return self.table(peer, Pipeline::Ingress, 0, &mut next, &mut sub);
+        }
+        push(tr, NodeKind::Modify, || format!("output(\"{name}\")"));
+        let dest = match port.map(|p| &p.location) {
+            Some(Location::Local) => Dest::Local {
+                dp: dp.key,
+                port: out,
+            },
+            Some(Location::Remote(c)) => Dest::Remote {
+                chassis: c.clone(),
+                dp: dp.key,
+                inport: pkt.flow.get(Field::LogInport) as u16,
+                outport: out,
+            },
+            _ => Dest::Nowhere {
+                dp: dp.key,
+                port: out,
+            },
+        };
+        self.out.steps.push(Step::Output(Box::new(Output {
+            dest,
+            flow: pkt.flow.clone(),
+            origin: pkt.origin.clone(),
+        })));
+    }
+}
+
+fn pipeline_name(p: Pipeline) -> &'static str {
+    match p {
+        Pipeline::Ingress => "ingress",
+        Pipeline::Egress => "egress",
+    }
+}
+
+/// `ct_state` as `ovn-trace` prints it: `new|trk`.
+pub fn ct_state_text(state: u32) -> String {
+    const NAMES: [(u32, &str); 8] = [
+        (cs::NEW, "new"),
+        (cs::EST, "est"),
+        (cs::REL, "rel"),
+        (cs::RPL, "rpl"),
+        (cs::INV, "inv"),
+        (cs::TRK, "trk"),
+        (0x40, "snat"),
+        (0x80, "dnat"),
+    ];
+    let names: Vec<&str> = NAMES
+        .iter()
+        .filter(|(b, _)| state & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if names.is_empty() {
+        "0".into()
+    } else {
+        names.join("|")
+    }
+}
+
+fn modify(tr: &mut Tr<'_>, dst: &FieldRef, text: impl FnOnce() -> String) {
+    // Registers are not the packet's: `ovn-trace` shows only the packet's fields.
+    let is_reg = dst.resolve().is_some_and(|sf| {
+        matches!(
+            sf.field,
+            Field::Xxreg0
+                | Field::Xxreg1
+                | Field::Xreg4
+                | Field::LogFlags
+                | Field::LogInport
+                | Field::LogOutport
+        )
+    });
+    if !is_reg {
+        push(tr, NodeKind::Modify, text);
+    }
+}
+
+/// A field's value as `ovn-trace` shows a move's source: a whole MAC, IPv4 or IPv6
+/// field in its notation, another whole field in decimal, bits of one in hex.
+fn value_text(src: &FieldRef, v: u128) -> String {
+    let Some(sf) = src.resolve() else {
+        return v.to_string();
+    };
+    if sf.ofs != 0 || sf.n_bits < sf.field.n_bits() {
+        return format!("{v:#x}");
+    }
+    use Field::*;
+    match sf.field {
+        EthSrc | EthDst | ArpSha | ArpTha | NdSll | NdTll => mac_of(v).to_string(),
+        Ipv4Src | Ipv4Dst | ArpSpa | ArpTpa => std::net::Ipv4Addr::from(v as u32).to_string(),
+        Ipv6Src | Ipv6Dst | NdTarget => std::net::Ipv6Addr::from(v).to_string(),
+        _ => v.to_string(),
+    }
+}
+
+fn read(flow: &Flow, f: &FieldRef) -> u128 {
+    flow.read(f).unwrap_or(0)
+}
+
+fn write(flow: &mut Flow, f: &FieldRef, v: u128) {
+    flow.write(f, v);
+}
+
+fn clear_ct(flow: &mut Flow) {
+    flow.set(Field::CtState, 0);
+    flow.set(Field::CtMark, 0);
+    flow.set(Field::CtLabel, 0);
+}
+
+fn mac_of(v: u128) -> MacAddr {
+    let b = (v as u64).to_be_bytes();
+    MacAddr([b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+fn mac_bits(m: MacAddr) -> u128 {
+    let b = m.0;
+    u128::from(u64::from_be_bytes([
+        0, 0, b[0], b[1], b[2], b[3], b[4], b[5],
+    ]))
+}
+
+fn ip_of(v: u128, n_bits: u16) -> std::net::IpAddr {
+    if n_bits <= 32 {
+        std::net::Ipv4Addr::from(v as u32).into()
+    } else {
+        std::net::Ipv6Addr::from(v).into()
+    }
+}
+
+/// The mark and label writes of `ct_commit { ... }`'s nested assignments.
+fn commit_of(nested: &Actions, flow: &Flow) -> Commit {
+    let mut c = Commit::default();
+    for a in &nested.0 {
+        let (dst, v) = match a {
+            Action::Load(l) => match &l.value {
+                ovn_lflow::actions::Value::Int(i) => (&l.dst, i.value),
+                ovn_lflow::actions::Value::Str(_) => continue,
+            },
+            Action::Move(m) => (&m.dst, read(flow, &m.src)),
+            _ => continue,
+        };
+        let Some(sf) = dst.resolve() else { continue };
+        let m = ones(sf.n_bits) << sf.ofs;
+        let v = (v << sf.ofs) & m;
+        match sf.field {
+            Field::CtMark => c.mark = ((c.mark.0 & !(m as u32)) | v as u32, c.mark.1 | m as u32),
+            Field::CtLabel => c.label = ((c.label.0 & !m) | v, c.label.1 | m),
+            _ => {}
+        }
+    }
+    c
+}
+
+fn ones(n: u32) -> u128 {
+    if n >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << n) - 1
+    }
+}
+
+/// `arp { }` on an IPv4 packet: a request for its destination (ovn-trace.c
+/// `execute_arp`: the ARP addresses are the IP ones).
+fn arp_request(f: &mut Flow) {
+    for z in [
+        Field::IpFrag,
+        Field::IpDscp,
+        Field::IpEcn,
+        Field::IpTtl,
+        Field::TcpFlags,
+    ] {
+        f.set(z, 0);
+    }
+    f.set(Field::EthType, 0x0806);
+    f.set(Field::ArpOp, 1);
+    f.set(Field::ArpSha, f.get(Field::EthSrc));
+    f.set(Field::ArpTha, 0);
+    f.set(Field::ArpSpa, f.get(Field::Ipv4Src));
+    f.set(Field::ArpTpa, f.get(Field::Ipv4Dst));
+}
+
+/// `nd_na { }`: a neighbour advertisement answering the solicitation.
+fn nd_na(f: &mut Flow) {
+    let (src, dst) = (f.get(Field::EthSrc), f.get(Field::EthDst));
+    f.set(Field::EthSrc, dst);
+    f.set(Field::EthDst, src);
+    f.set(Field::Ipv6Dst, f.get(Field::Ipv6Src));
+    f.set(Field::Ipv6Src, f.get(Field::NdTarget));
+    f.set(Field::Icmpv6Type, 136);
+    f.set(Field::NdSll, 0);
+    f.set(Field::NdTll, dst);
+}
+
+/// `nd_ns { }`: a solicitation for the packet's IPv6 destination, to its
+/// solicited-node multicast group.
+fn nd_ns(f: &mut Flow) {
+    let dst = f.get(Field::Ipv6Dst);
+    let group = 0xff02_0000_0000_0000_0000_0001_ff00_0000u128 | (dst & 0xff_ffff);
+    f.set(Field::EthDst, 0x3333_0000_0000 | (group & 0xffff_ffff));
+    f.set(Field::Icmpv6Type, 135);
+    f.set(Field::NdSll, 0);
+    f.set(Field::NdTll, 0);
+}
+
+/// `icmp4 { }` / `icmp6 { }` (and `reject`'s, `loopback`: back to the sender):
+/// a destination unreachable.
+fn icmp(f: &mut Flow, v6: bool, loopback: bool) {
+    if loopback {
+        swap_ends(f, v6);
+    }
+    f.set(Field::IpProto, if v6 { 58 } else { 1 });
+    f.set(Field::IpTtl, 255);
+    let (t, c) = if v6 {
+        (Field::Icmpv6Type, Field::Icmpv6Code)
+    } else {
+        (Field::Icmpv4Type, Field::Icmpv4Code)
+    };
+    f.set(t, if v6 { 1 } else { 3 });
+    f.set(c, 1);
+}
+
+/// `tcp_reset { }` / `sctp_abort { }`: same ports, RST set.
+fn reset(f: &mut Flow, proto: u128, loopback: bool) {
+    if loopback {
+        swap_ends(f, f.get(Field::EthType) == 0x86dd);
+    }
+    f.set(Field::IpProto, proto);
+    f.set(Field::IpTtl, 255);
+    f.set(Field::TcpFlags, 0x004);
+}
+
+/// OVS's `tp_src` of `f`: the ICMP type or the transport source port.
+fn tp_src(f: &Flow) -> u128 {
+    match f.get(Field::IpProto) {
+        1 => f.get(Field::Icmpv4Type),
+        58 => f.get(Field::Icmpv6Type),
+        6 => f.get(Field::TcpSrc),
+        17 => f.get(Field::UdpSrc),
+        132 => f.get(Field::SctpSrc),
+        _ => 0,
+    }
+}
+
+fn swap_ends(f: &mut Flow, v6: bool) {
+    let (s, d) = (f.get(Field::EthSrc), f.get(Field::EthDst));
+    f.set(Field::EthSrc, d);
+    f.set(Field::EthDst, s);
+    let (fs, fd) = if v6 {
+        (Field::Ipv6Src, Field::Ipv6Dst)
+    } else {
+        (Field::Ipv4Src, Field::Ipv4Dst)
+    };
+    let (s, d) = (f.get(fs), f.get(fd));
+    f.set(fs, d);
+    f.set(fd, s);
+}

@@ -1,0 +1,19 @@
+//! OVN's logical pipeline on this chassis (DESIGN.md §7): the logical flows of the
+//! local datapaths, built into tables ([`tables`]) and executed by an interpreter
+//! ([`interp`]) the way `ovn-trace` interprets them, one function per action. The data
+//! path runs it on a flow-cache miss; `vswitchctl ovn trace` runs it with a trace.
+//!
+//! - [`tables`]: [`Pipelines`], one immutable snapshot built from the Southbound rows;
+//! - [`interp`]: the interpreter and what it reports ([`Outcome`]);
+//! - [`portsec`]: `check_in_port_sec()` and `check_out_port_sec()`;
+//! - [`support`]: which actions vswitchd executes (a datapath using another is refused);
+//! - [`trace`]: microflows, and traces printed as `ovn-trace` prints them.
+
+pub mod interp;
+pub mod portsec;
+pub mod support;
+pub mod tables;
+pub mod trace;
+
+pub use interp::{CtResult, Mode, Outcome, Run, Tracker};
+pub use tables::{Pipelines, Viewpoint};

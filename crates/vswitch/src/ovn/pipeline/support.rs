@@ -1,0 +1,137 @@
+//! Which logical actions vswitchd executes. A datapath whose flows use any other is
+//! not claimed (DESIGN.md §9: refused, never guessed); NAT and load balancing come in
+//! a later change.
+
+use ovn_lflow::Action;
+
+/// The name of `a` if vswitchd does not execute it, else `None`.
+///
+/// Executed: the pipeline's own actions (`next`, `output`, assignments, `ip.ttl--`,
+/// `clone`, port security checks, FDB and MAC binding lookups), connection tracking
+/// without NAT (`ct_next`, `ct_commit`, `ct_commit_nat` and `ct_lb_mark`/`ct_lb`
+/// without backends, which only un-NAT connections that a datapath without NAT never
+/// has, `ct_clear`), and the controller actions of switches and routers (ARP and ND
+/// requests and replies, ICMP errors, TCP resets, SCTP aborts, `reject`, DHCPv4 and
+/// DHCPv6 replies, MAC binding learning). `log`, `set_meter` and `trigger_event`
+/// have no effect on forwarding and are counted; `handle_svc_check` (replies to a
+/// load balancer health check, which needs `Service_Monitor` rows this chassis does
+/// not have) and `handle_dhcpv6_reply` drop the packet, as ovn-controller does when
+/// nothing waits for it.
+pub fn refusal(a: &Action) -> Option<&'static str> {
+    use Action::*;
+    match a {
+        CtLb(lb) | CtLbMark(lb) if !lb.backends.is_empty() => Some(a.name()),
+        Output
+        | Next(_)
+        | Load(_)
+        | Move(_)
+        | Push(_)
+        | Pop(_)
+        | Exchange(_)
+        | DecTtl
+        | CtNext(_)
+        | CtCommitV1(_)
+        | CtCommitV2(_)
+        | CtLb(_)
+        | CtLbMark(_)
+        | CtClear
+        | CtCommitNat(_)
+        | Clone(_)
+        | Arp(_)
+        | Icmp4(_)
+        | Icmp4Error(_)
+        | Icmp6(_)
+        | Icmp6Error(_)
+        | TcpReset(_)
+        | SctpAbort(_)
+        | Reject(_)
+        | NdNa(_)
+        | NdNaRouter(_)
+        | NdNs(_)
+        | GetArp(_)
+        | PutArp(_)
+        | LookupArp(_)
+        | LookupArpIp(_)
+        | GetNd(_)
+        | PutNd(_)
+        | LookupNd(_)
+        | LookupNdIp(_)
+        | PutDhcpv4Opts(_)
+        | PutDhcpv6Opts(_)
+        | Dhcp6Reply
+        | Log(_)
+        | SetMeter { .. }
+        | TriggerEvent(_)
+        | HandleSvcCheck(_)
+        | OvnFieldLoad(_)
+        | CheckInPortSec(_)
+        | CheckOutPortSec(_)
+        | GetFdb { .. }
+        | LookupFdb { .. }
+        | PutFdb { .. } => None,
+        CtDnat(_)
+        | CtSnat(_)
+        | CtDnatInCzone(_)
+        | CtSnatInCzone(_)
+        | Select(_)
+        | CtSnatToVip
+        | ChkLbHairpin(_)
+        | ChkLbHairpinReply(_)
+        | CommitLbAff(_)
+        | ChkLbAff(_)
+        | CommitEcmpNh { .. }
+        | ChkEcmpNh(_)
+        | ChkEcmpNhMac(_)
+        | FwdGroup(_)
+        | BindVport { .. }
+        | CheckPktLarger { .. }
+        | DnsLookup(_)
+        | PutNdRaOpts(_)
+        | BfdMsg
+        | Sample(_)
+        | SetQueue(_)
+        | Igmp => Some(a.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ovn_lflow::actions::{ActionParams, Pipeline};
+    use ovn_lflow::dhcp::OptionTable;
+    use ovn_lflow::SymbolTable;
+
+    fn first(text: &str) -> Option<&'static str> {
+        let symtab = SymbolTable::ovn();
+        let (d4, d6, ra, ev) = (
+            OptionTable::dhcpv4(),
+            OptionTable::dhcpv6(),
+            OptionTable::nd_ra(),
+            OptionTable::new(),
+        );
+        let params = ActionParams {
+            symtab: &symtab,
+            dhcp_opts: &d4,
+            dhcpv6_opts: &d6,
+            nd_ra_opts: &ra,
+            event_opts: &ev,
+            pipeline: Pipeline::Ingress,
+            n_tables: 29,
+            cur_ltable: 5,
+        };
+        let acts = ovn_lflow::actions::parse(text, &params).unwrap().actions;
+        acts.walk().into_iter().find_map(refusal)
+    }
+
+    #[test]
+    fn nat_and_load_balancing_are_refused_by_name() {
+        assert_eq!(first("ct_lb_mark;"), None, "no backends: un-NAT only");
+        assert_eq!(
+            first("ct_lb_mark(backends=10.0.0.2:80,10.0.0.3:80);"),
+            Some("ct_lb_mark")
+        );
+        assert_eq!(first("ct_dnat(10.0.0.5);"), Some("ct_dnat"));
+        assert_eq!(first("clone { ct_snat; };"), Some("ct_snat"), "nested");
+        assert_eq!(first("ct_commit { ct_mark.blocked = 0; }; next;"), None);
+    }
+}

@@ -1,0 +1,606 @@
+//! The logical pipelines of the local datapaths, built from the Southbound rows
+//! (`Logical_Flow`, `Logical_DP_Group`, `Port_Binding`, `Multicast_Group`,
+//! `Address_Set`, `Port_Group`, `MAC_Binding`, `Static_MAC_Binding`, `FDB`,
+//! `DHCP_Options`, `DHCPv6_Options`) into one immutable [`Pipelines`] value, swapped
+//! whole like the topology.
+//!
+//! Each flow's match is parsed once per text, then annotated and compiled per datapath
+//! (port names and `@port_group`s resolve per datapath, as ovn-controller's
+//! `lookup_port_cb` and expr.c's `get_sb_port_group_name` do); its actions are parsed
+//! once per (text, pipeline, table). A flow that does not parse is skipped and counted
+//! ([`Pipelines::skipped`]), as ovn-controller skips it; a flow whose actions vswitchd
+//! does not execute makes its datapath [`Datapath::unsupported`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use ovn_lflow::actions::{ActionParams, Pipeline};
+use ovn_lflow::dhcp::OptionTable;
+use ovn_lflow::{Actions, CompiledExpr, Context, Expr, SymbolTable};
+use ovsdb::Uuid;
+
+use super::portsec::PortSecurity;
+use super::support::refusal;
+use crate::config::MacAddr;
+use crate::ovn::rows::Sb;
+use crate::ovn::sb::{LogicalFlow, PortBinding};
+
+/// Tables per pipeline (ovn-controller's `LOG_PIPELINE_LEN`: OpenFlow tables 8..37 and
+/// 42..64 hold them).
+pub const N_TABLES: u8 = 29;
+
+/// Where a logical port is, as this chassis sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Bound to this chassis.
+    Local,
+    /// Bound to another chassis, by name.
+    Remote(String),
+    /// Bound nowhere (or a port type that is everywhere: patch ports).
+    Nowhere,
+}
+
+/// One logical port of a datapath.
+#[derive(Debug, Clone)]
+pub struct LPort {
+    /// Its name (`Port_Binding.logical_port`).
+    pub name: String,
+    /// Its key in the datapath.
+    pub key: u16,
+    /// `Port_Binding.type`: `""` (a VIF), `patch`, `localnet`, `localport`,
+    /// `chassisredirect`, `l3gateway`, ...
+    pub kind: String,
+    /// Its peer, for a patch port: (datapath key, port key).
+    pub peer: Option<(u32, u16)>,
+    /// Where it is bound.
+    pub location: Location,
+    /// Its port security (`check_in_port_sec`, `check_out_port_sec`).
+    pub security: PortSecurity,
+}
+
+/// A multicast group of a datapath (`_MC_flood`, `_MC_unknown`, ...).
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// Its name.
+    pub name: String,
+    /// Member port keys.
+    pub members: Vec<u16>,
+}
+
+/// One logical flow as the interpreter runs it.
+#[derive(Debug)]
+pub struct Lflow {
+    /// Its `Logical_Flow` row.
+    pub uuid: Uuid,
+    /// Higher first.
+    pub priority: u16,
+    /// The compiled match (with the actions' prerequisites).
+    pub matcher: CompiledExpr,
+    /// The actions.
+    pub actions: Arc<Actions>,
+    /// The match as the database has it (for traces).
+    pub match_text: Arc<str>,
+    /// The actions as the database has them (for traces).
+    pub actions_text: Arc<str>,
+}
+
+/// One table (stage) of a pipeline: its flows, highest priority first.
+#[derive(Debug, Default)]
+pub struct Table {
+    /// Its stage name (`ls_in_acl`), from the flows' `external_ids:stage-name`.
+    pub stage: String,
+    /// Its flows, by priority, highest first.
+    pub flows: Vec<Lflow>,
+}
+
+/// One logical datapath (switch or router) with its pipelines.
+#[derive(Debug, Default)]
+pub struct Datapath {
+    /// `Datapath_Binding.tunnel_key`.
+    pub key: u32,
+    /// Its name (`external_ids:name`).
+    pub name: String,
+    /// A logical router (`external_ids:logical-router`).
+    pub router: bool,
+    /// The ingress and egress tables, by table id.
+    pub tables: [Vec<Table>; 2],
+    /// Ports by key.
+    pub ports: BTreeMap<u16, LPort>,
+    /// Port and multicast group keys by name (`lookup_port_cb`: `none` is 0).
+    pub names: HashMap<String, u16>,
+    /// Multicast groups by key.
+    pub groups: BTreeMap<u16, Group>,
+    /// IP-to-MAC bindings (`MAC_Binding`, `Static_MAC_Binding`) by (port key, IP).
+    pub mac_bindings: HashMap<(u16, IpAddr), MacAddr>,
+    /// MACs learned behind ports (`FDB`): MAC -> port key.
+    pub fdb: HashMap<MacAddr, u16>,
+    /// The first flow whose action vswitchd does not execute: (action, stage, flow).
+    pub unsupported: Option<(String, String, Uuid)>,
+}
+
+impl Datapath {
+    /// The ingress (`Pipeline::Ingress`) or egress tables.
+    pub fn tables(&self, p: Pipeline) -> &[Table] {
+        &self.tables[p as usize]
+    }
+
+    /// The port or group name of `key` (`""` when none).
+    pub fn name_of(&self, key: u16) -> &str {
+        if let Some(p) = self.ports.get(&key) {
+            return &p.name;
+        }
+        self.groups.get(&key).map_or("", |g| g.name.as_str())
+    }
+}
+
+/// A logical flow skipped because it did not parse.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// Its row.
+    pub uuid: Uuid,
+    /// Its stage.
+    pub stage: String,
+    /// What failed.
+    pub error: String,
+}
+
+/// The logical pipelines of the local datapaths: one snapshot.
+#[derive(Debug, Default)]
+pub struct Pipelines {
+    /// Datapaths by key.
+    pub datapaths: BTreeMap<u32, Datapath>,
+    /// Logical ports by name: (datapath key, port key).
+    pub ports: HashMap<String, (u32, u16)>,
+    /// Flows skipped because they did not parse.
+    pub skipped: Vec<Skipped>,
+    /// The symbol table.
+    pub symtab: Arc<SymbolTable>,
+    /// DHCPv4 options (`DHCP_Options`).
+    pub dhcp_opts: Arc<OptionTable>,
+    /// DHCPv6 options (`DHCPv6_Options`).
+    pub dhcpv6_opts: Arc<OptionTable>,
+}
+
+/// Who is where: the chassis whose view the pipelines are built for.
+#[derive(Debug, Clone, Copy)]
+pub enum Viewpoint<'a> {
+    /// Every port is local, as `ovn-trace` assumes.
+    Everywhere,
+    /// This chassis (its `Chassis` row), with the datapaths it runs.
+    Chassis(Option<Uuid>),
+    /// Bindings by chassis name are resolved through `Sb`; `local` names ports bound
+    /// here regardless of the database (a claim in flight).
+    Claiming(Option<Uuid>, &'a [String]),
+}
+
+/// Per-datapath resolution of names for the expression compiler.
+struct DpContext<'a> {
+    key: u32,
+    names: &'a HashMap<String, u16>,
+    sets: &'a HashMap<String, ovn_lflow::AddressSet>,
+    groups: &'a HashMap<String, Vec<String>>,
+    resident: &'a dyn Fn(&str) -> bool,
+}
+
+impl Context for DpContext<'_> {
+    fn address_set(&self, name: &str) -> Option<&ovn_lflow::AddressSet> {
+        self.sets.get(name)
+    }
+
+    fn port_group(&self, name: &str) -> Option<&[String]> {
+        // expr.c get_sb_port_group_name: `<datapath key>_<name>`, else the name alone.
+        self.groups
+            .get(&format!("{}_{name}", self.key))
+            .or_else(|| self.groups.get(name))
+            .map(Vec::as_slice)
+    }
+
+    fn port_key(&self, name: &str) -> Option<u32> {
+        self.names.get(name).map(|&k| u32::from(k))
+    }
+
+    fn is_chassis_resident(&self, name: &str) -> bool {
+        (self.resident)(name)
+    }
+}
+
+/// Actions parsed, with the prerequisites they add to the match, or why not.
+type ParsedActions = Result<(Arc<Actions>, Option<Expr>), String>;
+
+/// Text already parsed during one build: matches by text, actions by (text,
+/// pipeline, table).
+#[derive(Default)]
+struct Parsed {
+    matches: HashMap<Arc<str>, Result<Expr, String>>,
+    actions: HashMap<(Arc<str>, u8, u8), ParsedActions>,
+}
+
+impl Pipelines {
+    /// The pipelines of datapaths `local` (by row) as chassis `view` sees them.
+    pub fn build(sb: &Sb, local: &[Uuid], view: Viewpoint<'_>) -> Pipelines {
+        let symtab = Arc::new(SymbolTable::ovn());
+        let mut p = Pipelines {
+            symtab: symtab.clone(),
+            dhcp_opts: Arc::new(option_table(
+                sb.dhcp_options
+                    .values()
+                    .map(|o| (o.name.as_str(), o.code, o.kind.as_str())),
+                OptionTable::dhcpv4,
+            )),
+            dhcpv6_opts: Arc::new(option_table(
+                sb.dhcpv6_options
+                    .values()
+                    .map(|o| (o.name.as_str(), o.code, o.kind.as_str())),
+                OptionTable::dhcpv6,
+            )),
+            ..Pipelines::default()
+        };
+        let by_dp = ports_by_datapath(sb);
+        for u in local {
+            if let Some(dp) = datapath_of(sb, *u, by_dp.get(u).map_or(&[][..], Vec::as_slice), view)
+            {
+                for pt in dp.ports.values() {
+                    p.ports.insert(pt.name.clone(), (dp.key, pt.key));
+                }
+                p.datapaths.insert(dp.key, dp);
+            }
+        }
+        p.resolve_peers(sb);
+        p.add_flows(sb, local, view);
+        p
+    }
+
+    /// Sets each patch port's peer (datapath key, port key) from `options:peer`.
+    fn resolve_peers(&mut self, sb: &Sb) {
+        let peers: HashMap<&str, &str> = sb
+            .ports
+            .values()
+            .filter(|pb| pb.kind == "patch" || pb.kind == "l3gateway")
+            .filter_map(|pb| Some((pb.logical_port.as_str(), pb.options.get("peer")?.as_str())))
+            .collect();
+        let ports = &self.ports;
+        for dp in self.datapaths.values_mut() {
+            for pt in dp.ports.values_mut() {
+                pt.peer = peers
+                    .get(pt.name.as_str())
+                    .and_then(|peer| ports.get(*peer).copied());
+            }
+        }
+    }
+
+    /// Parses and compiles the logical flows of every datapath.
+    fn add_flows(&mut self, sb: &Sb, local: &[Uuid], view: Viewpoint<'_>) {
+        let sets: HashMap<String, ovn_lflow::AddressSet> = sb
+            .address_sets
+            .values()
+            .map(|a| (a.name.clone(), ovn_lflow::AddressSet::new(&a.addresses)))
+            .collect();
+        let groups: HashMap<String, Vec<String>> = sb
+            .port_groups
+            .values()
+            .map(|g| (g.name.clone(), g.ports.clone()))
+            .collect();
+        let key_of: HashMap<Uuid, u32> = local
+            .iter()
+            .filter_map(|u| Some((*u, u32::try_from(sb.datapaths.get(u)?.tunnel_key).ok()?)))
+            .collect();
+        let mut parsed = Parsed::default();
+        let mut flows: Vec<(&Uuid, &LogicalFlow)> = sb.lflows.iter().collect();
+        flows.sort_by_key(|(u, _)| **u);
+        for (uuid, f) in flows {
+            let dps: Vec<u32> = flow_datapaths(sb, f)
+                .filter_map(|d| key_of.get(&d).copied())
+                .collect();
+            for key in dps {
+                self.add_flow(*uuid, f, key, &sets, &groups, &mut parsed, view);
+            }
+        }
+        for dp in self.datapaths.values_mut() {
+            for t in dp.tables.iter_mut().flatten() {
+                t.flows
+                    .sort_by(|a, b| b.priority.cmp(&a.priority).then(a.uuid.cmp(&b.uuid)));
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_flow(
+        &mut self,
+        uuid: Uuid,
+        f: &LogicalFlow,
+        dp_key: u32,
+        sets: &HashMap<String, ovn_lflow::AddressSet>,
+        groups: &HashMap<String, Vec<String>>,
+        parsed: &mut Parsed,
+        view: Viewpoint<'_>,
+    ) {
+        let stage = f
+            .external_ids
+            .get("stage-name")
+            .cloned()
+            .unwrap_or_default();
+        let (Some(pipeline), Ok(table)) = (pipeline_of(&f.pipeline), u8::try_from(f.table_id))
+        else {
+            return self.skip(uuid, &stage, "bad pipeline or table_id".into());
+        };
+        let Some(dp) = self.datapaths.get(&dp_key) else {
+            return;
+        };
+        let resident = |name: &str| self.is_resident(name, view);
+        let ctx = DpContext {
+            key: dp_key,
+            names: &dp.names,
+            sets,
+            groups,
+            resident: &resident,
+        };
+        let compiled = compile(
+            &self.symtab,
+            &self.dhcp_opts,
+            &self.dhcpv6_opts,
+            f,
+            pipeline,
+            table,
+            &ctx,
+            parsed,
+        );
+        let (matcher, actions) = match compiled {
+            Ok(c) => c,
+            Err(e) => return self.skip(uuid, &stage, e),
+        };
+        let dp = self.datapaths.get_mut(&dp_key).expect("looked up above");
+        if dp.unsupported.is_none() {
+            if let Some(a) = actions.walk().into_iter().find_map(|a| refusal(a)) {
+                dp.unsupported = Some((a.to_string(), stage.clone(), uuid));
+            }
+        }
+        let tables = &mut dp.tables[pipeline as usize];
+        if tables.len() <= usize::from(table) {
+            tables.resize_with(usize::from(table) + 1, Table::default);
+        }
+        let t = &mut tables[usize::from(table)];
+        if t.stage.is_empty() {
+            t.stage = stage;
+        }
+        t.flows.push(Lflow {
+            uuid,
+            priority: u16::try_from(f.priority).unwrap_or(0),
+            matcher,
+            actions,
+            match_text: f.match_.as_str().into(),
+            actions_text: f.actions.as_str().into(),
+        });
+    }
+
+    fn skip(&mut self, uuid: Uuid, stage: &str, error: String) {
+        self.skipped.push(Skipped {
+            uuid,
+            stage: stage.to_string(),
+            error,
+        });
+    }
+
+    fn is_resident(&self, name: &str, view: Viewpoint<'_>) -> bool {
+        if name.is_empty() || matches!(view, Viewpoint::Everywhere) {
+            return true;
+        }
+        self.ports.get(name).is_some_and(|&(d, k)| {
+            self.datapaths
+                .get(&d)
+                .and_then(|dp| dp.ports.get(&k))
+                .is_some_and(|p| p.location == Location::Local)
+        })
+    }
+
+    /// The datapath with key `key`.
+    pub fn datapath(&self, key: u32) -> Option<&Datapath> {
+        self.datapaths.get(&key)
+    }
+}
+
+/// Parses (once per text) and compiles flow `f` for the datapath `ctx` resolves in.
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    symtab: &SymbolTable,
+    dhcp: &OptionTable,
+    dhcpv6: &OptionTable,
+    f: &LogicalFlow,
+    pipeline: Pipeline,
+    table: u8,
+    ctx: &DpContext<'_>,
+    parsed: &mut Parsed,
+) -> Result<(CompiledExpr, Arc<Actions>), String> {
+    let mtext: Arc<str> = f.match_.as_str().into();
+    let m = parsed
+        .matches
+        .entry(mtext.clone())
+        .or_insert_with(|| Expr::parse(&mtext, symtab).map_err(|e| format!("match: {e}")))
+        .clone()?;
+    let atext: Arc<str> = f.actions.as_str().into();
+    let (actions, prereqs) = parsed
+        .actions
+        .entry((atext.clone(), pipeline as u8, table))
+        .or_insert_with(|| {
+            let nd_ra = OptionTable::nd_ra();
+            let events = OptionTable::new();
+            let params = ActionParams {
+                symtab,
+                dhcp_opts: dhcp,
+                dhcpv6_opts: dhcpv6,
+                nd_ra_opts: &nd_ra,
+                event_opts: &events,
+                pipeline,
+                n_tables: N_TABLES,
+                cur_ltable: table,
+            };
+            ovn_lflow::actions::parse(&atext, &params)
+                .map(|p| (Arc::new(p.actions), p.prereqs))
+                .map_err(|e| format!("actions: {e}"))
+        })
+        .clone()?;
+    let m = match prereqs {
+        Some(p) => Expr::And(vec![m, p]),
+        None => m,
+    };
+    let annotated = m.annotate(symtab, ctx).map_err(|e| format!("match: {e}"))?;
+    let matcher = CompiledExpr::compile(&annotated, ctx).map_err(|e| format!("match: {e}"))?;
+    Ok((matcher, actions))
+}
+
+/// The option table of the database's rows, or the built-in one before northd
+/// wrote them.
+fn option_table<'a>(
+    rows: impl Iterator<Item = (&'a str, i64, &'a str)>,
+    builtin: fn() -> OptionTable,
+) -> OptionTable {
+    let rows: Vec<(&str, u32, &str)> = rows
+        .filter_map(|(n, c, t)| Some((n, u32::try_from(c).ok()?, t)))
+        .collect();
+    if rows.is_empty() {
+        return builtin();
+    }
+    OptionTable::from_rows(rows).unwrap_or_else(|_| builtin())
+}
+
+fn pipeline_of(s: &str) -> Option<Pipeline> {
+    match s {
+        "ingress" => Some(Pipeline::Ingress),
+        "egress" => Some(Pipeline::Egress),
+        _ => None,
+    }
+}
+
+/// The datapaths (rows) flow `f` applies to.
+fn flow_datapaths<'a>(sb: &'a Sb, f: &'a LogicalFlow) -> impl Iterator<Item = Uuid> + 'a {
+    let group = f
+        .logical_dp_group
+        .and_then(|g| sb.dp_groups.get(&g))
+        .map_or(&[][..], |g| g.datapaths.as_slice());
+    f.logical_datapath.into_iter().chain(group.iter().copied())
+}
+
+fn ports_by_datapath(sb: &Sb) -> HashMap<Uuid, Vec<&PortBinding>> {
+    let mut m: HashMap<Uuid, Vec<&PortBinding>> = HashMap::new();
+    for pb in sb.ports.values() {
+        m.entry(pb.datapath).or_default().push(pb);
+    }
+    m
+}
+
+/// Datapath `u` with its ports, groups, MAC bindings and FDB (no flows yet).
+fn datapath_of(sb: &Sb, u: Uuid, ports: &[&PortBinding], view: Viewpoint<'_>) -> Option<Datapath> {
+    let row = sb.datapaths.get(&u)?;
+    let key = u32::try_from(row.tunnel_key).ok()?;
+    let mut dp = Datapath {
+        key,
+        name: row.external_ids.get("name").cloned().unwrap_or_default(),
+        router: row.external_ids.contains_key("logical-router"),
+        ..Datapath::default()
+    };
+    dp.names.insert("none".into(), 0);
+    for pb in ports {
+        let Ok(k) = u16::try_from(pb.tunnel_key) else {
+            continue;
+        };
+        dp.names.insert(pb.logical_port.clone(), k);
+        dp.ports.insert(
+            k,
+            LPort {
+                name: pb.logical_port.clone(),
+                key: k,
+                kind: pb.kind.clone(),
+                peer: None,
+                location: location(sb, pb, view),
+                security: PortSecurity::parse(&pb.port_security),
+            },
+        );
+    }
+    for g in sb.groups.iter().filter(|g| g.datapath == u) {
+        let Ok(k) = u16::try_from(g.tunnel_key) else {
+            continue;
+        };
+        // By name, in the order `ovn-trace` visits them.
+        let mut rows: Vec<&PortBinding> = g.ports.iter().filter_map(|p| sb.ports.get(p)).collect();
+        rows.sort_by(|a, b| a.logical_port.cmp(&b.logical_port));
+        let members = rows
+            .iter()
+            .filter_map(|pb| u16::try_from(pb.tunnel_key).ok())
+            .collect();
+        dp.names.insert(g.name.clone(), k);
+        dp.groups.insert(
+            k,
+            Group {
+                name: g.name.clone(),
+                members,
+            },
+        );
+    }
+    add_mac_bindings(sb, u, &mut dp);
+    for f in sb.fdb.iter().filter(|f| f.dp_key == row.tunnel_key) {
+        if let (Ok(mac), Ok(port)) = (f.mac.parse::<MacAddr>(), u16::try_from(f.port_key)) {
+            dp.fdb.insert(mac, port);
+        }
+    }
+    Some(dp)
+}
+
+/// `MAC_Binding` rows of router `u`, then `Static_MAC_Binding` rows (which win over a
+/// learned binding when they say so).
+fn add_mac_bindings(sb: &Sb, u: Uuid, dp: &mut Datapath) {
+    let parse = |port: &str, ip: &str, mac: &str| {
+        let port = *dp.names.get(port)?;
+        Some((
+            (port, ip.parse::<IpAddr>().ok()?),
+            mac.parse::<MacAddr>().ok()?,
+        ))
+    };
+    let learned: Vec<_> = sb
+        .mac_bindings
+        .values()
+        .filter(|b| b.datapath == u)
+        .filter_map(|b| parse(&b.logical_port, &b.ip, &b.mac))
+        .collect();
+    let fixed: Vec<_> = sb
+        .static_mac_bindings
+        .values()
+        .filter(|b| b.datapath == u)
+        .filter_map(|b| {
+            Some((
+                parse(&b.logical_port, &b.ip, &b.mac)?,
+                b.override_dynamic_mac,
+            ))
+        })
+        .collect();
+    dp.mac_bindings.extend(learned);
+    for ((k, mac), override_dynamic) in fixed {
+        if override_dynamic || !dp.mac_bindings.contains_key(&k) {
+            dp.mac_bindings.insert(k, mac);
+        }
+    }
+}
+
+/// Where binding `pb` is, seen from `view`.
+fn location(sb: &Sb, pb: &PortBinding, view: Viewpoint<'_>) -> Location {
+    if matches!(pb.kind.as_str(), "patch" | "localport" | "localnet") {
+        return Location::Nowhere;
+    }
+    let me = match view {
+        Viewpoint::Everywhere => return Location::Local,
+        Viewpoint::Chassis(me) => me,
+        Viewpoint::Claiming(me, local) => {
+            if local.contains(&pb.logical_port) {
+                return Location::Local;
+            }
+            me
+        }
+    };
+    match pb.chassis {
+        Some(c) if Some(c) == me => Location::Local,
+        Some(c) => sb
+            .chassis
+            .get(&c)
+            .map_or(Location::Nowhere, |ch| Location::Remote(ch.name.clone())),
+        None => Location::Nowhere,
+    }
+}
