@@ -1,0 +1,204 @@
+//! Per-packet costs of the tracker at 1k and 1M connections:
+//! `cargo bench -p conntrack -- --warm-up-time 1 --measurement-time 3`.
+//!
+//! - `insert`: a commit that creates a connection (UDP), into a table that
+//!   already holds N;
+//! - `hit`: a packet of an established UDP connection (ct_next), N held,
+//!   visited in a scattered order (at 1M, mostly cache misses);
+//! - `hit_hot4k`: the same among 4,096 active flows of the 1M;
+//! - `hit_tcp`: an established TCP data segment, window tracking included;
+//! - `miss`: a packet of no connection, without commit (`ct.new`);
+//! - `parse`: an IPv4 TCP segment from bytes.
+//!
+//! Bytes per connection at 1M are printed before the runs (the tracker's
+//! own count of its heap, which `tests/memory.rs` checks against a
+//! counting allocator).
+
+use std::hint::black_box;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use conntrack::{Config, Conntrack, CtAction, Packet, TcpFlags, TcpSegment, L4};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+const SIZES: [(u32, &str); 2] = [(1 << 10, "1k"), (1 << 20, "1M")];
+/// An odd stride: visits every index of a power-of-two table, scattered.
+const STRIDE: u32 = 0x9e37_79b9;
+
+/// The `i`-th UDP flow from client to server (reply: `reversed`).
+fn udp(i: u32, reversed: bool) -> Packet {
+    let client = Ipv4Addr::from(0x0a00_0000 | (i >> 4)).into();
+    let server = Ipv4Addr::new(192, 0, 2, 1).into();
+    let (cport, sport) = (1024 + (i & 0xf) as u16, 53);
+    let (src, dst, src_port, dst_port) = if reversed {
+        (server, client, sport, cport)
+    } else {
+        (client, server, cport, sport)
+    };
+    Packet {
+        src,
+        dst,
+        fragment: false,
+        l4: L4::Udp { src_port, dst_port },
+    }
+}
+
+/// A tracker holding `n` established UDP connections (flows `0..n`).
+fn filled(n: u32) -> Conntrack {
+    let ct = Conntrack::new(Config::default()).unwrap();
+    for i in 0..n {
+        ct.execute(&udp(i, false), &CtAction::commit(1), 0);
+        ct.execute(&udp(i, true), &CtAction::lookup(1), 0);
+    }
+    ct
+}
+
+fn bench_hit_miss(c: &mut Criterion) {
+    let mut g = c.benchmark_group("conntrack");
+    g.throughput(Throughput::Elements(1));
+    for (n, name) in SIZES {
+        let ct = filled(n);
+        if n == 1 << 20 {
+            eprintln!(
+                "{} connections: {} heap bytes, {:.1} bytes/connection",
+                ct.len(),
+                ct.memory_bytes(),
+                ct.memory_bytes() as f64 / ct.len() as f64
+            );
+        }
+        let mask = n - 1;
+        let act = CtAction::lookup(1);
+        let mut j = 0u32;
+        g.bench_function(BenchmarkId::new("hit", name), |b| {
+            b.iter(|| {
+                j = j.wrapping_add(STRIDE) & mask;
+                let r = ct.execute(black_box(&udp(j, j & 1 == 0)), &act, 1);
+                debug_assert!(r.state.contains(conntrack::CtState::EST));
+                r
+            })
+        });
+        if n == 1 << 20 {
+            // 4,096 active flows among the million: the cost a PMD sees when
+            // the table is big but the traffic has locality.
+            g.bench_function(BenchmarkId::new("hit_hot4k", name), |b| {
+                b.iter(|| {
+                    j = j.wrapping_add(STRIDE) & 4095;
+                    let i = j.wrapping_mul(STRIDE) & mask;
+                    ct.execute(black_box(&udp(i, j & 1 == 0)), &act, 1)
+                })
+            });
+        }
+        g.bench_function(BenchmarkId::new("miss", name), |b| {
+            b.iter(|| {
+                j = j.wrapping_add(STRIDE) & mask;
+                // Same hosts, a port no flow uses.
+                let mut p = udp(j, false);
+                p.l4 = L4::Udp {
+                    src_port: 999,
+                    dst_port: 53,
+                };
+                ct.execute(black_box(&p), &act, 1)
+            })
+        });
+        g.bench_function(BenchmarkId::new("insert", name), |b| {
+            // Batches of at most a quarter of N, removed untimed after each,
+            // so the table stays near N connections.
+            let batch = u64::from(n / 4).min(4096);
+            b.iter_custom(|iters| {
+                let mut took = Duration::ZERO;
+                let mut left = iters;
+                while left > 0 {
+                    let k = left.min(batch) as u32;
+                    left -= u64::from(k);
+                    let start = Instant::now();
+                    for i in n..n + k {
+                        black_box(ct.execute(&udp(i, false), &CtAction::commit(1), 1));
+                    }
+                    took += start.elapsed();
+                    for i in n..n + k {
+                        let p = udp(i, false);
+                        let t =
+                            conntrack::Tuple::ports(p.src, p.dst, 17, 1024 + (i & 0xf) as u16, 53);
+                        ct.flush_tuple(1, &t);
+                    }
+                }
+                took
+            })
+        });
+    }
+    g.finish();
+}
+
+fn tcp(client: u32, flags: TcpFlags, seq: u32, ack: u32, len: u32, reversed: bool) -> Packet {
+    let c = Ipv4Addr::from(0x0a00_0000 | client).into();
+    let s = Ipv4Addr::new(192, 0, 2, 1).into();
+    let seg = TcpSegment {
+        flags,
+        seq,
+        ack,
+        window: 65535,
+        payload_len: len,
+        src_port: if reversed { 80 } else { 40000 },
+        dst_port: if reversed { 40000 } else { 80 },
+        wscale: Some(7),
+    };
+    let (src, dst) = if reversed { (s, c) } else { (c, s) };
+    Packet {
+        src,
+        dst,
+        fragment: false,
+        l4: L4::Tcp(seg),
+    }
+}
+
+fn bench_tcp(c: &mut Criterion) {
+    let mut g = c.benchmark_group("conntrack");
+    g.throughput(Throughput::Elements(1));
+    let n = 1u32 << 10;
+    let ct = Conntrack::new(Config::default()).unwrap();
+    for i in 0..n {
+        ct.execute(
+            &tcp(i, TcpFlags::SYN, 0, 0, 0, false),
+            &CtAction::commit(1),
+            0,
+        );
+        let synack = tcp(i, TcpFlags::SYN | TcpFlags::ACK, 0, 1, 0, true);
+        ct.execute(&synack, &CtAction::lookup(1), 0);
+        ct.execute(
+            &tcp(i, TcpFlags::ACK, 1, 1, 0, false),
+            &CtAction::lookup(1),
+            0,
+        );
+        ct.execute(
+            &tcp(i, TcpFlags::ACK, 1, 1, 0, true),
+            &CtAction::lookup(1),
+            0,
+        );
+    }
+    // The same in-window segment again and again: a retransmission, which
+    // runs the whole window check and moves nothing.
+    let mut j = 0u32;
+    g.bench_function(BenchmarkId::new("hit_tcp", "1k"), |b| {
+        b.iter(|| {
+            j = j.wrapping_add(STRIDE) & (n - 1);
+            let p = tcp(j, TcpFlags::ACK | TcpFlags::PSH, 1, 1, 1400, false);
+            ct.execute(black_box(&p), &CtAction::lookup(1), 1)
+        })
+    });
+    let mut bytes = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0];
+    bytes.extend_from_slice(&[10, 0, 0, 1, 192, 0, 2, 1]);
+    bytes.extend_from_slice(&[
+        0x9c, 0x40, 0, 80, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
+    ]);
+    g.bench_function("parse", |b| {
+        b.iter(|| conntrack::parse(black_box(&bytes), conntrack::Checksums::Trust).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = bench_hit_miss, bench_tcp
+}
+criterion_main!(benches);

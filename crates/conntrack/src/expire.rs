@@ -1,0 +1,144 @@
+//! Removing connections without stopping the PMDs: the incremental
+//! [`sweep`](Conntrack::sweep) of expired ones, and flushes.
+//!
+//! Expiry is lazy on lookup (an expired connection is removed when a
+//! packet finds it) and incremental in the background: `sweep` walks the
+//! shards' slots from a cursor, at most [`SWEEP_CHUNK`] slots per lock
+//! hold, so a PMD never waits behind more than one chunk (a few
+//! microseconds). Open vSwitch's clean thread does the same with its
+//! expiration lists and a per-call cap.
+
+use crate::key::Oriented;
+use crate::table::tag;
+use crate::tracker::Shard;
+use crate::{Conntrack, Tuple};
+
+/// Slots examined per shard-lock hold by [`Conntrack::sweep`].
+pub const SWEEP_CHUNK: usize = 1024;
+
+/// What one [`Conntrack::sweep`] call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sweep {
+    /// Slots examined (empty ones included).
+    pub scanned: usize,
+    /// Connections removed because they expired.
+    pub expired: usize,
+    /// The cursor went past the last shard: every connection that had
+    /// expired when this round began is gone.
+    pub round_done: bool,
+}
+
+impl Conntrack {
+    /// Removes expired connections, examining about `budget` slots from
+    /// where the last call stopped, and stopping early at the end of a
+    /// round (past the last shard). Call it from a control thread, e.g.
+    /// every 100 ms with a budget that covers the table every few seconds.
+    pub fn sweep(&self, now_ms: u64, budget: usize) -> Sweep {
+        let mut out = Sweep::default();
+        let mut cursor = self.sweep_cursor.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut shard, mut pos) = *cursor;
+        while out.scanned < budget {
+            let chunk = SWEEP_CHUNK.min(budget - out.scanned);
+            let mut s = self.lock_shard(shard % self.shards.len());
+            // The table may have shrunk (a flush) since the cursor was left.
+            pos = pos.min(s.table.capacity());
+            let (end, expired) = self.sweep_chunk(&mut s, pos, chunk, now_ms);
+            out.scanned += end - pos;
+            out.expired += expired;
+            if end >= s.table.capacity() {
+                s.table.maybe_shrink();
+                drop(s);
+                shard += 1;
+                pos = 0;
+                // An empty shard costs a lock: count it as one slot.
+                out.scanned += 1;
+                if shard >= self.shards.len() {
+                    shard = 0;
+                    out.round_done = true;
+                    break;
+                }
+            } else {
+                pos = end;
+            }
+        }
+        *cursor = (shard, pos);
+        out
+    }
+
+    /// Sweeps every shard from the first, until the round is done: every
+    /// connection expired at `now_ms` is gone. For tests and shutdown.
+    pub fn sweep_all(&self, now_ms: u64) -> usize {
+        *self.sweep_cursor.lock().unwrap_or_else(|e| e.into_inner()) = (0, 0);
+        let mut expired = 0;
+        loop {
+            let s = self.sweep(now_ms, usize::MAX / 2);
+            expired += s.expired;
+            if s.round_done {
+                return expired;
+            }
+        }
+    }
+
+    /// Scans `[pos, pos + n)` of one shard; returns where it stopped and
+    /// how many it removed.
+    fn sweep_chunk(&self, s: &mut Shard, pos: usize, n: usize, now_ms: u64) -> (usize, usize) {
+        let end = (pos + n).min(s.table.capacity());
+        let mut i = pos;
+        let mut expired = 0;
+        while i < end {
+            if s.table.tag_at(i).is_some() && s.table.get(i).expired(now_ms) {
+                // The entry shifted into `i`, if any, is examined next.
+                self.remove_at(s, i);
+                expired += 1;
+            } else {
+                i += 1;
+            }
+        }
+        s.counters.expired += expired as u64;
+        (end, expired)
+    }
+
+    /// Removes every connection (`zone` `None`) or those of one zone;
+    /// returns how many. One shard is locked at a time.
+    pub fn flush(&self, zone: Option<u16>) -> usize {
+        let mut n = 0;
+        for i in 0..self.shards.len() {
+            let mut s = self.lock_shard(i);
+            let mut removed = 0;
+            let mut j = 0;
+            while j < s.table.capacity() {
+                let hit = s.table.tag_at(j).is_some()
+                    && zone.map_or(true, |z| s.table.get(j).key.zone == z);
+                if hit {
+                    self.remove_at(&mut s, j);
+                    removed += 1;
+                } else {
+                    j += 1;
+                }
+            }
+            s.table.maybe_shrink();
+            s.counters.flushed += removed as u64;
+            n += removed;
+        }
+        n
+    }
+
+    /// Removes the connection of `tuple` (either direction) in `zone`;
+    /// whether there was one.
+    pub fn flush_tuple(&self, zone: u16, tuple: &Tuple) -> bool {
+        let Some(o) = Oriented::from_tuple(tuple) else {
+            return false;
+        };
+        let (key, _) = o.canonical(zone);
+        let h = self.hash_key(&key);
+        let mut s = self.lock_shard(self.shard_index(h));
+        match s.table.find(tag(h), &key) {
+            Some(i) => {
+                self.remove_at(&mut s, i);
+                s.counters.flushed += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}

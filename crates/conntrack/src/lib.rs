@@ -1,0 +1,161 @@
+//! A userspace connection tracker for software switches, with Open
+//! vSwitch's `ct()` semantics: what OVN's `ct_next` and `ct_commit` need
+//! for stateful ACLs.
+//!
+//! - [`Conntrack`] holds connections in zones (a `u16`; the same 5-tuple
+//!   in two zones is two connections), keyed so that both directions find
+//!   one entry. It is `Send + Sync`: PMD threads share it through an `Arc`,
+//!   and a reply may arrive on any thread.
+//! - [`Conntrack::execute`] is one `ct(zone, [commit], [mark], [label])`
+//!   step ([`CtAction`]) on a [`Packet`], answering a [`CtResult`]:
+//!   `ct_state` bits ([`CtState`]: `new`, `est`, `rel`, `rpl`, `inv`,
+//!   `trk`), `ct_mark`, `ct_label`, and why a packet is invalid or a commit
+//!   was refused. Without commit nothing is created (`new` means "would be
+//!   new"); with commit a packet that may open a connection creates it
+//!   and the mark/label writes apply.
+//! - Protocols: TCP with window tracking as Open vSwitch's
+//!   `conntrack-tcp.c` (pf's algorithm, RFC 7323 window scaling); UDP and
+//!   other IP protocols by direction seen; ICMP/ICMPv6 echo (and ICMP
+//!   timestamp/information) by identifier; ICMP/ICMPv6 errors *related* to
+//!   the connection of the header they embed.
+//! - Fragments are not reassembled: they are invalid
+//!   ([`InvalidReason::Fragment`]) and counted.
+//! - Per-state [`Timeouts`] (Open vSwitch's defaults), lazy expiry on
+//!   lookup plus an incremental [`Conntrack::sweep`] for a control
+//!   thread; [`Conntrack::flush`], [`Conntrack::dump`], [`Conntrack::stats`].
+//! - A global maximum and per-zone maxima; a refused commit is
+//!   [`Refused::TableFull`] or [`Refused::ZoneFull`] and counted.
+//! - [`parse()`] turns L3 bytes (IPv4, IPv6 with extension headers) into a
+//!   [`Packet`]; callers that already have a flow key fill `Packet` directly.
+//!
+//! No I/O, no clock reads (callers pass `now_ms`, milliseconds of any
+//! monotonic clock), no `unsafe`, no allocation on the lookup path.
+//!
+//! # Example
+//!
+//! ```
+//! use std::net::{IpAddr, Ipv4Addr};
+//! use conntrack::{Config, Conntrack, CtAction, CtState, Packet, TcpFlags, TcpSegment, L4};
+//!
+//! let ct = Conntrack::new(Config::default()).unwrap();
+//! let (a, b) = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)));
+//! let seg = |flags, seq, ack| TcpSegment { flags, seq, ack, window: 65535, ..TcpSegment::default() };
+//! let tcp = |src, dst, sport, dport, s: TcpSegment| Packet {
+//!     src, dst, fragment: false,
+//!     l4: L4::Tcp(TcpSegment { src_port: sport, dst_port: dport, ..s }),
+//! };
+//! let zone = 5;
+//! let now = 1_000;
+//!
+//! // ct_next: a SYN would be new; nothing is created.
+//! let syn = tcp(a, b, 40000, 80, seg(TcpFlags::SYN, 100, 0));
+//! let r = ct.execute(&syn, &CtAction::lookup(zone), now);
+//! assert_eq!(r.state, CtState::TRK | CtState::NEW);
+//! assert_eq!(ct.len(), 0);
+//!
+//! // ct_commit { ct_mark.blocked = 0; }: created, with its mark.
+//! let r = ct.execute_next(&syn, &CtAction::commit(zone).with_mark(0, 1), now, &r);
+//! assert!(r.state.contains(CtState::NEW));
+//! assert_eq!(ct.len(), 1);
+//!
+//! // The SYN|ACK comes back: established, reply direction.
+//! let synack = tcp(b, a, 80, 40000, seg(TcpFlags::SYN | TcpFlags::ACK, 7000, 101));
+//! let r = ct.execute(&synack, &CtAction::lookup(zone), now + 1);
+//! assert_eq!(r.state, CtState::TRK | CtState::EST | CtState::RPL);
+//!
+//! // Another zone knows nothing of it; an ACK of no connection is invalid.
+//! let ack = tcp(a, b, 40000, 80, seg(TcpFlags::ACK, 101, 7001));
+//! let r = ct.execute(&ack, &CtAction::lookup(zone + 1), now + 2);
+//! assert!(r.state.contains(CtState::INV));
+//! ```
+//!
+//! # NAT (next)
+//!
+//! Keys are canonical (both directions map to one key), so a connection
+//! without NAT is one table entry. NAT keeps a translation with the
+//! connection and a second entry for the translated reply tuple, pointing
+//! back to the first by key; [`CtAction`] is `#[non_exhaustive]` for the
+//! NAT request, [`CtState`] has `snat`/`dnat`, and [`ConnEntry::reply`]
+//! already reports a reply tuple of its own.
+//!
+//! # Features
+//!
+//! - `serde`: derives `serde::Serialize` for [`ConnEntry`], [`Stats`] and
+//!   their parts, and `Serialize`/`Deserialize` for [`Timeouts`].
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod checksum;
+mod conn;
+mod dump;
+mod expire;
+mod key;
+mod limits;
+mod lookup;
+pub mod packet;
+mod parse;
+mod table;
+mod tcp;
+mod timeouts;
+mod tracker;
+mod verdict;
+
+pub use conn::{IcmpState, MultiState};
+pub use dump::{ConnEntry, Dump, ProtoState, Stats};
+pub use expire::{Sweep, SWEEP_CHUNK};
+pub use packet::{IcmpMessage, Packet, TcpFlags, TcpSegment, Tuple, L4};
+pub use parse::{parse, Checksums, ParseError, MAX_EXTENSION_HEADERS};
+pub use tcp::TcpState;
+pub use timeouts::{Timeout, Timeouts};
+pub use tracker::{Conntrack, MAX_SHARDS};
+pub use verdict::{CtAction, CtResult, CtState, InvalidReason, Masked, Refused};
+
+/// Open vSwitch's default global maximum (`ct-set-maxconns`).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 3_000_000;
+
+/// How a [`Conntrack`] is built. `Default` is Open vSwitch's behaviour
+/// except where the crate docs say otherwise (TCP pickup off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Global maximum of connections (Open vSwitch: 3,000,000).
+    pub max_connections: u32,
+    /// Maximum per zone without a limit of its own; `None`: unlimited.
+    pub default_zone_limit: Option<u32>,
+    /// Per-state timeouts.
+    pub timeouts: Timeouts,
+    /// Skip TCP sequence and window checks (Linux `nf_conntrack_tcp_be_liberal`,
+    /// Open vSwitch `tcp_seq_chk=false`). Off.
+    pub tcp_liberal: bool,
+    /// Let a TCP segment other than SYN (but not SYN|ACK) open a
+    /// connection, picking it up mid-stream (Linux `nf_conntrack_tcp_loose`,
+    /// Open vSwitch's behaviour). Off: a new TCP connection needs a SYN.
+    pub tcp_loose: bool,
+    /// Number of table shards, a power of two up to [`MAX_SHARDS`]: more
+    /// shards, fewer PMDs meeting on one lock and shorter sweeps. 256.
+    pub shards: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            default_zone_limit: None,
+            timeouts: Timeouts::default(),
+            tcp_liberal: false,
+            tcp_loose: false,
+            shards: 256,
+        }
+    }
+}
+
+/// Errors of this crate (the data path answers with [`CtResult`] instead).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The shard count is not a power of two in `1..=MAX_SHARDS`.
+    #[error("shard count {0} is not a power of two in 1..={MAX_SHARDS}")]
+    ShardCount(usize),
+    /// A packet did not parse.
+    #[error("packet does not parse: {0}")]
+    Parse(#[from] ParseError),
+}

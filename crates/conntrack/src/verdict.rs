@@ -1,0 +1,284 @@
+//! What a conntrack step is asked to do ([`CtAction`]) and what it answers
+//! ([`CtResult`]): Open vSwitch's `ct()` action and the `ct_state`,
+//! `ct_zone`, `ct_mark` and `ct_label` fields it sets.
+
+use core::fmt;
+
+/// `ct_state` bits, with Open vSwitch's values (`lib/packets.h` `CS_*`),
+/// so a matcher of OVN's `ct.new`, `ct.est`, … can test them as OVS does.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct CtState(pub u8);
+
+impl CtState {
+    /// `ct.new`: the packet opens a connection (or would, without commit).
+    pub const NEW: CtState = CtState(1 << 0);
+    /// `ct.est`: the packet belongs to a connection that saw both
+    /// directions (Open vSwitch's rule: the protocol update was valid).
+    pub const EST: CtState = CtState(1 << 1);
+    /// `ct.rel`: an ICMP error about a tracked connection.
+    pub const REL: CtState = CtState(1 << 2);
+    /// `ct.rpl`: the packet goes in the connection's reply direction.
+    pub const RPL: CtState = CtState(1 << 3);
+    /// `ct.inv`: invalid; see [`CtResult::invalid`] for why.
+    pub const INV: CtState = CtState(1 << 4);
+    /// `ct.trk`: the packet went through the tracker (always set).
+    pub const TRK: CtState = CtState(1 << 5);
+    /// Source NAT applied (reserved for NAT, never set yet).
+    pub const SNAT: CtState = CtState(1 << 6);
+    /// Destination NAT applied (reserved for NAT, never set yet).
+    pub const DNAT: CtState = CtState(1 << 7);
+
+    const NAMES: [&'static str; 8] = ["new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"];
+
+    /// The raw bits.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether every bit of `other` is set.
+    pub fn contains(self, other: CtState) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for CtState {
+    type Output = CtState;
+    fn bitor(self, rhs: CtState) -> CtState {
+        CtState(self.0 | rhs.0)
+    }
+}
+
+impl core::ops::BitOrAssign for CtState {
+    fn bitor_assign(&mut self, rhs: CtState) {
+        self.0 |= rhs.0;
+    }
+}
+
+/// `trk|est|rpl`, in bit order, as `ovs-dpctl` prints `ct_state`.
+impl fmt::Display for CtState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for bit in [5usize, 0, 1, 2, 3, 4, 6, 7] {
+            if self.0 & (1 << bit) != 0 {
+                if !first {
+                    f.write_str("|")?;
+                }
+                f.write_str(Self::NAMES[bit])?;
+                first = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CtState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CtState({self})")
+    }
+}
+
+/// A value written under a mask: `new = (old & !mask) | (value & mask)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Masked<T> {
+    /// The bits to write.
+    pub value: T,
+    /// Which bits to write.
+    pub mask: T,
+}
+
+macro_rules! masked_apply {
+    ($t:ty) => {
+        impl Masked<$t> {
+            /// All bits: `value` replaces the old value.
+            pub fn exact(value: $t) -> Self {
+                Masked {
+                    value,
+                    mask: <$t>::MAX,
+                }
+            }
+
+            /// `old` with the masked bits replaced.
+            pub fn apply(self, old: $t) -> $t {
+                (old & !self.mask) | (self.value & self.mask)
+            }
+        }
+    };
+}
+masked_apply!(u32);
+masked_apply!(u128);
+
+/// One conntrack step: Open vSwitch's `ct(zone=…[, commit][,
+/// exec(set_field:…->ct_mark, …->ct_label)])`, which OVN's `ct_next` and
+/// `ct_commit { ct_mark.… = …; ct_label.… = …; }` compile to.
+///
+/// Build it with [`CtAction::lookup`] or [`CtAction::commit`] and the
+/// `with_*` methods; fields are added (NAT next) without breaking callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CtAction {
+    /// The zone: a connection belongs to exactly one.
+    pub zone: u16,
+    /// Create the connection if the packet may open one, and apply the
+    /// mark and label writes. Without it the tracker only answers (and
+    /// advances the state of an existing connection, as OVS does).
+    pub commit: bool,
+    /// `ct_mark` write (only with `commit`).
+    pub mark: Option<Masked<u32>>,
+    /// `ct_label` write (only with `commit`).
+    pub label: Option<Masked<u128>>,
+}
+
+impl CtAction {
+    /// `ct(zone=zone)`: look up, never create (`ct_next`).
+    pub fn lookup(zone: u16) -> CtAction {
+        CtAction {
+            zone,
+            commit: false,
+            mark: None,
+            label: None,
+        }
+    }
+
+    /// `ct(commit, zone=zone)`: create if new (`ct_commit`).
+    pub fn commit(zone: u16) -> CtAction {
+        CtAction {
+            commit: true,
+            ..CtAction::lookup(zone)
+        }
+    }
+
+    /// Sets `ct_mark` bits on commit.
+    pub fn with_mark(mut self, value: u32, mask: u32) -> CtAction {
+        self.mark = Some(Masked { value, mask });
+        self
+    }
+
+    /// Sets `ct_label` bits on commit.
+    pub fn with_label(mut self, value: u128, mask: u128) -> CtAction {
+        self.label = Some(Masked { value, mask });
+        self
+    }
+}
+
+/// Why a packet is `ct.inv`. Each reason has its own counter
+/// ([`Stats::invalid`](crate::Stats::invalid)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[repr(u8)]
+pub enum InvalidReason {
+    /// An IP fragment: not reassembled, refused.
+    Fragment,
+    /// Unparseable, or inconsistent (mixed address families, port 0).
+    Malformed,
+    /// A checksum did not verify (only when the parser was asked to).
+    Checksum,
+    /// An ICMP type the tracker does not follow (neither a query nor an
+    /// error), or a query with a non-zero code.
+    UnsupportedIcmp,
+    /// No connection, and the packet may not open one: TCP without SYN
+    /// or with SYN|ACK, an ICMP echo reply, …
+    NotOpener,
+    /// An invalid combination of TCP flags (SYN with RST or FIN, none of
+    /// SYN/ACK/RST, FIN/PSH/URG without ACK).
+    TcpFlags,
+    /// A TCP segment outside the window of its connection.
+    TcpWindow,
+    /// An ICMP error whose embedded header matches no connection (or was
+    /// not sent by the error's destination).
+    IcmpUnrelated,
+}
+
+impl InvalidReason {
+    /// Number of reasons.
+    pub const COUNT: usize = 8;
+    /// Every reason, in counter order.
+    pub const ALL: [InvalidReason; Self::COUNT] = [
+        InvalidReason::Fragment,
+        InvalidReason::Malformed,
+        InvalidReason::Checksum,
+        InvalidReason::UnsupportedIcmp,
+        InvalidReason::NotOpener,
+        InvalidReason::TcpFlags,
+        InvalidReason::TcpWindow,
+        InvalidReason::IcmpUnrelated,
+    ];
+
+    /// The counter index, `0..COUNT`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Snake-case name, for counters and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            InvalidReason::Fragment => "fragment",
+            InvalidReason::Malformed => "malformed",
+            InvalidReason::Checksum => "checksum",
+            InvalidReason::UnsupportedIcmp => "unsupported_icmp",
+            InvalidReason::NotOpener => "not_opener",
+            InvalidReason::TcpFlags => "tcp_flags",
+            InvalidReason::TcpWindow => "tcp_window",
+            InvalidReason::IcmpUnrelated => "icmp_unrelated",
+        }
+    }
+}
+
+/// Why a commit created no connection although the packet may open one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub enum Refused {
+    /// The table holds its global maximum (`ct_table_full`).
+    TableFull,
+    /// The zone holds its maximum (`ct_zone_full`).
+    ZoneFull,
+}
+
+/// The answer to one conntrack step: the packet's `ct_state`, `ct_zone`,
+/// `ct_mark` and `ct_label` afterwards. 48 bytes, `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CtResult {
+    /// `ct_state`; always has [`CtState::TRK`].
+    pub state: CtState,
+    /// `ct_zone`: the action's zone.
+    pub zone: u16,
+    /// `ct_mark` of the connection after the step (0 without one).
+    pub mark: u32,
+    /// `ct_label` of the connection after the step (0 without one).
+    pub label: u128,
+    /// Set when `state` has [`CtState::INV`].
+    pub invalid: Option<InvalidReason>,
+    /// Set when a commit of a `ct.new` packet created nothing (the packet
+    /// keeps `trk|new`, as in Open vSwitch).
+    pub refused: Option<Refused>,
+    /// A connection was found or created (see
+    /// [`Conntrack::execute_next`](crate::Conntrack::execute_next)).
+    pub(crate) has_conn: bool,
+}
+
+impl CtResult {
+    pub(crate) fn new(zone: u16, state: CtState) -> CtResult {
+        CtResult {
+            state: state | CtState::TRK,
+            zone,
+            mark: 0,
+            label: 0,
+            invalid: None,
+            refused: None,
+            has_conn: false,
+        }
+    }
+
+    pub(crate) fn of_invalid(zone: u16, reason: InvalidReason) -> CtResult {
+        CtResult {
+            invalid: Some(reason),
+            ..CtResult::new(zone, CtState::INV)
+        }
+    }
+
+    /// Whether a connection exists for this packet after the step (found,
+    /// or created by the commit).
+    pub fn has_connection(&self) -> bool {
+        self.has_conn
+    }
+}
