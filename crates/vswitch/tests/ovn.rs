@@ -442,8 +442,10 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     });
 
     eprintln!("[{:>6.1?}] step 5", t0.elapsed());
-    // 5. A switch with an ACL: its port is not claimed, and vswitchctl says why; with
-    //    --ovn-allow-unenforced-acls it is. The clean stop removes hv2's rows.
+    // 5. A switch with an ACL is claimed (its logical pipeline enforces it); a load
+    //    balancer on it, whose ct_lb_mark vswitchd does not execute yet, makes it
+    //    unclaimable, and vswitchctl names the action; without the load balancer it is
+    //    claimed again. The clean stop removes hv2's rows.
     c.nbctl(&["ls-add", "sw2"]);
     c.nbctl(&["lsp-add", "sw2", "lsp-acl"]);
     c.nbctl(&["lsp-set-addresses", "lsp-acl", "02:00:00:00:02:05 10.2.0.2"]);
@@ -466,18 +468,45 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     );
     assert!(out.status.success(), "{out:?}");
     c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
-    let why = wait_for(Duration::from_secs(10), "t2's reason", || {
-        // t2 appears in the chassis' status with the pass that follows add-port.
-        let r = ovn(&sw).ports.into_iter().find(|p| p.port == "t2")?;
-        (!r.why_unbound.is_empty()).then_some(r.why_unbound)
-    });
-    assert!(why.contains("has ACLs"), "{why}");
-    assert_eq!(
-        c.sb_get("Port_Binding", "logical_port", "lsp-acl", "chassis"),
-        ""
+    wait_for(
+        Duration::from_secs(30),
+        "lsp-acl claimed: its ACL is enforced",
+        || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
     );
+    c.nbctl(&["lb-add", "lb0", "10.2.0.100:80", "10.2.0.2:80"]);
+    c.nbctl(&["ls-lb-add", "sw2", "lb0"]);
+    let why = wait_for(
+        Duration::from_secs(20),
+        "t2 refused for its load balancer",
+        || {
+            let r = ovn(&sw).ports.into_iter().find(|p| p.port == "t2")?;
+            (!r.why_unbound.is_empty()).then_some(r.why_unbound)
+        },
+    );
+    // One of the load balancer's actions (ct_lb_mark, ct_snat_to_vip,
+    // chk_lb_hairpin...), named with its flow.
+    let named = [
+        "ct_lb_mark",
+        "ct_snat_to_vip",
+        "chk_lb_hairpin",
+        "chk_lb_hairpin_reply",
+    ]
+    .iter()
+    .any(|a| why.contains(&format!("uses {a},")));
+    assert!(named && why.contains("does not execute"), "{why}");
+    wait_for(Duration::from_secs(10), "lsp-acl released", || {
+        c.sb_get("Port_Binding", "logical_port", "lsp-acl", "chassis")
+            .is_empty()
+            .then_some(())
+    });
     let text = vswitchctl_out(&sw.control, &["ovn"]);
-    assert!(String::from_utf8_lossy(&text.stdout).contains("has ACLs"));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("which vswitchd does not execute"));
+    c.nbctl(&["ls-lb-del", "sw2", "lb0"]);
+    wait_for(
+        Duration::from_secs(30),
+        "lsp-acl claimed again without the load balancer",
+        || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
+    );
     assert_eq!(sw.stop(), Some(0));
     wait_for(
         Duration::from_secs(10),
@@ -487,22 +516,6 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
                 .is_empty()
                 .then_some(())
         },
-    );
-    let mut args = hv2_args(&f, &dir, &c, &taps, &["--ovn-allow-unenforced-acls"]);
-    args.extend([
-        "--tap".to_string(),
-        format!("t2={tap_acl},iface_id=lsp-acl"),
-    ]);
-    let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2b", &args);
-    wait_for(
-        Duration::from_secs(30),
-        "lsp-acl claimed with the flag",
-        || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
-    );
-    wait_for(
-        Duration::from_secs(10),
-        "t2 bound in vswitchctl ovn",
-        || ovn_port(&sw, "t2").bound.then_some(()),
     );
     eprintln!("OVN chassis test: {:?}", t0.elapsed());
 }

@@ -22,7 +22,7 @@ use common::tenant::{self, Vm, ROUTER, VMS};
 use common::{wait_for, TempDir};
 use ovsdb::{Client, ClientConfig, Event};
 use vswitch::ovn::pipeline::trace::{minimal, parse_ct_state, trace};
-use vswitch::ovn::pipeline::{Pipelines, Viewpoint};
+use vswitch::ovn::pipeline::{Mode, Pipelines, Viewpoint};
 use vswitch::ovn::rows::Sb;
 
 /// Packets traced with the default connection tracking state.
@@ -282,7 +282,8 @@ impl Drop for TraceDaemon {
 /// Ours, for `microflow` with `ct`.
 fn ours(p: &Pipelines, microflow: &str, ct: &[&str]) -> String {
     let states = ct.iter().map(|s| parse_ct_state(s).unwrap()).collect();
-    let (_, nodes) = trace(p, microflow, states).unwrap_or_else(|e| panic!("{microflow}: {e}"));
+    let (_, nodes) =
+        trace(p, microflow, states, Mode::Trace).unwrap_or_else(|e| panic!("{microflow}: {e}"));
     minimal(&nodes)
 }
 

@@ -44,7 +44,19 @@ enum Cmd {
     /// The OVN chassis (vswitchd --ovn-remote): Southbound connection and nb_cfg
     /// applied, each iface_id port's logical switch, VNI and key (or why it is not
     /// bound), the other chassis, and what a vswitchd chassis supports and refuses.
-    Ovn,
+    /// `vswitchctl ovn trace MICROFLOW` traces a packet through the logical pipeline.
+    Ovn {
+        #[command(subcommand)]
+        sub: Option<OvnCmd>,
+    },
+    /// Connection tracking (OVN's security groups): connections per zone (one per
+    /// logical port) with the port it belongs to, the limits, created/expired/refused
+    /// counts and invalid packets by reason. `vswitchctl conntrack flush [ZONE]`
+    /// removes connections.
+    Conntrack {
+        #[command(subcommand)]
+        sub: Option<CtCmd>,
+    },
     /// The MAC table: VLAN, MAC, port, age.
     Fdb,
     /// The multicast group table (IGMP/MLD snooping, vswitchd --mcast-snooping): per
@@ -91,6 +103,38 @@ enum Cmd {
         /// Number of samples (0 = until interrupted).
         #[arg(long, default_value_t = 10)]
         count: u64,
+    },
+}
+
+/// `vswitchctl ovn` subcommands.
+#[derive(Subcommand)]
+enum OvnCmd {
+    /// Trace a packet through OVN's logical pipeline as this chassis runs it, printed as
+    /// `ovn-trace` prints it. The packet is a microflow in OVN's match language that
+    /// names its inport and pins its protocols, e.g.
+    /// `inport == "vm1" && eth.src == 50:54:00:00:00:01 && eth.dst == 00:00:00:00:ff:01
+    /// && ip4 && ip4.src == 10.0.0.11 && ip4.dst == 10.0.1.14 && ip.ttl == 64 && tcp &&
+    /// tcp.dst == 80`.
+    Trace {
+        /// The packet.
+        microflow: String,
+        /// The state each connection tracking lookup answers, in turn (`new`,
+        /// `est,rpl`, `inv`...); after the last, `est`. Repeatable.
+        #[arg(long = "ct", value_name = "FLAGS")]
+        ct: Vec<String>,
+        /// Print only the minimal trace (what changed, transformations, outputs).
+        #[arg(long)]
+        minimal: bool,
+    },
+}
+
+/// `vswitchctl conntrack` subcommands.
+#[derive(Subcommand)]
+enum CtCmd {
+    /// Remove every connection, or those of one zone.
+    Flush {
+        /// The zone.
+        zone: Option<u16>,
     },
 }
 
@@ -166,6 +210,12 @@ fn main() -> ExitCode {
     if let Cmd::Top { interval, count } = cli.cmd {
         return top(&cli.socket, interval, count);
     }
+    let minimal = matches!(
+        cli.cmd,
+        Cmd::Ovn {
+            sub: Some(OvnCmd::Trace { minimal: true, .. })
+        }
+    );
     let req = match request_of(cli.cmd) {
         Ok(r) => r,
         Err(e) => {
@@ -191,6 +241,8 @@ fn main() -> ExitCode {
             Response::Offloads(x) => serde_json::to_value(x),
             Response::AclList(x) => serde_json::to_value(x),
             Response::Tunnels(x) => serde_json::to_value(x),
+            Response::OvnTrace(x) => serde_json::to_value(x),
+            Response::Conntrack(x) => serde_json::to_value(x),
             other => serde_json::to_value(other),
         };
         println!(
@@ -199,7 +251,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    print_reply(reply);
+    print_reply(reply, minimal);
     ExitCode::SUCCESS
 }
 
@@ -236,12 +288,19 @@ fn request_of(cmd: Cmd) -> Result<Request, String> {
         Cmd::PmdRebalance => Request::PmdRebalance,
         Cmd::Reload => Request::Reload,
         Cmd::Tunnels => Request::Tunnels,
-        Cmd::Ovn => Request::Ovn,
+        Cmd::Ovn { sub: None } => Request::Ovn,
+        Cmd::Ovn {
+            sub: Some(OvnCmd::Trace { microflow, ct, .. }),
+        } => Request::OvnTrace { microflow, ct },
+        Cmd::Conntrack { sub: None } => Request::Conntrack,
+        Cmd::Conntrack {
+            sub: Some(CtCmd::Flush { zone }),
+        } => Request::ConntrackFlush { zone },
         Cmd::Top { .. } => unreachable!("handled before"),
     })
 }
 
-fn print_reply(r: Response) {
+fn print_reply(r: Response, minimal: bool) {
     match r {
         Response::Show(s) => print_show(s),
         Response::Stats(s) => print_stats(s),
@@ -281,6 +340,11 @@ fn print_reply(r: Response) {
         }
         Response::Tunnels(rows) => print_tunnels(rows),
         Response::Ovn(r) => print_ovn(r),
+        Response::OvnTrace(r) => {
+            print!("{}", if minimal { &r.minimal } else { &r.detailed });
+        }
+        Response::Conntrack(r) => print_conntrack(r),
+        Response::ConntrackFlushed { removed } => println!("{removed} connections removed"),
         Response::Reloaded(r) => {
             let list = |v: &[String]| {
                 if v.is_empty() {
@@ -294,6 +358,27 @@ fn print_reply(r: Response) {
             println!("changed in place: {}", list(&r.changed));
             println!("replaced: {}", list(&r.replaced));
         }
+    }
+}
+
+fn print_conntrack(r: vswitch::control::protocol::ConntrackReply) {
+    println!(
+        "{} connections (at most {}, {} per zone), {} bytes",
+        r.connections,
+        r.max_connections,
+        if r.zone_max == 0 {
+            "unlimited".to_string()
+        } else {
+            r.zone_max.to_string()
+        },
+        r.memory_bytes
+    );
+    println!("{:>6} {:>12}  owner", "zone", "connections");
+    for z in r.zones {
+        println!("{:>6} {:>12}  {}", z.zone, z.connections, z.owner);
+    }
+    for (k, v) in r.counters {
+        println!("{k}: {v}");
     }
 }
 

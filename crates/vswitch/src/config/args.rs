@@ -19,7 +19,8 @@ use super::PollMode;
 #[command(name = "vswitchd", version, verbatim_doc_comment)]
 pub struct Args {
     /// TOML configuration file; keys: the flags' names with `_` for `-` (pmd_cpus, poll,
-    /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs, mcast_snooping,
+    /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs, ct_max_connections,
+    /// ct_zone_max, mcast_snooping,
     /// mcast_flood_unregistered, mcast_table_size, mcast_aging_secs, mcast_static,
     /// mcast_querier, mcast_querier_domains, mcast_query_interval_secs,
     /// vhost_user_socket_group, vhost_user_socket_mode, ...),
@@ -128,6 +129,18 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub fdb_port_max_macs: Option<u32>,
 
+    /// Connections OVN's connection tracker may hold in all (default 3,000,000, Open
+    /// vSwitch's `ct-set-maxconns` default). Beyond it a packet that would open one is
+    /// dropped as `ct_table_full`.
+    #[arg(long, value_name = "N")]
+    pub ct_max_connections: Option<u32>,
+
+    /// Connections one conntrack zone (one logical port, one router) may hold (default
+    /// 65536; 0: only the global limit). Beyond it the port's new connections are
+    /// dropped as `ct_zone_full`, never another port's.
+    #[arg(long, value_name = "N")]
+    pub ct_zone_max: Option<u32>,
+
     /// Static FDB entry: `PORT=MAC[,vlan=V]`. Repeatable.
     #[arg(long = "static-mac", value_name = "PORT=MAC[,vlan=V]")]
     pub static_mac: Vec<String>,
@@ -173,12 +186,6 @@ pub struct Args {
     /// `external_ids:system-id`); needed with --ovn-remote.
     #[arg(long, value_name = "NAME")]
     pub chassis: Option<String>,
-
-    /// Claim ports of OVN logical switches that have ACLs (security groups) although
-    /// vswitchd cannot enforce them. Without it such ports are not claimed, since an
-    /// unenforced security group is a hole; `vswitchctl ovn` says which.
-    #[arg(long)]
-    pub ovn_allow_unenforced_acls: bool,
 
     /// Provider networks of the OVN deployment: logical switches with a `localnet` port
     /// for NETWORK (`options:network_name`) are bridged to --uplink UPLINK, their frames

@@ -35,6 +35,10 @@ pub struct FileConfig {
     pub fdb_max_macs: Option<u32>,
     /// MACs one vhost-user or tap port may teach the FDB.
     pub fdb_port_max_macs: Option<u32>,
+    /// Connections the conntrack table may hold.
+    pub ct_max_connections: Option<u32>,
+    /// Connections one conntrack zone may hold (0: only the global limit).
+    pub ct_zone_max: Option<u32>,
     /// vhost-user ports (`[[port]]`: `name`, `type`, `path` and the flags' option keys;
     /// read by [`super::port::file_port`], the same path as the flags).
     #[serde(default)]
@@ -74,8 +78,6 @@ pub struct FileConfig {
     pub ovn_remote: Option<String>,
     /// The OVN chassis name (`--chassis`).
     pub chassis: Option<String>,
-    /// Claim ports of logical switches with ACLs (`--ovn-allow-unenforced-acls`).
-    pub ovn_allow_unenforced_acls: Option<bool>,
     /// Provider networks to uplinks, `"NETWORK:UPLINK[,...]"` (`--ovn-bridge-mappings`).
     pub ovn_bridge_mappings: Option<String>,
     /// IGMP/MLD snooping (`--mcast-snooping`).

@@ -201,6 +201,10 @@ pub const MAX_CPU: usize = 8191;
 pub const DEFAULT_FDB_MAX_MACS: u32 = 65_536;
 /// Default of `--fdb-port-max-macs`: MACs one vhost-user or tap port may teach the FDB.
 pub const DEFAULT_FDB_PORT_MAX_MACS: u32 = 1024;
+/// Default of `--ct-max-connections` (Open vSwitch's `ct-set-maxconns` default).
+pub const DEFAULT_CT_MAX_CONNECTIONS: u32 = 3_000_000;
+/// Default of `--ct-zone-max`: connections one logical port's zone may hold.
+pub const DEFAULT_CT_ZONE_MAX: u32 = 65_536;
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -222,6 +226,10 @@ pub struct Config {
     pub fdb_port_max_macs: u32,
     /// Static FDB entries.
     pub fdb_static: Vec<StaticFdbEntry>,
+    /// Connections OVN's conntrack table may hold in all.
+    pub ct_max_connections: u32,
+    /// Connections one conntrack zone may hold (`None`: only the global limit).
+    pub ct_zone_max: Option<u32>,
     /// ACL rules: (port name, rule), in order per port.
     pub acl: Vec<(String, crate::config::acl::AclRule)>,
     /// Flow cache enabled.
@@ -446,8 +454,6 @@ impl TryFrom<Args> for Config {
                     .as_deref()
                     .map(|c| ("--chassis", c))
                     .or(file.chassis.as_deref().map(|c| ("chassis", c))),
-                allow_unenforced_acls: args.ovn_allow_unenforced_acls
-                    || file.ovn_allow_unenforced_acls.unwrap_or(false),
                 bridge_mappings: args
                     .ovn_bridge_mappings
                     .as_deref()
@@ -617,7 +623,28 @@ impl TryFrom<Args> for Config {
             }
         }
 
+        let ct_max_connections = args
+            .ct_max_connections
+            .or(file.ct_max_connections)
+            .unwrap_or(DEFAULT_CT_MAX_CONNECTIONS);
+        if ct_max_connections == 0 {
+            return Err(invalid(
+                "ct_max_connections",
+                "expected at least 1 connection",
+            ));
+        }
+        let ct_zone_max = match args
+            .ct_zone_max
+            .or(file.ct_zone_max)
+            .unwrap_or(DEFAULT_CT_ZONE_MAX)
+        {
+            0 => None,
+            n => Some(n),
+        };
+
         Ok(Config {
+            ct_max_connections,
+            ct_zone_max,
             acl: acl.into_iter().map(|(_, p, r)| (p, r)).collect(),
             flow_cache: args
                 .flow_cache

@@ -20,9 +20,6 @@ pub struct OvnConfig {
     pub chassis: String,
     /// The host name registered (`Chassis.hostname`).
     pub hostname: String,
-    /// Claim ports of logical switches whose ACLs (security groups) vswitchd cannot
-    /// enforce.
-    pub allow_unenforced_acls: bool,
     /// Provider networks: which uplink carries each physical network a `localnet` port
     /// names (`options:network_name`), as Open vSwitch's `ovn-bridge-mappings` maps
     /// networks to bridges.
@@ -46,8 +43,6 @@ pub struct OvnSettings<'a> {
     pub remote: Option<(&'a str, &'a str)>,
     /// `--chassis` / `chassis`.
     pub chassis: Option<(&'a str, &'a str)>,
-    /// `--ovn-allow-unenforced-acls`.
-    pub allow_unenforced_acls: bool,
     /// `--ovn-bridge-mappings` / `ovn_bridge_mappings`.
     pub bridge_mappings: Option<(&'a str, &'a str)>,
 }
@@ -68,7 +63,6 @@ pub fn resolve(
     let OvnSettings {
         remote,
         chassis,
-        allow_unenforced_acls,
         bridge_mappings,
     } = s;
     let Some((field, remote)) = remote else {
@@ -152,7 +146,6 @@ pub fn resolve(
         remotes,
         chassis: chassis.to_string(),
         hostname: hostname(),
-        allow_unenforced_acls,
         bridge_mappings,
     }))
 }

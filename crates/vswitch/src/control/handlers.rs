@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::ops::Control;
 use super::protocol::{
-    AclRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, Request, Response, ShowReply,
-    StatsRow,
+    AclRow, ConntrackReply, CtZoneRow, FdbRowNamed, FlowsReply, OffloadsRow, PmdStatsRow, Request,
+    Response, ShowReply, StatsRow,
 };
 use crate::model::fdb::Dest;
 use crate::ports::PortKind;
@@ -51,6 +51,14 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
         Request::Ovn => Response::Ovn(ctl.ovn_reply()),
+        Request::OvnTrace { microflow, ct } => match ctl.ovn.get() {
+            Some(o) => Response::OvnTrace(o.trace(&microflow, &ct)?),
+            None => return Err("vswitchd is no OVN chassis (--ovn-remote)".into()),
+        },
+        Request::Conntrack => Response::Conntrack(conntrack(ctl)),
+        Request::ConntrackFlush { zone } => Response::ConntrackFlushed {
+            removed: sw.conntrack.flush(zone) as u64,
+        },
     })
 }
 
@@ -426,5 +434,51 @@ pub fn show(sw: &Switch) -> ShowReply {
                 p.show(&tp.config, tp.domain_key, pmds, ovn)
             })
             .collect(),
+    }
+}
+
+/// `vswitchctl conntrack`: the table, each zone handed out with its owner, counters.
+fn conntrack(ctl: &Control) -> ConntrackReply {
+    let ct = &ctl.switch.conntrack;
+    let counts: std::collections::HashMap<u16, u32> = ct.zone_counts().into_iter().collect();
+    let owner = |dp: u32, port: u16| {
+        ctl.ovn
+            .get()
+            .and_then(|o| o.zone_owner(dp, port))
+            .unwrap_or_else(|| format!("datapath {dp} port {port}"))
+    };
+    let mut zones: Vec<CtZoneRow> = ctl
+        .switch
+        .ct_zones
+        .all()
+        .into_iter()
+        .map(|((dp, port), zone)| CtZoneRow {
+            zone,
+            owner: owner(dp, port),
+            connections: u64::from(counts.get(&zone).copied().unwrap_or(0)),
+        })
+        .collect();
+    zones.sort_by_key(|z| z.zone);
+    let s = ct.stats();
+    let mut counters: std::collections::BTreeMap<String, u64> = [
+        ("created", s.created),
+        ("expired", s.expired),
+        ("flushed", s.flushed),
+        ("table_full", s.table_full),
+        ("zone_full", s.zone_full),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for r in conntrack::InvalidReason::ALL {
+        counters.insert(format!("invalid_{}", r.name()), s.invalid(r));
+    }
+    ConntrackReply {
+        connections: ct.len() as u64,
+        max_connections: u64::from(ct.max_connections()),
+        zone_max: u64::from(ct.default_zone_limit().unwrap_or(0)),
+        memory_bytes: ct.memory_bytes() as u64,
+        zones,
+        counters,
     }
 }

@@ -1,5 +1,7 @@
-//! Once a second on the control plane's runtime: FDB and multicast group aging, the PMDs' health, and the
-//! automatic rebalance of rx queues (`--pmd-auto-rebalance`).
+//! Once a second on the control plane's runtime: FDB and multicast group aging, expiry
+//! of connection tracking entries (a bounded sweep: PMDs meet at most one shard's lock
+//! for one chunk of it), the PMDs' health, and the automatic rebalance of rx queues
+//! (`--pmd-auto-rebalance`).
 //!
 //! Automatic rebalance, like Open vSwitch's `pmd-auto-lb`: every
 //! [`AUTO_INTERVAL`] each PMD's busy share over the interval is measured (busy cycles
@@ -27,6 +29,10 @@ pub const AUTO_IMPROVEMENT_PERCENT: f64 = 25.0;
 /// Least time between two automatic rebalances (OVS: 1 minute).
 pub const AUTO_MIN_SPACING: Duration = Duration::from_secs(60);
 
+/// Conntrack table slots swept per second (the tracker also drops an expired entry
+/// when a lookup meets it).
+pub const CT_SWEEP_SLOTS: usize = 1 << 18;
+
 /// A PMD whose heartbeat has not moved for this long is reported as stalled.
 pub const STALL: Duration = Duration::from_secs(3);
 
@@ -50,6 +56,13 @@ pub async fn run(ctl: Arc<Control>) {
         let aged = ctl.switch.fdb.age();
         if aged > 0 {
             debug!(aged, "FDB entries aged out");
+        }
+        if !ctl.switch.conntrack.is_empty() {
+            let now = crate::datapath::lflow::ct::now_ms();
+            let s = ctl.switch.conntrack.sweep(now, CT_SWEEP_SLOTS);
+            if s.expired > 0 {
+                debug!(expired = s.expired, "connections expired");
+            }
         }
         let aged = ctl.switch.mcast.age(Instant::now());
         if aged > 0 {

@@ -61,6 +61,20 @@ pub struct Control {
 pub trait OvnChassis: Send + Sync + std::fmt::Debug {
     /// `vswitchctl ovn`'s reply on `sw`.
     fn reply(&self, sw: &Switch) -> super::protocol::OvnReply;
+
+    /// `vswitchctl ovn trace`: `microflow` through the logical pipeline, each
+    /// conntrack lookup answered by `ct` in turn.
+    ///
+    /// # Errors
+    /// The microflow does not parse or names no local port; no pipeline yet.
+    fn trace(
+        &self,
+        microflow: &str,
+        ct: &[String],
+    ) -> Result<super::protocol::OvnTraceReply, String>;
+
+    /// The logical port (or router) a conntrack zone of `(datapath, port)` serves.
+    fn zone_owner(&self, dp: u32, port: u16) -> Option<String>;
 }
 
 impl Control {
@@ -613,7 +627,7 @@ fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
         what.push("mcast_*");
     }
     if old.ovn != new.ovn {
-        what.push("ovn_remote, chassis, ovn_allow_unenforced_acls, ovn_bridge_mappings");
+        what.push("ovn_remote, chassis, ovn_bridge_mappings");
     }
     if what.is_empty() {
         Ok(())

@@ -94,6 +94,23 @@ pub enum Request {
     Tunnels,
     /// The OVN chassis: Southbound connection, claimed ports, other chassis.
     Ovn,
+    /// A packet through OVN's logical pipeline, as `ovn-trace` traces it.
+    OvnTrace {
+        /// The packet as a microflow: `inport == "vm1" && eth.src == ... && ip4 && ...`.
+        microflow: String,
+        /// The state each connection tracking lookup answers, in turn (`new`,
+        /// `est|rpl`...; then `est|trk`).
+        #[serde(default)]
+        ct: Vec<String>,
+    },
+    /// Connection tracking: connections per zone, limits, counters.
+    Conntrack,
+    /// Removes connections: every one, or one zone's.
+    ConntrackFlush {
+        /// The zone (none: all).
+        #[serde(default)]
+        zone: Option<u16>,
+    },
 }
 
 impl Request {
@@ -109,6 +126,7 @@ impl Request {
                 | Request::DelPort { .. }
                 | Request::PmdRebalance
                 | Request::Reload
+                | Request::ConntrackFlush { .. }
         )
     }
 }
@@ -196,6 +214,55 @@ pub enum Response {
     Tunnels(Vec<TunnelRow>),
     /// To [`Request::Ovn`].
     Ovn(OvnReply),
+    /// To [`Request::OvnTrace`].
+    OvnTrace(OvnTraceReply),
+    /// To [`Request::Conntrack`].
+    Conntrack(ConntrackReply),
+    /// To [`Request::ConntrackFlush`].
+    ConntrackFlushed {
+        /// Connections removed.
+        removed: u64,
+    },
+}
+
+/// `vswitchctl ovn trace`: what the logical pipeline does with a packet.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnTraceReply {
+    /// The detailed trace: pipelines, tables with the flow that matched, actions.
+    pub detailed: String,
+    /// The minimal trace: what changed, transformations, outputs.
+    pub minimal: String,
+    /// Each output: `port` (here), `port@chassis` (by tunnel), or `port (nowhere)`.
+    pub outputs: Vec<String>,
+}
+
+/// One conntrack zone in `vswitchctl conntrack`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CtZoneRow {
+    /// The zone.
+    pub zone: u16,
+    /// What it is: `LOGICAL_PORT` (its ingress and egress steps), or the router's
+    /// name.
+    pub owner: String,
+    /// Connections in it.
+    pub connections: u64,
+}
+
+/// `vswitchctl conntrack`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConntrackReply {
+    /// Connections in all.
+    pub connections: u64,
+    /// The global maximum (`--ct-max-connections`).
+    pub max_connections: u64,
+    /// The per-zone maximum (`--ct-zone-max`; 0: none).
+    pub zone_max: u64,
+    /// Bytes the table holds.
+    pub memory_bytes: u64,
+    /// Zones with connections, or handed out to a logical port.
+    pub zones: Vec<CtZoneRow>,
+    /// Counters: created, expired, flushed, table_full, zone_full, invalid_*.
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// A reply line: the protocol version and either the data or an error message.

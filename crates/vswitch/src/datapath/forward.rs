@@ -29,11 +29,22 @@ pub enum TargetKind {
     Port(PortId),
     /// A remote tunnel endpoint, with the egress key of OVN's option (0: none).
     Remote(RemoteId, u16),
+    /// A tunnel the logical pipeline chose (VNI and both keys of OVN's option), by its
+    /// index in the burst's [`super::lflow::Lflow::tunnels`].
+    Tunnel(u32),
 }
 
 impl Target {
     /// Set for remotes: bits 16..32 the remote, 0..16 the egress key.
     const REMOTE: u64 = 1 << 32;
+    /// Set for the logical pipeline's tunnels: bits 0..32 the index.
+    const TUNNEL: u64 = 1 << 33;
+
+    /// The logical pipeline's tunnel `i` of this burst.
+    #[inline]
+    pub fn tunnel(i: u32) -> Self {
+        Target(Self::TUNNEL | u64::from(i))
+    }
 
     /// Local port `p`.
     #[inline]
@@ -56,7 +67,9 @@ impl Target {
     /// What the target is.
     #[inline]
     pub fn kind(self) -> TargetKind {
-        if self.0 & Self::REMOTE == 0 {
+        if self.0 & Self::TUNNEL != 0 {
+            TargetKind::Tunnel(self.0 as u32)
+        } else if self.0 & Self::REMOTE == 0 {
             TargetKind::Port(self.0 as PortId)
         } else {
             TargetKind::Remote((self.0 >> 16) as RemoteId, self.0 as u16)
@@ -299,7 +312,21 @@ impl Pipeline {
             let port = match self.groups.groups[g].target.kind() {
                 TargetKind::Port(p) => p,
                 TargetKind::Remote(r, egress) => {
-                    self.encap(topo, src, (r, egress), g, queue, burst, pkts);
+                    let Some(vni) = src.domain_key.vni() else {
+                        continue;
+                    };
+                    let ovn = if egress == 0 {
+                        (0, 0)
+                    } else {
+                        (src.ovn_key, egress)
+                    };
+                    self.encap(topo, src, (r, vni, ovn), g, queue, burst, pkts);
+                    continue;
+                }
+                TargetKind::Tunnel(t) => {
+                    let t = self.lflow.tunnels[t as usize];
+                    let to = (t.remote, t.vni, (t.ingress, t.egress));
+                    self.encap(topo, src, to, g, queue, burst, pkts);
                     continue;
                 }
             };
@@ -365,6 +392,12 @@ impl Pipeline {
                     }
                     for &t in targets {
                         groups.push(t, i as u16, &mut hint);
+                    }
+                }
+                Action::Lflow(f) => {
+                    let (s, n) = self.lflow.spans[usize::from(f)];
+                    for k in s..s + n {
+                        groups.push(self.lflow.targets[k as usize], i as u16, &mut hint);
                     }
                 }
                 Action::Drop(_) => {}

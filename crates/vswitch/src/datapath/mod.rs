@@ -8,6 +8,7 @@
 //! - [`offload`]: software checksum completion and segmentation;
 //! - [`gro`]: software GRO of tunnelled TCP toward guests and taps;
 //! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay);
+//! - [`lflow`]: OVN's logical pipeline for the logical switches that run it;
 //! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out);
 //! - [`activation`]: OVN's RARP activation of a port on a migration's destination.
 
@@ -15,6 +16,7 @@ pub mod activation;
 pub mod classify;
 pub mod forward;
 pub mod gro;
+pub mod lflow;
 pub mod localnet;
 pub mod offload;
 #[cfg(test)]

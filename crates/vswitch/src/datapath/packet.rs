@@ -28,6 +28,9 @@ pub enum Action {
     /// ports, the VNI's remotes): target set `k` of the burst's snooping pass
     /// ([`super::snoop`]). Never cached.
     Snooped(DomainId, u16),
+    /// Decided by OVN's logical pipeline: frame `i` of the burst goes to the targets
+    /// the pipeline's pass recorded for it ([`super::lflow::Lflow::spans`]).
+    Lflow(u16),
     /// Dropped and counted under the reason.
     Drop(DropReason),
 }

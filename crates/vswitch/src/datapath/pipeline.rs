@@ -120,7 +120,7 @@ pub struct Pipeline {
     /// endpoint).
     pub(super) inner: Vec<Pkt>,
     /// With the action OVN's option decided, for frames of OVN logical switches.
-    pub(super) inner_from: Vec<(DomainId, RemoteId, usize, Option<Action>)>,
+    pub(super) inner_from: Vec<(DomainId, RemoteId, usize, super::tunnel::Delivery)>,
     /// The last remote heard from.
     pub(super) last_remote: Option<(std::net::IpAddr, RemoteId)>,
     /// Outer header templates.
@@ -138,6 +138,8 @@ pub struct Pipeline {
     pub(super) rarp: Vec<Pkt>,
     /// Multicast snooping's per-burst state.
     pub(super) snoop: super::snoop::Snoop,
+    /// OVN's logical pipeline: program cache and per-burst state.
+    pub(super) lflow: super::lflow::Lflow,
     /// The last stage boundary's TSC ([`super::stages`]).
     #[cfg(feature = "stage-cycles")]
     pub(super) stage_mark: u64,
@@ -172,6 +174,7 @@ impl Pipeline {
             untagged: Default::default(),
             rarp: Vec::new(),
             snoop: Default::default(),
+            lflow: Default::default(),
             #[cfg(feature = "stage-cycles")]
             stage_mark: 0,
             switch,
@@ -226,6 +229,11 @@ impl BurstHandler for Run<'_> {
         }
         let src = Source::local(self.topo, tp);
         if let Mode::Ovn(o) = src.mode {
+            if o.lflow {
+                self.pipeline
+                    .lflow(self.topo, &src, queue, burst, pkts, None);
+                return;
+            }
             if o.blocks(tp.ovn_key) {
                 self.pipeline
                     .awaiting_activation(self.topo, &src, queue, burst, pkts);
@@ -248,6 +256,7 @@ fn describe(topo: &Topology, d: &Decision) -> String {
         Action::Snooped(..) => "snooped".into(),
         Action::Encap(r, 0) => format!("encap(remote {r})"),
         Action::Encap(r, k) => format!("encap(remote {r}, ovn port {k})"),
+        Action::Lflow(_) => "ovn logical pipeline".into(),
         Action::Drop(crate::model::stats::DropReason::Acl) => format!("drop(acl rule {})", d.rule),
         Action::Drop(r) => format!("drop({})", r.name()),
     }

@@ -110,16 +110,24 @@ impl Pipeline {
                 c.drop(TunnelDrop::UnknownVni, 1);
                 continue;
             };
-            // An OVN logical switch: delivered by the egress key of OVN's option.
+            // An OVN logical switch: delivered by the egress key of OVN's option (through
+            // its egress pipeline when it runs OVN's logical pipeline).
             let ovn = match topo.ovn.domain(domain) {
+                Some(o) if o.lflow => match crate::model::ovn::find_option(d.options) {
+                    Some((ingress, egress)) => Delivery::Lflow(ingress, egress),
+                    None => {
+                        c.drop(TunnelDrop::OvnNoOption, 1);
+                        continue;
+                    }
+                },
                 Some(o) => match ovn_delivery(o, domain, d.options) {
-                    Ok(a) => Some(a),
+                    Ok(a) => Delivery::Ovn(a),
                     Err(r) => {
                         c.drop(r, 1);
                         continue;
                     }
                 },
-                None => None,
+                None => Delivery::Classify,
             };
             let Some(remote) = self.remote_id(d.outer_src) else {
                 continue;
@@ -161,16 +169,33 @@ impl Pipeline {
                 mac_limit: u32::MAX,
             };
             self.switch.remotes.count_rx(remote, (j - i) as u64);
-            if from[i].3.is_some() {
-                // OVN: the sender decided; no classification, no learning.
-                self.actions.clear();
-                self.actions.extend(from[i..j].iter().filter_map(|f| f.3));
-                let c = port.counters(self.pmd);
-                c.rx_packets.add((j - i) as u64);
-                c.rx_bytes
-                    .add(inner[i..j].iter().map(|p| u64::from(p.len)).sum::<u64>());
-            } else {
-                self.classify(topo, &src, burst, &mut inner[i..j]);
+            match from[i].3 {
+                Delivery::Lflow(..) => {
+                    let keys: Vec<(u16, u16)> = from[i..j]
+                        .iter()
+                        .map(|f| match f.3 {
+                            Delivery::Lflow(a, b) => (a, b),
+                            _ => (0, 0),
+                        })
+                        .collect();
+                    self.lflow(topo, &src, queue, burst, &mut inner[i..j], Some(&keys));
+                    i = j;
+                    continue;
+                }
+                Delivery::Ovn(_) => {
+                    // OVN: the sender decided; no classification, no learning.
+                    self.actions.clear();
+                    self.actions
+                        .extend(from[i..j].iter().filter_map(|f| match f.3 {
+                            Delivery::Ovn(a) => Some(a),
+                            _ => None,
+                        }));
+                    let c = port.counters(self.pmd);
+                    c.rx_packets.add((j - i) as u64);
+                    c.rx_bytes
+                        .add(inner[i..j].iter().map(|p| u64::from(p.len)).sum::<u64>());
+                }
+                Delivery::Classify => self.classify(topo, &src, burst, &mut inner[i..j]),
             }
             self.forward(topo, &src, queue, burst, &mut inner[i..j]);
             i = j;
@@ -191,28 +216,21 @@ impl Pipeline {
         Some(id)
     }
 
-    /// Encapsulates group `g` toward remote `remote`: each frame through the local
-    /// endpoint of the remote's family its flow hash picks among those whose uplink is
-    /// up, and the next hop its hash picks among the path's.
+    /// Encapsulates group `g` toward remote `remote` in VNI `vni` with OVN's option
+    /// keys `ovn` ((0, 0): no option): each frame through the local endpoint of the
+    /// remote's family its flow hash picks among those whose uplink is up, and the
+    /// next hop its hash picks among the path's.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn encap<'m, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
         src: &Source<'_>,
-        (remote, egress): (RemoteId, u16),
+        (remote, vni, ovn): (RemoteId, u32, (u16, u16)),
         g: usize,
         queue: u16,
         burst: &B,
         pkts: &mut [Pkt],
     ) {
-        let ovn = if egress == 0 {
-            (0, 0)
-        } else {
-            (src.ovn_key, egress)
-        };
-        let Some(vni) = src.domain_key.vni() else {
-            return;
-        };
         let Some(ip) = self.switch.remotes.ip(remote) else {
             return;
         };
@@ -324,6 +342,18 @@ impl Pipeline {
 /// Where a frame received for OVN logical switch `o` (domain `domain`) goes, by the
 /// egress key of OVN's option among its Geneve `options`: a local port, or the local
 /// members of a multicast group; never back into a tunnel.
+/// How a decapsulated frame is switched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Classified in its domain (a VNI).
+    Classify,
+    /// As OVN's option says, in a logical switch forwarded by the L2 rules.
+    Ovn(super::packet::Action),
+    /// Through the egress pipeline of a logical switch that runs OVN's pipeline, with
+    /// the option's (ingress, egress) keys.
+    Lflow(u16, u16),
+}
+
 fn ovn_delivery(
     o: &crate::model::ovn::OvnDomain,
     domain: crate::model::domain::DomainId,

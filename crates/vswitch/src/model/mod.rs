@@ -4,6 +4,7 @@
 pub mod acl;
 pub mod domain;
 pub mod fdb;
+pub mod lflow;
 pub mod mcast;
 pub mod ovn;
 pub mod stats;

@@ -107,6 +107,9 @@ pub struct OvnDomain {
     pub snoop: bool,
     /// The `_MC_static` group's key (ports with `options:mcast_flood=true`).
     pub static_flood: Option<u16>,
+    /// Its frames run OVN's logical pipeline ([`OvnTopo::pipeline`]): ACLs, routers,
+    /// DHCP and the rest of the logical flows, instead of the L2 rules above.
+    pub lflow: bool,
 }
 
 /// Where a logical switch with a `localnet` port meets the physical network.
@@ -173,9 +176,23 @@ pub struct OvnTopo {
     /// What each local port with an `iface_id` is, for `show`: its logical switch port,
     /// switch and key, or why it is not bound (by port name).
     pub port_status: HashMap<String, String>,
+    /// The logical pipeline of the local datapaths (switches with local ports and
+    /// what their routers reach), when some switch runs it ([`OvnDomain::lflow`]).
+    pub pipeline: Option<Arc<dyn crate::model::lflow::LogicalPipeline>>,
+    /// The domain of each logical switch with local ports, by its key.
+    pub by_key: HashMap<u32, DomainId>,
+    /// Each remote chassis' Geneve endpoint, by chassis name.
+    pub remote_of: HashMap<String, RemoteId>,
 }
 
 impl OvnTopo {
+    /// The local port with logical key `port` in the logical switch of key `dp`.
+    #[inline]
+    pub fn local_port(&self, dp: u32, port: u16) -> Option<PortId> {
+        let d = *self.by_key.get(&dp)?;
+        self.domain(d)?.local_port(port)
+    }
+
     /// The OVN logical switch domain `d` is, if it is one.
     #[inline]
     pub fn domain(&self, d: DomainId) -> Option<&OvnDomain> {

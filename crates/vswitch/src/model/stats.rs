@@ -79,11 +79,27 @@ pub enum DropReason {
     /// (`mcast_snoop=true`) and has no `mcast_flood` port: OVN drops it too
     /// (`mcast_flood_unregistered` is not visible to a chassis; see the README).
     McastUnregistered,
+    /// Dropped by OVN's logical pipeline: a security group (ACL), port security, no
+    /// route, no destination, a TTL run out with no error sent back (`vswitchctl ovn
+    /// trace` tells which flow).
+    OvnPipeline,
+    /// A new connection beyond its conntrack zone's maximum (`--ct-zone-max`): only that
+    /// logical port's new connections are refused.
+    CtZoneFull,
+    /// A new connection beyond the conntrack table's maximum (`--ct-max-connections`).
+    CtTableFull,
+    /// A frame for the slow path (ARP/ND, DHCP, ICMP errors, TCP resets) while its
+    /// queue was full or its rate limit reached.
+    SlowPathBusy,
+    /// A frame OVN's pipeline hands to a controller action this chassis does not build
+    /// yet (a DHCP reply, an IPv6 neighbour advertisement, an ICMP error, a TCP reset,
+    /// an ARP request for a next hop).
+    OvnSlowPath,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 21] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -105,6 +121,11 @@ impl DropReason {
         DropReason::OvnNotActivated,
         DropReason::BadMcastControl,
         DropReason::McastUnregistered,
+        DropReason::OvnPipeline,
+        DropReason::CtZoneFull,
+        DropReason::CtTableFull,
+        DropReason::SlowPathBusy,
+        DropReason::OvnSlowPath,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -131,6 +152,11 @@ impl DropReason {
             DropReason::OvnNotActivated => "ovn_not_activated",
             DropReason::BadMcastControl => "bad_mcast_control",
             DropReason::McastUnregistered => "mcast_unregistered",
+            DropReason::OvnPipeline => "ovn_pipeline",
+            DropReason::CtZoneFull => "ct_zone_full",
+            DropReason::CtTableFull => "ct_table_full",
+            DropReason::SlowPathBusy => "slow_path_busy",
+            DropReason::OvnSlowPath => "ovn_slow_path",
         }
     }
 }

@@ -10,6 +10,7 @@ use ovsdb::{Client, Condition, Mutation, Mutator, Operation, Row, Uuid};
 use tracing::info;
 
 use super::interest::Interest;
+use super::pipeline::{Pipelines, Viewpoint};
 use super::rows::Dirty;
 use super::sb::{Chassis, ChassisPrivate};
 use super::view::{self, DestView, PortView, Sb, Touched, View};
@@ -42,6 +43,10 @@ pub struct Pass {
     /// A change of interest was made since the last derivation: derive again even if
     /// the rows it brought changed nothing.
     refollow: bool,
+    /// The logical pipelines of the local datapaths, as last built.
+    pipelines: Option<Arc<Pipelines>>,
+    /// They were built again since the last publication.
+    pipelines_new: bool,
 }
 
 impl Pass {
@@ -170,12 +175,13 @@ impl Pass {
         (ports, ids): (&BTreeMap<String, String>, &[PortId]),
         me: Uuid,
     ) -> Result<bool, String> {
+        self.build_pipelines(ports, me, status);
         let sb = self.sb.as_ref().expect("rows decoded");
         let local = view::Local {
             name: &cfg.chassis,
             hostname: &cfg.hostname,
             chassis: Some(me),
-            allow_acls: cfg.allow_unenforced_acls,
+            pipelines: self.pipelines.as_deref(),
             ports,
             mappings: &cfg.bridge_mappings,
             announced: &self.announced,
@@ -186,10 +192,15 @@ impl Pass {
         if self.follow_interest(ctl, client, (ports, me), &v).await? {
             return Ok(false);
         }
-        let fresh =
-            self.published.as_ref().is_none_or(|p| !same_but_up(p, &v)) || ids != self.placed;
+        // New pipelines matter to the data path only where a switch runs them.
+        let runs_pipeline = v.datapaths.values().any(|d| d.lflow);
+        let fresh = self.published.as_ref().is_none_or(|p| !same_but_up(p, &v))
+            || ids != self.placed
+            || (self.pipelines_new && runs_pipeline);
         if fresh {
-            let generation = publish(ctl, &v)?;
+            let sb = self.sb.as_ref().expect("rows decoded");
+            let generation = publish(ctl, &v, self.pipelines.as_ref(), sb)?;
+            self.pipelines_new = false;
             ctl.adopted(generation).await;
             info!(
                 ports = v.ports.len(),
@@ -220,6 +231,31 @@ impl Pass {
         self.placed = ids.to_vec();
         self.touched = Touched::default();
         Ok(true)
+    }
+
+    /// Builds the logical pipelines of the local datapaths again when a row they come
+    /// from changed (or the local ports did): every switch's view is then derived
+    /// again, since whether it runs the pipeline may have changed.
+    fn build_pipelines(&mut self, ports: &BTreeMap<String, String>, me: Uuid, status: &Status) {
+        if self.pipelines.is_some() && !self.touched.all && !self.touched.pipeline {
+            return;
+        }
+        let sb = self.sb.as_ref().expect("rows decoded");
+        let datapaths: Vec<Uuid> = self.interest.datapaths().collect();
+        let lsps: Vec<String> = ports.values().cloned().collect();
+        let p = Pipelines::build(sb, &datapaths, Viewpoint::Claiming(Some(me), &lsps));
+        if !p.skipped.is_empty() {
+            tracing::warn!(
+                flows = p.skipped.len(),
+                first = ?p.skipped.first().map(|s| (&s.stage, &s.error)),
+                "logical flows that do not parse are skipped"
+            );
+        }
+        let p = Arc::new(p);
+        status.set_pipelines(p.clone());
+        self.pipelines = Some(p);
+        self.pipelines_new = true;
+        self.touched.all = true;
     }
 
     /// Claims what the view binds here (main or additional) and releases what no local
@@ -428,7 +464,12 @@ fn same_but_up(a: &View, b: &View) -> bool {
 /// Publishes `v`: the OVN logical switches' MACs as the FDB's OVN entries, then the
 /// topology (each `iface_id` port's domain, key and port security, and the switches'
 /// groups), in one generation. Returns it.
-fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
+fn publish(
+    ctl: &Control,
+    v: &View,
+    pipelines: Option<&Arc<Pipelines>>,
+    sb: &Sb,
+) -> Result<u64, String> {
     let sw = &ctl.switch;
     let mut dp_domain: HashMap<Uuid, DomainId> = HashMap::new();
     for (u, d) in &v.datapaths {
@@ -448,7 +489,22 @@ fn publish(ctl: &Control, v: &View) -> Result<u64, String> {
         chassis_of: Default::default(),
     };
     let entries = r.fdb(v, &dp_domain);
-    let ovn = Arc::new(r.ovn_topo(v, &dp_domain));
+    let mut topo = r.ovn_topo(v, &dp_domain);
+    if topo.domains.iter().flatten().any(|d| d.lflow) {
+        topo.pipeline =
+            pipelines.map(|p| p.clone() as Arc<dyn crate::model::lflow::LogicalPipeline>);
+    }
+    topo.by_key = v
+        .datapaths
+        .iter()
+        .map(|(u, d)| (d.tunnel_key, dp_domain[u]))
+        .collect();
+    topo.remote_of = sb
+        .chassis
+        .values()
+        .filter_map(|c| Some((c.name.clone(), sw.remotes.intern(sb.encap_ip(c)?)?)))
+        .collect();
+    let ovn = Arc::new(topo);
     // The FDB first: its new entries are only reached once the topology is published.
     sw.fdb.replace_ovn(&entries);
     let (moved, generation) = sw.publish(|t: &mut Topology| {
@@ -565,6 +621,7 @@ impl Resolver<'_> {
                 localnet: self.localnet(d),
                 snoop: d.snoop,
                 static_flood: d.static_flood,
+                lflow: d.lflow,
             }));
             if let Some(l) = domains[dom].as_ref().and_then(|o| o.localnet) {
                 localnets.push((l.uplink, l.tag, dp_domain[u]));
@@ -593,6 +650,7 @@ impl Resolver<'_> {
             localnets,
             chassis_of: self.chassis_of.take(),
             port_status,
+            ..OvnTopo::default()
         }
     }
 }

@@ -7,8 +7,14 @@
 //! deployment of 20,000 replicates, decodes and derives from its own part only.
 //!
 //! The interest follows the view: a port's binding arrives, its switch becomes local,
-//! that switch's rows arrive on the next change of condition. `Chassis`, `Encap`,
-//! `Datapath_Binding` and the rest are monitored whole (one row per chassis or switch).
+//! that switch's rows arrive on the next change of condition. The logical pipeline
+//! widens it as ovn-controller's local datapaths do: through each patch port to its
+//! peer's datapath (a router, then the router's other switches), so the pipeline of
+//! every datapath a local packet can enter is here; their `Logical_Flow` rows (by
+//! datapath and datapath group) and `MAC_Binding` rows come with them. Every switch's
+//! ACL flows are monitored whatever the interest (a switch with ACLs is claimed only
+//! once its pipeline is here). `Chassis`, `Encap`, `Datapath_Binding`, the address
+//! sets, port groups and option tables are monitored whole.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,15 +25,18 @@ use super::view::{PortView, Sb, View};
 /// The rows of the conditioned tables this chassis needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Interest {
-    /// Logical ports by name: the local ports' and the router ports' their
-    /// switches peer with.
+    /// Logical ports by name: the local ports' and the patch ports' peers of the
+    /// local datapaths.
     lsps: BTreeSet<String>,
     /// This chassis' row: the bindings it holds (to release what no port is any more).
     me: Option<Uuid>,
-    /// The logical switches with a local port.
+    /// The local datapaths: the logical switches of the local ports, and what their
+    /// patch ports reach.
     datapaths: BTreeSet<Uuid>,
     /// Their keys (`FDB.dp_key`).
     keys: BTreeSet<i64>,
+    /// The logical flow datapath groups with a local datapath.
+    dp_groups: BTreeSet<Uuid>,
 }
 
 impl Interest {
@@ -44,21 +53,63 @@ impl Interest {
                 i.datapaths.insert(*datapath);
             }
         }
+        // The switches of the local ports not bound (yet): their pipelines decide
+        // whether they can be.
+        for pb in sb.ports.values() {
+            if pb.kind.is_empty() && i.lsps.contains(&pb.logical_port) {
+                i.datapaths.insert(pb.datapath);
+            }
+        }
+        i.follow_patch_ports(sb);
         for dp in &i.datapaths {
             i.keys.extend(sb.datapaths.get(dp).map(|d| d.tunnel_key));
         }
-        for pb in sb.ports.values() {
-            if pb.kind == "router" && i.datapaths.contains(&pb.datapath) {
-                let peer = pb.options.get("router-port").or(pb.options.get("peer"));
-                i.lsps.extend(peer.cloned());
+        for (u, g) in &sb.dp_groups {
+            if g.datapaths.iter().any(|d| i.datapaths.contains(d)) {
+                i.dp_groups.insert(*u);
             }
         }
         i
     }
 
+    /// Adds the peers of the local datapaths' patch ports, and their datapaths, until
+    /// nothing new is reached with the rows at hand (the rows a new datapath brings
+    /// widen it on the next pass).
+    fn follow_patch_ports(&mut self, sb: &Sb) {
+        let by_name: std::collections::HashMap<&str, Uuid> = sb
+            .ports
+            .values()
+            .map(|pb| (pb.logical_port.as_str(), pb.datapath))
+            .collect();
+        loop {
+            let mut grew = false;
+            for pb in sb.ports.values() {
+                if !matches!(pb.kind.as_str(), "patch" | "router" | "l3gateway")
+                    || !self.datapaths.contains(&pb.datapath)
+                {
+                    continue;
+                }
+                let peer = pb.options.get("peer").or(pb.options.get("router-port"));
+                let Some(peer) = peer else { continue };
+                self.lsps.insert(peer.clone());
+                if let Some(d) = by_name.get(peer.as_str()) {
+                    grew |= self.datapaths.insert(*d);
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+    }
+
+    /// The local datapaths (their logical pipelines are built).
+    pub fn datapaths(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.datapaths.iter().copied()
+    }
+
     /// The tables and conditions to monitor them with (the initial monitor request
-    /// uses [`Interest::default`]: none of their rows).
-    pub fn conditions(&self) -> [(&'static str, Vec<Condition>); 4] {
+    /// uses [`Interest::default`]: none of their rows, and every switch's ACL flows).
+    pub fn conditions(&self) -> [(&'static str, Vec<Condition>); 6] {
         let mut pb: Vec<Condition> = self
             .lsps
             .iter()
@@ -73,12 +124,13 @@ impl Interest {
                 set,
             ));
         }
-        pb.extend(self.datapaths.iter().map(|d| Condition::eq("datapath", *d)));
-        let groups = self
-            .datapaths
-            .iter()
-            .map(|d| Condition::eq("datapath", *d))
-            .collect();
+        let by_dp = || -> Vec<Condition> {
+            self.datapaths
+                .iter()
+                .map(|d| Condition::eq("datapath", *d))
+                .collect()
+        };
+        pb.extend(by_dp());
         let fdb = self
             .keys
             .iter()
@@ -89,11 +141,24 @@ impl Interest {
             .iter()
             .map(|me| Condition::eq("chassis", *me))
             .collect();
+        let mut flows = acl_stages();
+        flows.extend(
+            self.datapaths
+                .iter()
+                .map(|d| Condition::eq("logical_datapath", *d)),
+        );
+        flows.extend(
+            self.dp_groups
+                .iter()
+                .map(|g| Condition::eq("logical_dp_group", *g)),
+        );
         [
             ("Port_Binding", or_none(pb)),
-            ("Multicast_Group", or_none(groups)),
+            ("Multicast_Group", or_none(by_dp())),
             ("FDB", or_none(fdb)),
             ("IGMP_Group", or_none(igmp)),
+            ("Logical_Flow", flows),
+            ("MAC_Binding", or_none(by_dp())),
         ]
     }
 
@@ -113,6 +178,18 @@ impl Interest {
         }
         Ok(())
     }
+}
+
+/// The logical flows of every switch's ACL stages (whether a switch has ACLs is known
+/// before its pipeline is).
+pub fn acl_stages() -> Vec<Condition> {
+    super::sb::ACL_STAGES
+        .iter()
+        .map(|s| {
+            let m: BTreeMap<String, String> = [("stage-name".to_string(), s.to_string())].into();
+            Condition::new("external_ids", Function::Includes, m)
+        })
+        .collect()
 }
 
 /// `clauses`, or a condition no row matches when there is none (an empty list would
@@ -158,7 +235,9 @@ mod tests {
         let none = Interest::default().conditions();
         assert!(none
             .iter()
+            .filter(|(t, _)| *t != "Logical_Flow")
             .all(|(_, c)| *c == vec![Condition::Const(false)]));
+        assert_eq!(none[4].1, acl_stages(), "every switch's ACL flows");
         let (dp, other, me) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(9));
         let mut sb = Sb::default();
         sb.datapaths.insert(
@@ -193,7 +272,9 @@ mod tests {
         let i = Interest::of(&ports, Some(me), &view, &sb);
         let lsps: Vec<&str> = i.lsps.iter().map(String::as_str).collect();
         assert_eq!(lsps, ["lrp0", "lsp-a"], "not the other switch's peer");
-        let [(_, pbc), (_, mg), (_, fdb), (_, igmp)] = i.conditions();
+        let [(_, pbc), (_, mg), (_, fdb), (_, igmp), (_, flows), (_, mb)] = i.conditions();
+        assert!(flows.contains(&Condition::eq("logical_datapath", dp)));
+        assert_eq!(mb, vec![Condition::eq("datapath", dp)]);
         assert_eq!(
             igmp,
             vec![Condition::eq("chassis", me)],

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use ovsdb::{Client, ClientConfig, Condition, Event, Function, MonitorSpec, TableSpec};
+use ovsdb::{Client, ClientConfig, Condition, Event, MonitorSpec, TableSpec};
 use tracing::{info, warn};
 
 use crate::config::ovn::OvnConfig;
@@ -39,6 +39,8 @@ use crate::control::protocol::{OvnChassisRow, OvnLocalnetRow, OvnPortRow, OvnRep
 #[derive(Debug, Default)]
 pub struct Status {
     reply: Mutex<OvnReply>,
+    /// The logical pipelines last built (for `vswitchctl ovn trace`).
+    pipelines: Mutex<Option<Arc<pipeline::Pipelines>>>,
 }
 
 impl Status {
@@ -54,32 +56,100 @@ impl Status {
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
 /// deployment").
-pub const SUPPORTED: [&str; 10] = [
+pub const SUPPORTED: [&str; 12] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
+    "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
+    "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
+    "distributed logical routers: routing on the sending chassis, TTL, ARP and ICMP echo answered by the router's flows, MAC bindings read from MAC_Binding",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
     "unknown unicast to _MC_unknown when a port has 'unknown' addresses, else dropped (ovn_unknown_unicast)",
-    "port security by MAC (Port_Binding.port_security), dropped as spoofed_source",
+    "port security (Port_Binding.port_security): MACs and, in switches that run the pipeline, IP addresses",
     "MACs learned behind 'unknown' ports without port security, written to the FDB table; other chassis' FDB rows read back (unicast to the port, not _MC_unknown)",
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
-    "provider networks: a switch's localnet port whose network_name --ovn-bridge-mappings maps to an uplink is bridged there, VLAN-tagged by its tag; other chassis' ports of the switch are reached over that network, not tunnels",
-    "IGMP/MLD snooping in switches with mcast_snoop=true (IP_Multicast.enabled): local joins written to IGMP_Group; a group's frames to the Multicast_Group northd makes of it, unregistered groups to _MC_static or dropped (mcast_unregistered)",
+    "provider networks and IGMP/MLD snooping in switches forwarded by the L2 rules (see the unsupported list for pipeline switches)",
 ];
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
-    "ACLs / security groups: ports of logical switches with ACLs are not claimed (unless --ovn-allow-unenforced-acls)",
-    "logical routers: frames to a router port's MAC are dropped (ovn_router_unsupported)",
-    "native DHCP/DNS, load balancers, NAT, QoS: not run (they live in OVN's logical flows)",
-    "port security by IP address (only the MACs of port_security are enforced)",
-    "port types other than VIF (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
-    "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers (they live in logical flows); reports from a provider network are not snooped",
+    "NAT, load balancers, DNS, QoS meters, ECMP and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named",
+    "controller actions (DHCP replies, IPv6 neighbour advertisements, ARP requests for unresolved next hops, ICMP errors, TCP resets, MAC binding learning): decided by the pipeline but not yet built; counted per port as ovn_slow_path",
+    "in switches that run the pipeline: provider networks (localnet ports), IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
+    "port types other than VIF (localport, virtual, external, vtep, chassisredirect gateways) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
+    "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
+    "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers; reports from a provider network are not snooped",
 ];
+
+impl Status {
+    /// Keeps `p` for `vswitchctl ovn trace`.
+    pub fn set_pipelines(&self, p: Arc<pipeline::Pipelines>) {
+        *self.pipelines.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+    }
+
+    fn pipelines(&self) -> Option<Arc<pipeline::Pipelines>> {
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
 
 impl crate::control::ops::OvnChassis for Status {
     fn reply(&self, sw: &crate::switch::Switch) -> OvnReply {
         reply_of(self, sw)
+    }
+
+    fn trace(
+        &self,
+        microflow: &str,
+        ct: &[String],
+    ) -> Result<crate::control::protocol::OvnTraceReply, String> {
+        let p = self
+            .pipelines()
+            .ok_or("no logical pipeline yet (no port bound to a switch of this chassis)")?;
+        let states = ct
+            .iter()
+            .map(|s| pipeline::trace::parse_ct_state(s))
+            .collect::<Result<Vec<u32>, String>>()?;
+        let (outcome, nodes) =
+            pipeline::trace::trace(&p, microflow, states, pipeline::interp::Mode::Chassis)?;
+        let outputs = outcome
+            .outputs()
+            .map(|o| {
+                let name = |dp: u32, port: u16| {
+                    p.datapath(dp)
+                        .map_or(String::new(), |d| d.name_of(port).to_string())
+                };
+                match &o.dest {
+                    pipeline::interp::Dest::Local { dp, port } => name(*dp, *port),
+                    pipeline::interp::Dest::Remote {
+                        chassis,
+                        dp,
+                        outport,
+                        ..
+                    } => format!("{}@{chassis}", name(*dp, *outport)),
+                    pipeline::interp::Dest::Nowhere { dp, port } => {
+                        format!("{} (nowhere)", name(*dp, *port))
+                    }
+                }
+            })
+            .collect();
+        Ok(crate::control::protocol::OvnTraceReply {
+            detailed: pipeline::trace::detailed(&nodes),
+            minimal: pipeline::trace::minimal(&nodes),
+            outputs,
+        })
+    }
+
+    fn zone_owner(&self, dp: u32, port: u16) -> Option<String> {
+        let p = self.pipelines()?;
+        let d = p.datapath(dp)?;
+        Some(if port == 0 {
+            d.name.clone()
+        } else {
+            d.name_of(port).to_string()
+        })
     }
 }
 
@@ -100,18 +170,11 @@ pub fn reply_of(status: &Status, sw: &crate::switch::Switch) -> OvnReply {
     r
 }
 
-/// The Southbound tables and columns the chassis monitors; `Logical_Flow` only in the
-/// ACL stages (a condition, so the flows of other stages never cross the wire);
-/// `Port_Binding`, `Multicast_Group` and `FDB` only as far as the chassis' interest
-/// ([`interest`]) goes.
+/// The Southbound tables and columns the chassis monitors: `Port_Binding`,
+/// `Multicast_Group`, `FDB`, `Logical_Flow` and `MAC_Binding` only as far as the
+/// chassis' interest ([`interest`]) goes (of `Logical_Flow`, every switch's ACL stages
+/// besides); the rest whole.
 pub fn monitor_spec() -> MonitorSpec {
-    let acl_stages: Vec<Condition> = sb::ACL_STAGES
-        .iter()
-        .map(|s| {
-            let m: BTreeMap<String, String> = [("stage-name".to_string(), s.to_string())].into();
-            Condition::new("external_ids", Function::Includes, m)
-        })
-        .collect();
     MonitorSpec::new(sb::DATABASE)
         .table(TableSpec::of::<sb::SbGlobal>())
         .table(TableSpec::of::<sb::Chassis>().index("name"))
@@ -127,8 +190,14 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::Fdb>().condition(none()))
         .table(TableSpec::of::<sb::IpMulticast>())
         .table(TableSpec::of::<sb::IgmpGroup>().condition(none()))
-        .table(TableSpec::of::<sb::LogicalFlow>().condition(acl_stages))
+        .table(TableSpec::of::<sb::LogicalFlow>().condition(interest::acl_stages()))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
+        .table(TableSpec::of::<sb::AddressSet>())
+        .table(TableSpec::of::<sb::PortGroup>())
+        .table(TableSpec::of::<sb::MacBinding>().condition(none()))
+        .table(TableSpec::of::<sb::StaticMacBinding>())
+        .table(TableSpec::of::<sb::DhcpOptions>())
+        .table(TableSpec::of::<sb::Dhcpv6Options>())
 }
 
 /// Every table the chassis and its logical pipeline read, whole (ovn-controller's

@@ -84,6 +84,7 @@ impl Sb {
     pub fn refresh(&mut self, r: &Replica, dirty: &Dirty, touched: &mut Touched) {
         let mut acls = false;
         for (table, u) in &dirty.rows {
+            touched.pipeline |= PIPELINE_TABLES.contains(&table.as_str());
             match table.as_str() {
                 "SB_Global" => self.nb_cfg = nb_cfg(r),
                 "Chassis" => {
@@ -186,6 +187,8 @@ pub struct Touched {
     pub datapaths: HashSet<Uuid>,
     /// `Datapath_Binding.tunnel_key`s (of `FDB` rows).
     pub keys: HashSet<i64>,
+    /// A row the logical pipelines are built from.
+    pub pipeline: bool,
 }
 
 impl Touched {
@@ -236,6 +239,23 @@ impl Dirty {
         self.all = false;
     }
 }
+
+/// Tables the logical pipelines are built from.
+pub const PIPELINE_TABLES: [&str; 13] = [
+    "Datapath_Binding",
+    "Port_Binding",
+    "Multicast_Group",
+    "FDB",
+    "Chassis",
+    "Logical_Flow",
+    "Logical_DP_Group",
+    "Address_Set",
+    "Port_Group",
+    "MAC_Binding",
+    "Static_MAC_Binding",
+    "DHCP_Options",
+    "DHCPv6_Options",
+];
 
 /// Tables whose monitored rows are only what this chassis writes about itself: no
 /// view is derived from them (without this, every write would start a pass).

@@ -25,8 +25,8 @@ pub struct Local<'a> {
     pub hostname: &'a str,
     /// Its `Chassis` row, once registered.
     pub chassis: Option<Uuid>,
-    /// Claim ports of switches with ACLs anyway.
-    pub allow_acls: bool,
+    /// The logical pipelines of the local datapaths, once built.
+    pub pipelines: Option<&'a super::pipeline::Pipelines>,
     /// Local port name -> the logical switch port it is.
     pub ports: &'a BTreeMap<String, String>,
     /// Physical networks and the uplinks that reach them (`--ovn-bridge-mappings`).
@@ -164,6 +164,9 @@ pub struct DatapathView {
     /// The key of its `_MC_static` group (ports with `options:mcast_flood=true`), where
     /// unregistered multicast goes while it snoops, if that group has members.
     pub static_flood: Option<u16>,
+    /// Its frames run OVN's logical pipeline (its flows do more than L2 forwarding:
+    /// ACLs, DHCP, a router).
+    pub lflow: bool,
 }
 
 /// The derived view.
@@ -417,10 +420,25 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
     let Some(dp) = sb.datapaths.get(&pb.datapath) else {
         return PortView::Unbound(format!("logical switch port {lsp:?} has no datapath yet"));
     };
-    if sb.acl_datapaths.contains(&pb.datapath) && !local.allow_acls {
+    let name = dp.external_ids.get("name").cloned().unwrap_or_default();
+    let dp_key = u32::try_from(dp.tunnel_key).unwrap_or(0);
+    // A switch the L2 rules forward needs none of its flows' actions.
+    let refusal = local
+        .pipelines
+        .filter(|p| p.needs_pipeline(dp_key))
+        .and_then(|p| p.refusal(dp_key));
+    if let Some((via, action, stage, flow)) = refusal {
         return PortView::Unbound(format!(
-            "logical switch {:?} has ACLs (security groups), which a vswitchd chassis cannot enforce; not claimed (--ovn-allow-unenforced-acls claims it anyway)",
-            dp.external_ids.get("name").cloned().unwrap_or_default()
+            "logical switch {name:?} reaches datapath {via:?}, whose logical flow {flow} (stage {stage}) uses {action}, which vswitchd does not execute; not claimed"
+        ));
+    }
+    let has_pipeline = local
+        .pipelines
+        .and_then(|p| p.datapath(dp_key))
+        .is_some_and(|d| !d.tables[0].is_empty());
+    if sb.acl_datapaths.contains(&pb.datapath) && !has_pipeline {
+        return PortView::Unbound(format!(
+            "logical switch {name:?} has ACLs (security groups): waiting for its logical flows, which enforce them"
         ));
     }
     let key = match u16::try_from(pb.tunnel_key) {
@@ -484,6 +502,9 @@ fn datapath(
         localnet: None,
         snoop: ix.snooping.contains(&dp),
         static_flood: None,
+        lflow: local
+            .pipelines
+            .is_some_and(|p| p.needs_pipeline(tunnel_key)),
     };
     let place = place_ports(sb, ix, local, dp, local_of, &mut d);
     for (u, pb) in ix.ports(dp) {
@@ -841,12 +862,12 @@ mod tests {
 
     static NONE_ANNOUNCED: BTreeSet<String> = BTreeSet::new();
 
-    fn local<'a>(ports: &'a BTreeMap<String, String>, allow_acls: bool) -> Local<'a> {
+    fn local<'a>(ports: &'a BTreeMap<String, String>) -> Local<'a> {
         Local {
+            pipelines: None,
             name: "hv2",
             hostname: "host2",
             chassis: Some(uuid(11)),
-            allow_acls,
             ports,
             mappings: &[],
             announced: &NONE_ANNOUNCED,
@@ -865,7 +886,7 @@ mod tests {
     #[test]
     fn a_local_port_and_its_switch() {
         let ps = ports(&[("vm1", "p-here")]);
-        let v = derive(&sb(), &local(&ps, false));
+        let v = derive(&sb(), &local(&ps));
         assert_eq!(v.claims, vec![uuid(100)]);
         let PortView::Bound { key, datapath, .. } = &v.ports["vm1"] else {
             panic!("{:?}", v.ports["vm1"]);
@@ -911,7 +932,7 @@ mod tests {
     fn snooping_switch_and_its_ip_multicast_groups() {
         let ps = ports(&[("vm1", "p-here")]);
         let mut s = sb();
-        let plain = derive(&s, &local(&ps, false));
+        let plain = derive(&s, &local(&ps));
         assert!(!plain.datapaths[&uuid(1)].snoop);
         s.ip_multicast.insert(
             uuid(300),
@@ -936,7 +957,7 @@ mod tests {
                 ports,
             });
         }
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         let d = &v.datapaths[&uuid(1)];
         assert!(d.snoop);
         assert_eq!(d.static_flood, Some(0x8004));
@@ -968,37 +989,33 @@ mod tests {
     #[test]
     fn claims_follow_ovns_rules() {
         let mut s = sb();
-        let why = |s: &Sb, lsp: &str, allow: bool| -> Option<String> {
+        let why = |s: &Sb, lsp: &str| -> Option<String> {
             let ps = ports(&[("x", lsp)]);
-            match &derive(s, &local(&ps, allow)).ports["x"] {
+            match &derive(s, &local(&ps)).ports["x"] {
                 PortView::Unbound(w) => Some(w.clone()),
                 PortView::Bound { .. } => None,
             }
         };
-        assert!(why(&s, "nope", false)
-            .unwrap()
-            .contains("not in the Southbound"));
-        assert!(why(&s, "p-rtr", false).unwrap().contains("type \"router\""));
-        assert!(why(&s, "p-hv1", false)
-            .unwrap()
-            .contains("bound to chassis hv1"));
+        assert!(why(&s, "nope").unwrap().contains("not in the Southbound"));
+        assert!(why(&s, "p-rtr").unwrap().contains("type \"router\""));
+        assert!(why(&s, "p-hv1").unwrap().contains("bound to chassis hv1"));
         s.ports
             .get_mut(&uuid(101))
             .unwrap()
             .options
             .insert("requested-chassis".into(), "host2".into());
-        assert_eq!(why(&s, "p-hv1", false), None, "requested here by host name");
+        assert_eq!(why(&s, "p-hv1"), None, "requested here by host name");
         s.ports
             .get_mut(&uuid(100))
             .unwrap()
             .options
             .insert("requested-chassis".into(), "hv1,hv3".into());
-        assert!(why(&s, "p-here", false)
+        assert!(why(&s, "p-here")
             .unwrap()
             .contains("requested on chassis hv1,hv3"));
+        // A switch with ACLs waits for its pipeline (which enforces them).
         s.acl_datapaths.insert(uuid(1));
-        assert!(why(&s, "p-unk", false).unwrap().contains("has ACLs"));
-        assert_eq!(why(&s, "p-unk", true), None);
+        assert!(why(&s, "p-unk").unwrap().contains("has ACLs"));
     }
 
     /// A binding this chassis holds with no local port naming it any more is released.
@@ -1007,11 +1024,11 @@ mod tests {
         let mut s = sb();
         s.ports.get_mut(&uuid(100)).unwrap().chassis = Some(uuid(11));
         let none = ports(&[]);
-        let v = derive(&s, &local(&none, false));
+        let v = derive(&s, &local(&none));
         assert_eq!(v.releases, vec![uuid(100)]);
         assert!(v.datapaths.is_empty());
         let ps = ports(&[("vm1", "p-here")]);
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         assert!(
             v.releases.is_empty() && v.claims.is_empty(),
             "already ours: {v:?}"
@@ -1039,7 +1056,7 @@ mod tests {
             row("0a:00:00:00:00:04", 5, 99),
         ];
         let ps = ports(&[("vm1", "p-here"), ("r", "p-unk")]);
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         let d = &v.datapaths[&uuid(1)];
         let fdb: BTreeMap<String, DestView> = d
             .fdb
@@ -1063,7 +1080,7 @@ mod tests {
         assert!(!fdb.contains_key("0a:00:00:00:00:04"));
         assert_eq!(d.learning, vec![("r".to_string(), 5)]);
         s.ports.get_mut(&uuid(105)).unwrap().port_security = vec!["0a:00:00:00:00:09".into()];
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         assert!(v.datapaths[&uuid(1)].learning.is_empty());
     }
 
@@ -1085,7 +1102,7 @@ mod tests {
             network: "physnet1".into(),
             uplink: "phys".into(),
         }];
-        let mut l = local(&ps, false);
+        let mut l = local(&ps);
         l.mappings = &maps;
         let v = derive(&s, &l);
         let d = &v.datapaths[&uuid(1)];
@@ -1112,7 +1129,7 @@ mod tests {
             .fdb
             .iter()
             .any(|(_, t)| matches!(t, DestView::Remote { key: 3, .. })));
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         let d = &v.datapaths[&uuid(1)];
         assert_eq!(d.localnet.as_ref().map(|l| l.uplink.clone()), Some(None));
         assert_eq!(d.groups[0].local, vec!["vm1".to_string()]);
@@ -1136,7 +1153,7 @@ mod tests {
                 .insert("activation-strategy".into(), "rarp".into());
         }
         let ps = ports(&[("vm1", "p-here"), ("mig", "p-hv1")]);
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         let PortView::Bound { role, .. } = &v.ports["mig"] else {
             panic!("{:?}", v.ports["mig"]);
         };
@@ -1158,7 +1175,7 @@ mod tests {
 
         s.ports.get_mut(&uuid(101)).unwrap().additional_chassis = vec![me];
         let announced: BTreeSet<String> = ["mig".to_string()].into();
-        let mut l = local(&ps, false);
+        let mut l = local(&ps);
         l.announced = &announced;
         let v = derive(&s, &l);
         assert!(v.joins.is_empty());
@@ -1191,7 +1208,7 @@ mod tests {
             .unwrap()
             .options
             .insert("requested-chassis".into(), "hv2".into());
-        let v = derive(&s, &local(&ps, false));
+        let v = derive(&s, &local(&ps));
         assert!(matches!(
             v.ports["mig"],
             PortView::Bound {
@@ -1208,8 +1225,8 @@ mod tests {
     fn untouched_switches_carry_over() {
         let mut s = sb();
         let ps = ports(&[("vm1", "p-here")]);
-        let first = derive(&s, &local(&ps, false));
-        let same = derive_reusing(&s, &local(&ps, false), Some(&first), &Touched::default());
+        let first = derive(&s, &local(&ps));
+        let same = derive_reusing(&s, &local(&ps), Some(&first), &Touched::default());
         assert!(Arc::ptr_eq(
             &first.datapaths[&uuid(1)],
             &same.datapaths[&uuid(1)]
@@ -1217,12 +1234,12 @@ mod tests {
         s.ports.get_mut(&uuid(101)).unwrap().mac = vec!["02:00:00:00:00:22".into()];
         let mut touched = Touched::default();
         touched.datapaths.insert(uuid(1));
-        let next = derive_reusing(&s, &local(&ps, false), Some(&first), &touched);
+        let next = derive_reusing(&s, &local(&ps), Some(&first), &touched);
         let d = &next.datapaths[&uuid(1)];
         assert!(d
             .fdb
             .iter()
             .any(|(m, _)| m.to_string() == "02:00:00:00:00:22"));
-        assert_eq!(next, derive(&s, &local(&ps, false)));
+        assert_eq!(next, derive(&s, &local(&ps)));
     }
 }

@@ -68,6 +68,11 @@ pub struct Switch {
     pub fdb: Fdb,
     /// Multicast snooping's group database.
     pub mcast: crate::model::mcast::Mcast,
+    /// Connection tracking for OVN's logical pipeline (shared by every PMD: a reply
+    /// may arrive on another queue than its connection's first packet).
+    pub conntrack: Arc<conntrack::Conntrack>,
+    /// The conntrack zone of each logical port.
+    pub ct_zones: crate::model::lflow::Zones,
     /// PMD thread state.
     pub pmds: Vec<Arc<PmdShared>>,
     /// Wakes PMDs on ring changes.
@@ -130,6 +135,15 @@ impl Switch {
                 config.fdb_max_macs,
             ),
             mcast: crate::model::mcast::Mcast::new(&config.mcast),
+            conntrack: Arc::new(
+                conntrack::Conntrack::new(conntrack::Config {
+                    max_connections: config.ct_max_connections,
+                    default_zone_limit: config.ct_zone_max,
+                    ..Default::default()
+                })
+                .map_err(std::io::Error::other)?,
+            ),
+            ct_zones: Default::default(),
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),

@@ -527,6 +527,8 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         fdb_aging_secs: 300,
         fdb_max_macs: crate::config::DEFAULT_FDB_MAX_MACS,
         fdb_port_max_macs: crate::config::DEFAULT_FDB_PORT_MAX_MACS,
+        ct_max_connections: crate::config::DEFAULT_CT_MAX_CONNECTIONS,
+        ct_zone_max: Some(crate::config::DEFAULT_CT_ZONE_MAX),
         fdb_static: Vec::new(),
         acl: Vec::new(),
         flow_cache,

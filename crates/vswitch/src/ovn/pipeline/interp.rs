@@ -27,178 +27,12 @@
 
 use std::sync::Arc;
 
-use ovn_lflow::actions::{GenOption, Pipeline};
+use ovn_lflow::actions::Pipeline;
 use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 
 use super::tables::{Datapath, Location, Pipelines};
 use crate::config::MacAddr;
-
-/// Connection tracking state bits (OVS `CS_*`, `ct_state`).
-pub mod cs {
-    /// A new connection.
-    pub const NEW: u32 = 0x01;
-    /// Part of an established connection.
-    pub const EST: u32 = 0x02;
-    /// Related to an established connection.
-    pub const REL: u32 = 0x04;
-    /// In the reply direction.
-    pub const RPL: u32 = 0x08;
-    /// Invalid.
-    pub const INV: u32 = 0x10;
-    /// Tracked.
-    pub const TRK: u32 = 0x20;
-}
-
-/// What connection tracking said of a packet: `ct_state`, `ct_mark`, `ct_label`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct CtResult {
-    /// State bits ([`cs`]).
-    pub state: u32,
-    /// The connection's mark.
-    pub mark: u32,
-    /// The connection's label.
-    pub label: u128,
-}
-
-/// A `ct_commit`'s writes: bits of the mark and the label (value, mask).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Commit {
-    /// Mark (value, mask).
-    pub mark: (u32, u32),
-    /// Label (value, mask).
-    pub label: (u128, u128),
-}
-
-/// What the interpreter asks of connection tracking.
-pub trait Tracker {
-    /// The state of the packet `flow` describes in `zone`; with `commit`, its
-    /// connection is committed first (`ct_commit_nat`).
-    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult;
-    /// Commits the packet's connection in `zone` with `commit`'s writes.
-    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit);
-    /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own
-    /// zone, for routers).
-    fn zone(&mut self, dp: u32, port: u16) -> u16;
-}
-
-/// How the slow path builds an output's frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Origin {
-    /// The received frame, its headers rewritten to the output's fields.
-    Received,
-    /// A DHCPv4 reply (`put_dhcp_opts`) to the received request, with these options.
-    Dhcp4(Arc<Vec<GenOption>>),
-    /// A DHCPv6 reply (`put_dhcpv6_opts`).
-    Dhcp6(Arc<Vec<GenOption>>),
-    /// A frame a controller action built from the received one (`arp`, `icmp4`,
-    /// `nd_na`...), by the action's name.
-    Built(&'static str),
-}
-
-/// Where an output goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dest {
-    /// A logical port bound here (or anywhere, when tracing): delivered.
-    Local {
-        /// Its datapath.
-        dp: u32,
-        /// Its key.
-        port: u16,
-    },
-    /// A port or multicast group whose egress runs on another chassis: one tunnel.
-    Remote {
-        /// The chassis.
-        chassis: String,
-        /// The datapath (the tunnel's VNI).
-        dp: u32,
-        /// The ingress key.
-        inport: u16,
-        /// The egress key (a port's or a group's).
-        outport: u16,
-    },
-    /// A port bound nowhere (a `localnet` port, or a VIF no chassis claimed).
-    Nowhere {
-        /// Its datapath.
-        dp: u32,
-        /// Its key.
-        port: u16,
-    },
-}
-
-/// One output: where, the packet's final fields, and how its frame is made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
-    /// Where it goes.
-    pub dest: Dest,
-    /// The packet's fields at the output.
-    pub flow: Flow,
-    /// How the frame is made.
-    pub origin: Origin,
-}
-
-/// One thing the pipeline did, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// A connection tracking lookup and its result (what follows depends on it).
-    Ct {
-        /// The zone.
-        zone: u16,
-        /// `ct_commit_nat`: committed first.
-        commit: bool,
-        /// The result.
-        result: CtResult,
-    },
-    /// A `ct_commit`.
-    Commit {
-        /// The zone.
-        zone: u16,
-        /// The writes.
-        commit: Commit,
-    },
-    /// An output.
-    Output(Box<Output>),
-    /// Learn an IP-to-MAC binding behind a router port (`put_arp`, `put_nd`).
-    PutMacBinding {
-        /// The router.
-        dp: u32,
-        /// The router port's key.
-        port: u16,
-        /// The address.
-        ip: std::net::IpAddr,
-        /// The MAC.
-        mac: MacAddr,
-    },
-    /// Learn a MAC behind a switch port (`put_fdb`).
-    PutFdb {
-        /// The switch.
-        dp: u32,
-        /// The port's key.
-        port: u16,
-        /// The MAC.
-        mac: MacAddr,
-    },
-    /// A `log()` action ran (counted).
-    Log,
-}
-
-/// What one run of the pipeline did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Outcome {
-    /// The steps, in order.
-    pub steps: Vec<Step>,
-    /// Something went wrong (an unknown port, a loop): the first error.
-    pub error: Option<String>,
-}
-
-impl Outcome {
-    /// The outputs, in order.
-    pub fn outputs(&self) -> impl Iterator<Item = &Output> {
-        self.steps.iter().filter_map(|s| match s {
-            Step::Output(o) => Some(&**o),
-            _ => None,
-        })
-    }
-}
+pub use crate::model::lflow::{cs, Commit, CtResult, Dest, Origin, Outcome, Output, Step, Tracker};
 
 /// What a trace node says (`ovn-trace`'s node types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +95,7 @@ struct At<'p> {
 }
 
 /// One run of the pipeline.
-pub struct Run<'p, 't, T: Tracker> {
+pub struct Run<'p, 't, T: Tracker + ?Sized> {
     p: &'p Pipelines,
     ct: &'t mut T,
     mode: Mode,
@@ -270,6 +104,9 @@ pub struct Run<'p, 't, T: Tracker> {
     depth: u32,
     tables: u32,
     loopback: Subfield,
+    /// The packet came from a tunnel: its sender ran ingress; nothing goes back into a
+    /// tunnel (split horizon).
+    from_tunnel: bool,
 }
 
 /// The trace list actions append to, when tracing.
@@ -285,7 +122,7 @@ fn push<'a>(tr: &'a mut Tr<'_>, kind: NodeKind, text: impl FnOnce() -> String) -
     v.last_mut().map(|n| &mut n.subs)
 }
 
-impl<'p, 't, T: Tracker> Run<'p, 't, T> {
+impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
     /// A run over `p`, asking `ct`, reaching other chassis as `mode` says.
     pub fn new(p: &'p Pipelines, ct: &'t mut T, mode: Mode) -> Self {
         let loopback = p
@@ -301,6 +138,7 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
             depth: 0,
             tables: 0,
             loopback,
+            from_tunnel: false,
         }
     }
 
@@ -338,7 +176,15 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
             )
         });
         let mut pkt = pkt;
-        self.table(d, pipeline, 0, &mut pkt, &mut sub);
+        match pipeline {
+            Pipeline::Ingress => self.table(d, pipeline, 0, &mut pkt, &mut sub),
+            // From a tunnel: OVN's local output (table 40), to the port or to each
+            // local member of the group the sender chose.
+            Pipeline::Egress => {
+                self.from_tunnel = true;
+                self.ingress_output(d, key, &pkt, &mut sub);
+            }
+        }
         self.out
     }
 
@@ -786,7 +632,7 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
                 if let (Mode::Chassis, Some(Location::Remote(c))) =
                     (self.mode, dp.ports.get(&m).map(|p| &p.location))
                 {
-                    if !chassis.contains(&c.as_str()) {
+                    if !chassis.contains(&c.as_str()) && !self.from_tunnel {
                         chassis.push(c);
                     }
                     continue;
@@ -798,7 +644,7 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
                 self.egress(dp, in_key, m, &egress, &mut sub);
             }
             for c in chassis {
-                self.tunnel(c, dp, in_key, out, pkt);
+                self.tunnel(c, dp, in_key, out, pkt, &mut sub);
             }
             return;
         }
@@ -818,7 +664,10 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
             return;
         }
         if let (Mode::Chassis, Location::Remote(c)) = (self.mode, &port.location) {
-            return self.tunnel(c, dp, in_key, out, pkt);
+            if self.from_tunnel {
+                return self.error(tr, format!("port \"{}\" is on another chassis", port.name));
+            }
+            return self.tunnel(c, dp, in_key, out, pkt, tr);
         }
         self.egress(dp, in_key, out, &egress, tr);
     }
@@ -836,7 +685,24 @@ impl<'p, 't, T: Tracker> Run<'p, 't, T> {
         self.table(dp, Pipeline::Egress, 0, &mut pkt, &mut sub);
     }
 
-    fn tunnel(&mut self, chassis: &str, dp: &Datapath, inport: u16, outport: u16, pkt: &Pkt) {
+    fn tunnel(
+        &mut self,
+        chassis: &str,
+        dp: &Datapath,
+        inport: u16,
+        outport: u16,
+        pkt: &Pkt,
+        tr: &mut Tr<'_>,
+    ) {
+        push(tr, NodeKind::Output, || {
+            format!(
+                "/* to chassis {chassis} by Geneve: datapath {}, inport {inport}, outport {outport} */",
+                dp.key
+            )
+        });
+        push(tr, NodeKind::Modify, || {
+            format!("output(\"{}\")", dp.name_of(outport))
+        });
         self.out.steps.push(Step::Output(Box::new(Output {
             dest: Dest::Remote {
                 chassis: chassis.to_string(),

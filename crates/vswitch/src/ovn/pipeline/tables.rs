@@ -117,6 +117,9 @@ pub struct Datapath {
     pub fdb: HashMap<MacAddr, u16>,
     /// The first flow whose action vswitchd does not execute: (action, stage, flow).
     pub unsupported: Option<(String, String, Uuid)>,
+    /// Its flows do more than a logical switch's L2 forwarding: ACLs (flows derived
+    /// from an ACL row), DHCP, or a router attached (a patch port).
+    pub beyond_l2: bool,
 }
 
 impl Datapath {
@@ -350,6 +353,9 @@ impl Pipelines {
             Err(e) => return self.skip(uuid, &stage, e),
         };
         let dp = self.datapaths.get_mut(&dp_key).expect("looked up above");
+        dp.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage.as_str())
+            && f.external_ids.contains_key("stage-hint"))
+            || f.actions.contains("put_dhcp");
         if dp.unsupported.is_none() {
             if let Some(a) = actions.walk().into_iter().find_map(|a| refusal(a)) {
                 dp.unsupported = Some((a.to_string(), stage.clone(), uuid));
@@ -396,6 +402,44 @@ impl Pipelines {
     /// The datapath with key `key`.
     pub fn datapath(&self, key: u32) -> Option<&Datapath> {
         self.datapaths.get(&key)
+    }
+
+    /// The datapaths a packet entering datapath `key` can reach through patch ports
+    /// (its routers and their other switches), `key` included, in key order.
+    pub fn reachable(&self, key: u32) -> Vec<u32> {
+        let mut seen = std::collections::BTreeSet::from([key]);
+        let mut todo = vec![key];
+        while let Some(k) = todo.pop() {
+            let Some(dp) = self.datapaths.get(&k) else {
+                continue;
+            };
+            for (peer, _) in dp.ports.values().filter_map(|p| p.peer) {
+                if seen.insert(peer) {
+                    todo.push(peer);
+                }
+            }
+        }
+        seen.into_iter().collect()
+    }
+
+    /// Why a packet entering datapath `key` could meet an action vswitchd does not
+    /// execute: the datapath, the action, the stage and the flow, for the first one
+    /// reachable.
+    pub fn refusal(&self, key: u32) -> Option<(&str, &str, &str, Uuid)> {
+        self.reachable(key).into_iter().find_map(|k| {
+            let dp = self.datapaths.get(&k)?;
+            let (a, stage, u) = dp.unsupported.as_ref()?;
+            Some((dp.name.as_str(), a.as_str(), stage.as_str(), *u))
+        })
+    }
+
+    /// Whether datapath `key` runs the pipeline rather than the L2 rules: it, or a
+    /// datapath it reaches, does more than L2 forwarding (a router attached reaches
+    /// one by itself).
+    pub fn needs_pipeline(&self, key: u32) -> bool {
+        self.datapaths
+            .get(&key)
+            .is_some_and(|dp| dp.beyond_l2 || dp.ports.values().any(|p| p.peer.is_some()))
     }
 }
 

@@ -116,16 +116,22 @@ fn find_inport(e: &Expr) -> Option<String> {
     }
 }
 
-/// Traces `microflow` through `p` as `ovn-trace` would (every port local), with
-/// connection tracking answering `ct` in turn: the outcome and the trace tree.
+/// Traces `microflow` through `p` with connection tracking answering `ct` in turn,
+/// ports on other chassis reached as `mode` says (as `ovn-trace` would, every port
+/// local; or as this chassis does, by tunnel): the outcome and the trace tree.
 ///
 /// # Errors
 /// As [`microflow`].
-pub fn trace(p: &Pipelines, text: &str, ct: Vec<u32>) -> Result<(Outcome, Vec<Node>), String> {
+pub fn trace(
+    p: &Pipelines,
+    text: &str,
+    ct: Vec<u32>,
+    mode: Mode,
+) -> Result<(Outcome, Vec<Node>), String> {
     let (dp, flow) = microflow(p, text)?;
     let mut tracker = ScriptedCt::new(ct);
     let mut nodes = Vec::new();
-    let outcome = Run::new(p, &mut tracker, Mode::Trace).run(
+    let outcome = Run::new(p, &mut tracker, mode).run(
         dp,
         ovn_lflow::actions::Pipeline::Ingress,
         flow,

@@ -1,0 +1,141 @@
+//! Connection tracking for the logical pipeline: the [`Tracker`] the interpreter and
+//! the cached programs ask, over the switch's [`conntrack::Conntrack`] (shared by
+//! every PMD), for one frame at a time.
+//!
+//! The frame's IP packet is parsed once; each step runs in the zone the pipeline
+//! names. A step in the same zone as the one before (OVN's `ct_next` then
+//! `ct_commit` in the stateful stage) takes the cached-connection path
+//! ([`conntrack::Conntrack::execute_next`]): TCP's state machine runs once per zone
+//! and packet, as in Open vSwitch. A commit the table's or the zone's limit refuses
+//! is remembered: the frame is dropped and counted (`ct_table_full`, `ct_zone_full`).
+
+use conntrack::{Checksums, Conntrack, CtAction, Packet, Refused, L4};
+use ovn_lflow::Flow;
+
+use crate::model::lflow::{Commit, CtResult, Tracker, Zones};
+
+/// Milliseconds on a clock that starts with the process (the tracker's timeouts).
+pub fn now_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+}
+
+/// Connection tracking for one frame.
+pub struct LiveCt<'a> {
+    ct: &'a Conntrack,
+    zones: &'a Zones,
+    /// The frame's IP packet (`None`: not IP, or it did not parse: every step `inv`).
+    pkt: Option<Packet>,
+    now_ms: u64,
+    last: Option<conntrack::CtResult>,
+    /// A commit refused by a limit.
+    pub refused: Option<Refused>,
+}
+
+impl<'a> LiveCt<'a> {
+    /// The tracker for a frame whose IP packet is `pkt` (`None`: not IP, or it did not
+    /// parse).
+    pub fn new(ct: &'a Conntrack, zones: &'a Zones, pkt: Option<Packet>, now_ms: u64) -> Self {
+        LiveCt {
+            ct,
+            zones,
+            pkt,
+            now_ms,
+            last: None,
+            refused: None,
+        }
+    }
+
+    /// Runs `act`: the cached-connection path after a step in the same zone.
+    pub fn step(&mut self, act: &CtAction) -> CtResult {
+        let Some(pkt) = &self.pkt else {
+            return CtResult {
+                state: u32::from((conntrack::CtState::INV | conntrack::CtState::TRK).bits()),
+                ..CtResult::default()
+            };
+        };
+        let r = match &self.last {
+            Some(prev) => self.ct.execute_next(pkt, act, self.now_ms, prev),
+            None => self.ct.execute(pkt, act, self.now_ms),
+        };
+        if act.commit && r.refused.is_some() {
+            self.refused = r.refused;
+        }
+        self.last = Some(r);
+        CtResult {
+            state: u32::from(r.state.bits()),
+            mark: r.mark,
+            label: r.label,
+        }
+    }
+}
+
+/// The conntrack action of `ct_commit` with `c`'s writes.
+pub fn commit_action(zone: u16, c: &Commit) -> CtAction {
+    let mut a = CtAction::commit(zone);
+    if c.mark.1 != 0 {
+        a = a.with_mark(c.mark.0, c.mark.1);
+    }
+    if c.label.1 != 0 {
+        a = a.with_label(c.label.0, c.label.1);
+    }
+    a
+}
+
+impl Tracker for LiveCt<'_> {
+    fn lookup(&mut self, zone: u16, _flow: &Flow, commit: bool) -> CtResult {
+        let act = if commit {
+            CtAction::commit(zone)
+        } else {
+            CtAction::lookup(zone)
+        };
+        self.step(&act)
+    }
+
+    fn commit(&mut self, zone: u16, _flow: &Flow, commit: &Commit) {
+        self.step(&commit_action(zone, commit));
+    }
+
+    fn zone(&mut self, dp: u32, port: u16) -> u16 {
+        self.zones.of(dp, port)
+    }
+}
+
+/// The IP packet of a frame for the tracker, from its first `hdr.len()` bytes (its
+/// headers: the payload is not read) and its length `frame_len`: the IP length fields
+/// of a copy are cut to the bytes at hand, and a TCP segment's payload length is then
+/// taken from the original header (a 64 KiB TSO frame is not read whole).
+pub fn packet(hdr: &[u8], l3: usize, frame_len: usize) -> Option<Packet> {
+    let b = hdr.get(l3..)?;
+    if hdr.len() >= frame_len {
+        return conntrack::parse(b, Checksums::Trust).ok();
+    }
+    let mut copy = b.to_vec();
+    let (orig_payload, hdr_len) = match copy.first()? >> 4 {
+        4 => {
+            let total = usize::from(u16::from_be_bytes([*copy.get(2)?, *copy.get(3)?]));
+            let n = (copy.len() as u16).to_be_bytes();
+            copy[2..4].copy_from_slice(&n);
+            (total, usize::from(copy[0] & 0x0f) * 4)
+        }
+        6 => {
+            let payload = usize::from(u16::from_be_bytes([*copy.get(4)?, *copy.get(5)?]));
+            let n = (copy.len().checked_sub(40)? as u16).to_be_bytes();
+            copy[4..6].copy_from_slice(&n);
+            (payload + 40, 40)
+        }
+        _ => return None,
+    };
+    let mut p = conntrack::parse(&copy, Checksums::Trust).ok()?;
+    if let L4::Tcp(seg) = &mut p.l4 {
+        // The TCP header's offset in the copy: after the IP header and any extension
+        // headers the parse walked (what it left as payload is the copy's tail).
+        let tcp_at = copy.len() - seg.payload_len as usize;
+        let tcp_end_in_ip = tcp_at.max(hdr_len);
+        seg.payload_len = orig_payload.saturating_sub(tcp_end_in_ip) as u32;
+    }
+    Some(p)
+}

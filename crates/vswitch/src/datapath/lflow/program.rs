@@ -1,0 +1,359 @@
+//! What the logical pipeline decided for a flow, cached as a short program (DESIGN.md
+//! §7): connection tracking steps, commits, and outputs (a local port or a tunnel,
+//! with the header fields to rewrite), keyed by the frame's flow key and, after each
+//! connection tracking step, by the step's result (Open vSwitch's recirculation).
+//!
+//! A key holds a few [`Variant`]s, one per sequence of conntrack results met so far
+//! (a connection's first packet, then its established ones). Running a frame walks a
+//! variant's steps: each `ct` step is one conntrack lookup, and a result the variant
+//! did not see switches to a variant that did; none did: a miss, and the interpreter
+//! runs, told the results already obtained so that no step runs twice
+//! ([`Replay`]). What the pipeline decides from fields outside the key (ARP, neighbour
+//! discovery), or hands to the slow path, or learns from, is never cached.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use flowcache::FlowKey;
+use ovn_lflow::{Field, Flow};
+
+use super::ct::{commit_action, LiveCt};
+use crate::model::fdb::PortId;
+use crate::model::lflow::{Commit, CtResult, Dest, Origin, Outcome, Step, Tracker};
+use crate::model::stats::DropReason;
+use crate::model::tunnel::RemoteId;
+use crate::switch::topology::Topology;
+
+/// Keys a PMD's cache holds at most; beyond, it starts over.
+pub const MAX_KEYS: usize = 65_536;
+/// Variants one key holds at most.
+pub const MAX_VARIANTS: usize = 8;
+
+/// A frame's cache key: its flow key, the IP fields the flow key leaves out that a
+/// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), and for a frame
+/// from a tunnel the egress key of OVN's option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LKey {
+    /// The flow key (ports and domain in `in_port`).
+    pub key: FlowKey,
+    /// TTL << 24 | DSCP << 18 | ECN << 16 | egress key.
+    pub extra: u32,
+}
+
+/// A Geneve destination of OVN's: the remote chassis' endpoint, the datapath (the
+/// VNI) and the option's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tunnel {
+    /// The remote endpoint.
+    pub remote: RemoteId,
+    /// The VNI: the datapath's key.
+    pub vni: u32,
+    /// The ingress port key.
+    pub ingress: u16,
+    /// The egress port or group key.
+    pub egress: u16,
+}
+
+/// Where an output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A local port.
+    Port(PortId),
+    /// A tunnel.
+    Tunnel(Tunnel),
+    /// Nowhere: dropped and counted.
+    Drop(DropReason),
+}
+
+/// One output: where, and the header fields to rewrite (none: the frame as received).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    /// Where.
+    pub target: Target,
+    /// (field, value) to write.
+    pub rewrite: Box<[(Field, u128)]>,
+}
+
+/// One step of a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PStep {
+    /// A conntrack lookup (with commit: `ct_commit_nat`).
+    Ct {
+        /// Zone.
+        zone: u16,
+        /// Commit first.
+        commit: bool,
+    },
+    /// A `ct_commit`.
+    Commit {
+        /// Zone.
+        zone: u16,
+        /// Writes.
+        commit: Commit,
+    },
+    /// An output.
+    Out(Out),
+}
+
+/// One path through the pipeline: its steps and the conntrack results it met.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// The result of each `ct` step, in order.
+    pub ct: Vec<CtResult>,
+    /// The steps.
+    pub steps: Vec<PStep>,
+    /// Outputs the slow path would build (controller actions).
+    pub punts: u16,
+}
+
+/// A PMD's program cache, emptied when the topology (and with it the pipeline)
+/// changes.
+#[derive(Debug, Default)]
+pub struct Cache {
+    map: HashMap<LKey, Vec<Arc<Variant>>, rustc_hash::FxBuildHasher>,
+    generation: u64,
+    /// Frames whose program was found.
+    pub hits: u64,
+    /// Frames the interpreter ran for.
+    pub misses: u64,
+}
+
+impl Cache {
+    /// Forgets everything if `generation` is not the one the programs were made under.
+    pub fn sync(&mut self, generation: u64) {
+        if self.generation != generation {
+            self.generation = generation;
+            self.map.clear();
+        }
+    }
+
+    /// The variants of `key`.
+    pub fn get(&self, key: &LKey) -> Option<&[Arc<Variant>]> {
+        self.map.get(key).map(Vec::as_slice)
+    }
+
+    /// Adds `v` for `key`.
+    pub fn insert(&mut self, key: LKey, v: Variant) {
+        if self.map.len() >= MAX_KEYS {
+            self.map.clear();
+        }
+        let vs = self.map.entry(key).or_default();
+        if vs.len() >= MAX_VARIANTS {
+            vs.remove(0);
+        }
+        vs.push(Arc::new(v));
+    }
+
+    /// Keys held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// Most `ct` steps a cached program takes (OVN's switch and router stages take two
+/// per datapath crossed at most); a longer path is never cached.
+pub const MAX_CT_STEPS: usize = 8;
+
+/// Runs the cached program of a frame: each `ct` step a lookup, each commit a commit;
+/// the variant whose results match, or, on a miss, the results obtained so far and the
+/// commits done (for [`Replay`]). Allocates nothing on a hit.
+pub fn run<'v>(
+    variants: &'v [Arc<Variant>],
+    ct: &mut LiveCt<'_>,
+) -> Result<&'v Arc<Variant>, (Vec<CtResult>, usize)> {
+    let mut v = &variants[0];
+    let mut results = [CtResult::default(); MAX_CT_STEPS];
+    let mut k = 0;
+    let mut commits = 0;
+    for i in 0.. {
+        let Some(step) = v.steps.get(i) else { break };
+        match step {
+            PStep::Ct { zone, commit } => {
+                let act = if *commit {
+                    conntrack::CtAction::commit(*zone)
+                } else {
+                    conntrack::CtAction::lookup(*zone)
+                };
+                if k == MAX_CT_STEPS {
+                    return Err((results.to_vec(), commits));
+                }
+                results[k] = ct.step(&act);
+                k += 1;
+                if v.ct.get(..k) != Some(&results[..k]) {
+                    // Another variant with these results took the same steps so far.
+                    match variants
+                        .iter()
+                        .find(|w| w.ct.get(..k) == Some(&results[..k]))
+                    {
+                        Some(w) => v = w,
+                        None => return Err((results[..k].to_vec(), commits)),
+                    }
+                }
+            }
+            PStep::Commit { zone, commit } => {
+                ct.step(&commit_action(*zone, commit));
+                commits += 1;
+            }
+            PStep::Out(_) => {}
+        }
+    }
+    Ok(v)
+}
+
+/// Conntrack for the interpreter after a miss: the lookups and commits the program
+/// already ran are answered from what they gave, the rest run live.
+pub struct Replay<'a, 'b> {
+    /// The live tracker.
+    pub live: &'a mut LiveCt<'b>,
+    /// Results of the lookups already run, in order.
+    pub done: Vec<CtResult>,
+    /// Commits already run.
+    pub commits: usize,
+    next: usize,
+}
+
+impl<'a, 'b> Replay<'a, 'b> {
+    /// Replays `done` lookups and `commits` commits, then runs live.
+    pub fn new(live: &'a mut LiveCt<'b>, done: Vec<CtResult>, commits: usize) -> Self {
+        Replay {
+            live,
+            done,
+            commits,
+            next: 0,
+        }
+    }
+}
+
+impl Tracker for Replay<'_, '_> {
+    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult {
+        if let Some(r) = self.done.get(self.next) {
+            self.next += 1;
+            return *r;
+        }
+        self.live.lookup(zone, flow, commit)
+    }
+
+    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit) {
+        if self.commits > 0 {
+            self.commits -= 1;
+            return;
+        }
+        self.live.commit(zone, flow, commit);
+    }
+
+    fn zone(&mut self, dp: u32, port: u16) -> u16 {
+        self.live.zone(dp, port)
+    }
+}
+
+/// What an outcome needs beyond a program: the slow path builds its frames, or the
+/// chassis learns from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uncached {
+    /// An output whose frame the slow path builds (a controller action, a rewrite
+    /// this path does not do in place).
+    SlowPath,
+    /// The pipeline learns (MAC bindings, FDB) or logs.
+    Learns,
+    /// The pipeline reported an error.
+    Error,
+    /// The frame's decision rests on fields outside the cache key (ARP, neighbour
+    /// discovery).
+    Unkeyed,
+}
+
+/// The program of `outcome` for a frame with fields `flow` in `topo`, and whether it
+/// can be cached (not when it reads fields outside the key: ARP and ND frames).
+pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Option<Uncached>) {
+    let mut v = Variant {
+        ct: Vec::new(),
+        steps: Vec::new(),
+        punts: 0,
+    };
+    let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
+    for s in &outcome.steps {
+        match s {
+            Step::Ct {
+                zone,
+                commit,
+                result,
+            } => {
+                v.ct.push(*result);
+                v.steps.push(PStep::Ct {
+                    zone: *zone,
+                    commit: *commit,
+                });
+            }
+            Step::Commit { zone, commit } => v.steps.push(PStep::Commit {
+                zone: *zone,
+                commit: *commit,
+            }),
+            Step::Output(o) => {
+                let rewrite = super::rewrite::diff(flow, &o.flow);
+                if o.origin != Origin::Received || super::rewrite::supported(&rewrite).is_err() {
+                    why = Some(Uncached::SlowPath);
+                    v.punts += 1;
+                    continue;
+                }
+                v.steps.push(PStep::Out(Out {
+                    target: target(&o.dest, topo),
+                    rewrite: rewrite.into_boxed_slice(),
+                }));
+            }
+            Step::PutMacBinding { .. } | Step::PutFdb { .. } | Step::Log => {
+                why = why.or(Some(Uncached::Learns));
+            }
+        }
+    }
+    if why.is_none() && !keyed(flow) {
+        why = Some(Uncached::Unkeyed);
+    }
+    if v.ct.len() > MAX_CT_STEPS {
+        why = why.or(Some(Uncached::Unkeyed));
+    }
+    (v, why)
+}
+
+/// Whether a pipeline decides `flow` from the cache key alone: not ARP (its fields are
+/// not in the key), not neighbour discovery (the target and options are not).
+fn keyed(flow: &Flow) -> bool {
+    match flow.get(Field::EthType) {
+        0x0806 | 0x8035 => false,
+        0x86dd => {
+            !(flow.get(Field::IpProto) == 58 && (133..=137).contains(&flow.get(Field::Icmpv6Type)))
+        }
+        _ => true,
+    }
+}
+
+/// Where `dest` is in `topo`.
+fn target(dest: &Dest, topo: &Topology) -> Target {
+    match dest {
+        Dest::Local { dp, port } => topo
+            .ovn
+            .local_port(*dp, *port)
+            .map_or(Target::Drop(DropReason::NoDestination), Target::Port),
+        Dest::Remote {
+            chassis,
+            dp,
+            inport,
+            outport,
+        } => topo.ovn.remote_of.get(chassis).map_or(
+            Target::Drop(DropReason::NoDestination),
+            |&remote| {
+                Target::Tunnel(Tunnel {
+                    remote,
+                    vni: *dp,
+                    ingress: *inport,
+                    egress: *outport,
+                })
+            },
+        ),
+        Dest::Nowhere { .. } => Target::Drop(DropReason::NoDestination),
+    }
+}

@@ -1,0 +1,222 @@
+//! What OVN's logical pipeline decides for a packet, as the data path consumes it
+//! (DESIGN.md §7): the interpreter lives with the OVN chassis (`ovn::pipeline`), above
+//! the data path, which calls it through [`LogicalPipeline`] on a flow-cache miss and
+//! executes what it reports ([`Outcome`]): connection tracking steps through a
+//! [`Tracker`], outputs with the packet's final fields, requests to the chassis.
+
+use std::sync::Arc;
+
+use ovn_lflow::actions::GenOption;
+use ovn_lflow::Flow;
+
+use crate::config::MacAddr;
+
+/// Runs OVN's logical pipeline (implemented by the OVN chassis' interpreter).
+pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
+    /// Runs `flow` (with `inport` set, and `outport` when `egress`) through datapath
+    /// `dp` from the first table of its ingress pipeline (a frame from a port), or of
+    /// its egress pipeline (a frame from a tunnel: its sender ran ingress), asking
+    /// `ct` for connection tracking.
+    fn run(&self, dp: u32, egress: bool, flow: Flow, ct: &mut dyn Tracker) -> Outcome;
+}
+
+/// Connection tracking state bits (OVS `CS_*`, `ct_state`).
+pub mod cs {
+    /// A new connection.
+    pub const NEW: u32 = 0x01;
+    /// Part of an established connection.
+    pub const EST: u32 = 0x02;
+    /// Related to an established connection.
+    pub const REL: u32 = 0x04;
+    /// In the reply direction.
+    pub const RPL: u32 = 0x08;
+    /// Invalid.
+    pub const INV: u32 = 0x10;
+    /// Tracked.
+    pub const TRK: u32 = 0x20;
+}
+
+/// What connection tracking said of a packet: `ct_state`, `ct_mark`, `ct_label`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CtResult {
+    /// State bits ([`cs`]).
+    pub state: u32,
+    /// The connection's mark.
+    pub mark: u32,
+    /// The connection's label.
+    pub label: u128,
+}
+
+/// A `ct_commit`'s writes: bits of the mark and the label (value, mask).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Commit {
+    /// Mark (value, mask).
+    pub mark: (u32, u32),
+    /// Label (value, mask).
+    pub label: (u128, u128),
+}
+
+/// What the interpreter asks of connection tracking.
+pub trait Tracker {
+    /// The state of the packet `flow` describes in `zone`; with `commit`, its
+    /// connection is committed first (`ct_commit_nat`).
+    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult;
+    /// Commits the packet's connection in `zone` with `commit`'s writes.
+    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit);
+    /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own
+    /// zone, for routers).
+    fn zone(&mut self, dp: u32, port: u16) -> u16;
+}
+
+/// How the slow path builds an output's frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The received frame, its headers rewritten to the output's fields.
+    Received,
+    /// A DHCPv4 reply (`put_dhcp_opts`) to the received request, with these options.
+    Dhcp4(Arc<Vec<GenOption>>),
+    /// A DHCPv6 reply (`put_dhcpv6_opts`).
+    Dhcp6(Arc<Vec<GenOption>>),
+    /// A frame a controller action built from the received one (`arp`, `icmp4`,
+    /// `nd_na`...), by the action's name.
+    Built(&'static str),
+}
+
+/// Where an output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// A logical port bound here (or anywhere, when tracing): delivered.
+    Local {
+        /// Its datapath.
+        dp: u32,
+        /// Its key.
+        port: u16,
+    },
+    /// A port or multicast group whose egress runs on another chassis: one tunnel.
+    Remote {
+        /// The chassis.
+        chassis: String,
+        /// The datapath (the tunnel's VNI).
+        dp: u32,
+        /// The ingress key.
+        inport: u16,
+        /// The egress key (a port's or a group's).
+        outport: u16,
+    },
+    /// A port bound nowhere (a `localnet` port, or a VIF no chassis claimed).
+    Nowhere {
+        /// Its datapath.
+        dp: u32,
+        /// Its key.
+        port: u16,
+    },
+}
+
+/// One output: where, the packet's final fields, and how its frame is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Where it goes.
+    pub dest: Dest,
+    /// The packet's fields at the output.
+    pub flow: Flow,
+    /// How the frame is made.
+    pub origin: Origin,
+}
+
+/// One thing the pipeline did, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A connection tracking lookup and its result (what follows depends on it).
+    Ct {
+        /// The zone.
+        zone: u16,
+        /// `ct_commit_nat`: committed first.
+        commit: bool,
+        /// The result.
+        result: CtResult,
+    },
+    /// A `ct_commit`.
+    Commit {
+        /// The zone.
+        zone: u16,
+        /// The writes.
+        commit: Commit,
+    },
+    /// An output.
+    Output(Box<Output>),
+    /// Learn an IP-to-MAC binding behind a router port (`put_arp`, `put_nd`).
+    PutMacBinding {
+        /// The router.
+        dp: u32,
+        /// The router port's key.
+        port: u16,
+        /// The address.
+        ip: std::net::IpAddr,
+        /// The MAC.
+        mac: MacAddr,
+    },
+    /// Learn a MAC behind a switch port (`put_fdb`).
+    PutFdb {
+        /// The switch.
+        dp: u32,
+        /// The port's key.
+        port: u16,
+        /// The MAC.
+        mac: MacAddr,
+    },
+    /// A `log()` action ran (counted).
+    Log,
+}
+
+/// What one run of the pipeline did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Something went wrong (an unknown port, a loop): the first error.
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    /// The outputs, in order.
+    pub fn outputs(&self) -> impl Iterator<Item = &Output> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Output(o) => Some(&**o),
+            _ => None,
+        })
+    }
+}
+
+/// Connection tracking zones of logical ports, as ovn-controller assigns them (one
+/// per local logical port, one per router): stable for the process' life, so
+/// connections survive a pipeline rebuild. Zone 0 is never handed out.
+#[derive(Debug, Default)]
+pub struct Zones {
+    inner: std::sync::Mutex<ZoneMap>,
+}
+
+/// The zones handed out by (datapath, port), and the last one.
+type ZoneMap = (std::collections::HashMap<(u32, u16), u16>, u16);
+
+impl Zones {
+    /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own),
+    /// allocated on first use; zone 65535 is shared once every other is taken.
+    pub fn of(&self, dp: u32, port: u16) -> u16 {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&z) = g.0.get(&(dp, port)) {
+            return z;
+        }
+        let z = g.1.saturating_add(1).max(1);
+        g.1 = z;
+        g.0.insert((dp, port), z);
+        z
+    }
+
+    /// Every zone handed out: ((datapath, port), zone).
+    pub fn all(&self) -> Vec<((u32, u16), u16)> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = g.0.iter().map(|(k, z)| (*k, *z)).collect();
+        v.sort_unstable();
+        v
+    }
+}
