@@ -4,9 +4,11 @@
 //! [`CompiledExpr::compile`] turns an annotated [`Expr`] into a flat tree of
 //! masked tests on base fields: string comparisons become port-key tests
 //! (an unknown port never matches, as in `expr_to_matches()`),
-//! `is_chassis_resident()` becomes a constant, and constants are folded
-//! (expr.c `expr_fix()`). [`CompiledExpr::matches`] then walks the tree
-//! with no allocation.
+//! `is_chassis_resident()` becomes a constant, constants are folded
+//! (expr.c `expr_fix()`), the `==` tests of one field under an `&&` are
+//! merged into one masked test (annotation repeats prerequisites such as
+//! `ct.trk` and `ip4`), and repeated children of an `||` are dropped.
+//! [`CompiledExpr::matches`] then walks the tree with no allocation.
 
 use std::fmt;
 
@@ -85,6 +87,7 @@ pub struct CompiledExpr {
 }
 
 /// Compilation result before flattening.
+#[derive(PartialEq)]
 enum Tree {
     Const(bool),
     Test(Test),
@@ -261,12 +264,59 @@ fn fold(v: &[Expr], ctx: &dyn Context, short_circuit: bool) -> Result<Tree> {
             t => kids.push(t),
         }
     }
+    let mut kids = if short_circuit {
+        dedup(kids)
+    } else {
+        match merge_equalities(kids) {
+            Some(k) => k,
+            None => return Ok(Tree::Const(false)),
+        }
+    };
     Ok(match kids.len() {
         0 => Tree::Const(!short_circuit),
         1 => kids.pop().unwrap_or(Tree::Const(!short_circuit)),
         _ if short_circuit => Tree::Or(kids),
         _ => Tree::And(kids),
     })
+}
+
+/// Merges the `==` tests of one field under an `&&` into one test
+/// (annotation repeats prerequisites such as `ct_state[5]` and
+/// `eth.type == 0x800`); `None` if two of them contradict.
+fn merge_equalities(kids: Vec<Tree>) -> Option<Vec<Tree>> {
+    let mut out: Vec<Tree> = Vec::with_capacity(kids.len());
+    for k in kids {
+        if let Tree::Test(t) = &k {
+            let same = out.iter_mut().find_map(|o| match o {
+                Tree::Test(u) if u.op == Relop::Eq && t.op == Relop::Eq && u.field == t.field => {
+                    Some(u)
+                }
+                _ => None,
+            });
+            if let Some(u) = same {
+                let overlap = u.mask & t.mask;
+                if u.value & overlap != t.value & overlap {
+                    return None;
+                }
+                u.mask |= t.mask;
+                u.value |= t.value;
+                continue;
+            }
+        }
+        out.push(k);
+    }
+    Some(out)
+}
+
+/// Drops repeated children of an `||`.
+fn dedup(kids: Vec<Tree>) -> Vec<Tree> {
+    let mut out: Vec<Tree> = Vec::with_capacity(kids.len());
+    for k in kids {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
 }
 
 fn not_annotated(e: &Expr) -> Error {

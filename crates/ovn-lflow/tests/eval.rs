@@ -317,6 +317,8 @@ fn tree() -> impl Strategy<Value = T> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
     /// Compiled evaluation agrees with the model on every value of both
     /// variables, and the parsed expression prints to text that parses to
     /// the same tree.
