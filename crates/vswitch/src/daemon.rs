@@ -156,6 +156,22 @@ impl Daemon {
                 })?;
             pmd_threads.push(t);
         }
+        if config.ovn.is_some() {
+            // OVN's controller actions, off the PMDs (its own thread, unpinned).
+            let sw = switch.clone();
+            let t = std::thread::Builder::new()
+                .name("slowpath".into())
+                .spawn(move || {
+                    let stats =
+                        std::sync::Arc::new(crate::datapath::lflow::slow::SlowStats::default());
+                    crate::datapath::lflow::slow::run(sw, stats)
+                })
+                .map_err(|source| StartError::Thread {
+                    name: "slowpath".into(),
+                    source,
+                })?;
+            pmd_threads.push(t);
+        }
 
         let ctl = Control::new(switch.clone(), args);
         for tp in topo.iter() {

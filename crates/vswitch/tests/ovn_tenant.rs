@@ -3,8 +3,12 @@
 //! Open vSwitch + ovn-controller chassis (hv1) and on two vswitchd chassis (hv2, hv3),
 //! each VM a network namespace behind its port. vswitchd runs OVN's logical pipeline:
 //!
+//! - a VM gets its address, router and MTU from OVN's native DHCP (the slow path
+//!   builds the reply as ovn-controller's pinctrl does);
 //! - pings within a network and across the router (TTL decremented), locally and
-//!   between chassis of both kinds, and the router answering ping and ARP;
+//!   between chassis of both kinds, the router answering ping and ARP, its ICMP time
+//!   exceeded for a TTL that runs out, and IPv6 with neighbour discovery answered by
+//!   the switch's pipeline;
 //! - admitted TCP connections carry 16 MiB sha256-exact; the replies of connections a
 //!   VM opened pass its ingress ACLs by connection tracking; refused ports stay shut;
 //!   bare TCP segments of no connection never arrive;
@@ -47,27 +51,96 @@ fn sh(args: &[&str]) {
     assert!(o.status.success(), "{args:?}: {o:?}");
 }
 
-/// Moves interface `iface` of namespace `from` into a new namespace `ns` as VM `vm`:
-/// its MAC and addresses, a default route through the router, IPv6 off.
-fn vm_ns(from: &str, iface: &str, ns: &str, vm: &Vm) -> Netns {
+/// How a VM gets its addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Addr {
+    /// Its IPv4 address and a default route configured; IPv6 off.
+    Static,
+    /// As `Static`, with its IPv6 address too.
+    Dual,
+    /// By DHCP (busybox udhcpc) from OVN's native DHCP; IPv6 off.
+    Dhcp,
+}
+
+/// Moves interface `iface` of namespace `from` into a new namespace `ns` as VM `vm`
+/// with its MAC, its addresses as `addr` says, and a default route through the router.
+fn vm_ns(from: &str, iface: &str, ns: &str, vm: &Vm, addr: Addr) -> Netns {
     sh(&["ip", "netns", "add", ns]);
     let n = Netns(ns.to_string());
     sh(&["ip", "-n", from, "link", "set", iface, "netns", ns]);
     let gw = tenant::ROUTER.iter().find(|r| r.0 == vm.switch).unwrap().2;
-    let addr = format!("{}/24", vm.ip4);
-    for args in [
-        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+    let v4 = format!("{}/24", vm.ip4);
+    let v6 = format!("{}/64", vm.ip6);
+    let off = if addr == Addr::Dual { "0" } else { "1" };
+    let all = format!("net.ipv6.conf.all.disable_ipv6={off}");
+    let mut cmds = vec![
+        vec!["sysctl", "-qw", all.as_str()],
         vec!["ip", "link", "set", "lo", "up"],
         vec!["ip", "link", "set", iface, "address", vm.mac],
-        vec!["ip", "addr", "add", &addr, "dev", iface],
         vec!["ip", "link", "set", iface, "up"],
-        vec!["ip", "route", "add", "default", "via", gw],
-    ] {
+    ];
+    if addr != Addr::Dhcp {
+        cmds.push(vec!["ip", "addr", "add", &v4, "dev", iface]);
+        cmds.push(vec!["ip", "route", "add", "default", "via", gw]);
+    }
+    if addr == Addr::Dual {
+        cmds.push(vec!["ip", "addr", "add", &v6, "dev", iface, "nodad"]);
+    }
+    for args in cmds {
         let mut a = vec!["ip", "netns", "exec", ns];
         a.extend(args);
         sh(&a);
     }
     n
+}
+
+/// Runs busybox udhcpc on `iface` in `ns` until it has a lease (configuring the
+/// address, default route and MTU it got); returns the lease's variables.
+fn dhcp(ns: &str, iface: &str, dir: &TempDir) -> std::collections::HashMap<String, String> {
+    let script = dir.path("udhcpc.sh");
+    let lease = dir.path(&format!("{ns}.lease"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh
+             [ \"$1\" = bound ] || exit 0
+             ip addr add $ip/$mask dev $interface
+             ip route add default via $router
+             [ -n \"$mtu\" ] && ip link set $interface mtu $mtu
+             echo \"ip=$ip\nmask=$mask\nrouter=$router\nmtu=$mtu\nlease=$lease\nserverid=$serverid\" > {}
+",
+            lease.display()
+        ),
+    )
+    .unwrap();
+    sh(&["chmod", "+x", script.to_str().unwrap()]);
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "timeout",
+        "60",
+        "busybox",
+        "udhcpc",
+        "-i",
+        iface,
+        "-f",
+        "-q",
+        "-n",
+        "-t",
+        "20",
+        "-T",
+        "1",
+        "-s",
+        script.to_str().unwrap(),
+    ]);
+    std::fs::read_to_string(&lease)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// A TCP receiver on `port` in namespace `ns`: prints "BYTES SHA256" when the stream
@@ -175,7 +248,12 @@ fn tenant_with_security_groups_router_and_conntrack() {
     for vm in VMS.iter().filter(|v| host_of(v) > 0) {
         let t = format!("vt{id}{}", &vm.name[2..]);
         let ns = format!("{}-{}", f.ns[host_of(vm)], vm.name);
-        nss.push(vm_ns(&f.ns[host_of(vm)], &t, &ns, vm));
+        let addr = match vm.name {
+            "vm1" => Addr::Dual,
+            "vm2" => Addr::Dhcp,
+            _ => Addr::Static,
+        };
+        nss.push(vm_ns(&f.ns[host_of(vm)], &t, &ns, vm, addr));
         vm_of.insert(vm.name, ns);
     }
     vm_of.insert("vm3", f.ns[0].clone());
@@ -187,6 +265,16 @@ fn tenant_with_security_groups_router_and_conntrack() {
     }
     eprintln!("[{:>6.1?}] tenant up on three chassis", t0.elapsed());
     let ns = |n: &str| vm_of[n].clone();
+
+    // vm2 gets its address, router and MTU from OVN's native DHCP (sw0's
+    // DHCP_Options), answered by hv3's slow path.
+    let lease = dhcp(&ns("vm2"), &format!("vt{id}2"), &dir);
+    assert_eq!(lease["ip"], "10.0.0.12", "{lease:?}");
+    assert_eq!(lease["router"], "10.0.0.1", "{lease:?}");
+    assert_eq!(lease["mtu"], "1442", "{lease:?}");
+    assert_eq!(lease["serverid"], "10.0.0.1", "{lease:?}");
+    assert_eq!(lease["lease"], "3600", "{lease:?}");
+    eprintln!("[{:>6.1?}] dhcp", t0.elapsed());
 
     // Pings: within sw0 between vswitchd chassis and to OVS, across the router on one
     // chassis and between chassis, and the router's own address.
@@ -202,6 +290,57 @@ fn tenant_with_security_groups_router_and_conntrack() {
         assert!(ping_ok(&ns(from), to, 20), "{from} -> {to}");
     }
     assert!(ping_ok(&f.ns[0], "10.0.0.11", 20), "vm3 (OVS) -> vm1");
+    // A TTL that runs out at the router: its ICMP time exceeded comes back.
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns("vm1"),
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "2",
+            "-t",
+            "1",
+            "10.0.1.14",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("From 10.0.0.1") && text.contains("Time to live exceeded"),
+        "ICMP time exceeded from the router: {text}"
+    );
+    // IPv6 within sw0: vm1's neighbour solicitation for vm2 is answered by sw0's
+    // pipeline (nd_na, built by the slow path); vm2 (pg_web) admits ICMPv6.
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns("vm2"),
+        "sysctl",
+        "-qw",
+        "net.ipv6.conf.all.disable_ipv6=0",
+    ]);
+    let t2 = format!("vt{id}2");
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &ns("vm2"),
+        "ip",
+        "addr",
+        "add",
+        "2001:db8::12/64",
+        "dev",
+        &t2,
+        "nodad",
+    ]);
+    assert!(
+        ping_ok(&ns("vm1"), "2001:db8::12", 20),
+        "vm1 -> vm2 over IPv6"
+    );
     // Across the router the TTL is one less.
     let o = Command::new("ip")
         .args([

@@ -118,6 +118,7 @@ impl Pmd {
         let (topo, queues) = self.snap.adopt(&self.shared);
         if self.shared.index == 0 {
             self.pipeline.query_if_due(topo);
+            self.pipeline.lflow_inject(topo);
         }
         if self.shared.dump_request.load(Ordering::Acquire) {
             let lines = self.pipeline.dump_flows(topo);

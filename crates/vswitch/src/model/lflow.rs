@@ -16,8 +16,10 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// Runs `flow` (with `inport` set, and `outport` when `egress`) through datapath
     /// `dp` from the first table of its ingress pipeline (a frame from a port), or of
     /// its egress pipeline (a frame from a tunnel: its sender ran ingress), asking
-    /// `ct` for connection tracking.
-    fn run(&self, dp: u32, egress: bool, flow: Flow, ct: &mut dyn Tracker) -> Outcome;
+    /// `ct` for connection tracking. `frame` is the frame the flow is of (its whole
+    /// bytes: DHCP options read it), or empty when not at hand.
+    fn run(&self, dp: u32, egress: bool, flow: Flow, frame: &[u8], ct: &mut dyn Tracker)
+        -> Outcome;
 }
 
 /// Connection tracking state bits (OVS `CS_*`, `ct_state`).
@@ -58,28 +60,46 @@ pub struct Commit {
 
 /// What the interpreter asks of connection tracking.
 pub trait Tracker {
-    /// The state of the packet `flow` describes in `zone`; with `commit`, its
+    /// The state in `zone` of the packet with fields `flow`, made as `origin` says (the
+    /// received frame, or one a controller action builds); with `commit`, its
     /// connection is committed first (`ct_commit_nat`).
-    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult;
-    /// Commits the packet's connection in `zone` with `commit`'s writes.
-    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit);
+    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult;
+    /// Commits the packet's connection in `zone` with `commit`'s writes (the packet as
+    /// for [`Tracker::lookup`]).
+    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit);
     /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own
     /// zone, for routers).
     fn zone(&mut self, dp: u32, port: u16) -> u16;
 }
 
-/// How the slow path builds an output's frame.
+/// How an output's frame is made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// The received frame, its headers rewritten to the output's fields.
     Received,
-    /// A DHCPv4 reply (`put_dhcp_opts`) to the received request, with these options.
-    Dhcp4(Arc<Vec<GenOption>>),
-    /// A DHCPv6 reply (`put_dhcpv6_opts`).
-    Dhcp6(Arc<Vec<GenOption>>),
-    /// A frame a controller action built from the received one (`arp`, `icmp4`,
-    /// `nd_na`...), by the action's name.
-    Built(&'static str),
+    /// A DHCP reply (`put_dhcp_opts`, `put_dhcpv6_opts`) ovn-pinctrl built from the
+    /// request, its headers then set to the output's fields.
+    Dhcp(Arc<ovn_pinctrl::DhcpReply>),
+    /// A DHCP reply when tracing (`ovn-trace` assumes the request is answered): the
+    /// options.
+    DhcpTraced(Arc<Vec<GenOption>>),
+    /// A frame a controller action builds from the received one (`arp`, `icmp4`,
+    /// `nd_na`...), the packet's fields at the action in `at`.
+    Built {
+        /// The action.
+        action: ovn_pinctrl::ControllerAction,
+        /// The fields at the action.
+        at: Arc<Flow>,
+    },
+    /// A controller action when tracing, as `ovn-trace` transforms the packet.
+    Traced(&'static str),
+}
+
+impl Origin {
+    /// Whether the slow path makes the frame (not the received one rewritten).
+    pub fn is_built(&self) -> bool {
+        !matches!(self, Origin::Received)
+    }
 }
 
 /// Where an output goes.
@@ -219,4 +239,62 @@ impl Zones {
         v.sort_unstable();
         v
     }
+}
+
+/// Where a frame the slow path made goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowDest {
+    /// A local port.
+    Port(crate::model::fdb::PortId),
+    /// A Geneve tunnel: remote endpoint, VNI (the datapath) and OVN's option keys.
+    Tunnel {
+        /// The remote endpoint.
+        remote: crate::model::tunnel::RemoteId,
+        /// The VNI.
+        vni: u32,
+        /// The ingress key.
+        ingress: u16,
+        /// The egress key.
+        egress: u16,
+    },
+}
+
+/// A frame for the slow path: what the pipeline decided for it that a controller
+/// action builds (DHCP replies, ARP requests, neighbour advertisements, ICMP errors,
+/// TCP resets) or that the data path cannot rewrite in place.
+#[derive(Debug, Clone)]
+pub struct SlowJob {
+    /// The port the frame came from (the one the made frames are charged to).
+    pub src: crate::model::fdb::PortId,
+    /// The received frame, whole.
+    pub frame: Vec<u8>,
+    /// Each frame to make: where it goes, how, and its fields at the output.
+    pub outs: Vec<(SlowDest, Origin, Flow)>,
+}
+
+/// A frame the slow path made, for a PMD to send.
+#[derive(Debug, Clone)]
+pub struct Injected {
+    /// The port charged.
+    pub src: crate::model::fdb::PortId,
+    /// Where it goes.
+    pub dest: SlowDest,
+    /// The frame.
+    pub frame: Vec<u8>,
+}
+
+/// What the pipeline learned for the OVN chassis to write to the Southbound database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Learned {
+    /// `put_arp`, `put_nd`: an IP-to-MAC binding behind a router port.
+    MacBinding {
+        /// The router's key.
+        dp: u32,
+        /// The router port's key.
+        port: u16,
+        /// The address.
+        ip: std::net::IpAddr,
+        /// The MAC.
+        mac: MacAddr,
+    },
 }

@@ -91,15 +91,11 @@ pub enum DropReason {
     /// A frame for the slow path (ARP/ND, DHCP, ICMP errors, TCP resets) while its
     /// queue was full or its rate limit reached.
     SlowPathBusy,
-    /// A frame OVN's pipeline hands to a controller action this chassis does not build
-    /// yet (a DHCP reply, an IPv6 neighbour advertisement, an ICMP error, a TCP reset,
-    /// an ARP request for a next hop).
-    OvnSlowPath,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 26] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -125,7 +121,6 @@ impl DropReason {
         DropReason::CtZoneFull,
         DropReason::CtTableFull,
         DropReason::SlowPathBusy,
-        DropReason::OvnSlowPath,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -156,7 +151,6 @@ impl DropReason {
             DropReason::CtZoneFull => "ct_zone_full",
             DropReason::CtTableFull => "ct_table_full",
             DropReason::SlowPathBusy => "slow_path_busy",
-            DropReason::OvnSlowPath => "ovn_slow_path",
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod apply;
 pub mod fdb;
 pub mod igmp;
 pub mod interest;
+pub mod mac_binding;
 pub mod pipeline;
 pub mod registration;
 pub mod rows;
@@ -56,11 +57,12 @@ impl Status {
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
 /// deployment").
-pub const SUPPORTED: [&str; 12] = [
+pub const SUPPORTED: [&str; 13] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
     "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
     "distributed logical routers: routing on the sending chassis, TTL, ARP and ICMP echo answered by the router's flows, MAC bindings read from MAC_Binding",
+    "OVN's controller actions, built off the PMDs as ovn-controller's pinctrl builds them (crates/ovn-pinctrl): DHCPv4 and DHCPv6 replies from DHCP_Options, ARP requests, IPv6 neighbour solicitations and advertisements, ICMP errors (TTL exceeded, unreachable), TCP resets, SCTP aborts; MAC bindings learned by put_arp/put_nd written to MAC_Binding; at most 10,000 frames per second and PMD (slow_path_busy beyond)",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
     "unknown unicast to _MC_unknown when a port has 'unknown' addresses, else dropped (ovn_unknown_unicast)",
@@ -74,7 +76,7 @@ pub const SUPPORTED: [&str; 12] = [
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
     "NAT, load balancers, DNS, QoS meters, ECMP and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named",
-    "controller actions (DHCP replies, IPv6 neighbour advertisements, ARP requests for unresolved next hops, ICMP errors, TCP resets, MAC binding learning): decided by the pipeline but not yet built; counted per port as ovn_slow_path",
+    "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts and MAC binding learning (IPv6 router advertisements, DNS, service monitors, BFD): their datapaths are refused; a packet waiting for its next hop's MAC is not held (the ARP request goes, the packet is dropped)",
     "in switches that run the pipeline: provider networks (localnet ports), IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
     "port types other than VIF (localport, virtual, external, vtep, chassisredirect gateways) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
     "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
@@ -303,6 +305,14 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                     }
                 }
                 igmp.run(&client, &pass, &ctl.switch).await;
+                let learned = std::mem::take(
+                    &mut *ctl.switch.learned.lock().unwrap_or_else(|e| e.into_inner()),
+                );
+                if !learned.is_empty() {
+                    if let Err(e) = mac_binding::publish(&client, learned).await {
+                        warn!(error = %e, "MAC_Binding update failed");
+                    }
+                }
                 continue;
             }
             _ = activation_tick.tick(), if connected && pass.awaiting_activation() => {

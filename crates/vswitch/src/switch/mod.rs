@@ -23,6 +23,9 @@ use crate::ports::vhost::device::Wakers;
 use crate::ports::{OpenError, Port};
 use crate::switch::topology::{TopoPort, Topology};
 
+/// Frames the slow path's queue holds at most.
+pub const SLOW_PATH_QUEUE: usize = 1024;
+
 /// What one PMD thread shares with the control plane.
 pub struct PmdShared {
     /// PMD index.
@@ -73,6 +76,17 @@ pub struct Switch {
     pub conntrack: Arc<conntrack::Conntrack>,
     /// The conntrack zone of each logical port.
     pub ct_zones: crate::model::lflow::Zones,
+    /// Frames for the slow path (controller actions), a bounded queue: a PMD that finds
+    /// it full drops the frame (`slow_path_busy`).
+    pub slow_tx: std::sync::mpsc::SyncSender<crate::model::lflow::SlowJob>,
+    /// The queue's other end, taken by the slow path's thread.
+    pub slow_rx: Mutex<Option<std::sync::mpsc::Receiver<crate::model::lflow::SlowJob>>>,
+    /// Frames the slow path made, for PMD 0 to send.
+    pub injected: Mutex<Vec<crate::model::lflow::Injected>>,
+    /// `injected` is not empty.
+    pub injected_pending: AtomicBool,
+    /// What the pipeline learned, for the OVN chassis to write (MAC bindings).
+    pub learned: Mutex<Vec<crate::model::lflow::Learned>>,
     /// PMD thread state.
     pub pmds: Vec<Arc<PmdShared>>,
     /// Wakes PMDs on ring changes.
@@ -126,6 +140,7 @@ impl Switch {
                 alive: AtomicBool::new(false),
             }));
         }
+        let (slow_tx, slow_rx) = std::sync::mpsc::sync_channel(SLOW_PATH_QUEUE);
         let sw = Switch {
             topology: Arc::new(ArcSwap::from_pointee(Topology::new(npmd))),
             domains: Domains::default(),
@@ -144,6 +159,11 @@ impl Switch {
                 .map_err(std::io::Error::other)?,
             ),
             ct_zones: Default::default(),
+            slow_tx,
+            slow_rx: Mutex::new(Some(slow_rx)),
+            injected: Mutex::new(Vec::new()),
+            injected_pending: AtomicBool::new(false),
+            learned: Mutex::new(Vec::new()),
             pmds,
             wakers,
             shutdown: AtomicBool::new(false),
@@ -408,6 +428,29 @@ impl Switch {
     /// Frames dropped by rule `rule` of port `port` since the port's ACL last changed.
     pub fn acl_drops(&self, port: PortId, rule: usize) -> u64 {
         self.topo().port(port).map_or(0, |p| p.acl.drops(rule))
+    }
+
+    /// Hands `frames` the slow path made to PMD 0, which sends them between bursts.
+    pub fn inject(&self, frames: Vec<crate::model::lflow::Injected>) {
+        if frames.is_empty() {
+            return;
+        }
+        self.injected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(frames);
+        self.injected_pending.store(true, Ordering::Release);
+        if let Some(p) = self.pmds.first() {
+            let _ = p.wake.write(1);
+        }
+    }
+
+    /// Notes what the pipeline learned, for the OVN chassis.
+    pub fn learn_ovn(&self, l: crate::model::lflow::Learned) {
+        let mut g = self.learned.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() < 4096 && !g.contains(&l) {
+            g.push(l);
+        }
     }
 
     /// Whether shutdown has begun.

@@ -12,7 +12,7 @@
 use conntrack::{Checksums, Conntrack, CtAction, Packet, Refused, L4};
 use ovn_lflow::Flow;
 
-use crate::model::lflow::{Commit, CtResult, Tracker, Zones};
+use crate::model::lflow::{Commit, CtResult, Origin, Tracker, Zones};
 
 /// Milliseconds on a clock that starts with the process (the tracker's timeouts).
 pub fn now_ms() -> u64 {
@@ -33,6 +33,10 @@ pub struct LiveCt<'a> {
     last: Option<conntrack::CtResult>,
     /// A commit refused by a limit.
     pub refused: Option<Refused>,
+    /// The frame whole and its fields, when the interpreter runs: a packet the
+    /// pipeline made of it (a controller action's, a DHCP reply) or whose addresses
+    /// it changed is tracked as that packet, built from them.
+    whole: Option<(&'a [u8], &'a Flow)>,
 }
 
 impl<'a> LiveCt<'a> {
@@ -46,6 +50,72 @@ impl<'a> LiveCt<'a> {
             now_ms,
             last: None,
             refused: None,
+            whole: None,
+        }
+    }
+
+    /// The tracker with the frame's whole bytes and fields at hand (the interpreter's
+    /// runs).
+    pub fn with_frame<'b>(self, frame: &'b [u8], fields: &'b Flow) -> LiveCt<'b>
+    where
+        'a: 'b,
+    {
+        LiveCt {
+            ct: self.ct,
+            zones: self.zones,
+            pkt: self.pkt,
+            now_ms: self.now_ms,
+            last: self.last,
+            refused: self.refused,
+            whole: Some((frame, fields)),
+        }
+    }
+
+    /// The IP packet a step in the pipeline concerns: the frame's, unless the pipeline
+    /// made another one of it.
+    fn packet_of(&self, flow: &Flow, origin: &Origin) -> Option<Packet> {
+        let Some((frame, fields)) = self.whole else {
+            return self.pkt;
+        };
+        let same = matches!(origin, Origin::Received) && same_tuple(flow, fields);
+        if same {
+            return self.pkt;
+        }
+        let made = match origin {
+            Origin::Received => {
+                let mut f = frame.to_vec();
+                ovn_pinctrl::rewrite(&mut f, flow);
+                Some(f)
+            }
+            Origin::Dhcp(reply) => Some(reply.frame(flow)),
+            Origin::Built { action, at } => ovn_pinctrl::build(*action, frame, at, flow).ok(),
+            Origin::DhcpTraced(_) | Origin::Traced(_) => None,
+        }?;
+        let (_, off) = super::parse::flow_of(&made, 0);
+        packet(&made, off.l3?, made.len())
+    }
+
+    /// Runs `act` on the packet `pkt` is.
+    fn step_on(&mut self, pkt: (&Flow, &Origin), act: &CtAction) -> CtResult {
+        let p = self.packet_of(pkt.0, pkt.1);
+        if p == self.pkt {
+            return self.step(act);
+        }
+        // Another packet: its own step (no cached connection of the frame's applies).
+        let Some(p) = p else {
+            return CtResult {
+                state: u32::from((conntrack::CtState::INV | conntrack::CtState::TRK).bits()),
+                ..CtResult::default()
+            };
+        };
+        let r = self.ct.execute(&p, act, self.now_ms);
+        if act.commit && r.refused.is_some() {
+            self.refused = r.refused;
+        }
+        CtResult {
+            state: u32::from(r.state.bits()),
+            mark: r.mark,
+            label: r.label,
         }
     }
 
@@ -86,17 +156,17 @@ pub fn commit_action(zone: u16, c: &Commit) -> CtAction {
 }
 
 impl Tracker for LiveCt<'_> {
-    fn lookup(&mut self, zone: u16, _flow: &Flow, commit: bool) -> CtResult {
+    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult {
         let act = if commit {
             CtAction::commit(zone)
         } else {
             CtAction::lookup(zone)
         };
-        self.step(&act)
+        self.step_on(pkt, &act)
     }
 
-    fn commit(&mut self, zone: u16, _flow: &Flow, commit: &Commit) {
-        self.step(&commit_action(zone, commit));
+    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit) {
+        self.step_on(pkt, &commit_action(zone, commit));
     }
 
     fn zone(&mut self, dp: u32, port: u16) -> u16 {
@@ -138,4 +208,16 @@ pub fn packet(hdr: &[u8], l3: usize, frame_len: usize) -> Option<Packet> {
         seg.payload_len = orig_payload.saturating_sub(tcp_end_in_ip) as u32;
     }
     Some(p)
+}
+
+/// Whether `a` and `b` are one connection's packet in one direction: addresses,
+/// protocol, ports or ICMP type and code.
+fn same_tuple(a: &Flow, b: &Flow) -> bool {
+    use ovn_lflow::Field::*;
+    [
+        EthType, Ipv4Src, Ipv4Dst, Ipv6Src, Ipv6Dst, IpProto, TcpSrc, TcpDst, UdpSrc, UdpDst,
+        SctpSrc, SctpDst, Icmpv4Type, Icmpv4Code, Icmpv6Type, Icmpv6Code,
+    ]
+    .iter()
+    .all(|f| a.get(*f) == b.get(*f))
 }

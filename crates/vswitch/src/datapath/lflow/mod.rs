@@ -17,6 +17,7 @@ pub mod ct;
 pub mod parse;
 pub mod program;
 pub mod rewrite;
+pub mod slow;
 
 use flowcache::FlowKey;
 use ovn_lflow::Field;
@@ -24,6 +25,7 @@ use ovn_lflow::Field;
 use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Pipeline, Source};
+use crate::model::lflow::{Dest, Injected, Learned, SlowDest, SlowJob, Step};
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::Topology;
@@ -49,8 +51,12 @@ pub struct Lflow {
     pkts: Vec<Pkt>,
     /// Each rewritten frame's destination.
     dests: Vec<super::forward::Target>,
-    /// Frames handed to the slow path (not implemented here: counted).
+    /// Frames handed to the slow path.
     pub punted: u64,
+    /// The rate of frames handed to the slow path.
+    bucket: slow::Bucket,
+    /// A frame read whole (on a miss).
+    frame: Vec<u8>,
 }
 
 impl Lflow {
@@ -68,8 +74,9 @@ impl Lflow {
 
 /// What one frame's decision is.
 enum Decided {
-    /// The outputs of a program (cached or just made).
-    Program(std::sync::Arc<program::Variant>),
+    /// The outputs of a program (cached or just made), and the frames the slow path
+    /// makes.
+    Program(std::sync::Arc<program::Variant>, Option<SlowJob>),
     /// Dropped, for this reason.
     Drop(DropReason),
 }
@@ -110,21 +117,26 @@ impl Pipeline {
             counters.rx_packets.add(1);
             counters.rx_bytes.add(u64::from(p.len));
             let keys = from_tunnel.map(|k| k[i]);
-            let decided =
-                self.lflow_decide(topo, src, &mut lf, &hdr[..n], p.len as usize, keys, now);
+            let decided = self.lflow_decide(topo, src, &mut lf, (&hdr[..n], burst, p), keys, now);
             let start = lf.targets.len() as u32;
             match decided {
                 Decided::Drop(r) => {
                     counters.drop(r, 1);
                     self.actions.push(Action::Drop(r));
                 }
-                Decided::Program(v) => {
+                Decided::Program(v, job) => {
                     let outs = lf_outputs(&mut lf, &v, burst, p, counters);
-                    if v.punts > 0 {
-                        counters.drop(DropReason::OvnSlowPath, u64::from(v.punts));
-                    }
-                    if outs == 0 && v.punts > 0 {
-                        self.actions.push(Action::Drop(DropReason::OvnSlowPath));
+                    let punted = job.is_some_and(|job| {
+                        let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(job).is_ok();
+                        if !sent {
+                            counters.drop(DropReason::SlowPathBusy, 1);
+                        }
+                        lf.punted += u64::from(sent);
+                        true
+                    });
+                    if outs == 0 && punted {
+                        // The slow path answers it (or the drop was counted).
+                        self.actions.push(Action::Drop(DropReason::SlowPathBusy));
                     } else if outs == 0 {
                         counters.drop(DropReason::OvnPipeline, 1);
                         self.actions.push(Action::Drop(DropReason::OvnPipeline));
@@ -141,18 +153,17 @@ impl Pipeline {
         self.lflow_rewritten(topo, src, queue);
     }
 
-    /// The decision for one frame (`hdr`: its first bytes; `len`: its length).
-    #[allow(clippy::too_many_arguments)]
-    fn lflow_decide(
+    /// The decision for one frame `p` of `burst` (`hdr`: its first bytes).
+    fn lflow_decide<'m, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
         src: &Source<'_>,
         lf: &mut Lflow,
-        hdr: &[u8],
-        len: usize,
+        (hdr, burst, p): (&[u8], &B, &Pkt),
         keys: Option<(u16, u16)>,
         now: u64,
     ) -> Decided {
+        let len = p.len as usize;
         let Some(pipeline) = topo.ovn.pipeline.as_ref() else {
             return Decided::Drop(DropReason::OvnPipeline);
         };
@@ -182,28 +193,107 @@ impl Pipeline {
                 Ok(v) => {
                     let v = v.clone();
                     lf.cache.hits += 1;
-                    return refused(&live).unwrap_or(Decided::Program(v));
+                    return refused(&live).unwrap_or(Decided::Program(v, None));
                 }
                 Err(partial) => partial,
             },
             None => (Vec::new(), 0),
         };
         lf.cache.misses += 1;
+        // The interpreter reads the whole frame (DHCP options are in its payload).
+        lf.frame.resize(len, 0);
+        let got = burst.read(p, 0, &mut lf.frame);
+        lf.frame.truncate(got);
+        let fields = flow.clone();
+        let mut live = live.with_frame(&lf.frame, &fields);
         let outcome = {
             let mut replay = program::Replay::new(&mut live, done, commits);
-            pipeline.run(dp, keys.is_some(), flow.clone(), &mut replay)
+            pipeline.run(dp, keys.is_some(), flow.clone(), &lf.frame, &mut replay)
         };
         if let Some(d) = refused(&live) {
             return d;
         }
-        let (v, uncached) = program::compile(&outcome, &flow, topo);
-        if uncached == Some(Uncached::SlowPath) {
-            lf.punted += 1;
+        for s in &outcome.steps {
+            if let Step::PutMacBinding { dp, port, ip, mac } = s {
+                sw.learn_ovn(Learned::MacBinding {
+                    dp: *dp,
+                    port: *port,
+                    ip: *ip,
+                    mac: *mac,
+                });
+            }
         }
+        let (v, uncached) = program::compile(&outcome, &flow, topo);
+        let job = (uncached == Some(Uncached::SlowPath))
+            .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo))
+            .filter(|j| !j.outs.is_empty());
         if uncached.is_none() {
             lf.cache.insert(key, v.clone());
         }
-        Decided::Program(std::sync::Arc::new(v))
+        Decided::Program(std::sync::Arc::new(v), job)
+    }
+
+    /// Sends the frames the slow path made (PMD 0, between bursts).
+    pub(super) fn lflow_inject(&mut self, topo: &Topology) {
+        if !self
+            .switch
+            .injected_pending
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        let frames = std::mem::take(
+            &mut *self
+                .switch
+                .injected
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        let mut lf = std::mem::take(&mut self.lflow);
+        let mut rest = frames;
+        while let Some(first) = rest.first().map(|f| f.src) {
+            let (mine, others): (Vec<Injected>, Vec<Injected>) =
+                rest.into_iter().partition(|f| f.src == first);
+            rest = others;
+            let Some(tp) = topo.port(first) else { continue };
+            lf.buf.clear();
+            lf.pkts.clear();
+            lf.dests.clear();
+            for f in mine {
+                let dest = match f.dest {
+                    SlowDest::Port(p) => super::forward::Target::port(p),
+                    SlowDest::Tunnel {
+                        remote,
+                        vni,
+                        ingress,
+                        egress,
+                    } => lf.tunnel(Tunnel {
+                        remote,
+                        vni,
+                        ingress,
+                        egress,
+                    }),
+                };
+                let start = lf.buf.len();
+                lf.buf.extend_from_slice(&f.frame);
+                lf.pkts.push(Pkt {
+                    loc: FrameLoc {
+                        head: 0,
+                        start: start as u32,
+                        end: IN_LINEAR,
+                    },
+                    len: f.frame.len() as u32,
+                    ..Pkt::default()
+                });
+                lf.dests.push(dest);
+            }
+            self.lflow = std::mem::take(&mut lf);
+            let src = Source::local(topo, tp);
+            self.lflow_rewritten(topo, &src, 0);
+            lf = std::mem::take(&mut self.lflow);
+            lf.tunnels.clear();
+        }
+        self.lflow = lf;
     }
 
     /// Sends the frames rewritten in this burst, grouped by destination.
@@ -229,6 +319,46 @@ impl Pipeline {
         self.forward(topo, src, queue, &frames, &mut pkts);
         self.lflow.pkts = pkts;
         self.lflow.buf = buf;
+    }
+}
+
+/// The slow path's job for a frame of `flow` from `src`: every output the data path
+/// does not send as received or rewritten in place.
+fn slow_job(
+    outcome: &crate::model::lflow::Outcome,
+    flow: &ovn_lflow::Flow,
+    src: &Source<'_>,
+    frame: &[u8],
+    topo: &Topology,
+) -> SlowJob {
+    let outs = outcome
+        .outputs()
+        .filter(|o| {
+            o.origin.is_built() || rewrite::supported(&rewrite::diff(flow, &o.flow)).is_err()
+        })
+        .filter_map(|o| {
+            let dest = match &o.dest {
+                Dest::Local { dp, port } => SlowDest::Port(topo.ovn.local_port(*dp, *port)?),
+                Dest::Remote {
+                    chassis,
+                    dp,
+                    inport,
+                    outport,
+                } => SlowDest::Tunnel {
+                    remote: *topo.ovn.remote_of.get(chassis)?,
+                    vni: *dp,
+                    ingress: *inport,
+                    egress: *outport,
+                },
+                Dest::Nowhere { .. } => return None,
+            };
+            Some((dest, o.origin.clone(), o.flow.clone()))
+        })
+        .collect();
+    SlowJob {
+        src: src.port.id,
+        frame: frame.to_vec(),
+        outs,
     }
 }
 

@@ -230,20 +230,20 @@ impl<'a, 'b> Replay<'a, 'b> {
 }
 
 impl Tracker for Replay<'_, '_> {
-    fn lookup(&mut self, zone: u16, flow: &Flow, commit: bool) -> CtResult {
+    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult {
         if let Some(r) = self.done.get(self.next) {
             self.next += 1;
             return *r;
         }
-        self.live.lookup(zone, flow, commit)
+        self.live.lookup(zone, pkt, commit)
     }
 
-    fn commit(&mut self, zone: u16, flow: &Flow, commit: &Commit) {
+    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit) {
         if self.commits > 0 {
             self.commits -= 1;
             return;
         }
-        self.live.commit(zone, flow, commit);
+        self.live.commit(zone, pkt, commit);
     }
 
     fn zone(&mut self, dp: u32, port: u16) -> u16 {

@@ -107,6 +107,8 @@ pub struct Run<'p, 't, T: Tracker + ?Sized> {
     /// The packet came from a tunnel: its sender ran ingress; nothing goes back into a
     /// tunnel (split horizon).
     from_tunnel: bool,
+    /// The frame's bytes (DHCP options read them; empty when not at hand).
+    frame: &'t [u8],
 }
 
 /// The trace list actions append to, when tracing.
@@ -139,7 +141,14 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             tables: 0,
             loopback,
             from_tunnel: false,
+            frame: &[],
         }
+    }
+
+    /// The run with frame `frame` at hand (its whole bytes).
+    pub fn with_frame(mut self, frame: &'t [u8]) -> Self {
+        self.frame = frame;
+        self
     }
 
     /// Runs `flow` (with `inport` set) through datapath `dp` from the first table of
@@ -305,6 +314,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 let mut sub = push(tr, NodeKind::Transformation, || "clone".into());
                 self.nested(at, nested, &mut copy, &mut sub);
             }
+            _ if self.mode == Mode::Chassis && ovn_pinctrl::ControllerAction::of(a).is_some() => {
+                self.controller_action(at, a, pkt, tr)
+            }
             Arp(n) => self.transform(at, n, pkt, "arp", arp_request, tr),
             NdNa(n) => self.transform(at, n, pkt, "nd_na", nd_na, tr),
             NdNaRouter(n) => self.transform(at, n, pkt, "nd_na_router", nd_na, tr),
@@ -339,6 +351,31 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                     mac,
                 });
             }
+            PutDhcpv4Opts(o) | PutDhcpv6Opts(o)
+                if self.mode == Mode::Chassis && !self.frame.is_empty() =>
+            {
+                // pinctrl answers (writes 1 and resumes with the reply's fields) or
+                // not (writes 0), by the request's bytes.
+                let reply = match a {
+                    PutDhcpv4Opts(_) => {
+                        ovn_pinctrl::put_dhcp_opts(self.frame, &pkt.flow, &o.options)
+                    }
+                    _ => ovn_pinctrl::put_dhcpv6_opts(self.frame, &pkt.flow, &o.options),
+                };
+                match reply {
+                    Ok(r) => {
+                        push(tr, NodeKind::Modify, || format!("{} = 1", o.dst));
+                        let resumed = r.resume_flow(&pkt.flow);
+                        pkt.flow = resumed;
+                        write(&mut pkt.flow, &o.dst, 1);
+                        pkt.origin = Origin::Dhcp(Arc::new(r));
+                    }
+                    Err(e) => {
+                        push(tr, NodeKind::Error, || format!("/* no DHCP reply: {e} */"));
+                        write(&mut pkt.flow, &o.dst, 0);
+                    }
+                }
+            }
             PutDhcpv4Opts(o) | PutDhcpv6Opts(o) => {
                 push(tr, NodeKind::Error, || {
                     "/* We assume that this packet is DHCPDISCOVER or DHCPREQUEST. */".into()
@@ -351,11 +388,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 });
                 modify(tr, &o.dst, || format!("{} = 1", o.dst));
                 write(&mut pkt.flow, &o.dst, 1);
-                let opts = Arc::new(o.options.clone());
-                pkt.origin = match a {
-                    PutDhcpv4Opts(_) => Origin::Dhcp4(opts),
-                    _ => Origin::Dhcp6(opts),
-                };
+                pkt.origin = Origin::DhcpTraced(Arc::new(o.options.clone()));
             }
             GetFdb { dst, mac } => {
                 let port = at
@@ -497,7 +530,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 label: pkt.flow.get(Field::CtLabel),
             }
         } else {
-            self.ct.lookup(zone, &pkt.flow, commit)
+            self.ct.lookup(zone, (&pkt.flow, &pkt.origin), commit)
         };
         r.state |= cs::TRK;
         self.out.steps.push(Step::Ct {
@@ -519,7 +552,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
 
     fn commit(&mut self, at: At<'p>, commit: Commit, pkt: &Pkt) {
         let zone = self.zone(at, &pkt.flow);
-        self.ct.commit(zone, &pkt.flow, &commit);
+        self.ct.commit(zone, (&pkt.flow, &pkt.origin), &commit);
         self.out.steps.push(Step::Commit { zone, commit });
     }
 
@@ -545,10 +578,38 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
     ) {
         let mut new = Pkt {
             flow: pkt.flow.clone(),
-            origin: Origin::Built(name),
+            origin: Origin::Traced(name),
         };
         f(&mut new.flow);
         let mut sub = push(tr, NodeKind::Transformation, || name.into());
+        self.nested(at, acts, &mut new, &mut sub);
+    }
+
+    /// A controller action as this chassis runs it: the packet ovn-controller's pinctrl
+    /// would build (its fields from `ovn_pinctrl::start_flow`), then the nested actions;
+    /// the frame is built at the output from the fields at the action. Where pinctrl
+    /// sends nothing (say, a `reject` in answer to a reset), nothing runs.
+    fn controller_action(&mut self, at: At<'p>, a: &Action, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let Some((action, acts)) = ovn_pinctrl::ControllerAction::of(a) else {
+            return;
+        };
+        let flow = match ovn_pinctrl::start_flow(action, &pkt.flow) {
+            Ok(f) => f,
+            Err(e) => {
+                push(tr, NodeKind::Error, || {
+                    format!("/* {}: nothing sent: {e} */", action.name())
+                });
+                return;
+            }
+        };
+        let mut new = Pkt {
+            flow,
+            origin: Origin::Built {
+                action,
+                at: Arc::new(pkt.flow.clone()),
+            },
+        };
+        let mut sub = push(tr, NodeKind::Transformation, || action.name().into());
         self.nested(at, acts, &mut new, &mut sub);
     }
 

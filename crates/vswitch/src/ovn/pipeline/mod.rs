@@ -19,12 +19,21 @@ pub use interp::{CtResult, Mode, Outcome, Run, Tracker};
 pub use tables::{Pipelines, Viewpoint};
 
 impl crate::model::lflow::LogicalPipeline for Pipelines {
-    fn run(&self, dp: u32, egress: bool, flow: ovn_lflow::Flow, ct: &mut dyn Tracker) -> Outcome {
+    fn run(
+        &self,
+        dp: u32,
+        egress: bool,
+        flow: ovn_lflow::Flow,
+        frame: &[u8],
+        ct: &mut dyn Tracker,
+    ) -> Outcome {
         let pipeline = if egress {
             ovn_lflow::actions::Pipeline::Egress
         } else {
             ovn_lflow::actions::Pipeline::Ingress
         };
-        Run::new(self, ct, Mode::Chassis).run(dp, pipeline, flow, None)
+        Run::new(self, ct, Mode::Chassis)
+            .with_frame(frame)
+            .run(dp, pipeline, flow, None)
     }
 }

@@ -4,7 +4,7 @@
 
 use ovn_lflow::{CompiledExpr, Expr, Field, Flow};
 
-use super::interp::{cs, CtResult, Mode, Node, NodeKind, Outcome, Run, Tracker};
+use super::interp::{cs, CtResult, Mode, Node, NodeKind, Origin, Outcome, Run, Tracker};
 use super::tables::Pipelines;
 
 /// Connection tracking as `ovn-trace --ct` answers it: each lookup takes the next
@@ -23,7 +23,7 @@ impl ScriptedCt {
 }
 
 impl Tracker for ScriptedCt {
-    fn lookup(&mut self, _zone: u16, _flow: &Flow, _commit: bool) -> CtResult {
+    fn lookup(&mut self, _zone: u16, _pkt: (&Flow, &Origin), _commit: bool) -> CtResult {
         let state = self
             .states
             .get(self.next)
@@ -36,7 +36,7 @@ impl Tracker for ScriptedCt {
         }
     }
 
-    fn commit(&mut self, _zone: u16, _flow: &Flow, _commit: &super::interp::Commit) {}
+    fn commit(&mut self, _zone: u16, _pkt: (&Flow, &Origin), _commit: &super::interp::Commit) {}
 
     fn zone(&mut self, _dp: u32, port: u16) -> u16 {
         port
