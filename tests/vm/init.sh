@@ -3,7 +3,7 @@
 # configures eth0 from the kernel command line, runs the test named there, prints
 # parseable lines (READY, RESULT ..., STATS ..., DONE) on the console and powers off.
 #
-# Kernel command line:  vm.ip=A.B.C.D  vm.peer=A.B.C.D  vm.test=NAME  [vm.bytes=N]
+# Kernel command line:  vm.ip=A.B.C.D|dhcp  vm.peer=A.B.C.D  vm.test=NAME  [vm.bytes=N]
 #                       [vm.conns=N]  [vm.mtu=N]  [vm.rate=N]  [vm.secs=N]
 # Tests:  server   ping the peer (56 and 1400 bytes), then receive and verify the peer's
 #                  stream (vmtool recv)
@@ -56,8 +56,23 @@ ip link set lo up
 # The MTU the driver chose (VIRTIO_NET_F_MTU, from QEMU's host_mtu=), before any change.
 echo "LINK mtu=$(cat /sys/class/net/eth0/mtu)"
 [ -n "$mtu" ] && ip link set eth0 mtu "$mtu"
-ip addr add "$ip/24" dev eth0
-ip link set eth0 up
+if [ "$ip" = dhcp ]; then
+    # vm.ip=dhcp: address, default route and MTU by DHCP (busybox udhcpc).
+    cat > /tmp/dhcp.sh <<'EOS'
+#!/bin/busybox sh
+[ "$1" = bound ] || exit 0
+ip addr add "$ip/$mask" dev "$interface"
+ip route add default via "$router"
+[ -n "$mtu" ] && ip link set "$interface" mtu "$mtu"
+echo "LEASE ip=$ip router=$router mtu=$mtu lease=$lease"
+EOS
+    chmod +x /tmp/dhcp.sh
+    ip link set eth0 up
+    udhcpc -i eth0 -f -q -n -t 60 -T 1 -s /tmp/dhcp.sh 2>/dev/null || echo "RESULT error msg=no_lease"
+else
+    ip addr add "$ip/24" dev eth0
+    ip link set eth0 up
+fi
 echo "FEATURES $(cat /sys/class/net/eth0/device/features 2>/dev/null) queues=$(ls -d /sys/class/net/eth0/queues/tx-* | wc -l)"
 echo READY
 

@@ -198,6 +198,22 @@ impl CompiledExpr {
             .map(|c| c.value)
     }
 
+    /// Every field the expression tests, each once, in field order (what a cache of
+    /// its decisions must key on).
+    pub fn fields(&self) -> Vec<Field> {
+        let mut v: Vec<Field> = self
+            .nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::Test(t) => Some(t.field),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Number of tests, a measure of evaluation cost.
     pub fn n_tests(&self) -> usize {
         self.nodes

@@ -32,10 +32,14 @@ use common::*;
 fn host_of(vm: &Vm) -> usize {
     match vm.name {
         "vm3" => 0,
-        "vm1" | "vm4" => 1,
+        "vm1" | "vm4" | "vm6" => 1,
         _ => 2,
     }
 }
+
+/// vm6 is a QEMU guest (TCG) on a vhost-user port of hv2; the others are network
+/// namespaces behind taps (and vm3 an OVS internal port).
+const QEMU_VM: &str = "vm6";
 
 /// A network namespace, deleted on drop.
 struct Netns(String);
@@ -228,7 +232,15 @@ fn tenant_with_security_groups_router_and_conntrack() {
         &["ip", "route", "add", "10.0.1.0/24", "via", "10.0.0.1"],
     );
     let mut ports: [Vec<String>; 3] = Default::default();
+    let sock = dir.path("vm6.sock");
     for vm in VMS.iter().filter(|v| host_of(v) > 0) {
+        if vm.name == QEMU_VM {
+            ports[host_of(vm)].extend([
+                "--vhost-user".to_string(),
+                format!("{}={},iface_id={}", vm.name, sock.display(), vm.name),
+            ]);
+            continue;
+        }
         let t = format!("vt{id}{}", &vm.name[2..]);
         ports[host_of(vm)].extend(tap(vm.name, &t, vm.name));
     }
@@ -243,9 +255,21 @@ fn tenant_with_security_groups_router_and_conntrack() {
             &a,
         ));
     }
+    // The QEMU guest boots (under TCG, for a while) meanwhile: DHCP, then pings vm4
+    // across the router.
+    wait_for(Duration::from_secs(10), "vm6's socket", || {
+        sock.exists().then_some(())
+    });
+    let vm6 = VMS.iter().find(|v| v.name == QEMU_VM).unwrap();
+    let guest = qemu::Vm::start(qemu::VmSpec::new(
+        "vm6",
+        &sock,
+        vm6.mac,
+        "vm.ip=dhcp vm.peer=10.0.1.14 vm.test=idle".into(),
+    ));
     let mut nss = Vec::new();
     let mut vm_of = std::collections::HashMap::new();
-    for vm in VMS.iter().filter(|v| host_of(v) > 0) {
+    for vm in VMS.iter().filter(|v| host_of(v) > 0 && v.name != QEMU_VM) {
         let t = format!("vt{id}{}", &vm.name[2..]);
         let ns = format!("{}-{}", f.ns[host_of(vm)], vm.name);
         let addr = match vm.name {
@@ -259,9 +283,13 @@ fn tenant_with_security_groups_router_and_conntrack() {
     vm_of.insert("vm3", f.ns[0].clone());
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
     for vm in VMS {
-        wait_for(Duration::from_secs(30), &format!("{} up", vm.name), || {
-            (c.sb_get("Port_Binding", "logical_port", vm.name, "up") == "true").then_some(())
-        });
+        // The QEMU guest's port is up once its driver (booting under TCG) is.
+        let secs = if vm.name == QEMU_VM { 180 } else { 30 };
+        wait_for(
+            Duration::from_secs(secs),
+            &format!("{} up", vm.name),
+            || (c.sb_get("Port_Binding", "logical_port", vm.name, "up") == "true").then_some(()),
+        );
     }
     eprintln!("[{:>6.1?}] tenant up on three chassis", t0.elapsed());
     let ns = |n: &str| vm_of[n].clone();
@@ -504,5 +532,26 @@ fn tenant_with_security_groups_router_and_conntrack() {
     assert_eq!(drops(&hv[0], "vm4", "ct_zone_full"), 0);
     transfer(&ns("vm4"), &ns("vm2"), "10.0.0.12", 80);
     eprintln!("[{:>6.1?}] zone limits", t0.elapsed());
+
+    // The QEMU guest got its lease from OVN's DHCP and pinged vm4 across the router.
+    let lease = qemu::kv(&guest.wait_lines("LEASE", 1, Duration::from_secs(240))[0]);
+    assert_eq!(
+        (
+            lease["ip"].as_str(),
+            lease["router"].as_str(),
+            lease["mtu"].as_str()
+        ),
+        ("10.0.0.16", "10.0.0.1", "1442"),
+        "{lease:?}"
+    );
+    for l in guest.wait_lines("RESULT ping", 2, Duration::from_secs(120)) {
+        let r = qemu::kv(&l);
+        assert_eq!(
+            r["received"], r["sent"],
+            "the QEMU guest's pings across the router: {l}"
+        );
+        assert_ne!(r["sent"], "0", "{l}");
+    }
+    eprintln!("[{:>6.1?}] qemu guest", t0.elapsed());
     drop(hv1);
 }

@@ -454,6 +454,15 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
             );
         }
     }
+    if !r.stages.is_empty() {
+        println!("logical pipeline (stages with flows; hits: interpreter runs):");
+        for st in r.stages.iter().filter(|st| st.flows > 0) {
+            println!(
+                "  {:<8} {:<7} {:>2} {:<24} {:>5} flows {:>10} hits",
+                st.datapath, st.pipeline, st.table, st.stage, st.flows, st.hits
+            );
+        }
+    }
     println!("supported:");
     for s in &r.supported {
         println!("  {s}");

@@ -673,10 +673,31 @@ pub struct OvnReply {
     /// `Multicast_Group`, `FDB`): this chassis' part of the deployment.
     #[serde(default)]
     pub monitored: std::collections::BTreeMap<String, u64>,
+    /// The logical pipeline: per stage of each local datapath, its flows and how often
+    /// the interpreter chose one of them.
+    #[serde(default)]
+    pub stages: Vec<OvnStageRow>,
     /// What works on a vswitchd chassis and what does not.
     pub supported: Vec<String>,
     /// What is refused or counted.
     pub unsupported: Vec<String>,
+}
+
+/// One stage of a datapath's logical pipeline in `vswitchctl ovn`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnStageRow {
+    /// The datapath's name.
+    pub datapath: String,
+    /// `ingress` or `egress`.
+    pub pipeline: String,
+    /// The table id.
+    pub table: u8,
+    /// The stage name (`ls_in_acl`).
+    pub stage: String,
+    /// Logical flows in it.
+    pub flows: u64,
+    /// Interpreter runs that chose one of its flows.
+    pub hits: u64,
 }
 
 /// A local port in `vswitchctl ovn`.

@@ -20,6 +20,10 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// bytes: DHCP options read it), or empty when not at hand.
     fn run(&self, dp: u32, egress: bool, flow: Flow, frame: &[u8], ct: &mut dyn Tracker)
         -> Outcome;
+
+    /// Whether the data path may cache decisions by its key (no flow tests a field the
+    /// key leaves out).
+    fn cacheable(&self) -> bool;
 }
 
 /// Connection tracking state bits (OVS `CS_*`, `ct_state`).

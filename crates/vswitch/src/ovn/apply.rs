@@ -199,7 +199,7 @@ impl Pass {
             || (self.pipelines_new && runs_pipeline);
         if fresh {
             let sb = self.sb.as_ref().expect("rows decoded");
-            let generation = publish(ctl, &v, self.pipelines.as_ref(), sb)?;
+            let generation = publish(ctl, &v, self.pipelines.as_ref(), sb, me)?;
             self.pipelines_new = false;
             ctl.adopted(generation).await;
             info!(
@@ -249,6 +249,14 @@ impl Pass {
                 flows = p.skipped.len(),
                 first = ?p.skipped.first().map(|s| (&s.stage, &s.error)),
                 "logical flows that do not parse are skipped"
+            );
+        }
+        if let Some((field, stage, flow)) = &p.unkeyed {
+            tracing::warn!(
+                field = field.info().name,
+                stage = stage.as_str(),
+                %flow,
+                "a logical flow tests a field the flow cache does not key on: decisions are not cached"
             );
         }
         let p = Arc::new(p);
@@ -469,6 +477,7 @@ fn publish(
     v: &View,
     pipelines: Option<&Arc<Pipelines>>,
     sb: &Sb,
+    me: Uuid,
 ) -> Result<u64, String> {
     let sw = &ctl.switch;
     let mut dp_domain: HashMap<Uuid, DomainId> = HashMap::new();
@@ -499,11 +508,16 @@ fn publish(
         .iter()
         .map(|(u, d)| (d.tunnel_key, dp_domain[u]))
         .collect();
-    topo.remote_of = sb
-        .chassis
-        .values()
-        .filter_map(|c| Some((c.name.clone(), sw.remotes.intern(sb.encap_ip(c)?)?)))
-        .collect();
+    // The other chassis' endpoints, only where a switch runs the pipeline (its outputs
+    // name chassis); this chassis is none of them.
+    if topo.pipeline.is_some() {
+        topo.remote_of = sb
+            .chassis
+            .iter()
+            .filter(|(u, _)| **u != me)
+            .filter_map(|(_, c)| Some((c.name.clone(), sw.remotes.intern(sb.encap_ip(c)?)?)))
+            .collect();
+    }
     let ovn = Arc::new(topo);
     // The FDB first: its new entries are only reached once the topology is published.
     sw.fdb.replace_ovn(&entries);

@@ -165,11 +165,38 @@ pub fn reply_of(status: &Status, sw: &crate::switch::Switch) -> OvnReply {
             (c.tx_packets, c.rx_packets) = sw.remotes.frames(id);
         }
     }
+    if let Some(p) = status.pipelines() {
+        r.stages = stage_rows(&p);
+    }
     if !r.chassis.is_empty() {
         r.supported = SUPPORTED.iter().map(|s| s.to_string()).collect();
         r.unsupported = UNSUPPORTED.iter().map(|s| s.to_string()).collect();
     }
     r
+}
+
+/// Every stage of every datapath of `p`, with its flows and interpreter hits.
+fn stage_rows(p: &pipeline::Pipelines) -> Vec<crate::control::protocol::OvnStageRow> {
+    let mut rows = Vec::new();
+    for dp in p.datapaths.values() {
+        for (pl, tables) in ["ingress", "egress"].iter().zip(&dp.tables) {
+            for (i, t) in tables.iter().enumerate() {
+                rows.push(crate::control::protocol::OvnStageRow {
+                    datapath: dp.name.clone(),
+                    pipeline: pl.to_string(),
+                    table: i as u8,
+                    stage: t.stage.clone(),
+                    flows: t.flows.len() as u64,
+                    hits: t
+                        .flows
+                        .iter()
+                        .map(|f| f.hits.load(std::sync::atomic::Ordering::Relaxed))
+                        .sum(),
+                });
+            }
+        }
+    }
+    rows
 }
 
 /// The Southbound tables and columns the chassis monitors: `Port_Binding`,

@@ -25,7 +25,7 @@ pub struct Vm {
 }
 
 /// The tenant's VMs.
-pub const VMS: [Vm; 5] = [
+pub const VMS: [Vm; 6] = [
     Vm {
         name: "vm1",
         switch: "sw0",
@@ -65,6 +65,14 @@ pub const VMS: [Vm; 5] = [
         ip4: "10.0.1.15",
         ip6: "2001:db8:1::15",
         group: "pg_db",
+    },
+    Vm {
+        name: "vm6",
+        switch: "sw0",
+        mac: "50:54:00:00:00:06",
+        ip4: "10.0.0.16",
+        ip6: "2001:db8::16",
+        group: "pg_web",
     },
 ];
 

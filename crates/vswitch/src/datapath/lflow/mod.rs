@@ -181,6 +181,7 @@ impl Pipeline {
                 | (flow.get(Field::IpDscp) as u32) << 18
                 | (flow.get(Field::IpEcn) as u32) << 16
                 | u32::from(keys.map_or(0, |k| k.1)),
+            ingress: keys.map_or(0, |k| k.0),
         };
         let pkt = match off.eth_type {
             0x0800 | 0x86dd => off.l3.and_then(|l3| ct::packet(hdr, l3, len)),
@@ -227,7 +228,7 @@ impl Pipeline {
         let job = (uncached == Some(Uncached::SlowPath))
             .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo))
             .filter(|j| !j.outs.is_empty());
-        if uncached.is_none() {
+        if uncached.is_none() && pipeline.cacheable() {
             lf.cache.insert(key, v.clone());
         }
         Decided::Program(std::sync::Arc::new(v), job)

@@ -31,13 +31,15 @@ pub const MAX_VARIANTS: usize = 8;
 
 /// A frame's cache key: its flow key, the IP fields the flow key leaves out that a
 /// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), and for a frame
-/// from a tunnel the egress key of OVN's option.
+/// from a tunnel the keys of OVN's option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LKey {
     /// The flow key (ports and domain in `in_port`).
     pub key: FlowKey,
     /// TTL << 24 | DSCP << 18 | ECN << 16 | egress key.
     pub extra: u32,
+    /// The ingress key of a frame from a tunnel (0: from a port).
+    pub ingress: u16,
 }
 
 /// A Geneve destination of OVN's: the remote chassis' endpoint, the datapath (the

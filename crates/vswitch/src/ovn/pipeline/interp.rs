@@ -220,6 +220,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let flow = t.and_then(|t| t.flows.iter().find(|f| f.matcher.matches(&pkt.flow)));
         match flow {
             Some(f) => {
+                if self.mode == Mode::Chassis {
+                    f.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 let stage = t.map_or("", |t| t.stage.as_str());
                 let mut sub = push(tr, NodeKind::Table, || {
                     format!(

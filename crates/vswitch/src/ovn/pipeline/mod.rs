@@ -19,6 +19,10 @@ pub use interp::{CtResult, Mode, Outcome, Run, Tracker};
 pub use tables::{Pipelines, Viewpoint};
 
 impl crate::model::lflow::LogicalPipeline for Pipelines {
+    fn cacheable(&self) -> bool {
+        self.unkeyed.is_none()
+    }
+
     fn run(
         &self,
         dp: u32,

@@ -83,6 +83,9 @@ pub struct Lflow {
     pub match_text: Arc<str>,
     /// The actions as the database has them (for traces).
     pub actions_text: Arc<str>,
+    /// Times the interpreter chose this flow (a cached decision does not count: the
+    /// counters cost nothing on the data path's hits).
+    pub hits: std::sync::atomic::AtomicU64,
 }
 
 /// One table (stage) of a pipeline: its flows, highest priority first.
@@ -163,7 +166,18 @@ pub struct Pipelines {
     pub dhcp_opts: Arc<OptionTable>,
     /// DHCPv6 options (`DHCPv6_Options`).
     pub dhcpv6_opts: Arc<OptionTable>,
+    /// A flow tests a field the data path's cache key leaves out (and that varies
+    /// within a flow of the key): (field, stage, flow). The data path then caches
+    /// nothing, since a cached decision could be another frame's.
+    pub unkeyed: Option<(ovn_lflow::Field, String, Uuid)>,
 }
+
+/// Fields a decision may rest on that the data path's cache key leaves out: TCP
+/// flags and the IPv6 flow label. (ARP and neighbour discovery fields are not keyed
+/// either, but their frames are never cached; other fields are keyed or start at a
+/// constant.)
+pub const UNKEYED_FIELDS: [ovn_lflow::Field; 2] =
+    [ovn_lflow::Field::TcpFlags, ovn_lflow::Field::Ipv6Label];
 
 /// Who is where: the chassis whose view the pipelines are built for.
 #[derive(Debug, Clone, Copy)]
@@ -352,6 +366,15 @@ impl Pipelines {
             Ok(c) => c,
             Err(e) => return self.skip(uuid, &stage, e),
         };
+        if self.unkeyed.is_none() {
+            if let Some(f) = matcher
+                .fields()
+                .into_iter()
+                .find(|f| UNKEYED_FIELDS.contains(f))
+            {
+                self.unkeyed = Some((f, stage.clone(), uuid));
+            }
+        }
         let dp = self.datapaths.get_mut(&dp_key).expect("looked up above");
         dp.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage.as_str())
             && f.external_ids.contains_key("stage-hint"))
@@ -376,6 +399,7 @@ impl Pipelines {
             actions,
             match_text: f.match_.as_str().into(),
             actions_text: f.actions.as_str().into(),
+            hits: Default::default(),
         });
     }
 
