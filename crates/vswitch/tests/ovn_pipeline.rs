@@ -313,6 +313,10 @@ fn decisions_equal_ovn_trace_for_ten_thousand_packets() {
         "flows that did not parse: {:?}",
         p.skipped
     );
+    assert_eq!(
+        p.unkeyed, None,
+        "the tenant's flows are decided from the data path's cache key"
+    );
     for dp in p.datapaths.values() {
         assert_eq!(
             dp.unsupported, None,
