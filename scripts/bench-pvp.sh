@@ -12,6 +12,25 @@
 #   ovs       Open vSwitch 3.1 with DPDK, two dpdkvhostuserclient ports, NORMAL action
 #   vswitchd  this project, two --vhost-user-client ports, --poll busy
 #   vswitchd-nocache  the same with --flow-cache off (not in the default list)
+#   ovs-sg    Open vSwitch with DPDK as an OVN chassis: ovn-controller 23.03 programs br-int
+#             (netdev datapath, two dpdkvhostuserclient ports with external_ids:iface-id)
+#             from an OVN central this script starts (NB, SB, ovn-northd)
+#   vswitchd-sg  vswitchd as the same OVN chassis (--ovn-remote, --chassis, its two ports
+#             iface_id=), which needs a Geneve endpoint: an AF_XDP uplink on a veth in
+#             namespace pvpsg carries it (idle: both ports are on this chassis)
+#   The -sg switches run OVN's logical pipeline with security groups, Neutron's shape: one
+#   logical switch, ports pvp-a and pvp-b ("02:00:00:00:00:01 198.18.0.1", "...:02
+#   198.18.0.2"), port security on MAC and IPv4 (each port also lists the other's address,
+#   an allowed address pair: the io-forwarding guest sends the frames it receives on one
+#   port out of the other unchanged, and testpmd's frames are all 198.18.0.1 -> .2), port
+#   group neutron_pg_drop (both ports; drop all IP both ways, priority 1001) and pg_pvp
+#   (both ports; allow-related all IPv4 from them and IPv4 UDP from $pg_pvp_ip4 to them,
+#   1002). Every frame passes conntrack twice (the sender's zone for from-lport ACLs, the
+#   receiver's for to-lport) and is an established connection's. Each chassis run starts
+#   from no Chassis row (deleted after the previous run) and measures once both logical
+#   ports are up and `ovn-nbctl --wait=hv sync` returned. E.g. --sizes 64 --only
+#   "vswitchd vswitchd-sg ovs-sg" (the issue's two targets: vswitchd-sg/ovs-sg and
+#   vswitchd-sg/vswitchd)
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (run another build as "vswitchd")
@@ -102,6 +121,11 @@ fi
 if [ -n "$flowgen" ] && { [ -n "$flows" ] || [ -n "$multiflow" ]; }; then
     echo "bench-pvp.sh: --flowgen excludes --flows and --multi-flow" >&2; exit 2
 fi
+sg=""
+for sw in $only; do case "$sw" in *-sg) sg=1 ;; esac; done
+if [ -n "$sg" ] && { [ -n "$flows" ] || [ -n "$flowgen" ] || [ -n "$multiflow" ]; }; then
+    echo "bench-pvp.sh: the -sg switches take testpmd's one flow (198.18.0.1 -> .2): their port security drops --flows, --flowgen and --multi-flow frames" >&2; exit 2
+fi
 if [ -n "$json" ]; then json=$(realpath -m "$json"); touch "$json"; fi
 aclrules=${aclrules:-$([ -n "$flows" ] && echo 100 || echo 0)}
 frames=${frames:-${flows:-0}}
@@ -130,13 +154,25 @@ stop_all() {
     done
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     pids=()
-    if [ -f "$work/ovs/ovs-vswitchd.pid" ]; then kill "$(cat "$work/ovs/ovs-vswitchd.pid")" 2>/dev/null || true; fi
-    if [ -f "$work/ovs/ovsdb-server.pid" ]; then kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true; fi
+    local f
+    for f in ovn-controller ovs-vswitchd ovsdb-server; do
+        if [ -f "$work/ovs/$f.pid" ]; then kill "$(cat "$work/ovs/$f.pid")" 2>/dev/null || true; fi
+    done
     sleep 0.5
+    # The next chassis run starts from no Chassis row (and no binding to it).
+    if [ -S "$central/sb.sock" ]; then sbctl --if-exists chassis-del hv-pvp || true; fi
     rm -rf "$work/ovs" /var/run/dpdk/pvp* 2>/dev/null || true
     rm -f /dev/hugepages/pvp*map_* "$work"/*.sock "$work/guest.in" "$work/sw.in" "$work/inj.in" 2>/dev/null || true
 }
-trap 'stop_all; rm -rf "$work"' EXIT INT TERM
+central="$work/central"
+stop_central() {
+    local f
+    for f in northd nb sb; do
+        if [ -f "$central/$f.pid" ]; then kill "$(cat "$central/$f.pid")" 2>/dev/null || true; fi
+    done
+    ip netns del pvpsg 2>/dev/null || true
+}
+trap 'stop_all; stop_central; rm -rf "$work"' EXIT INT TERM
 
 start_guest() { # size
     mkfifo "$work/guest.in"
@@ -177,25 +213,17 @@ start_switch() {
         exec 4>"$work/sw.in"
         echo "start" >&4
         ;;
-    ovs)
-        local d="$work/ovs"; mkdir -p "$d"
-        export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
-        local vsctl="ovs-vsctl --db=unix:$d/db.sock"
-        ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-        ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
-            --detach --log-file="$d/ovsdb.log"
-        $vsctl --no-wait init
-        $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-            other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
-            other_config:dpdk-socket-mem=512 \
-            "other_config:dpdk-extra=--file-prefix=pvpovs --no-pci --single-file-segments"
-        /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
-            --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
-        $vsctl add-br br0 -- set bridge br0 datapath_type=netdev
-        $vsctl add-port br0 vhu0 -- set Interface vhu0 type=dpdkvhostuserclient \
-            "options:vhost-server-path=$work/a.sock"
-        $vsctl add-port br0 vhu1 -- set Interface vhu1 type=dpdkvhostuserclient \
-            "options:vhost-server-path=$work/b.sock"
+    ovs) start_ovs br0 ;;
+    ovs-sg) start_ovs br-int ;;
+    vswitchd-sg)
+        # shellcheck disable=SC2086 # vsargs: extra flags, split on purpose
+        ip netns exec pvpsg "${VSWITCHD:-$bin/vswitchd}" \
+            --vhost-user-client "a=$work/a.sock,iface_id=pvp-a" \
+            --vhost-user-client "b=$work/b.sock,iface_id=pvp-b" \
+            --uplink u=pvpsg0 --geneve "t=198.51.100.1,uplink=u" \
+            --ovn-remote "unix:$central/sb.sock" --chassis hv-pvp \
+            --pmd-cpus 0 --poll busy --control "$work/ctl.sock" $vsargs 2>"$work/vswitchd.log" &
+        pids+=($!)
         ;;
     vswitchd|vswitchd-nocache|vswitchd-alt)
         local extra=()
@@ -216,6 +244,86 @@ start_switch() {
         pids+=($!)
         ;;
     esac
+}
+
+# start_ovs BRIDGE: OVS with DPDK, the guest's two sockets dpdkvhostuserclient ports vhu0
+# and vhu1 of BRIDGE. br0 gets the NORMAL action; br-int is OVN's (system-id hv-pvp,
+# the ports' iface-ids pvp-a and pvp-b) and ovn-controller programs it.
+start_ovs() {
+    local br=$1 d="$work/ovs"; mkdir -p "$d"
+    export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVN_RUNDIR=$d OVN_LOGDIR=$d
+    local vsctl="ovs-vsctl --timeout=60 --db=unix:$d/db.sock"
+    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+    ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
+        --detach --log-file="$d/ovsdb.log"
+    $vsctl --no-wait init
+    $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+        other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
+        other_config:dpdk-socket-mem=512 \
+        "other_config:dpdk-extra=--file-prefix=pvpovs --no-pci --single-file-segments"
+    /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
+        --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
+    $vsctl add-br "$br" -- set bridge "$br" datapath_type=netdev
+    local i
+    for i in 0 1; do
+        local lsp=pvp-a sock=a.sock; [ $i = 1 ] && { lsp=pvp-b; sock=b.sock; }
+        $vsctl add-port "$br" vhu$i -- set Interface vhu$i type=dpdkvhostuserclient \
+            "options:vhost-server-path=$work/$sock" "external_ids:iface-id=$lsp"
+    done
+    if [ "$br" = br-int ]; then
+        $vsctl set open . external_ids:system-id=hv-pvp \
+            "external_ids:ovn-remote=unix:$central/sb.sock" external_ids:ovn-encap-type=geneve \
+            external_ids:ovn-encap-ip=198.51.100.1
+        ovn-controller "unix:$d/db.sock" --pidfile="$d/ovn-controller.pid" --detach \
+            --log-file="$d/ovn-controller.log"
+    fi
+}
+
+nbctl() { ovn-nbctl --db="unix:$central/nb.sock" --timeout=60 "$@"; }
+sbctl() { ovn-sbctl --db="unix:$central/sb.sock" --timeout=60 "$@"; }
+
+# sg_central: the OVN central of the -sg switches (NB, SB, ovn-northd in $central), the
+# logical switch with its security groups (see the header), and namespace pvpsg with the
+# veth vswitchd-sg's uplink is on.
+sg_central() {
+    mkdir -p "$central"
+    local db
+    for db in nb sb; do
+        ovsdb-tool create "$central/$db.db" "/usr/share/ovn/ovn-$db.ovsschema"
+        ovsdb-server "$central/$db.db" --remote="punix:$central/$db.sock" \
+            --pidfile="$central/$db.pid" --log-file="$central/$db.log" \
+            --unixctl="$central/$db.ctl" --detach
+    done
+    OVN_RUNDIR=$central OVN_LOGDIR=$central ovn-northd --ovnnb-db="unix:$central/nb.sock" \
+        --ovnsb-db="unix:$central/sb.sock" --pidfile="$central/northd.pid" \
+        --log-file="$central/northd.log" --unixctl="$central/northd.ctl" --detach
+    local a="02:00:00:00:00:01 198.18.0.1" b="02:00:00:00:00:02 198.18.0.2"
+    nbctl ls-add pvp \
+        -- lsp-add pvp pvp-a -- lsp-set-addresses pvp-a "$a" \
+        -- lsp-set-port-security pvp-a "$a 198.18.0.2" \
+        -- lsp-add pvp pvp-b -- lsp-set-addresses pvp-b "$b" \
+        -- lsp-set-port-security pvp-b "$b 198.18.0.1" \
+        -- pg-add neutron_pg_drop pvp-a pvp-b -- pg-add pg_pvp pvp-a pvp-b
+    nbctl acl-add neutron_pg_drop to-lport 1001 "outport == @neutron_pg_drop && ip" drop \
+        -- acl-add neutron_pg_drop from-lport 1001 "inport == @neutron_pg_drop && ip" drop \
+        -- acl-add pg_pvp from-lport 1002 "inport == @pg_pvp && ip4" allow-related \
+        -- acl-add pg_pvp to-lport 1002 'outport == @pg_pvp && ip4 && ip4.src == $pg_pvp_ip4 && udp' allow-related
+    nbctl --wait=sb sync
+    ip netns del pvpsg 2>/dev/null || true
+    ip netns add pvpsg
+    ip -n pvpsg link set lo up
+    ip -n pvpsg link add pvpsg0 type veth peer name pvpsg1
+    ip -n pvpsg link set pvpsg0 up
+    ip -n pvpsg link set pvpsg1 up
+    ip -n pvpsg addr add 198.51.100.1/24 dev pvpsg0
+}
+
+# sg_ready: both logical ports up (bound by this chassis) and every chassis caught up with
+# the Northbound database; 60 s at most.
+sg_ready() {
+    nbctl wait-until Logical_Switch_Port pvp-a up=true \
+        -- wait-until Logical_Switch_Port pvp-b up=true
+    nbctl --wait=hv sync
 }
 
 # Writes $work/flows-SIZE.pcap: $frames frames of SIZE bytes (with FCS) cycling through
@@ -303,6 +411,7 @@ measure() { # switch size -> prints Mpps
         [ "$(grep -ac 'Link status: up' "$work/guest.log")" -ge 2 ] && break
         : > "$work/guest.log"
     done
+    case "$sw" in *-sg) sg_ready ;; esac
     if [ -n "$flows" ]; then
         # The loop runs first (start flushes the guest's rx queues, so never again after
         # the injection); the injector then sends the file once through port c and quits.
@@ -320,7 +429,7 @@ measure() { # switch size -> prints Mpps
     sleep 2
     local ctl=""
     case "$sw" in
-    vswitchd|vswitchd-nocache) ctl="$bin/vswitchctl" ;;
+    vswitchd|vswitchd-nocache|vswitchd-sg) ctl="$bin/vswitchctl" ;;
     vswitchd-alt) ctl="$VSWITCHD_ALT/vswitchctl" ;;
     esac
     local c0="" c1=""
@@ -328,7 +437,7 @@ measure() { # switch size -> prints Mpps
     local s0=""
     [ -n "$ctl" ] && [ -n "$stages" ] && s0=$(stage_counters "$ctl")
     case "$sw" in
-    ovs) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
+    ovs|ovs-sg) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
     limit) echo "clear fwd stats all" >&4 ;;
     esac
     echo "clear port stats all" >&3
@@ -347,7 +456,7 @@ print(json.dumps({k: round((s1[k] - s0[k]) / p, 1) for k in s1 if k != 'packets'
         echo "$stage_line" > "$work/stages.json"
     fi
     case "$sw" in
-    ovs) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
+    ovs|ovs-sg) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
             /packets received:/ { p += $3 } /processing cycles:/ { c += $3 }
             END { printf "%.0f %.0f\n", c, p }') || c1="" ;;
     limit)
@@ -426,6 +535,7 @@ rows = json.load(sys.stdin)
 print(sum(r["busy_cycles"] for r in rows), sum(r["packets"] for r in rows))' || true
 }
 
+[ -z "$sg" ] || sg_central
 printf "round\tswitch\tsize\tmpps\tcycles_per_packet\tdrops\n" > "$results"
 for r in $(seq "$rounds"); do
     for size in $sizes; do
@@ -449,7 +559,8 @@ for r in rows:
 # IMIX (7:4:1 of 64/570/1518 B) after the fixed sizes, at its mean frame size.
 mean = {"imix": (7 * 64 + 4 * 570 + 1518) / 12}
 sizes = sorted({s for _, s in med}, key=lambda s: (isinstance(s, str), s if isinstance(s, int) else 0))
-switches = [s for s in ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache") if any(k[0] == s for k in med)]
+order = ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache", "ovs-sg", "vswitchd-sg")
+switches = [s for s in order if any(k[0] == s for k in med)]
 print("\nmedian over rounds (Mpps / Gbit/s of frames, guest RX):")
 print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit  cache on/off")
 for size in sizes:
@@ -463,6 +574,13 @@ for size in sizes:
     rl = m.get("vswitchd", 0) / m["limit"] if m.get("limit") else float("nan")
     rc = m.get("vswitchd", 0) / m["vswitchd-nocache"] if m.get("vswitchd-nocache") else float("nan")
     print(line + f"   {ro:>12.2f}  {rl:>14.2f}  {rc:>12.2f}")
+if "vswitchd-sg" in switches:
+    print("\nsecurity groups (OVN pipeline, conntrack): vswitchd-sg / ovs-sg (target >= 2), vswitchd-sg / vswitchd (target >= 0.7)")
+    for size in sizes:
+        v = statistics.median(med.get(("vswitchd-sg", size), [0.0]))
+        o = statistics.median(med.get(("ovs-sg", size), [float("nan")]))
+        p = statistics.median(med.get(("vswitchd", size), [float("nan")]))
+        print(f"{size:<6}{v / o if o else float('nan'):>12.2f}{v / p if p else float('nan'):>12.2f}")
 mine = switches
 if mine:
     print("\nmedian switch cycles per packet over the measured window (vswitchd pmd-stats busy, OVS processing, testpmd record-core-cycles):")

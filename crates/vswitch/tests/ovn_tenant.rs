@@ -150,24 +150,7 @@ fn dhcp(ns: &str, iface: &str, dir: &TempDir) -> std::collections::HashMap<Strin
 /// A TCP receiver on `port` in namespace `ns`: prints "BYTES SHA256" when the stream
 /// ends.
 fn sink(ns: &str, port: u16) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
-    let script = format!(
-        "import socket,hashlib\n\
-         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('0.0.0.0',{port})); s.listen(8); print('ready',flush=True)\n\
-         c,_=s.accept(); h=hashlib.sha256(); n=0\n\
-         while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
-         print(n,h.hexdigest(),flush=True)\n"
-    );
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "python3", "-c", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    (KillOnDrop(child), out)
+    tcp_sink_on(ns, "0.0.0.0", port)
 }
 
 /// Sends `mb` MiB to `ip`:`port` from `ns`; "BYTES SHA256", or None when the connection

@@ -146,10 +146,19 @@ pub fn ping_ok(ns: &str, ip: &str, secs: u64) -> bool {
 /// A receiver of one TCP stream on `ip`:5001 in namespace `ns` (python3), which prints
 /// the byte count and sha256 when the stream ends.
 pub fn tcp_sink(ns: &str, ip: &str) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
+    tcp_sink_on(ns, ip, 5001)
+}
+
+/// As [`tcp_sink`], on `port`.
+pub fn tcp_sink_on(
+    ns: &str,
+    ip: &str,
+    port: u16,
+) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
     let script = format!(
         "import socket,hashlib\n\
          s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('{ip}',5001)); s.listen(1); print('ready',flush=True)\n\
+         s.bind(('{ip}',{port})); s.listen(8); print('ready',flush=True)\n\
          c,_=s.accept(); h=hashlib.sha256(); n=0\n\
          while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
          print(n,h.hexdigest(),flush=True)\n"
