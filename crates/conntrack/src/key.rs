@@ -109,52 +109,51 @@ impl Oriented {
     }
 
     /// The zone's canonical key and whether the endpoints were swapped.
+    #[inline]
     pub fn canonical(&self, zone: u16) -> (Key, bool) {
-        let (s, d) = (octets(self.src), octets(self.dst));
+        // Addresses compared as integers: the order of their bytes (IPv4 first,
+        // zero-padded), with no byte-array comparison through memory.
+        let (s, d) = (ordinal(self.src), ordinal(self.dst));
         let swap = (d, self.dst_port, self.dst_type) < (s, self.src_port, self.src_type);
-        let key = if swap {
-            Key {
-                src: d,
-                dst: s,
-                src_port: self.dst_port,
-                dst_port: self.src_port,
-                src_type: self.dst_type,
-                dst_type: self.src_type,
-                zone,
-                proto: self.proto,
-                v6: self.src.is_ipv6(),
-            }
+        let ((s, sp, st), (d, dp, dt)) = if swap {
+            (
+                (d, self.dst_port, self.dst_type),
+                (s, self.src_port, self.src_type),
+            )
         } else {
-            Key {
-                src: s,
-                dst: d,
-                src_port: self.src_port,
-                dst_port: self.dst_port,
-                src_type: self.src_type,
-                dst_type: self.dst_type,
-                zone,
-                proto: self.proto,
-                v6: self.src.is_ipv6(),
-            }
+            (
+                (s, self.src_port, self.src_type),
+                (d, self.dst_port, self.dst_type),
+            )
+        };
+        let key = Key {
+            src: s.to_be_bytes(),
+            dst: d.to_be_bytes(),
+            src_port: sp,
+            dst_port: dp,
+            src_type: st,
+            dst_type: dt,
+            zone,
+            proto: self.proto,
+            v6: self.src.is_ipv6(),
         };
         (key, swap)
+    }
+}
+
+/// An address as the integer its key bytes spell (big-endian; IPv4 in the top 32 bits),
+/// so that integer order is the keys' byte order.
+#[inline]
+fn ordinal(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(a) => u128::from(u32::from(a)) << 96,
+        IpAddr::V6(a) => u128::from(a),
     }
 }
 
 /// Whether `proto` is the ICMP of this address family.
 pub(crate) fn is_icmp(v6: bool, proto: u8) -> bool {
     proto == if v6 { IPPROTO_ICMPV6 } else { IPPROTO_ICMP }
-}
-
-fn octets(a: IpAddr) -> [u8; 16] {
-    match a {
-        IpAddr::V4(a) => {
-            let mut o = [0; 16];
-            o[..4].copy_from_slice(&a.octets());
-            o
-        }
-        IpAddr::V6(a) => a.octets(),
-    }
 }
 
 fn addr(o: [u8; 16], v6: bool) -> IpAddr {

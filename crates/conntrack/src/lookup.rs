@@ -22,6 +22,7 @@ pub(crate) struct Lookup {
 impl Lookup {
     /// The lookup of `pkt` in `zone`, or why the packet is invalid before
     /// any table is read.
+    #[inline]
     pub fn of(pkt: &Packet, zone: u16) -> Result<Lookup, InvalidReason> {
         if pkt.fragment {
             return Err(InvalidReason::Fragment);

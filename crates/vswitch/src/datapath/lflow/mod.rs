@@ -53,6 +53,10 @@ pub struct Lflow {
     dests: Vec<super::forward::Target>,
     /// Frames handed to the slow path.
     pub punted: u64,
+    /// Frames whose program was found in the cache.
+    pub hits: u64,
+    /// Frames the interpreter ran for.
+    pub misses: u64,
     /// The rate of frames handed to the slow path.
     bucket: slow::Bucket,
     /// A frame read whole (on a miss).
@@ -73,10 +77,12 @@ impl Lflow {
 }
 
 /// What one frame's decision is.
-enum Decided {
-    /// The outputs of a program (cached or just made), and the frames the slow path
-    /// makes.
-    Program(std::sync::Arc<program::Variant>, Option<SlowJob>),
+enum Decided<'c> {
+    /// The outputs of a cached program.
+    Cached(&'c program::Variant),
+    /// The outputs of a program the interpreter just made, its key when it is to be
+    /// cached, and the frames the slow path makes.
+    Made(program::Variant, Option<LKey>, Option<SlowJob>),
     /// Dropped, for this reason.
     Drop(DropReason),
 }
@@ -95,7 +101,9 @@ impl Pipeline {
         from_tunnel: Option<&[(u16, u16)]>,
     ) {
         let mut lf = std::mem::take(&mut self.lflow);
-        lf.cache.sync(topo.generation);
+        // Apart from the rest: a cached program is read while the burst's outputs grow.
+        let mut cache = std::mem::take(&mut lf.cache);
+        cache.sync(topo.generation);
         lf.spans.clear();
         lf.targets.clear();
         lf.tunnels.clear();
@@ -117,52 +125,63 @@ impl Pipeline {
             counters.rx_packets.add(1);
             counters.rx_bytes.add(u64::from(p.len));
             let keys = from_tunnel.map(|k| k[i]);
-            let decided = self.lflow_decide(topo, src, &mut lf, (&hdr[..n], burst, p), keys, now);
+            let frame = (&hdr[..n], burst, p);
+            let decided = self.lflow_decide(topo, src, &cache, &mut lf, frame, keys, now);
             let start = lf.targets.len() as u32;
-            match decided {
+            let (v, job, insert) = match decided {
                 Decided::Drop(r) => {
                     counters.drop(r, 1);
                     self.actions.push(Action::Drop(r));
+                    (None, None, None)
                 }
-                Decided::Program(v, job) => {
-                    let outs = lf_outputs(&mut lf, &v, burst, p, counters);
-                    let punted = job.is_some_and(|job| {
-                        let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(job).is_ok();
-                        if !sent {
-                            counters.drop(DropReason::SlowPathBusy, 1);
-                        }
-                        lf.punted += u64::from(sent);
-                        true
-                    });
-                    if outs == 0 && punted {
-                        // The slow path answers it (or the drop was counted).
-                        self.actions.push(Action::Drop(DropReason::SlowPathBusy));
-                    } else if outs == 0 {
-                        counters.drop(DropReason::OvnPipeline, 1);
-                        self.actions.push(Action::Drop(DropReason::OvnPipeline));
-                    } else {
-                        self.actions.push(Action::Lflow(i as u16));
+                Decided::Cached(v) => (Some(std::borrow::Cow::Borrowed(v)), None, None),
+                Decided::Made(v, key, job) => (Some(std::borrow::Cow::Owned(v)), job, key),
+            };
+            if let Some(v) = &v {
+                let outs = lf_outputs(&mut lf, v, burst, p, counters);
+                let punted = job.is_some_and(|job| {
+                    let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(job).is_ok();
+                    if !sent {
+                        counters.drop(DropReason::SlowPathBusy, 1);
                     }
+                    lf.punted += u64::from(sent);
+                    true
+                });
+                if outs == 0 && punted {
+                    // The slow path answers it (or the drop was counted).
+                    self.actions.push(Action::Drop(DropReason::SlowPathBusy));
+                } else if outs == 0 {
+                    counters.drop(DropReason::OvnPipeline, 1);
+                    self.actions.push(Action::Drop(DropReason::OvnPipeline));
+                } else {
+                    self.actions.push(Action::Lflow(i as u16));
                 }
             }
             lf.spans.push((start, lf.targets.len() as u32 - start));
+            if let (Some(key), Some(v)) = (insert, v) {
+                cache.insert(key, v.into_owned());
+            }
         }
+        lf.cache = cache;
         self.lflow = lf;
         self.lap(super::stages::Stage::Classify);
         self.forward(topo, src, queue, burst, pkts);
         self.lflow_rewritten(topo, src, queue);
     }
 
-    /// The decision for one frame `p` of `burst` (`hdr`: its first bytes).
-    fn lflow_decide<'m, B: RxBurst<'m>>(
+    /// The decision for one frame `p` of `burst` (`hdr`: its first bytes): a program
+    /// of `cache`, or one the interpreter makes.
+    #[allow(clippy::too_many_arguments)]
+    fn lflow_decide<'m, 'c, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
         src: &Source<'_>,
+        cache: &'c Cache,
         lf: &mut Lflow,
         (hdr, burst, p): (&[u8], &B, &Pkt),
         keys: Option<(u16, u16)>,
         now: u64,
-    ) -> Decided {
+    ) -> Decided<'c> {
         let len = p.len as usize;
         let Some(pipeline) = topo.ovn.pipeline.as_ref() else {
             return Decided::Drop(DropReason::OvnPipeline);
@@ -170,37 +189,37 @@ impl Pipeline {
         let Some(dp) = src.domain_key.vni() else {
             return Decided::Drop(DropReason::OvnUnbound);
         };
-        let inport = keys.map_or(src.ovn_key, |k| k.0);
-        let (mut flow, off) = parse::flow_of(hdr, inport);
-        if let Some((_, egress)) = keys {
-            flow.set(Field::LogOutport, u128::from(egress));
-        }
+        let brief = parse::brief_of(hdr);
         let key = LKey {
             key: FlowKey::extract(hdr, src.in_port, None),
-            extra: (flow.get(Field::IpTtl) as u32) << 24
-                | (flow.get(Field::IpDscp) as u32) << 18
-                | (flow.get(Field::IpEcn) as u32) << 16
+            extra: u32::from(brief.ttl) << 24
+                | u32::from(brief.dscp) << 18
+                | u32::from(brief.ecn) << 16
                 | u32::from(keys.map_or(0, |k| k.1)),
             ingress: keys.map_or(0, |k| k.0),
         };
-        let pkt = match off.eth_type {
-            0x0800 | 0x86dd => off.l3.and_then(|l3| ct::packet(hdr, l3, len)),
+        let pkt = match brief.eth_type {
+            0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, len)),
             _ => None,
         };
         let sw = &self.switch;
         let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now);
-        let (done, commits) = match lf.cache.get(&key) {
+        let (done, commits) = match cache.get(&key) {
             Some(vs) => match program::run(vs, &mut live) {
                 Ok(v) => {
-                    let v = v.clone();
-                    lf.cache.hits += 1;
-                    return refused(&live).unwrap_or(Decided::Program(v, None));
+                    lf.hits += 1;
+                    return refused(&live).unwrap_or(Decided::Cached(v));
                 }
                 Err(partial) => partial,
             },
             None => (Vec::new(), 0),
         };
-        lf.cache.misses += 1;
+        lf.misses += 1;
+        let inport = keys.map_or(src.ovn_key, |k| k.0);
+        let (mut flow, _) = parse::flow_of(hdr, inport);
+        if let Some((_, egress)) = keys {
+            flow.set(Field::LogOutport, u128::from(egress));
+        }
         // The interpreter reads the whole frame (DHCP options are in its payload).
         lf.frame.resize(len, 0);
         let got = burst.read(p, 0, &mut lf.frame);
@@ -228,10 +247,8 @@ impl Pipeline {
         let job = (uncached == Some(Uncached::SlowPath))
             .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo))
             .filter(|j| !j.outs.is_empty());
-        if uncached.is_none() && pipeline.cacheable() {
-            lf.cache.insert(key, v.clone());
-        }
-        Decided::Program(std::sync::Arc::new(v), job)
+        let cached = uncached.is_none() && pipeline.cacheable();
+        Decided::Made(v, cached.then_some(key), job)
     }
 
     /// Sends the frames the slow path made (PMD 0, between bursts).
@@ -364,7 +381,7 @@ fn slow_job(
 }
 
 /// The decision for a frame whose commit a limit refused: dropped.
-fn refused(live: &ct::LiveCt<'_>) -> Option<Decided> {
+fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
     live.refused.map(|r| {
         Decided::Drop(match r {
             conntrack::Refused::ZoneFull => DropReason::CtZoneFull,

@@ -56,6 +56,64 @@ pub fn flow_of(f: &[u8], inport: u16) -> (Flow, Offsets) {
     (flow, off)
 }
 
+/// What a cached program's key and the tracker need of a frame, read without forming its
+/// whole flow: each as [`flow_of`] sets it (zero where it leaves the field zero).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Brief {
+    /// The EtherType after the tags.
+    pub eth_type: u16,
+    /// The L3 header, if the EtherType was read.
+    pub l3: Option<usize>,
+    /// `ip.ttl` (IPv6: the hop limit).
+    pub ttl: u8,
+    /// `ip.dscp`.
+    pub dscp: u8,
+    /// `ip.ecn`.
+    pub ecn: u8,
+}
+
+/// The [`Brief`] of frame `f` (its first bytes at least: the headers).
+pub fn brief_of(f: &[u8]) -> Brief {
+    let mut b = Brief::default();
+    let _ = fill_brief(f, &mut b);
+    b
+}
+
+fn fill_brief(f: &[u8], b: &mut Brief) -> Option<()> {
+    let mut at = 12;
+    let mut ty = be16(f, at)?;
+    if ty == 0x8100 {
+        be16(f, at + 2)?;
+        at += 4;
+        ty = be16(f, at)?;
+    }
+    at += 2;
+    b.eth_type = ty;
+    b.l3 = Some(at);
+    match ty {
+        0x0800 => {
+            let vihl = *f.get(at)?;
+            if vihl >> 4 != 4 || usize::from(vihl & 0x0f) * 4 < 20 {
+                return Some(());
+            }
+            let tos = *f.get(at + 1)?;
+            (b.dscp, b.ecn) = (tos >> 2, tos & 3);
+            be16(f, at + 6)?;
+            b.ttl = *f.get(at + 8)?;
+        }
+        0x86dd => {
+            let first = u32::from_be_bytes(bytes(f, at)?);
+            if first >> 28 != 6 {
+                return Some(());
+            }
+            (b.dscp, b.ecn) = (((first >> 22) & 0x3f) as u8, ((first >> 20) & 3) as u8);
+            b.ttl = *f.get(at + 7)?;
+        }
+        _ => {}
+    }
+    Some(())
+}
+
 fn fill(f: &[u8], flow: &mut Flow, off: &mut Offsets) -> Option<()> {
     flow.set(Field::EthDst, mac(f, 0)?);
     flow.set(Field::EthSrc, mac(f, 6)?);
@@ -303,5 +361,31 @@ mod tests {
         );
         assert_eq!(fl.get(Field::NdSll), 0x5054_0000_0001);
         assert_eq!(fl.get(Field::IpTtl), 255);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The brief reading agrees with the whole flow on every byte string, IP-typed
+        /// or not, cut anywhere.
+        #[test]
+        fn brief_agrees_with_flow(
+            mut f in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            ty in 0usize..4,
+            cut in 0usize..80,
+        ) {
+            let types: [&[u8]; 4] = [&[8, 0, 0x45], &[0x86, 0xdd, 0x60], &[0x81, 0, 0, 5, 8, 0, 0x45], &[]];
+            for (i, b) in types[ty].iter().enumerate() {
+                if let Some(x) = f.get_mut(12 + i) {
+                    *x = *b;
+                }
+            }
+            f.truncate(cut);
+            let (fl, off) = flow_of(&f, 0);
+            let b = brief_of(&f);
+            proptest::prop_assert_eq!((b.eth_type, b.l3), (off.eth_type, off.l3));
+            proptest::prop_assert_eq!(u128::from(b.ttl), fl.get(Field::IpTtl));
+            proptest::prop_assert_eq!(u128::from(b.dscp), fl.get(Field::IpDscp));
+            proptest::prop_assert_eq!(u128::from(b.ecn), fl.get(Field::IpEcn));
+        }
     }
 }

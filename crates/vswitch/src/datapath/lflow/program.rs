@@ -12,7 +12,6 @@
 //! discovery), or hands to the slow path, or learns from, is never cached.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use flowcache::FlowKey;
 use ovn_lflow::{Field, Flow};
@@ -112,12 +111,8 @@ pub struct Variant {
 /// changes.
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: HashMap<LKey, Vec<Arc<Variant>>, rustc_hash::FxBuildHasher>,
+    map: HashMap<LKey, Vec<Variant>, rustc_hash::FxBuildHasher>,
     generation: u64,
-    /// Frames whose program was found.
-    pub hits: u64,
-    /// Frames the interpreter ran for.
-    pub misses: u64,
 }
 
 impl Cache {
@@ -130,7 +125,7 @@ impl Cache {
     }
 
     /// The variants of `key`.
-    pub fn get(&self, key: &LKey) -> Option<&[Arc<Variant>]> {
+    pub fn get(&self, key: &LKey) -> Option<&[Variant]> {
         self.map.get(key).map(Vec::as_slice)
     }
 
@@ -143,7 +138,7 @@ impl Cache {
         if vs.len() >= MAX_VARIANTS {
             vs.remove(0);
         }
-        vs.push(Arc::new(v));
+        vs.push(v);
     }
 
     /// Keys held.
@@ -165,9 +160,9 @@ pub const MAX_CT_STEPS: usize = 8;
 /// the variant whose results match, or, on a miss, the results obtained so far and the
 /// commits done (for [`Replay`]). Allocates nothing on a hit.
 pub fn run<'v>(
-    variants: &'v [Arc<Variant>],
+    variants: &'v [Variant],
     ct: &mut LiveCt<'_>,
-) -> Result<&'v Arc<Variant>, (Vec<CtResult>, usize)> {
+) -> Result<&'v Variant, (Vec<CtResult>, usize)> {
     let mut v = &variants[0];
     let mut results = [CtResult::default(); MAX_CT_STEPS];
     let mut k = 0;
