@@ -30,7 +30,9 @@
 #   from no Chassis row (deleted after the previous run) and measures once both logical
 #   ports are up and `ovn-nbctl --wait=hv sync` returned. E.g. --sizes 64 --only
 #   "vswitchd vswitchd-sg ovs-sg" (the issue's two targets: vswitchd-sg/ovs-sg and
-#   vswitchd-sg/vswitchd)
+#   vswitchd-sg/vswitchd). With --json, a run with -sg switches writes scenario "sg"
+#   records: switches "vswitchd" and "ovs" for the -sg ones, "vswitchd-l2" for plain
+#   vswitchd
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (run another build as "vswitchd")
@@ -492,9 +494,9 @@ ovs_appctl() { ovs-appctl -t "$(ls "$work"/ovs/ovs-vswitchd*.ctl 2>/dev/null | h
 
 # json_line ROUND SWITCH SIZE MPPS CPP DROPS: one raw record for --json.
 json_line() {
-    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" "$ring" "$work/stages.json" >>"$json" <<'PY'
+    /usr/bin/python3 - "$@" "$flowgen" "$flows" "$aclrules" "$ring" "$work/stages.json" "$sg" >>"$json" <<'PY'
 import json, math, os, sys
-r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring, stages = sys.argv[1:12]
+r, sw, size, mpps, cpp, drops, flowgen, flows, acl, ring, stages, sg = sys.argv[1:13]
 cpp = float(cpp)
 params = {"frame_size": int(size) if size.isdigit() else size, "ring": ring}
 # IMIX: 7:4:1 of 64/570/1518 B, a mean frame of 353.8 B.
@@ -505,6 +507,11 @@ elif flows:
     scenario = "acl"; params["flows"] = int(flows); params["acl_rules"] = int(acl)
     params["flow_cache"] = "off" if sw == "vswitchd-nocache" else "on"
     sw = "vswitchd" if sw == "vswitchd-nocache" else sw
+elif sg:
+    # OVN's pipeline with two security groups (conntrack both ways), bench-pvp.sh's
+    # header; the plain vswitchd of the same run is the reference "vswitchd-l2".
+    scenario = "sg"; params["flows"] = 1
+    sw = sw[:-3] if sw.endswith("-sg") else sw + "-l2"
 else:
     scenario = "pvp"; params["flows"] = 1
 metrics = {"mpps": float(mpps), "gbps": float(mpps) * mean * 8 / 1e3,

@@ -88,6 +88,17 @@ pub const SECTIONS: &[Section] = &[
         plots: &[],
     },
     Section {
+        title: "3b. Security groups: OVN's logical pipeline with conntrack",
+        what: "The PVP loop of section 1 (64-byte frames, split rings) with both guest ports logical switch ports of one OVN logical switch, Neutron's security groups on them (`bench-pvp.sh` switches `vswitchd-sg` and `ovs-sg`): port security on MAC and IPv4, a drop-everything group at priority 1001 and an allow-related group at 1002 (all IPv4 out, IPv4 UDP in from the group's addresses), so that every frame passes conntrack twice (the sender's zone and the receiver's) as an established connection's. An OVN central (NB, SB, ovn-northd 23.03) beside the switch; `vswitchd`: vswitchd as the OVN chassis (`--ovn-remote`, the ports `iface_id=`); `ovs`: Open vSwitch with DPDK as the chassis, programmed by ovn-controller; `vswitchd-l2`: vswitchd's plain L2 loop in the same run (section 1's), the issue's reference for the pipeline's cost. Mpps and cycles/pkt as in section 1.",
+        spec: TableSpec {
+            scenario: "sg",
+            rows: &["frame_size"],
+            metrics: &[MPPS, CPP, DROPS],
+            ratios: &[("vswitchd", "ovs", "mpps"), ("vswitchd", "vswitchd-l2", "mpps")],
+        },
+        plots: &[],
+    },
+    Section {
         title: "4. AF_XDP uplink ↔ vhost-user guest",
         what: "A veth pair: the device under test has an AF_XDP socket on one end (native XDP mode) and a vhost-user port to a testpmd guest; a testpmd on `net_af_xdp` on the other end generates or sinks 64-byte frames. `testpmd` is DPDK's own `net_af_xdp` + `net_vhost` io forwarding. The generator and the sink share CPU 0, the device under test polls on CPU 1. Mpps: the sink's Rx-pps.",
         spec: TableSpec {
@@ -306,6 +317,22 @@ pub const TARGETS: &[TargetSpec] = &[
         num: ("vswitchd", &[("flows", "1280")]),
         den: ("vswitchd", &[("flows", "1")]),
         bound: Bound::AtMost(1.1),
+    },
+    TargetSpec {
+        name: "64 B PVP with security groups: vswitchd Mpps ≥ 2× Open vSwitch + ovn-controller",
+        scenario: "sg",
+        metric: "mpps",
+        num: ("vswitchd", &[("frame_size", "64")]),
+        den: ("ovs", &[("frame_size", "64")]),
+        bound: Bound::AtLeast(2.0),
+    },
+    TargetSpec {
+        name: "64 B PVP with security groups: vswitchd Mpps ≥ 0.7× its own plain L2 PVP",
+        scenario: "sg",
+        metric: "mpps",
+        num: ("vswitchd", &[("frame_size", "64")]),
+        den: ("vswitchd-l2", &[("frame_size", "64")]),
+        bound: Bound::AtLeast(0.7),
     },
     TargetSpec {
         // Per core (TSC over the busy cycles per delivered copy): defined for both
