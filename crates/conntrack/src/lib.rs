@@ -108,7 +108,7 @@ pub use packet::{IcmpMessage, Packet, TcpFlags, TcpSegment, Tuple, L4};
 pub use parse::{parse, Checksums, ParseError, MAX_EXTENSION_HEADERS};
 pub use tcp::TcpState;
 pub use timeouts::{Timeout, Timeouts};
-pub use tracker::{Conntrack, MAX_SHARDS};
+pub use tracker::{Conntrack, Prepared, MAX_SHARDS};
 pub use verdict::{CtAction, CtResult, CtState, InvalidReason, Masked, Refused};
 
 /// Open vSwitch's default global maximum (`ct-set-maxconns`).

@@ -63,6 +63,20 @@ pub(crate) struct Counters {
 #[repr(align(128))]
 pub(crate) struct ShardCell(SpinMutex<Shard, Yield>);
 
+/// A packet's lookup, made once for all the zones it passes
+/// ([`Conntrack::execute_prepared`]): its tuple in canonical order, or why the
+/// packet is invalid before any table is read.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepared(Result<Lookup, InvalidReason>);
+
+impl Prepared {
+    /// The lookup of `pkt`.
+    #[inline]
+    pub fn of(pkt: &Packet) -> Prepared {
+        Prepared(Lookup::of(pkt, 0))
+    }
+}
+
 /// A userspace connection tracker shared by every PMD thread
 /// (`Send + Sync`; wrap it in an `Arc`).
 pub struct Conntrack {
@@ -143,10 +157,25 @@ impl Conntrack {
     ///
     /// No allocation unless the commit grows a table.
     pub fn execute(&self, pkt: &Packet, act: &CtAction, now_ms: u64) -> CtResult {
-        let lk = match Lookup::of(pkt, act.zone) {
+        self.execute_prepared(pkt, &Prepared::of(pkt), act, now_ms)
+    }
+
+    /// [`execute`](Self::execute) with the packet's lookup made beforehand
+    /// ([`Prepared::of`]), for a packet that passes several zones: the tuple is
+    /// read and put in canonical order once, and each zone only hashes it.
+    /// `prep` must be `pkt`'s.
+    pub fn execute_prepared(
+        &self,
+        pkt: &Packet,
+        prep: &Prepared,
+        act: &CtAction,
+        now_ms: u64,
+    ) -> CtResult {
+        let mut lk = match prep.0 {
             Ok(lk) => lk,
             Err(r) => return self.early(act.zone, r),
         };
+        lk.key.zone = act.zone;
         let h = self.hasher.hash(&lk.key);
         let mut shard = self.lock_shard(self.shard_index(h));
         self.step(&mut shard, pkt, &lk, tag(h), act, now_ms)
@@ -166,24 +195,38 @@ impl Conntrack {
         now_ms: u64,
         prev: &CtResult,
     ) -> CtResult {
+        self.execute_next_prepared(pkt, &Prepared::of(pkt), act, now_ms, prev)
+    }
+
+    /// [`execute_next`](Self::execute_next) with the packet's lookup made
+    /// beforehand, as [`execute_prepared`](Self::execute_prepared).
+    pub fn execute_next_prepared(
+        &self,
+        pkt: &Packet,
+        prep: &Prepared,
+        act: &CtAction,
+        now_ms: u64,
+        prev: &CtResult,
+    ) -> CtResult {
         if prev.zone != act.zone {
-            return self.execute(pkt, act, now_ms);
+            return self.execute_prepared(pkt, prep, act, now_ms);
         }
         if prev.state.contains(CtState::INV) {
             return *prev;
         }
         if !prev.has_conn {
-            return self.execute(pkt, act, now_ms);
+            return self.execute_prepared(pkt, prep, act, now_ms);
         }
-        let Ok(lk) = Lookup::of(pkt, act.zone) else {
+        let Ok(mut lk) = prep.0 else {
             return *prev;
         };
+        lk.key.zone = act.zone;
         let h = self.hasher.hash(&lk.key);
         let mut shard = self.lock_shard(self.shard_index(h));
         let Some(i) = shard.table.find(tag(h), &lk.key) else {
             // Removed in between (flush): a fresh step.
             drop(shard);
-            return self.execute(pkt, act, now_ms);
+            return self.execute_prepared(pkt, prep, act, now_ms);
         };
         let c = shard.table.get_mut(i);
         if act.commit {
@@ -415,6 +458,43 @@ mod tests {
     fn is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Conntrack>();
+    }
+
+    /// One lookup prepared for two zones gives what a fresh lookup in each gives:
+    /// the zones stay apart, and a reply finds its connection.
+    #[test]
+    fn prepared_lookup_serves_every_zone() {
+        use core::net::{IpAddr, Ipv4Addr};
+        let ct = Conntrack::new(Config::default()).unwrap();
+        let (a, b) = (
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        );
+        let udp = |src, dst, sp, dp| Packet {
+            src,
+            dst,
+            fragment: false,
+            l4: crate::L4::Udp {
+                src_port: sp,
+                dst_port: dp,
+            },
+        };
+        let out = udp(a, b, 4000, 53);
+        let prep = Prepared::of(&out);
+        let r1 = ct.execute_prepared(&out, &prep, &CtAction::commit(1), 0);
+        assert_eq!(r1.state, CtState::TRK | CtState::NEW);
+        // Zone 2 has no connection yet, whatever zone 1 holds.
+        let r2 = ct.execute_next_prepared(&out, &prep, &CtAction::lookup(2), 0, &r1);
+        assert_eq!((r2.zone, r2.state), (2, CtState::TRK | CtState::NEW));
+        assert_eq!(ct.len(), 1);
+        // The reply, prepared once, is established in zone 1 and new in zone 2.
+        let back = udp(b, a, 53, 4000);
+        let prep = Prepared::of(&back);
+        let r = ct.execute_prepared(&back, &prep, &CtAction::lookup(1), 1);
+        assert_eq!(r.state, CtState::TRK | CtState::EST | CtState::RPL);
+        assert_eq!(r, ct.execute(&back, &CtAction::lookup(1), 1));
+        let r = ct.execute_prepared(&back, &prep, &CtAction::lookup(2), 1);
+        assert_eq!(r.state, CtState::TRK | CtState::NEW);
     }
 
     #[test]

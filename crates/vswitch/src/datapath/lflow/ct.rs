@@ -9,7 +9,7 @@
 //! and packet, as in Open vSwitch. A commit the table's or the zone's limit refuses
 //! is remembered: the frame is dropped and counted (`ct_table_full`, `ct_zone_full`).
 
-use conntrack::{Checksums, Conntrack, CtAction, Packet, Refused, L4};
+use conntrack::{Checksums, Conntrack, CtAction, Packet, Prepared, Refused, L4};
 use ovn_lflow::Flow;
 
 use crate::model::lflow::{Commit, CtResult, Origin, Tracker, Zones};
@@ -29,6 +29,8 @@ pub struct LiveCt<'a> {
     zones: &'a Zones,
     /// The frame's IP packet (`None`: not IP, or it did not parse: every step `inv`).
     pkt: Option<Packet>,
+    /// The frame's lookup, made at its first step and used in every zone.
+    prep: Option<Prepared>,
     now_ms: u64,
     last: Option<conntrack::CtResult>,
     /// A commit refused by a limit.
@@ -47,6 +49,7 @@ impl<'a> LiveCt<'a> {
             ct,
             zones,
             pkt,
+            prep: None,
             now_ms,
             last: None,
             refused: None,
@@ -64,6 +67,7 @@ impl<'a> LiveCt<'a> {
             ct: self.ct,
             zones: self.zones,
             pkt: self.pkt,
+            prep: self.prep,
             now_ms: self.now_ms,
             last: self.last,
             refused: self.refused,
@@ -127,9 +131,12 @@ impl<'a> LiveCt<'a> {
                 ..CtResult::default()
             };
         };
+        let prep = self.prep.get_or_insert_with(|| Prepared::of(pkt));
         let r = match &self.last {
-            Some(prev) => self.ct.execute_next(pkt, act, self.now_ms, prev),
-            None => self.ct.execute(pkt, act, self.now_ms),
+            Some(prev) => self
+                .ct
+                .execute_next_prepared(pkt, prep, act, self.now_ms, prev),
+            None => self.ct.execute_prepared(pkt, prep, act, self.now_ms),
         };
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;

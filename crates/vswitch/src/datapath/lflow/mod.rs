@@ -126,18 +126,18 @@ impl Pipeline {
             counters.rx_bytes.add(u64::from(p.len));
             let keys = from_tunnel.map(|k| k[i]);
             let frame = (&hdr[..n], burst, p);
-            let decided = self.lflow_decide(topo, src, &cache, &mut lf, frame, keys, now);
+            let decided = self.lflow_decide(topo, src, &mut cache, &mut lf, frame, keys, now);
             let start = lf.targets.len() as u32;
-            let (v, job, insert) = match decided {
+            let (cached, made, job, insert) = match decided {
                 Decided::Drop(r) => {
                     counters.drop(r, 1);
                     self.actions.push(Action::Drop(r));
-                    (None, None, None)
+                    (None, None, None, None)
                 }
-                Decided::Cached(v) => (Some(std::borrow::Cow::Borrowed(v)), None, None),
-                Decided::Made(v, key, job) => (Some(std::borrow::Cow::Owned(v)), job, key),
+                Decided::Cached(v) => (Some(v), None, None, None),
+                Decided::Made(v, key, job) => (None, Some(v), job, key),
             };
-            if let Some(v) = &v {
+            if let Some(v) = cached.or(made.as_ref()) {
                 let outs = lf_outputs(&mut lf, v, burst, p, counters);
                 let punted = job.is_some_and(|job| {
                     let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(job).is_ok();
@@ -158,8 +158,8 @@ impl Pipeline {
                 }
             }
             lf.spans.push((start, lf.targets.len() as u32 - start));
-            if let (Some(key), Some(v)) = (insert, v) {
-                cache.insert(key, v.into_owned());
+            if let (Some(key), Some(v)) = (insert, made) {
+                cache.insert(key, v);
             }
         }
         lf.cache = cache;
@@ -176,7 +176,7 @@ impl Pipeline {
         &mut self,
         topo: &Topology,
         src: &Source<'_>,
-        cache: &'c Cache,
+        cache: &'c mut Cache,
         lf: &mut Lflow,
         (hdr, burst, p): (&[u8], &B, &Pkt),
         keys: Option<(u16, u16)>,

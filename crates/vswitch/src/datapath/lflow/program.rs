@@ -108,10 +108,14 @@ pub struct Variant {
 }
 
 /// A PMD's program cache, emptied when the topology (and with it the pipeline)
-/// changes.
+/// changes. Programs live in slots named by a hash index; the last key found and its
+/// slot are remembered, so that consecutive frames of one flow find their programs
+/// without hashing (the L2 path's last-flow check).
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: HashMap<LKey, Vec<Variant>, rustc_hash::FxBuildHasher>,
+    index: HashMap<LKey, u32, rustc_hash::FxBuildHasher>,
+    programs: Vec<Vec<Variant>>,
+    last: Option<(LKey, u32)>,
     generation: u64,
 }
 
@@ -120,21 +124,44 @@ impl Cache {
     pub fn sync(&mut self, generation: u64) {
         if self.generation != generation {
             self.generation = generation;
-            self.map.clear();
+            self.clear();
         }
     }
 
+    fn clear(&mut self) {
+        self.index.clear();
+        self.programs.clear();
+        self.last = None;
+    }
+
     /// The variants of `key`.
-    pub fn get(&self, key: &LKey) -> Option<&[Variant]> {
-        self.map.get(key).map(Vec::as_slice)
+    pub fn get(&mut self, key: &LKey) -> Option<&[Variant]> {
+        let slot = match self.last {
+            Some((k, slot)) if k == *key => slot,
+            _ => {
+                let slot = *self.index.get(key)?;
+                self.last = Some((*key, slot));
+                slot
+            }
+        };
+        Some(&self.programs[slot as usize])
     }
 
     /// Adds `v` for `key`.
     pub fn insert(&mut self, key: LKey, v: Variant) {
-        if self.map.len() >= MAX_KEYS {
-            self.map.clear();
+        if self.index.len() >= MAX_KEYS {
+            self.clear();
         }
-        let vs = self.map.entry(key).or_default();
+        let slot = match self.index.get(&key) {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.programs.len() as u32;
+                self.programs.push(Vec::new());
+                self.index.insert(key, slot);
+                slot
+            }
+        };
+        let vs = &mut self.programs[slot as usize];
         if vs.len() >= MAX_VARIANTS {
             vs.remove(0);
         }
@@ -143,12 +170,12 @@ impl Cache {
 
     /// Keys held.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.index.len()
     }
 
     /// Whether empty.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.index.is_empty()
     }
 }
 
