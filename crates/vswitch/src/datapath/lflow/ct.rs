@@ -132,16 +132,22 @@ impl<'a> LiveCt<'a> {
             };
         };
         let prep = self.prep.get_or_insert_with(|| Prepared::of(pkt));
+        // The result goes straight to `last` (a copy of the whole result through the
+        // stack stalled the PMD: it is written field by field and read whole).
         let r = match &self.last {
-            Some(prev) => self
-                .ct
-                .execute_next_prepared(pkt, prep, act, self.now_ms, prev),
-            None => self.ct.execute_prepared(pkt, prep, act, self.now_ms),
+            Some(prev) if prev.zone == act.zone => {
+                let r = self
+                    .ct
+                    .execute_next_prepared(pkt, prep, act, self.now_ms, prev);
+                self.last.insert(r)
+            }
+            _ => self
+                .last
+                .insert(self.ct.execute_prepared(pkt, prep, act, self.now_ms)),
         };
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        self.last = Some(r);
         CtResult {
             state: u32::from(r.state.bits()),
             mark: r.mark,
