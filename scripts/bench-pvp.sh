@@ -143,6 +143,8 @@ else
     bin="${CARGO_TARGET_DIR:-target}/release"
 fi
 
+# shellcheck source=scripts/lib/ovn-sg.sh
+. scripts/lib/ovn-sg.sh
 work=$(mktemp -d /tmp/vswitch-pvp.XXXXXX)
 results="$work/results.tsv"
 pids=()
@@ -168,10 +170,7 @@ stop_all() {
 }
 central="$work/central"
 stop_central() {
-    local f
-    for f in northd nb sb; do
-        if [ -f "$central/$f.pid" ]; then kill "$(cat "$central/$f.pid")" 2>/dev/null || true; fi
-    done
+    ovn_central_stop
     ip netns del pvpsg 2>/dev/null || true
 }
 trap 'stop_all; stop_central; rm -rf "$work"' EXIT INT TERM
@@ -272,60 +271,16 @@ start_ovs() {
         $vsctl add-port "$br" vhu$i -- set Interface vhu$i type=dpdkvhostuserclient \
             "options:vhost-server-path=$work/$sock" "external_ids:iface-id=$lsp"
     done
-    if [ "$br" = br-int ]; then
-        $vsctl set open . external_ids:system-id=hv-pvp \
-            "external_ids:ovn-remote=unix:$central/sb.sock" external_ids:ovn-encap-type=geneve \
-            external_ids:ovn-encap-ip=198.51.100.1
-        ovn-controller "unix:$d/db.sock" --pidfile="$d/ovn-controller.pid" --detach \
-            --log-file="$d/ovn-controller.log"
-    fi
+    if [ "$br" = br-int ]; then ovs_ovn_chassis "$vsctl" "$d" hv-pvp; fi
 }
 
-nbctl() { ovn-nbctl --db="unix:$central/nb.sock" --timeout=60 "$@"; }
-sbctl() { ovn-sbctl --db="unix:$central/sb.sock" --timeout=60 "$@"; }
-
-# sg_central: the OVN central of the -sg switches (NB, SB, ovn-northd in $central), the
-# logical switch with its security groups (see the header), and namespace pvpsg with the
+# sg_central: the OVN central of the -sg switches, the logical switch pvp with its security
+# groups (see the header; members admit UDP from each other), and namespace pvpsg with the
 # veth vswitchd-sg's uplink is on.
 sg_central() {
-    mkdir -p "$central"
-    local db
-    for db in nb sb; do
-        ovsdb-tool create "$central/$db.db" "/usr/share/ovn/ovn-$db.ovsschema"
-        ovsdb-server "$central/$db.db" --remote="punix:$central/$db.sock" \
-            --pidfile="$central/$db.pid" --log-file="$central/$db.log" \
-            --unixctl="$central/$db.ctl" --detach
-    done
-    OVN_RUNDIR=$central OVN_LOGDIR=$central ovn-northd --ovnnb-db="unix:$central/nb.sock" \
-        --ovnsb-db="unix:$central/sb.sock" --pidfile="$central/northd.pid" \
-        --log-file="$central/northd.log" --unixctl="$central/northd.ctl" --detach
-    local a="02:00:00:00:00:01 198.18.0.1" b="02:00:00:00:00:02 198.18.0.2"
-    nbctl ls-add pvp \
-        -- lsp-add pvp pvp-a -- lsp-set-addresses pvp-a "$a" \
-        -- lsp-set-port-security pvp-a "$a 198.18.0.2" \
-        -- lsp-add pvp pvp-b -- lsp-set-addresses pvp-b "$b" \
-        -- lsp-set-port-security pvp-b "$b 198.18.0.1" \
-        -- pg-add neutron_pg_drop pvp-a pvp-b -- pg-add pg_pvp pvp-a pvp-b
-    nbctl acl-add neutron_pg_drop to-lport 1001 "outport == @neutron_pg_drop && ip" drop \
-        -- acl-add neutron_pg_drop from-lport 1001 "inport == @neutron_pg_drop && ip" drop \
-        -- acl-add pg_pvp from-lport 1002 "inport == @pg_pvp && ip4" allow-related \
-        -- acl-add pg_pvp to-lport 1002 'outport == @pg_pvp && ip4 && ip4.src == $pg_pvp_ip4 && udp' allow-related
-    nbctl --wait=sb sync
-    ip netns del pvpsg 2>/dev/null || true
-    ip netns add pvpsg
-    ip -n pvpsg link set lo up
-    ip -n pvpsg link add pvpsg0 type veth peer name pvpsg1
-    ip -n pvpsg link set pvpsg0 up
-    ip -n pvpsg link set pvpsg1 up
-    ip -n pvpsg addr add 198.51.100.1/24 dev pvpsg0
-}
-
-# sg_ready: both logical ports up (bound by this chassis) and every chassis caught up with
-# the Northbound database; 60 s at most.
-sg_ready() {
-    nbctl wait-until Logical_Switch_Port pvp-a up=true \
-        -- wait-until Logical_Switch_Port pvp-b up=true
-    nbctl --wait=hv sync
+    ovn_central
+    sg_tenant pvp pvp-a "02:00:00:00:00:01 198.18.0.1" pvp-b "02:00:00:00:00:02 198.18.0.2" udp
+    sg_netns pvpsg
 }
 
 # Writes $work/flows-SIZE.pcap: $frames frames of SIZE bytes (with FCS) cycling through
@@ -413,7 +368,7 @@ measure() { # switch size -> prints Mpps
         [ "$(grep -ac 'Link status: up' "$work/guest.log")" -ge 2 ] && break
         : > "$work/guest.log"
     done
-    case "$sw" in *-sg) sg_ready ;; esac
+    case "$sw" in *-sg) sg_ready pvp-a pvp-b ;; esac
     if [ -n "$flows" ]; then
         # The loop runs first (start flushes the guest's rx queues, so never again after
         # the injection); the injector then sends the file once through port c and quits.

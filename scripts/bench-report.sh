@@ -41,7 +41,8 @@
 #   scale  criterion: ns per packet at 1…100 000 flows and 2…64 ports
 #          (cargo bench --bench pipeline -- scale)
 #   rr     TCP_RR and TCP_CRR between two QEMU (TCG) guests on vhost-user ports, against
-#          OVS with DPDK (bench-vm-rr.sh)
+#          OVS with DPDK, plain and as OVN chassis with security groups (bench-vm-rr.sh
+#          --only "vswitchd ovs vswitchd-sg ovs-sg")
 #   mcast  one sender, 16/32/64 testpmd receivers, 800 B to a group at rising rates
 #          until a receiver loses > 0.01 %, vswitchd against OVS with mcast snooping
 #          (bench-mcast.sh; --quick: 64 receivers, 40 and 80 kpps)
@@ -213,7 +214,7 @@ for s in $scenarios; do
         ;;
     rr)
         scenario rr scripts/bench-vm-rr.sh --rounds "$rounds" --secs "$rr_secs" \
-            --only "vswitchd ovs" --json "$raw"
+            --only "vswitchd ovs vswitchd-sg ovs-sg" --json "$raw"
         not_run rr limit "testpmd io forwarding has no TCP stack; the two guests' own TCP is what request/response measures"
         ;;
     mcast)

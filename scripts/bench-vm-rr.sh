@@ -9,6 +9,11 @@
 #   vswitchd  two --vhost-user-client ports, --poll adaptive
 #   ovs       Open vSwitch 3.1 with DPDK, two dpdkvhostuserclient ports, NORMAL action,
 #             pmd-maxsleep=50 (OVS's own adaptive polling)
+#   vswitchd-sg, ovs-sg  the same two switches as one OVN 23.03 chassis each (vswitchd
+#             --ovn-remote; OVS + ovn-controller), the guests on logical switch rr with
+#             Neutron's security groups (scripts/lib/ovn-sg.sh: neutron_pg_drop, and pg_rr
+#             admitting TCP port 5002 and ICMP from members by allow-related ACLs): every
+#             connection TCP_CRR opens is committed in conntrack in both guests' zones
 # Guest A answers (vmtool rrserve); guest B runs TCP_RR on one connection, then TCP_CRR
 # (a connection per transaction), SECS seconds each, 1 byte each way
 # (tests/vm/rr.rs): transactions per second and latency p50/p99 in µs.
@@ -17,7 +22,8 @@
 # more than the switch, so only the ratio of the two switches within one run says
 # something, and little; the switch's own share is the same 1-byte frames either way.
 #
-#   scripts/bench-vm-rr.sh [--rounds N] [--secs S] [--only "vswitchd ovs"] [--json FILE]
+#   scripts/bench-vm-rr.sh [--rounds N] [--secs S] [--only "vswitchd ovs vswitchd-sg ovs-sg"]
+#                          [--json FILE]
 #   (default 2 rounds of 10 s per test: about 4 minutes)
 #   --json FILE  also append one JSON object per measurement to FILE: scenario "rr",
 #                params {test: "tcp_rr"|"tcp_crr"}, metrics {rate, p50_us, p99_us}
@@ -36,8 +42,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 for sw in $only; do
-    case "$sw" in vswitchd|ovs) ;;
-    *) echo "bench-vm-rr.sh: unknown switch $sw (vswitchd ovs)" >&2; exit 2 ;;
+    case "$sw" in vswitchd|ovs|vswitchd-sg|ovs-sg) ;;
+    *) echo "bench-vm-rr.sh: unknown switch $sw (vswitchd ovs vswitchd-sg ovs-sg)" >&2; exit 2 ;;
     esac
 done
 scripts/setup.sh --bench
@@ -50,6 +56,8 @@ vectors=""
 qv=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p' | head -1)
 [ "${qv:-0}" -lt 8 ] && vectors=",vectors=0"
 
+# shellcheck source=scripts/lib/ovn-sg.sh
+. scripts/lib/ovn-sg.sh
 work=$(mktemp -d /tmp/vswitch-rr.XXXXXX)
 results="$work/results.tsv"
 pids=()
@@ -61,12 +69,17 @@ stop_all() {
     done
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     pids=()
-    if [ -f "$work/ovs/ovs-vswitchd.pid" ]; then kill "$(cat "$work/ovs/ovs-vswitchd.pid")" 2>/dev/null || true; fi
-    if [ -f "$work/ovs/ovsdb-server.pid" ]; then kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true; fi
+    local f
+    for f in ovn-controller ovs-vswitchd ovsdb-server; do
+        if [ -f "$work/ovs/$f.pid" ]; then kill "$(cat "$work/ovs/$f.pid")" 2>/dev/null || true; fi
+    done
     sleep 0.5
+    # The next chassis run starts from no Chassis row (and no binding to it).
+    if [ -S "$central/sb.sock" ]; then sbctl --if-exists chassis-del hv-rr || true; fi
     rm -rf "$work/ovs" /var/run/dpdk/rrovs* "$work"/*.sock 2>/dev/null || true
 }
-trap 'stop_all; rm -rf "$work"' EXIT INT TERM
+central="$work/central"
+trap 'stop_all; ovn_central_stop; ip netns del rrsg 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 
 start_vm() { # name socket mac params
     qemu-system-x86_64 -accel tcg -M pc -cpu max -m 512M -smp 1 -nodefaults -display none \
@@ -81,8 +94,9 @@ start_vm() { # name socket mac params
 
 start_switch() {
     case "$1" in
-    ovs)
-        local d="$work/ovs"; mkdir -p "$d"
+    ovs|ovs-sg)
+        local d="$work/ovs" br=br0; mkdir -p "$d"
+        [ "$1" = ovs-sg ] && br=br-int
         export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
         local vsctl="ovs-vsctl --db=unix:$d/db.sock"
         ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
@@ -95,11 +109,21 @@ start_switch() {
             "other_config:dpdk-extra=--file-prefix=rrovs --no-pci --single-file-segments"
         /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
             --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
-        $vsctl add-br br0 -- set bridge br0 datapath_type=netdev
+        $vsctl add-br $br -- set bridge $br datapath_type=netdev
         for p in a b; do
-            $vsctl add-port br0 "vhu$p" -- set Interface "vhu$p" type=dpdkvhostuserclient \
-                "options:vhost-server-path=$work/$p.sock"
+            $vsctl add-port $br "vhu$p" -- set Interface "vhu$p" type=dpdkvhostuserclient \
+                "options:vhost-server-path=$work/$p.sock" "external_ids:iface-id=rr-$p"
         done
+        [ "$1" = ovs-sg ] && ovs_ovn_chassis "$vsctl" "$d" hv-rr
+        ;;
+    vswitchd-sg)
+        ip netns exec rrsg "${VSWITCHD:-$bin/vswitchd}" \
+            --vhost-user-client "a=$work/a.sock,iface_id=rr-a" \
+            --vhost-user-client "b=$work/b.sock,iface_id=rr-b" \
+            --uplink u=rrsg0 --geneve "t=198.51.100.1,uplink=u" \
+            --ovn-remote "unix:$central/sb.sock" --chassis hv-rr --poll adaptive \
+            --control "$work/ctl.sock" 2>"$work/vswitchd.log" &
+        pids+=($!)
         ;;
     vswitchd)
         "${VSWITCHD:-$bin/vswitchd}" --vhost-user-client "a=$work/a.sock" \
@@ -129,6 +153,7 @@ measure() { # switch -> prints "rr_rate rr_p50 rr_p99 crr_rate crr_p50 crr_p99"
         "vm.ip=10.9.0.2 vm.peer=10.9.0.1 vm.test=rr vm.secs=$secs"
     sleep 1
     start_switch "$sw"
+    case "$sw" in *-sg) sg_ready rr-a rr-b || { stop_all; return 1; } ;; esac
     local rr crr
     rr=$(wait_line b $((180 + secs)) "RESULT rr ") || { stop_all; return 1; }
     crr=$(wait_line b $((60 + secs)) "RESULT crr ") || { stop_all; return 1; }
@@ -140,6 +165,12 @@ print(" ".join(f"{k['rate']} {k['p50_us']} {k['p99_us']}" for k in kv))
 PY
 }
 
+case " $only " in *-sg\ *)
+    ovn_central
+    sg_tenant rr rr-a "52:54:00:00:0a:01 10.9.0.1" rr-b "52:54:00:00:0a:02 10.9.0.2" \
+        "tcp.dst == 5002 || icmp4"
+    sg_netns rrsg ;;
+esac
 printf "round\tswitch\ttest\trate\tp50_us\tp99_us\n" > "$results"
 for r in $(seq "$rounds"); do
     for sw in $only; do
@@ -163,7 +194,7 @@ if sys.argv[2]:
 med = {}
 for r in rows:
     med.setdefault((r["switch"], r["test"]), []).append(r)
-switches = [s for s in ("ovs", "vswitchd") if any(k[0] == s for k in med)]
+switches = [s for s in ("ovs", "vswitchd", "ovs-sg", "vswitchd-sg") if any(k[0] == s for k in med)]
 print("\nmedian over rounds (transactions/s, latency p50/p99 µs; TCG guests):")
 for test in ("tcp_rr", "tcp_crr"):
     line = f"{test:<8}"
@@ -174,7 +205,8 @@ for test in ("tcp_rr", "tcp_crr"):
         p50 = statistics.median(float(r["p50_us"]) for r in rs)
         p99 = statistics.median(float(r["p99_us"]) for r in rs)
         line += f"  {s}: {rate[s]:>8.0f}/s {p50:>6.0f}/{p99:<6.0f}"
-    if rate.get("ovs"):
-        line += f"  vswitchd/ovs {rate.get('vswitchd', 0) / rate['ovs']:.2f}"
+    for v, o in (("vswitchd", "ovs"), ("vswitchd-sg", "ovs-sg")):
+        if rate.get(o) and v in rate:
+            line += f"  {v}/{o} {rate[v] / rate[o]:.2f}"
     print(line)
 PY

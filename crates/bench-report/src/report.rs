@@ -134,7 +134,7 @@ pub const SECTIONS: &[Section] = &[
     },
     Section {
         title: "5b. Request/response between two VMs (TCP_RR, TCP_CRR)",
-        what: "Two QEMU guests (the test guest of `tests/vm/`, TCG: this machine has no usable KVM; one vCPU each) on two vhost-user ports of the switch (`bench-vm-rr.sh`): vswitchd with `--poll adaptive`, OVS with DPDK (`dpdkvhostuserclient` ports, NORMAL action, `pmd-maxsleep=50`). One guest answers; the other runs netperf-style TCP_RR (1-byte request and response on one connection, TCP_NODELAY) and then TCP_CRR (a connection per transaction), each for the window (`vmtool rr`/`crr`, `tests/vm/rr.rs`). transactions/s and the transactions' latency percentiles, µs. Under TCG the guests' emulated network stacks take nearly all of each transaction, so these figures measure the guests far more than the switch; only the ratio within one run compares the switches.",
+        what: "Two QEMU guests (the test guest of `tests/vm/`, TCG: this machine has no usable KVM; one vCPU each) on two vhost-user ports of the switch (`bench-vm-rr.sh`): vswitchd with `--poll adaptive`, OVS with DPDK (`dpdkvhostuserclient` ports, NORMAL action, `pmd-maxsleep=50`). One guest answers; the other runs netperf-style TCP_RR (1-byte request and response on one connection, TCP_NODELAY) and then TCP_CRR (a connection per transaction), each for the window (`vmtool rr`/`crr`, `tests/vm/rr.rs`). `vswitchd-sg` and `ovs-sg`: the same two switches as one OVN 23.03 chassis each (vswitchd `--ovn-remote`; OVS + ovn-controller), the guests on one logical switch with Neutron's security groups (`neutron_pg_drop`, and a group admitting TCP port 5002 and ICMP from its members by `allow-related` ACLs; `scripts/lib/ovn-sg.sh`): every connection is committed to conntrack in both guests' zones. transactions/s and the transactions' latency percentiles, µs. Under TCG the guests' emulated network stacks take nearly all of each transaction, so these figures measure the guests far more than the switch; only the ratio within one run compares the switches.",
         spec: TableSpec {
             scenario: "rr",
             rows: &["test"],
@@ -147,7 +147,10 @@ pub const SECTIONS: &[Section] = &[
                 P50_US,
                 P99_US,
             ],
-            ratios: &[("vswitchd", "ovs", "rate")],
+            ratios: &[
+                ("vswitchd", "ovs", "rate"),
+                ("vswitchd-sg", "ovs-sg", "rate"),
+            ],
         },
         plots: &[],
     },
@@ -333,6 +336,14 @@ pub const TARGETS: &[TargetSpec] = &[
         num: ("vswitchd", &[("frame_size", "64")]),
         den: ("vswitchd-l2", &[("frame_size", "64")]),
         bound: Bound::AtLeast(0.7),
+    },
+    TargetSpec {
+        name: "TCP_CRR through security groups: vswitchd connections/s ≥ Open vSwitch + ovn-controller",
+        scenario: "rr",
+        metric: "rate",
+        num: ("vswitchd-sg", &[("test", "tcp_crr")]),
+        den: ("ovs-sg", &[("test", "tcp_crr")]),
+        bound: Bound::AtLeast(1.0),
     },
     TargetSpec {
         // Per core (TSC over the busy cycles per delivered copy): defined for both

@@ -1,0 +1,90 @@
+# Shared by the benchmarks' security-group scenarios (bench-pvp.sh, bench-vm-rr.sh):
+# an OVN central in a directory, one logical switch of two ports with Neutron's security
+# groups, and the namespace a vswitchd chassis keeps its tunnel endpoint in. Sourced, not
+# run. The caller sets `central` (a directory) before calling any of these.
+#
+# The tenant (sg_tenant), Neutron's shape:
+#   neutron_pg_drop   both ports; drops all IP both ways (priority 1001)
+#   pg_<ls>           both ports; allow-related (1002) everything IPv4 a member sends, and
+#                     what members send each other that matches the caller's filter
+#                     (remote group $pg_<ls>_ip4): every admitted frame goes through
+#                     conntrack in the sender's zone and in the receiver's
+
+nbctl() { ovn-nbctl --db="unix:$central/nb.sock" --timeout=60 "$@"; }
+sbctl() { ovn-sbctl --db="unix:$central/sb.sock" --timeout=60 "$@"; }
+
+# ovn_central: Northbound and Southbound ovsdb-servers and ovn-northd, all in $central.
+ovn_central() {
+    mkdir -p "$central"
+    local db
+    for db in nb sb; do
+        ovsdb-tool create "$central/$db.db" "/usr/share/ovn/ovn-$db.ovsschema"
+        ovsdb-server "$central/$db.db" --remote="punix:$central/$db.sock" \
+            --pidfile="$central/$db.pid" --log-file="$central/$db.log" \
+            --unixctl="$central/$db.ctl" --detach
+    done
+    OVN_RUNDIR=$central OVN_LOGDIR=$central ovn-northd --ovnnb-db="unix:$central/nb.sock" \
+        --ovnsb-db="unix:$central/sb.sock" --pidfile="$central/northd.pid" \
+        --log-file="$central/northd.log" --unixctl="$central/northd.ctl" --detach
+}
+
+# ovn_central_stop: kills what ovn_central started (the files stay).
+ovn_central_stop() {
+    local f
+    for f in northd nb sb; do
+        if [ -f "$central/$f.pid" ]; then kill "$(cat "$central/$f.pid")" 2>/dev/null || true; fi
+    done
+}
+
+# sg_tenant LS PORT_A "MAC IP" PORT_B "MAC IP" FILTER: logical switch LS with the two
+# ports (port security: the port's MAC and IP, plus the other port's IP as an allowed
+# source, as the PVP guests forward each other's frames), and the security groups above;
+# FILTER (an OVN match) is what a member admits from the other.
+sg_tenant() {
+    local ls=$1 pa=$2 a=$3 pb=$4 b=$5 filter=$6
+    nbctl ls-add "$ls" \
+        -- lsp-add "$ls" "$pa" -- lsp-set-addresses "$pa" "$a" \
+        -- lsp-set-port-security "$pa" "$a ${b#* }" \
+        -- lsp-add "$ls" "$pb" -- lsp-set-addresses "$pb" "$b" \
+        -- lsp-set-port-security "$pb" "$b ${a#* }" \
+        -- pg-add neutron_pg_drop "$pa" "$pb" -- pg-add "pg_$ls" "$pa" "$pb"
+    nbctl acl-add neutron_pg_drop to-lport 1001 "outport == @neutron_pg_drop && ip" drop \
+        -- acl-add neutron_pg_drop from-lport 1001 "inport == @neutron_pg_drop && ip" drop \
+        -- acl-add "pg_$ls" from-lport 1002 "inport == @pg_$ls && ip4" allow-related \
+        -- acl-add "pg_$ls" to-lport 1002 \
+        "outport == @pg_$ls && ip4 && ip4.src == \$pg_${ls}_ip4 && ($filter)" allow-related
+    nbctl --wait=sb sync
+}
+
+# sg_ready PORT...: every port up (bound by its chassis) and every chassis caught up with
+# the Northbound database; 60 s at most.
+sg_ready() {
+    local p args=()
+    for p in "$@"; do args+=(-- wait-until Logical_Switch_Port "$p" up=true); done
+    nbctl "${args[@]:1}"
+    nbctl --wait=hv sync
+}
+
+# sg_netns NS: namespace NS with veth NS0 (198.51.100.1/24, a vswitchd chassis's tunnel
+# uplink; idle when every port is on the one chassis) and its peer NS1.
+sg_netns() {
+    local ns=$1
+    ip netns del "$ns" 2>/dev/null || true
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link add "${ns}0" type veth peer name "${ns}1"
+    ip -n "$ns" link set "${ns}0" up
+    ip -n "$ns" link set "${ns}1" up
+    ip -n "$ns" addr add 198.51.100.1/24 dev "${ns}0"
+}
+
+# ovs_ovn_chassis VSCTL DIR CHASSIS: makes the OVS of database VSCTL an OVN chassis named
+# CHASSIS (encap 198.51.100.1) of $central's Southbound, ovn-controller's files in DIR.
+ovs_ovn_chassis() {
+    local vsctl=$1 d=$2 chassis=$3
+    $vsctl set open . "external_ids:system-id=$chassis" \
+        "external_ids:ovn-remote=unix:$central/sb.sock" external_ids:ovn-encap-type=geneve \
+        external_ids:ovn-encap-ip=198.51.100.1
+    OVN_RUNDIR=$d OVN_LOGDIR=$d ovn-controller "unix:$d/db.sock" --pidfile="$d/ovn-controller.pid" \
+        --detach --log-file="$d/ovn-controller.log"
+}
