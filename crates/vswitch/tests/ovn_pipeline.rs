@@ -22,7 +22,7 @@ use common::tenant::{self, Vm, ROUTER, VMS};
 use common::{wait_for, TempDir};
 use ovsdb::{Client, ClientConfig, Event};
 use vswitch::ovn::pipeline::trace::{minimal, parse_ct_state, trace};
-use vswitch::ovn::pipeline::{Mode, Pipelines, Viewpoint};
+use vswitch::ovn::pipeline::{BuildCache, Mode, Pipelines, Viewpoint};
 use vswitch::ovn::rows::Sb;
 
 /// Packets traced with the default connection tracking state.
@@ -32,7 +32,7 @@ const SCRIPTED_CT_PACKETS: usize = 1_600;
 
 /// The Southbound database read whole, and the pipelines of every datapath as
 /// `ovn-trace` sees them (every port local).
-fn pipelines(c: &OvnCentral) -> Pipelines {
+fn pipelines(c: &OvnCentral) -> (Sb, Pipelines) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -53,8 +53,116 @@ fn pipelines(c: &OvnCentral) -> Pipelines {
         let sb = Sb::from_replica(&client.replica());
         client.shutdown().await;
         let all: Vec<_> = sb.datapaths.keys().copied().collect();
-        Pipelines::build(&sb, &all, Viewpoint::Everywhere)
+        let p = Pipelines::build(&sb, &all, Viewpoint::Everywhere);
+        (sb, p)
     })
+}
+
+/// Every datapath's tables as (stage, [(flow, priority, compiled match, actions)]).
+type Tables = Vec<(u32, String, Vec<(String, u16, String, String)>)>;
+
+fn tables(p: &Pipelines) -> Tables {
+    let mut out = Vec::new();
+    for (k, dp) in &p.datapaths {
+        for t in dp.tables.iter().flatten() {
+            let flows = t
+                .flows
+                .iter()
+                .map(|f| {
+                    let m = format!("{:?}", f.matcher);
+                    (
+                        f.uuid.to_string(),
+                        f.priority,
+                        m,
+                        format!("{:?}", f.actions),
+                    )
+                })
+                .collect();
+            out.push((*k, t.stage.clone(), flows));
+        }
+    }
+    out
+}
+
+/// How many (datapath, flow) pairs have a match naming `token` (`$set` or `@group`,
+/// a whole name), on datapath `only` or on all.
+fn flows_naming(sb: &Sb, p: &Pipelines, token: &str, only: Option<u32>) -> usize {
+    let named = |m: &str| {
+        m.match_indices(token).any(|(i, _)| {
+            let next = m[i + token.len()..].chars().next();
+            !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    p.datapaths
+        .values()
+        .filter(|dp| only.is_none_or(|k| k == dp.key))
+        .flat_map(|dp| dp.tables.iter().flatten())
+        .flat_map(|t| &t.flows)
+        .filter(|f| named(&sb.lflows[&f.uuid].match_))
+        .count()
+}
+
+/// Builds with a [`BuildCache`] equal builds from nothing, and recompile exactly the
+/// flows whose inputs changed: none for the same rows; those naming an address set
+/// after it gains an address; those naming a port group after it loses a member.
+fn incremental_builds_equal_full_builds(sb: &Sb) {
+    let all: Vec<_> = sb.datapaths.keys().copied().collect();
+    let mut cache = BuildCache::default();
+    let first = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
+    assert_eq!(first.compiled.1, 0, "an empty cache reuses nothing");
+    let again = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
+    assert_eq!(
+        again.compiled,
+        (0, first.compiled.0),
+        "the same rows compile nothing"
+    );
+    assert_eq!(tables(&again), tables(&first));
+
+    let (u, set) = sb
+        .address_sets
+        .iter()
+        .map(|(u, a)| (*u, a.name.clone()))
+        .filter(|(_, n)| flows_naming(sb, &first, &format!("${n}"), None) > 0)
+        .min_by(|a, b| a.1.cmp(&b.1))
+        .expect("the tenant's security groups have address sets named in ACL flows");
+    let mut sb = sb.clone();
+    sb.address_sets
+        .get_mut(&u)
+        .unwrap()
+        .addresses
+        .push("10.99.99.99".into());
+    let naming = flows_naming(&sb, &first, &format!("${set}"), None);
+    let p = Pipelines::build_with(&sb, &all, Viewpoint::Everywhere, &mut cache);
+    assert_eq!(
+        p.compiled.0, naming,
+        "${set} gained an address: its flows recompile"
+    );
+    assert_eq!(
+        tables(&p),
+        tables(&Pipelines::build(&sb, &all, Viewpoint::Everywhere))
+    );
+
+    let (u, group) = sb
+        .port_groups
+        .iter()
+        .filter(|(_, g)| g.ports.len() > 1)
+        .map(|(u, g)| (*u, g.name.clone()))
+        .min_by(|a, b| a.1.cmp(&b.1))
+        .expect("the tenant's port groups have members");
+    sb.port_groups.get_mut(&u).unwrap().ports.pop();
+    // SB names a group `<datapath key>_<name>`; flows name `@<name>`.
+    let (key, name) = group.split_once('_').expect("a datapath's port group");
+    let naming = flows_naming(&sb, &first, &format!("@{name}"), Some(key.parse().unwrap()));
+    let p = Pipelines::build_with(&sb, &all, Viewpoint::Everywhere, &mut cache);
+    assert!(naming > 0, "@{name} is named by flows of its datapath");
+    assert_eq!(
+        p.compiled.0, naming,
+        "@{name} lost a member: its datapath's flows naming it recompile"
+    );
+    assert_eq!(
+        tables(&p),
+        tables(&Pipelines::build(&sb, &all, Viewpoint::Everywhere))
+    );
 }
 
 /// A tiny deterministic generator (xorshift64*), so a failure names a packet that
@@ -307,7 +415,8 @@ fn decisions_equal_ovn_trace_for_ten_thousand_packets() {
     let dir = TempDir::new("ovn-pipeline");
     let c = OvnCentral::start(&dir);
     tenant::build(&c);
-    let p = pipelines(&c);
+    let (sb_rows, p) = pipelines(&c);
+    incremental_builds_equal_full_builds(&sb_rows);
     assert!(
         p.skipped.is_empty(),
         "flows that did not parse: {:?}",

@@ -10,7 +10,7 @@ use ovsdb::{Client, Condition, Mutation, Mutator, Operation, Row, Uuid};
 use tracing::info;
 
 use super::interest::Interest;
-use super::pipeline::{Pipelines, Viewpoint};
+use super::pipeline::{BuildCache, Pipelines, Viewpoint};
 use super::rows::Dirty;
 use super::sb::{Chassis, ChassisPrivate};
 use super::view::{self, DestView, PortView, Sb, Touched, View};
@@ -47,6 +47,8 @@ pub struct Pass {
     pipelines: Option<Arc<Pipelines>>,
     /// They were built again since the last publication.
     pipelines_new: bool,
+    /// What the last build parsed and compiled, for the next.
+    build_cache: BuildCache,
 }
 
 impl Pass {
@@ -243,7 +245,17 @@ impl Pass {
         let sb = self.sb.as_ref().expect("rows decoded");
         let datapaths: Vec<Uuid> = self.interest.datapaths().collect();
         let lsps: Vec<String> = ports.values().cloned().collect();
-        let p = Pipelines::build(sb, &datapaths, Viewpoint::Claiming(Some(me), &lsps));
+        let p = Pipelines::build_with(
+            sb,
+            &datapaths,
+            Viewpoint::Claiming(Some(me), &lsps),
+            &mut self.build_cache,
+        );
+        tracing::debug!(
+            compiled = p.compiled.0,
+            reused = p.compiled.1,
+            "logical pipelines built"
+        );
         if !p.skipped.is_empty() {
             tracing::warn!(
                 flows = p.skipped.len(),

@@ -4,17 +4,21 @@
 //! path runs it on a flow-cache miss; `vswitchctl ovn trace` runs it with a trace.
 //!
 //! - [`tables`]: [`Pipelines`], one immutable snapshot built from the Southbound rows;
+//! - [`cache`]: what one build keeps for the next (parses, compiled flows with the
+//!   context they depended on);
 //! - [`interp`]: the interpreter and what it reports ([`Outcome`]);
 //! - [`portsec`]: `check_in_port_sec()` and `check_out_port_sec()`;
 //! - [`support`]: which actions vswitchd executes (a datapath using another is refused);
 //! - [`trace`]: microflows, and traces printed as `ovn-trace` prints them.
 
+pub mod cache;
 pub mod interp;
 pub mod portsec;
 pub mod support;
 pub mod tables;
 pub mod trace;
 
+pub use cache::BuildCache;
 pub use interp::{CtResult, Mode, Outcome, Run, Tracker};
 pub use tables::{Pipelines, Viewpoint};
 

@@ -20,6 +20,7 @@ use ovn_lflow::dhcp::OptionTable;
 use ovn_lflow::{Actions, CompiledExpr, Context, Expr, SymbolTable};
 use ovsdb::Uuid;
 
+use super::cache::{BuildCache, Compiled, CompiledFlow, DpContext, Parsed};
 use super::portsec::PortSecurity;
 use super::support::refusal;
 use crate::config::MacAddr;
@@ -76,7 +77,7 @@ pub struct Lflow {
     /// Higher first.
     pub priority: u16,
     /// The compiled match (with the actions' prerequisites).
-    pub matcher: CompiledExpr,
+    pub matcher: Arc<CompiledExpr>,
     /// The actions.
     pub actions: Arc<Actions>,
     /// The match as the database has it (for traces).
@@ -170,7 +171,14 @@ pub struct Pipelines {
     /// within a flow of the key): (field, stage, flow). The data path then caches
     /// nothing, since a cached decision could be another frame's.
     pub unkeyed: Option<(ovn_lflow::Field, String, Uuid)>,
+    /// Flows (per datapath) this build compiled, and those it reused from the last.
+    pub compiled: (usize, usize),
 }
+
+/// Address sets by name, lexed.
+type SetsByName = HashMap<String, Arc<ovn_lflow::AddressSet>>;
+/// Port groups' members by name.
+type GroupsByName = HashMap<String, Arc<Vec<String>>>;
 
 /// Fields a decision may rest on that the data path's cache key leaves out: TCP
 /// flags and the IPv6 flow label. (ARP and neighbour discovery fields are not keyed
@@ -191,52 +199,33 @@ pub enum Viewpoint<'a> {
     Claiming(Option<Uuid>, &'a [String]),
 }
 
-/// Per-datapath resolution of names for the expression compiler.
-struct DpContext<'a> {
-    key: u32,
-    names: &'a HashMap<String, u16>,
-    sets: &'a HashMap<String, ovn_lflow::AddressSet>,
-    groups: &'a HashMap<String, Vec<String>>,
-    resident: &'a dyn Fn(&str) -> bool,
-}
-
-impl Context for DpContext<'_> {
-    fn address_set(&self, name: &str) -> Option<&ovn_lflow::AddressSet> {
-        self.sets.get(name)
-    }
-
-    fn port_group(&self, name: &str) -> Option<&[String]> {
-        // expr.c get_sb_port_group_name: `<datapath key>_<name>`, else the name alone.
-        self.groups
-            .get(&format!("{}_{name}", self.key))
-            .or_else(|| self.groups.get(name))
-            .map(Vec::as_slice)
-    }
-
-    fn port_key(&self, name: &str) -> Option<u32> {
-        self.names.get(name).map(|&k| u32::from(k))
-    }
-
-    fn is_chassis_resident(&self, name: &str) -> bool {
-        (self.resident)(name)
-    }
-}
-
-/// Actions parsed, with the prerequisites they add to the match, or why not.
-type ParsedActions = Result<(Arc<Actions>, Option<Expr>), String>;
-
-/// Text already parsed during one build: matches by text, actions by (text,
-/// pipeline, table).
-#[derive(Default)]
-struct Parsed {
-    matches: HashMap<Arc<str>, Result<Expr, String>>,
-    actions: HashMap<(Arc<str>, u8, u8), ParsedActions>,
-}
-
 impl Pipelines {
-    /// The pipelines of datapaths `local` (by row) as chassis `view` sees them.
+    /// The pipelines of datapaths `local` (by row) as chassis `view` sees them, built
+    /// from nothing.
     pub fn build(sb: &Sb, local: &[Uuid], view: Viewpoint<'_>) -> Pipelines {
+        Self::build_with(sb, local, view, &mut BuildCache::default())
+    }
+
+    /// [`build`](Self::build), reusing what an earlier build with `cache` parsed and
+    /// compiled where its inputs are unchanged (see [`super::cache`]).
+    pub fn build_with(
+        sb: &Sb,
+        local: &[Uuid],
+        view: Viewpoint<'_>,
+        cache: &mut BuildCache,
+    ) -> Pipelines {
         let symtab = Arc::new(SymbolTable::ovn());
+        let v4 = sb.dhcp_options.values().map(|o| (&o.name, o.code, &o.kind));
+        let v6 = sb
+            .dhcpv6_options
+            .values()
+            .map(|o| (&o.name, o.code, &o.kind));
+        let mut options: Vec<(String, i64, String)> = v4
+            .chain(v6.map(|(n, c, k)| (n, c + (1 << 32), k)))
+            .map(|(n, c, k)| (n.clone(), c, k.clone()))
+            .collect();
+        options.sort();
+        cache.set_options(options);
         let mut p = Pipelines {
             symtab: symtab.clone(),
             dhcp_opts: Arc::new(option_table(
@@ -264,7 +253,10 @@ impl Pipelines {
             }
         }
         p.resolve_peers(sb);
-        p.add_flows(sb, local, view);
+        cache.start();
+        p.add_flows(sb, local, view, cache);
+        cache.finish();
+        p.compiled = cache.stats;
         p
     }
 
@@ -287,22 +279,21 @@ impl Pipelines {
     }
 
     /// Parses and compiles the logical flows of every datapath.
-    fn add_flows(&mut self, sb: &Sb, local: &[Uuid], view: Viewpoint<'_>) {
-        let sets: HashMap<String, ovn_lflow::AddressSet> = sb
-            .address_sets
-            .values()
-            .map(|a| (a.name.clone(), ovn_lflow::AddressSet::new(&a.addresses)))
-            .collect();
-        let groups: HashMap<String, Vec<String>> = sb
-            .port_groups
-            .values()
-            .map(|g| (g.name.clone(), g.ports.clone()))
-            .collect();
+    fn add_flows(&mut self, sb: &Sb, local: &[Uuid], view: Viewpoint<'_>, cache: &mut BuildCache) {
+        let sets = cache.address_sets(
+            sb.address_sets
+                .values()
+                .map(|a| (a.name.as_str(), a.addresses.as_slice())),
+        );
+        let groups = cache.port_groups(
+            sb.port_groups
+                .values()
+                .map(|g| (g.name.as_str(), g.ports.as_slice())),
+        );
         let key_of: HashMap<Uuid, u32> = local
             .iter()
             .filter_map(|u| Some((*u, u32::try_from(sb.datapaths.get(u)?.tunnel_key).ok()?)))
             .collect();
-        let mut parsed = Parsed::default();
         let mut flows: Vec<(&Uuid, &LogicalFlow)> = sb.lflows.iter().collect();
         flows.sort_by_key(|(u, _)| **u);
         for (uuid, f) in flows {
@@ -310,7 +301,7 @@ impl Pipelines {
                 .filter_map(|d| key_of.get(&d).copied())
                 .collect();
             for key in dps {
-                self.add_flow(*uuid, f, key, &sets, &groups, &mut parsed, view);
+                self.add_flow(*uuid, f, key, (&sets, &groups), cache, view);
             }
         }
         for dp in self.datapaths.values_mut() {
@@ -327,9 +318,8 @@ impl Pipelines {
         uuid: Uuid,
         f: &LogicalFlow,
         dp_key: u32,
-        sets: &HashMap<String, ovn_lflow::AddressSet>,
-        groups: &HashMap<String, Vec<String>>,
-        parsed: &mut Parsed,
+        (sets, groups): (&SetsByName, &GroupsByName),
+        cache: &mut BuildCache,
         view: Viewpoint<'_>,
     ) {
         let stage = f
@@ -352,26 +342,18 @@ impl Pipelines {
             groups,
             resident: &resident,
         };
-        let compiled = compile(
-            &self.symtab,
-            &self.dhcp_opts,
-            &self.dhcpv6_opts,
-            f,
-            pipeline,
-            table,
-            &ctx,
-            parsed,
-        );
-        let (matcher, actions) = match compiled {
+        let key = (dp_key, uuid, pipeline as u8, table);
+        let (symtab, dhcp, dhcpv6) = (&self.symtab, &self.dhcp_opts, &self.dhcpv6_opts);
+        let ((match_text, actions_text), compiled) =
+            cache.compiled(key, (&f.match_, &f.actions), &ctx, |ctx, parsed, m, a| {
+                compile(symtab, dhcp, dhcpv6, (m, a), pipeline, table, ctx, parsed)
+            });
+        let c = match compiled {
             Ok(c) => c,
             Err(e) => return self.skip(uuid, &stage, e),
         };
         if self.unkeyed.is_none() {
-            if let Some(f) = matcher
-                .fields()
-                .into_iter()
-                .find(|f| UNKEYED_FIELDS.contains(f))
-            {
+            if let Some(f) = c.unkeyed {
                 self.unkeyed = Some((f, stage.clone(), uuid));
             }
         }
@@ -380,8 +362,8 @@ impl Pipelines {
             && f.external_ids.contains_key("stage-hint"))
             || f.actions.contains("put_dhcp");
         if dp.unsupported.is_none() {
-            if let Some(a) = actions.walk().into_iter().find_map(|a| refusal(a)) {
-                dp.unsupported = Some((a.to_string(), stage.clone(), uuid));
+            if let Some(a) = &c.refusal {
+                dp.unsupported = Some((a.clone(), stage.clone(), uuid));
             }
         }
         let tables = &mut dp.tables[pipeline as usize];
@@ -395,10 +377,10 @@ impl Pipelines {
         t.flows.push(Lflow {
             uuid,
             priority: u16::try_from(f.priority).unwrap_or(0),
-            matcher,
-            actions,
-            match_text: f.match_.as_str().into(),
-            actions_text: f.actions.as_str().into(),
+            matcher: c.matcher.clone(),
+            actions: c.actions.clone(),
+            match_text,
+            actions_text,
             hits: Default::default(),
         });
     }
@@ -473,19 +455,17 @@ fn compile(
     symtab: &SymbolTable,
     dhcp: &OptionTable,
     dhcpv6: &OptionTable,
-    f: &LogicalFlow,
+    (mtext, atext): (&Arc<str>, &Arc<str>),
     pipeline: Pipeline,
     table: u8,
-    ctx: &DpContext<'_>,
+    ctx: &dyn Context,
     parsed: &mut Parsed,
-) -> Result<(CompiledExpr, Arc<Actions>), String> {
-    let mtext: Arc<str> = f.match_.as_str().into();
+) -> Compiled {
     let m = parsed
         .matches
         .entry(mtext.clone())
-        .or_insert_with(|| Expr::parse(&mtext, symtab).map_err(|e| format!("match: {e}")))
+        .or_insert_with(|| Expr::parse(mtext, symtab).map_err(|e| format!("match: {e}")))
         .clone()?;
-    let atext: Arc<str> = f.actions.as_str().into();
     let (actions, prereqs) = parsed
         .actions
         .entry((atext.clone(), pipeline as u8, table))
@@ -502,7 +482,7 @@ fn compile(
                 n_tables: N_TABLES,
                 cur_ltable: table,
             };
-            ovn_lflow::actions::parse(&atext, &params)
+            ovn_lflow::actions::parse(atext, &params)
                 .map(|p| (Arc::new(p.actions), p.prereqs))
                 .map_err(|e| format!("actions: {e}"))
         })
@@ -513,7 +493,21 @@ fn compile(
     };
     let annotated = m.annotate(symtab, ctx).map_err(|e| format!("match: {e}"))?;
     let matcher = CompiledExpr::compile(&annotated, ctx).map_err(|e| format!("match: {e}"))?;
-    Ok((matcher, actions))
+    let unkeyed = matcher
+        .fields()
+        .into_iter()
+        .find(|f| UNKEYED_FIELDS.contains(f));
+    let refusal = actions
+        .walk()
+        .into_iter()
+        .find_map(refusal)
+        .map(str::to_string);
+    Ok(Arc::new(CompiledFlow {
+        matcher: Arc::new(matcher),
+        actions,
+        unkeyed,
+        refusal,
+    }))
 }
 
 /// The option table of the database's rows, or the built-in one before northd

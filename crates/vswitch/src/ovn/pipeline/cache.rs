@@ -1,0 +1,289 @@
+//! What one build of the [`Pipelines`](super::Pipelines) keeps for the next, so that a
+//! Southbound change costs what it touches rather than a parse and compile of every
+//! logical flow (ovn-controller's incremental processing, `lflow_handle_changed_*`, has
+//! the same aim).
+//!
+//! - Match and action texts stay parsed ([`Parsed`]): a parse depends on the text and
+//!   the option tables only.
+//! - Address sets and port groups stay lexed, each behind an `Arc` that is reused while
+//!   its row's contents stay the same: a compiled flow's dependency on one is then a
+//!   pointer comparison.
+//! - Each compiled flow (per datapath, match, actions, pipeline and table) remembers
+//!   what its compilation asked of the datapath's context ([`Dep`]: a port's key, a
+//!   set, a group, a port's residency) and the answers; the next build reuses it when
+//!   every question gets the same answer again. A new port group member, address or
+//!   port recompiles exactly the flows that asked about it.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ovn_lflow::{Actions, AddressSet, CompiledExpr, Context, Expr, Field};
+use ovsdb::Uuid;
+use rustc_hash::FxHashMap;
+
+/// Actions parsed, with the prerequisites they add to the match, or why not.
+pub(super) type ParsedActions = Result<(Arc<Actions>, Option<Expr>), String>;
+
+/// A flow compiled for one datapath, with what the build notes of it.
+#[derive(Debug)]
+pub(super) struct CompiledFlow {
+    pub matcher: Arc<CompiledExpr>,
+    pub actions: Arc<Actions>,
+    /// The first field it tests that the data path's cache key leaves out.
+    pub unkeyed: Option<Field>,
+    /// The first of its actions vswitchd does not execute.
+    pub refusal: Option<String>,
+}
+
+/// A flow compiled for one datapath, or why not.
+pub(super) type Compiled = Result<Arc<CompiledFlow>, String>;
+
+/// Texts parsed: matches by text, actions by (text, pipeline, table).
+#[derive(Default)]
+pub(super) struct Parsed {
+    pub matches: HashMap<Arc<str>, Result<Expr, String>>,
+    pub actions: HashMap<(Arc<str>, u8, u8), ParsedActions>,
+}
+
+/// One compiled flow's key: (datapath key, flow row, pipeline, table).
+type CompileKey = (u32, Uuid, u8, u8);
+
+/// A compiled flow with the texts it was compiled from and its dependencies.
+struct Entry {
+    texts: (Arc<str>, Arc<str>),
+    deps: Vec<Dep>,
+    result: Compiled,
+}
+
+/// A question compiling a flow asked its datapath's context, with the answer it got.
+#[derive(Debug, Clone)]
+pub(super) enum Dep {
+    Set(String, Option<Arc<AddressSet>>),
+    Group(String, Option<Arc<Vec<String>>>),
+    Port(String, Option<u32>),
+    Resident(String, bool),
+}
+
+fn same<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// What builds keep for the next one; [`Default`] is an empty cache (a full build).
+#[derive(Default)]
+pub struct BuildCache {
+    pub(super) parsed: Parsed,
+    /// The option rows the parsed actions were parsed with (`DHCP_Options`,
+    /// `DHCPv6_Options`): other rows drop every parse.
+    pub(super) options: Vec<(String, i64, String)>,
+    sets: HashMap<String, (Vec<String>, Arc<AddressSet>)>,
+    groups: HashMap<String, Arc<Vec<String>>>,
+    compiled: FxHashMap<CompileKey, Entry>,
+    /// Entries this build used, which become the cache of the next.
+    used: FxHashMap<CompileKey, Entry>,
+    /// Flows compiled afresh and reused in the last build.
+    pub(super) stats: (usize, usize),
+}
+
+impl BuildCache {
+    /// Drops every parse when the option tables changed.
+    pub(super) fn set_options(&mut self, options: Vec<(String, i64, String)>) {
+        if options != self.options {
+            self.parsed = Parsed::default();
+            self.compiled.clear();
+            self.options = options;
+        }
+    }
+
+    /// The address sets of `rows` (name, addresses), lexed, reusing the previous
+    /// build's `Arc` for a set whose addresses are unchanged.
+    pub(super) fn address_sets<'a>(
+        &mut self,
+        rows: impl Iterator<Item = (&'a str, &'a [String])>,
+    ) -> HashMap<String, Arc<AddressSet>> {
+        let mut next = HashMap::new();
+        for (name, addrs) in rows {
+            let set = match self.sets.remove(name) {
+                Some((a, set)) if a == addrs => (a, set),
+                _ => (addrs.to_vec(), Arc::new(AddressSet::new(addrs))),
+            };
+            next.insert(name.to_string(), set);
+        }
+        self.sets = next;
+        self.sets
+            .iter()
+            .map(|(n, (_, s))| (n.clone(), s.clone()))
+            .collect()
+    }
+
+    /// The port groups of `rows` (name, member names), reusing unchanged ones' `Arc`.
+    pub(super) fn port_groups<'a>(
+        &mut self,
+        rows: impl Iterator<Item = (&'a str, &'a [String])>,
+    ) -> HashMap<String, Arc<Vec<String>>> {
+        let mut next = HashMap::new();
+        for (name, ports) in rows {
+            let g = match self.groups.remove(name) {
+                Some(g) if g.as_slice() == ports => g,
+                _ => Arc::new(ports.to_vec()),
+            };
+            next.insert(name.to_string(), g);
+        }
+        self.groups = next;
+        self.groups.clone()
+    }
+
+    /// The flow compiled for `key` from `texts` (match, actions) by an earlier build,
+    /// if the texts are the same and `ctx` answers each of its questions as before;
+    /// otherwise `compile` runs with a context that records them. Returns the texts
+    /// (shared with the earlier build where equal) and the result.
+    pub(super) fn compiled(
+        &mut self,
+        key: CompileKey,
+        texts: (&str, &str),
+        ctx: &DpContext<'_>,
+        compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
+    ) -> ((Arc<str>, Arc<str>), Compiled) {
+        let old = self.compiled.remove(&key);
+        if let Some(e) = &old {
+            if *e.texts.0 == *texts.0
+                && *e.texts.1 == *texts.1
+                && e.deps.iter().all(|d| ctx.still(d))
+            {
+                self.stats.1 += 1;
+                let out = (e.texts.clone(), e.result.clone());
+                self.used.insert(key, old.expect("matched"));
+                return out;
+            }
+        }
+        let reuse = |had: Option<&Arc<str>>, t: &str| match had {
+            Some(a) if **a == *t => a.clone(),
+            _ => Arc::from(t),
+        };
+        let m = reuse(old.as_ref().map(|e| &e.texts.0), texts.0);
+        let a = reuse(old.as_ref().map(|e| &e.texts.1), texts.1);
+        let rec = Recording {
+            ctx,
+            deps: RefCell::default(),
+        };
+        let result = compile(&rec, &mut self.parsed, &m, &a);
+        self.stats.0 += 1;
+        let e = Entry {
+            texts: (m, a),
+            deps: rec.deps.into_inner(),
+            result,
+        };
+        let out = (e.texts.clone(), e.result.clone());
+        self.used.insert(key, e);
+        out
+    }
+
+    /// Starts a build.
+    pub(super) fn start(&mut self) {
+        self.stats = (0, 0);
+    }
+
+    /// Ends a build: what it did not use is dropped.
+    pub(super) fn finish(&mut self) {
+        self.compiled = std::mem::take(&mut self.used);
+    }
+}
+
+/// Per-datapath resolution of names for the expression compiler.
+pub(super) struct DpContext<'a> {
+    pub key: u32,
+    pub names: &'a HashMap<String, u16>,
+    pub sets: &'a HashMap<String, Arc<AddressSet>>,
+    pub groups: &'a HashMap<String, Arc<Vec<String>>>,
+    pub resident: &'a dyn Fn(&str) -> bool,
+}
+
+impl DpContext<'_> {
+    fn group(&self, name: &str) -> Option<&Arc<Vec<String>>> {
+        // expr.c get_sb_port_group_name: `<datapath key>_<name>`, else the name alone.
+        self.groups
+            .get(&format!("{}_{name}", self.key))
+            .or_else(|| self.groups.get(name))
+    }
+
+    /// Whether this context gives the answer `d` recorded.
+    fn still(&self, d: &Dep) -> bool {
+        match d {
+            Dep::Port(n, k) => self.port_key(n) == *k,
+            Dep::Resident(n, r) => self.is_chassis_resident(n) == *r,
+            Dep::Set(n, s) => same(&self.sets.get(n.as_str()).cloned(), s),
+            Dep::Group(n, g) => same(&self.group(n).cloned(), g),
+        }
+    }
+}
+
+impl Context for DpContext<'_> {
+    fn address_set(&self, name: &str) -> Option<&AddressSet> {
+        self.sets.get(name).map(|s| &**s)
+    }
+
+    fn port_group(&self, name: &str) -> Option<&[String]> {
+        self.group(name).map(|g| g.as_slice())
+    }
+
+    fn port_key(&self, name: &str) -> Option<u32> {
+        self.names.get(name).map(|&k| u32::from(k))
+    }
+
+    fn is_chassis_resident(&self, name: &str) -> bool {
+        (self.resident)(name)
+    }
+}
+
+/// A [`DpContext`] that notes every question and its answer.
+struct Recording<'c, 'a> {
+    ctx: &'c DpContext<'a>,
+    deps: RefCell<Vec<Dep>>,
+}
+
+impl Context for Recording<'_, '_> {
+    fn address_set(&self, name: &str) -> Option<&AddressSet> {
+        let s = self.ctx.sets.get(name);
+        self.deps
+            .borrow_mut()
+            .push(Dep::Set(name.to_string(), s.cloned()));
+        s.map(|s| &**s)
+    }
+
+    fn port_group(&self, name: &str) -> Option<&[String]> {
+        let g = self.ctx.group(name);
+        self.deps
+            .borrow_mut()
+            .push(Dep::Group(name.to_string(), g.cloned()));
+        g.map(|g| g.as_slice())
+    }
+
+    fn port_key(&self, name: &str) -> Option<u32> {
+        let k = self.ctx.port_key(name);
+        self.deps.borrow_mut().push(Dep::Port(name.to_string(), k));
+        k
+    }
+
+    fn is_chassis_resident(&self, name: &str) -> bool {
+        let r = self.ctx.is_chassis_resident(name);
+        self.deps
+            .borrow_mut()
+            .push(Dep::Resident(name.to_string(), r));
+        r
+    }
+}
+
+impl std::fmt::Debug for BuildCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildCache")
+            .field("matches", &self.parsed.matches.len())
+            .field("actions", &self.parsed.actions.len())
+            .field("compiled", &self.compiled.len())
+            .field("last_build", &self.stats)
+            .finish()
+    }
+}
