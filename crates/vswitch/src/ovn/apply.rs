@@ -188,7 +188,9 @@ impl Pass {
             mappings: &cfg.bridge_mappings,
             announced: &self.announced,
         };
+        let t0 = std::time::Instant::now();
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
+        tracing::debug!(us = t0.elapsed().as_micros() as u64, "view derived");
         forget_announcements(ctl, &v);
         self.claim(client, &v, me, &cfg.chassis).await?;
         if self.follow_interest(ctl, client, (ports, me), &v).await? {
@@ -245,6 +247,7 @@ impl Pass {
         let sb = self.sb.as_ref().expect("rows decoded");
         let datapaths: Vec<Uuid> = self.interest.datapaths().collect();
         let lsps: Vec<String> = ports.values().cloned().collect();
+        let t0 = std::time::Instant::now();
         let p = Pipelines::build_with(
             sb,
             &datapaths,
@@ -254,6 +257,7 @@ impl Pass {
         tracing::debug!(
             compiled = p.compiled.0,
             reused = p.compiled.1,
+            us = t0.elapsed().as_micros() as u64,
             "logical pipelines built"
         );
         if !p.skipped.is_empty() {

@@ -179,7 +179,7 @@ pub fn reply_of(status: &Status, sw: &crate::switch::Switch) -> OvnReply {
 fn stage_rows(p: &pipeline::Pipelines) -> Vec<crate::control::protocol::OvnStageRow> {
     let mut rows = Vec::new();
     for dp in p.datapaths.values() {
-        for (pl, tables) in ["ingress", "egress"].iter().zip(&dp.tables) {
+        for (pl, tables) in ["ingress", "egress"].iter().zip(dp.tables.iter()) {
             for (i, t) in tables.iter().enumerate() {
                 rows.push(crate::control::protocol::OvnStageRow {
                     datapath: dp.name.clone(),

@@ -13,6 +13,10 @@
 //!   set, a group, a port's residency) and the answers; the next build reuses it when
 //!   every question gets the same answer again. A new port group member, address or
 //!   port recompiles exactly the flows that asked about it.
+//! - A datapath whose flows are the same rows with the same texts (a signature over
+//!   them) and whose context answers all its flows' questions as before keeps its
+//!   tables whole (shared, hit counters included): a build then costs one pass over
+//!   the flow rows plus the datapaths that changed.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -46,8 +50,8 @@ pub(super) struct Parsed {
     pub actions: HashMap<(Arc<str>, u8, u8), ParsedActions>,
 }
 
-/// One compiled flow's key: (datapath key, flow row, pipeline, table).
-type CompileKey = (u32, Uuid, u8, u8);
+/// One compiled flow's key within its datapath: (flow row, pipeline, table).
+pub(super) type FlowKey = (Uuid, u8, u8);
 
 /// A compiled flow with the texts it was compiled from and its dependencies.
 struct Entry {
@@ -59,8 +63,9 @@ struct Entry {
 /// A question compiling a flow asked its datapath's context, with the answer it got.
 #[derive(Debug, Clone)]
 pub(super) enum Dep {
+    /// A port group, by the datapath-scoped SB name tried first and the name.
     Set(String, Option<Arc<AddressSet>>),
-    Group(String, Option<Arc<Vec<String>>>),
+    Group(String, String, Option<Arc<Vec<String>>>),
     Port(String, Option<u32>),
     Resident(String, bool),
 }
@@ -73,6 +78,37 @@ fn same<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
     }
 }
 
+/// What a datapath's build produced that a later build can adopt whole.
+#[derive(Debug, Clone)]
+pub(super) struct DpOut {
+    pub tables: Arc<[Vec<super::tables::Table>; 2]>,
+    pub beyond_l2: bool,
+    pub unsupported: Option<(String, String, Uuid)>,
+    pub unkeyed: Option<(Field, String, Uuid)>,
+    pub skipped: Vec<super::tables::Skipped>,
+    /// (Datapath, flow) pairs in its tables.
+    pub flows: usize,
+}
+
+/// One datapath's part of the cache.
+#[derive(Default)]
+struct DpCache {
+    /// A hash over its flow rows (uuid, pipeline, table, priority, texts, stage).
+    sig: u64,
+    /// Every question its flows' compilation asked, once each.
+    deps: Vec<Dep>,
+    flows: FxHashMap<FlowKey, Entry>,
+    out: Option<DpOut>,
+}
+
+/// A datapath being built: its old entries, the entries it uses, their questions.
+#[derive(Default)]
+pub(super) struct DpBuild {
+    old: FxHashMap<FlowKey, Entry>,
+    new: FxHashMap<FlowKey, Entry>,
+    deps: Vec<Dep>,
+}
+
 /// What builds keep for the next one; [`Default`] is an empty cache (a full build).
 #[derive(Default)]
 pub struct BuildCache {
@@ -82,9 +118,9 @@ pub struct BuildCache {
     pub(super) options: Vec<(String, i64, String)>,
     sets: HashMap<String, (Vec<String>, Arc<AddressSet>)>,
     groups: HashMap<String, Arc<Vec<String>>>,
-    compiled: FxHashMap<CompileKey, Entry>,
-    /// Entries this build used, which become the cache of the next.
-    used: FxHashMap<CompileKey, Entry>,
+    dps: FxHashMap<u32, DpCache>,
+    /// Datapaths this build made or kept, which become the cache of the next.
+    used: FxHashMap<u32, DpCache>,
     /// Flows compiled afresh and reused in the last build.
     pub(super) stats: (usize, usize),
 }
@@ -94,7 +130,7 @@ impl BuildCache {
     pub(super) fn set_options(&mut self, options: Vec<(String, i64, String)>) {
         if options != self.options {
             self.parsed = Parsed::default();
-            self.compiled.clear();
+            self.dps.clear();
             self.options = options;
         }
     }
@@ -137,48 +173,103 @@ impl BuildCache {
         self.groups.clone()
     }
 
+    /// Datapath `key`'s tables from the last build if its flows' signature is `sig`
+    /// again and `ctx` answers all their questions as before; otherwise what the last
+    /// build compiled for it, to build it flow by flow.
+    pub(super) fn datapath(
+        &mut self,
+        key: u32,
+        sig: u64,
+        ctx: &DpContext<'_>,
+    ) -> Result<DpOut, DpBuild> {
+        let old = self.dps.remove(&key).unwrap_or_default();
+        match &old.out {
+            Some(out) if old.sig == sig && old.deps.iter().all(|d| ctx.still(d)) => {
+                let out = out.clone();
+                self.stats.1 += out.flows;
+                self.used.insert(key, old);
+                Ok(out)
+            }
+            _ => {
+                tracing::trace!(
+                    key,
+                    known = old.out.is_some(),
+                    same_flows = old.sig == sig,
+                    failed = ?old.deps.iter().find(|d| !ctx.still(d)).map(Dep::name),
+                    "datapath rebuilt"
+                );
+                Err(DpBuild {
+                    old: old.flows,
+                    ..DpBuild::default()
+                })
+            }
+        }
+    }
+
+    /// Ends datapath `key`'s build (`b`, producing `out`) with flow signature `sig`.
+    pub(super) fn built(&mut self, key: u32, sig: u64, mut b: DpBuild, out: DpOut) {
+        b.deps.sort_by(|x, y| x.name().cmp(&y.name()));
+        b.deps.dedup_by(|x, y| x.name() == y.name());
+        self.used.insert(
+            key,
+            DpCache {
+                sig,
+                deps: b.deps,
+                flows: b.new,
+                out: Some(out),
+            },
+        );
+    }
+
     /// The flow compiled for `key` from `texts` (match, actions) by an earlier build,
     /// if the texts are the same and `ctx` answers each of its questions as before;
     /// otherwise `compile` runs with a context that records them. Returns the texts
     /// (shared with the earlier build where equal) and the result.
     pub(super) fn compiled(
         &mut self,
-        key: CompileKey,
+        b: &mut DpBuild,
+        key: FlowKey,
         texts: (&str, &str),
         ctx: &DpContext<'_>,
         compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
     ) -> ((Arc<str>, Arc<str>), Compiled) {
-        let old = self.compiled.remove(&key);
-        if let Some(e) = &old {
-            if *e.texts.0 == *texts.0
-                && *e.texts.1 == *texts.1
-                && e.deps.iter().all(|d| ctx.still(d))
+        let old = b.old.remove(&key);
+        let e = match old {
+            Some(e)
+                if *e.texts.0 == *texts.0
+                    && *e.texts.1 == *texts.1
+                    && e.deps.iter().all(|d| ctx.still(d)) =>
             {
                 self.stats.1 += 1;
-                let out = (e.texts.clone(), e.result.clone());
-                self.used.insert(key, old.expect("matched"));
-                return out;
+                e
             }
-        }
-        let reuse = |had: Option<&Arc<str>>, t: &str| match had {
-            Some(a) if **a == *t => a.clone(),
-            _ => Arc::from(t),
+            old => {
+                if let Some(e) = &old {
+                    let failed = e.deps.iter().find(|d| !ctx.still(d));
+                    tracing::trace!(?key, failed = ?failed.map(Dep::name), "flow recompiled");
+                }
+                let reuse = |had: Option<&Arc<str>>, t: &str| match had {
+                    Some(a) if **a == *t => a.clone(),
+                    _ => Arc::from(t),
+                };
+                let m = reuse(old.as_ref().map(|e| &e.texts.0), texts.0);
+                let a = reuse(old.as_ref().map(|e| &e.texts.1), texts.1);
+                let rec = Recording {
+                    ctx,
+                    deps: RefCell::default(),
+                };
+                let result = compile(&rec, &mut self.parsed, &m, &a);
+                self.stats.0 += 1;
+                Entry {
+                    texts: (m, a),
+                    deps: rec.deps.into_inner(),
+                    result,
+                }
+            }
         };
-        let m = reuse(old.as_ref().map(|e| &e.texts.0), texts.0);
-        let a = reuse(old.as_ref().map(|e| &e.texts.1), texts.1);
-        let rec = Recording {
-            ctx,
-            deps: RefCell::default(),
-        };
-        let result = compile(&rec, &mut self.parsed, &m, &a);
-        self.stats.0 += 1;
-        let e = Entry {
-            texts: (m, a),
-            deps: rec.deps.into_inner(),
-            result,
-        };
+        b.deps.extend(e.deps.iter().cloned());
         let out = (e.texts.clone(), e.result.clone());
-        self.used.insert(key, e);
+        b.new.insert(key, e);
         out
     }
 
@@ -187,9 +278,24 @@ impl BuildCache {
         self.stats = (0, 0);
     }
 
-    /// Ends a build: what it did not use is dropped.
+    /// Ends a build: what it did not use is dropped, and the parsed matches (a
+    /// compiled flow no longer needs its syntax tree; a later recompile parses again,
+    /// which costs less than holding every tree).
     pub(super) fn finish(&mut self) {
-        self.compiled = std::mem::take(&mut self.used);
+        self.dps = std::mem::take(&mut self.used);
+        self.parsed.matches = HashMap::new();
+    }
+}
+
+impl Dep {
+    /// What it asked about: (kind, name).
+    fn name(&self) -> (u8, &str) {
+        match self {
+            Dep::Set(n, _) => (0, n),
+            Dep::Group(_, n, _) => (1, n),
+            Dep::Port(n, _) => (2, n),
+            Dep::Resident(n, _) => (3, n),
+        }
     }
 }
 
@@ -203,11 +309,14 @@ pub(super) struct DpContext<'a> {
 }
 
 impl DpContext<'_> {
-    fn group(&self, name: &str) -> Option<&Arc<Vec<String>>> {
-        // expr.c get_sb_port_group_name: `<datapath key>_<name>`, else the name alone.
-        self.groups
-            .get(&format!("{}_{name}", self.key))
-            .or_else(|| self.groups.get(name))
+    /// Group `name` as SB names it for this datapath (expr.c
+    /// `get_sb_port_group_name`: `<datapath key>_<name>`), else by the name alone.
+    fn group(&self, scoped: &str, name: &str) -> Option<&Arc<Vec<String>>> {
+        self.groups.get(scoped).or_else(|| self.groups.get(name))
+    }
+
+    fn scoped(&self, name: &str) -> String {
+        format!("{}_{name}", self.key)
     }
 
     /// Whether this context gives the answer `d` recorded.
@@ -216,7 +325,7 @@ impl DpContext<'_> {
             Dep::Port(n, k) => self.port_key(n) == *k,
             Dep::Resident(n, r) => self.is_chassis_resident(n) == *r,
             Dep::Set(n, s) => same(&self.sets.get(n.as_str()).cloned(), s),
-            Dep::Group(n, g) => same(&self.group(n).cloned(), g),
+            Dep::Group(scoped, n, g) => same(&self.group(scoped, n).cloned(), g),
         }
     }
 }
@@ -227,7 +336,7 @@ impl Context for DpContext<'_> {
     }
 
     fn port_group(&self, name: &str) -> Option<&[String]> {
-        self.group(name).map(|g| g.as_slice())
+        self.group(&self.scoped(name), name).map(|g| g.as_slice())
     }
 
     fn port_key(&self, name: &str) -> Option<u32> {
@@ -255,10 +364,11 @@ impl Context for Recording<'_, '_> {
     }
 
     fn port_group(&self, name: &str) -> Option<&[String]> {
-        let g = self.ctx.group(name);
+        let scoped = self.ctx.scoped(name);
+        let g = self.ctx.group(&scoped, name);
         self.deps
             .borrow_mut()
-            .push(Dep::Group(name.to_string(), g.cloned()));
+            .push(Dep::Group(scoped, name.to_string(), g.cloned()));
         g.map(|g| g.as_slice())
     }
 
@@ -282,7 +392,7 @@ impl std::fmt::Debug for BuildCache {
         f.debug_struct("BuildCache")
             .field("matches", &self.parsed.matches.len())
             .field("actions", &self.parsed.actions.len())
-            .field("compiled", &self.compiled.len())
+            .field("datapaths", &self.dps.len())
             .field("last_build", &self.stats)
             .finish()
     }

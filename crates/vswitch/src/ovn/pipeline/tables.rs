@@ -20,7 +20,7 @@ use ovn_lflow::dhcp::OptionTable;
 use ovn_lflow::{Actions, CompiledExpr, Context, Expr, SymbolTable};
 use ovsdb::Uuid;
 
-use super::cache::{BuildCache, Compiled, CompiledFlow, DpContext, Parsed};
+use super::cache::{BuildCache, Compiled, CompiledFlow, DpBuild, DpContext, DpOut, Parsed};
 use super::portsec::PortSecurity;
 use super::support::refusal;
 use crate::config::MacAddr;
@@ -108,7 +108,7 @@ pub struct Datapath {
     /// A logical router (`external_ids:logical-router`).
     pub router: bool,
     /// The ingress and egress tables, by table id.
-    pub tables: [Vec<Table>; 2],
+    pub tables: Arc<[Vec<Table>; 2]>,
     /// Ports by key.
     pub ports: BTreeMap<u16, LPort>,
     /// Port and multicast group keys by name (`lookup_port_cb`: `none` is 0).
@@ -174,11 +174,6 @@ pub struct Pipelines {
     /// Flows (per datapath) this build compiled, and those it reused from the last.
     pub compiled: (usize, usize),
 }
-
-/// Address sets by name, lexed.
-type SetsByName = HashMap<String, Arc<ovn_lflow::AddressSet>>;
-/// Port groups' members by name.
-type GroupsByName = HashMap<String, Arc<Vec<String>>>;
 
 /// Fields a decision may rest on that the data path's cache key leaves out: TCP
 /// flags and the IPv6 flow label. (ARP and neighbour discovery fields are not keyed
@@ -278,7 +273,8 @@ impl Pipelines {
         }
     }
 
-    /// Parses and compiles the logical flows of every datapath.
+    /// Parses and compiles the logical flows of every datapath, adopting the tables of
+    /// those the cache still holds.
     fn add_flows(&mut self, sb: &Sb, local: &[Uuid], view: Viewpoint<'_>, cache: &mut BuildCache) {
         let sets = cache.address_sets(
             sb.address_sets
@@ -294,85 +290,127 @@ impl Pipelines {
             .iter()
             .filter_map(|u| Some((*u, u32::try_from(sb.datapaths.get(u)?.tunnel_key).ok()?)))
             .collect();
-        let mut flows: Vec<(&Uuid, &LogicalFlow)> = sb.lflows.iter().collect();
-        flows.sort_by_key(|(u, _)| **u);
-        for (uuid, f) in flows {
-            let dps: Vec<u32> = flow_datapaths(sb, f)
-                .filter_map(|d| key_of.get(&d).copied())
-                .collect();
-            for key in dps {
-                self.add_flow(*uuid, f, key, (&sets, &groups), cache, view);
+        let mut by_dp: BTreeMap<u32, Vec<(Uuid, &LogicalFlow)>> = BTreeMap::new();
+        for (uuid, f) in &sb.lflows {
+            for d in flow_datapaths(sb, f) {
+                if let Some(k) = key_of.get(&d) {
+                    by_dp.entry(*k).or_default().push((*uuid, f));
+                }
             }
         }
-        for dp in self.datapaths.values_mut() {
-            for t in dp.tables.iter_mut().flatten() {
-                t.flows
-                    .sort_by(|a, b| b.priority.cmp(&a.priority).then(a.uuid.cmp(&b.uuid)));
+        for (key, mut flows) in by_dp {
+            let Some(dp) = self.datapaths.get(&key) else {
+                continue;
+            };
+            flows.sort_unstable_by_key(|(u, _)| *u);
+            let sig = signature(&flows);
+            let resident = |name: &str| self.is_resident(name, view);
+            let ctx = DpContext {
+                key,
+                names: &dp.names,
+                sets: &sets,
+                groups: &groups,
+                resident: &resident,
+            };
+            let out = match cache.datapath(key, sig, &ctx) {
+                Ok(out) => out,
+                Err(mut b) => {
+                    let out = self.build_tables(&flows, &ctx, cache, &mut b);
+                    cache.built(key, sig, b, out.clone());
+                    out
+                }
+            };
+            self.skipped.extend(out.skipped.iter().cloned());
+            if self.unkeyed.is_none() {
+                self.unkeyed.clone_from(&out.unkeyed);
             }
+            let dp = self.datapaths.get_mut(&key).expect("looked up above");
+            dp.tables = out.tables;
+            dp.beyond_l2 = out.beyond_l2;
+            dp.unsupported = out.unsupported;
         }
     }
 
+    /// Datapath `ctx.key`'s tables from its `flows`, each compiled or reused from `b`.
+    fn build_tables(
+        &self,
+        flows: &[(Uuid, &LogicalFlow)],
+        ctx: &DpContext<'_>,
+        cache: &mut BuildCache,
+        b: &mut DpBuild,
+    ) -> DpOut {
+        let mut tables: [Vec<Table>; 2] = Default::default();
+        let mut out = DpOut {
+            tables: Arc::default(),
+            beyond_l2: false,
+            unsupported: None,
+            unkeyed: None,
+            skipped: Vec::new(),
+            flows: flows.len(),
+        };
+        for &(uuid, f) in flows {
+            if let Err(error) = self.add_flow(uuid, f, ctx, cache, b, &mut tables, &mut out) {
+                let stage = f
+                    .external_ids
+                    .get("stage-name")
+                    .cloned()
+                    .unwrap_or_default();
+                out.skipped.push(Skipped { uuid, stage, error });
+            }
+        }
+        for t in tables.iter_mut().flatten() {
+            t.flows
+                .sort_by(|a, b| b.priority.cmp(&a.priority).then(a.uuid.cmp(&b.uuid)));
+        }
+        out.tables = Arc::new(tables);
+        out
+    }
+
+    /// Compiles (or reuses) flow `f` into `tables`, noting in `out` what it says of
+    /// its datapath; why not when it does not parse.
     #[allow(clippy::too_many_arguments)]
     fn add_flow(
-        &mut self,
+        &self,
         uuid: Uuid,
         f: &LogicalFlow,
-        dp_key: u32,
-        (sets, groups): (&SetsByName, &GroupsByName),
+        ctx: &DpContext<'_>,
         cache: &mut BuildCache,
-        view: Viewpoint<'_>,
-    ) {
-        let stage = f
-            .external_ids
-            .get("stage-name")
-            .cloned()
-            .unwrap_or_default();
+        b: &mut DpBuild,
+        tables: &mut [Vec<Table>; 2],
+        out: &mut DpOut,
+    ) -> Result<(), String> {
+        let stage = f.external_ids.get("stage-name").map_or("", String::as_str);
         let (Some(pipeline), Ok(table)) = (pipeline_of(&f.pipeline), u8::try_from(f.table_id))
         else {
-            return self.skip(uuid, &stage, "bad pipeline or table_id".into());
+            return Err("bad pipeline or table_id".into());
         };
-        let Some(dp) = self.datapaths.get(&dp_key) else {
-            return;
-        };
-        let resident = |name: &str| self.is_resident(name, view);
-        let ctx = DpContext {
-            key: dp_key,
-            names: &dp.names,
-            sets,
-            groups,
-            resident: &resident,
-        };
-        let key = (dp_key, uuid, pipeline as u8, table);
+        let key = (uuid, pipeline as u8, table);
         let (symtab, dhcp, dhcpv6) = (&self.symtab, &self.dhcp_opts, &self.dhcpv6_opts);
         let ((match_text, actions_text), compiled) =
-            cache.compiled(key, (&f.match_, &f.actions), &ctx, |ctx, parsed, m, a| {
+            cache.compiled(b, key, (&f.match_, &f.actions), ctx, |ctx, parsed, m, a| {
                 compile(symtab, dhcp, dhcpv6, (m, a), pipeline, table, ctx, parsed)
             });
-        let c = match compiled {
-            Ok(c) => c,
-            Err(e) => return self.skip(uuid, &stage, e),
-        };
-        if self.unkeyed.is_none() {
-            if let Some(f) = c.unkeyed {
-                self.unkeyed = Some((f, stage.clone(), uuid));
+        let c = compiled?;
+        if out.unkeyed.is_none() {
+            if let Some(field) = c.unkeyed {
+                out.unkeyed = Some((field, stage.to_string(), uuid));
             }
         }
-        let dp = self.datapaths.get_mut(&dp_key).expect("looked up above");
-        dp.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage.as_str())
+        out.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage)
             && f.external_ids.contains_key("stage-hint"))
             || f.actions.contains("put_dhcp");
-        if dp.unsupported.is_none() {
+        if out.unsupported.is_none() {
             if let Some(a) = &c.refusal {
-                dp.unsupported = Some((a.clone(), stage.clone(), uuid));
+                out.unsupported = Some((a.clone(), stage.to_string(), uuid));
             }
         }
-        let tables = &mut dp.tables[pipeline as usize];
+        let tables = &mut tables[pipeline as usize];
         if tables.len() <= usize::from(table) {
             tables.resize_with(usize::from(table) + 1, Table::default);
         }
         let t = &mut tables[usize::from(table)];
         if t.stage.is_empty() {
-            t.stage = stage;
+            t.stage = stage.to_string();
         }
         t.flows.push(Lflow {
             uuid,
@@ -383,14 +421,7 @@ impl Pipelines {
             actions_text,
             hits: Default::default(),
         });
-    }
-
-    fn skip(&mut self, uuid: Uuid, stage: &str, error: String) {
-        self.skipped.push(Skipped {
-            uuid,
-            stage: stage.to_string(),
-            error,
-        });
+        Ok(())
     }
 
     fn is_resident(&self, name: &str, view: Viewpoint<'_>) -> bool {
@@ -531,6 +562,20 @@ fn pipeline_of(s: &str) -> Option<Pipeline> {
         "egress" => Some(Pipeline::Egress),
         _ => None,
     }
+}
+
+/// A hash over a datapath's flow rows (in uuid order): what makes its tables.
+fn signature(flows: &[(Uuid, &LogicalFlow)]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    for (u, f) in flows {
+        u.hash(&mut h);
+        (&f.pipeline, f.table_id, f.priority).hash(&mut h);
+        (&f.match_, &f.actions).hash(&mut h);
+        f.external_ids.get("stage-name").hash(&mut h);
+        f.external_ids.contains_key("stage-hint").hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The datapaths (rows) flow `f` applies to.
