@@ -8,7 +8,6 @@
 //! never panics on any input (fuzzed by `fuzz/fuzz_targets/datum.rs`).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -16,6 +15,7 @@ use serde_json::{json, Value};
 pub use uuid::Uuid;
 
 use crate::schema::ColumnType;
+use crate::sorted::{AtomMap, AtomSet};
 use crate::Error;
 
 /// An atomic type (RFC 7047 §3.2 `<atomic-type>`).
@@ -235,25 +235,25 @@ impl fmt::Display for Atom {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Datum {
     /// A set of atoms (also a scalar or an optional value).
-    Set(BTreeSet<Atom>),
+    Set(AtomSet),
     /// A map from key atoms to value atoms.
-    Map(BTreeMap<Atom, Atom>),
+    Map(AtomMap),
 }
 
 impl Datum {
     /// The empty set.
     pub fn empty_set() -> Self {
-        Datum::Set(BTreeSet::new())
+        Datum::Set(AtomSet::new())
     }
 
     /// The empty map.
     pub fn empty_map() -> Self {
-        Datum::Map(BTreeMap::new())
+        Datum::Map(AtomMap::new())
     }
 
     /// A one-element set.
     pub fn atom(a: Atom) -> Self {
-        Datum::Set(BTreeSet::from([a]))
+        Datum::Set(AtomSet::from([a]))
     }
 
     /// The default value of a column type (RFC 7047 §5.2.1): the empty set
@@ -280,7 +280,7 @@ impl Datum {
     }
 
     /// The atoms, if a set.
-    pub fn as_set(&self) -> Option<&BTreeSet<Atom>> {
+    pub fn as_set(&self) -> Option<&AtomSet> {
         match self {
             Datum::Set(s) => Some(s),
             Datum::Map(_) => None,
@@ -288,7 +288,7 @@ impl Datum {
     }
 
     /// The pairs, if a map.
-    pub fn as_map(&self) -> Option<&BTreeMap<Atom, Atom>> {
+    pub fn as_map(&self) -> Option<&AtomMap> {
         match self {
             Datum::Map(m) => Some(m),
             Datum::Set(_) => None,
@@ -343,33 +343,30 @@ impl Datum {
         };
         match (&t.value, tagged) {
             (Some(vt), Some(("map", items))) => {
-                let mut m = BTreeMap::new();
+                let mut m = Vec::with_capacity(items.len());
                 for pair in items {
                     let Some([k, val]) = pair.as_array().map(Vec::as_slice) else {
                         return Err(bad());
                     };
                     let k = Atom::from_json(k, t.key.atomic).map_err(|_| bad())?;
                     let val = Atom::from_json(val, vt.atomic).map_err(|_| bad())?;
-                    if m.insert(k, val).is_some() {
-                        return Err(Error::type_mismatch(
-                            "a map without duplicate keys",
-                            short(v),
-                        ));
-                    }
+                    m.push((k, val));
                 }
-                Ok(Datum::Map(m))
+                AtomMap::from_vec(m)
+                    .map(Datum::Map)
+                    .map_err(|_| Error::type_mismatch("a map without duplicate keys", short(v)))
             }
             // ovsdb-server accepts an empty set for an empty map.
             (Some(_), Some(("set", items))) if items.is_empty() => Ok(Datum::empty_map()),
             (Some(_), _) => Err(bad()),
             (None, Some(("set", items))) => {
-                let mut s = BTreeSet::new();
-                for a in items {
-                    if !s.insert(Atom::from_json(a, t.key.atomic).map_err(|_| bad())?) {
-                        return Err(Error::type_mismatch("a set without duplicates", short(v)));
-                    }
-                }
-                Ok(Datum::Set(s))
+                let s = items
+                    .iter()
+                    .map(|a| Atom::from_json(a, t.key.atomic).map_err(|_| bad()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                AtomSet::from_vec(s)
+                    .map(Datum::Set)
+                    .map_err(|_| Error::type_mismatch("a set without duplicates", short(v)))
             }
             (None, Some(_)) => Err(bad()),
             (None, None) => Ok(Datum::atom(
@@ -390,15 +387,9 @@ impl Datum {
             return;
         }
         match (self, diff) {
-            (Datum::Set(s), Datum::Set(d)) => {
-                for a in d {
-                    if !s.remove(a) {
-                        s.insert(a.clone());
-                    }
-                }
-            }
+            (Datum::Set(s), Datum::Set(d)) => *s = s.symmetric_difference(d),
             (Datum::Map(m), Datum::Map(d)) => {
-                for (k, v) in d {
+                for (k, v) in d.iter() {
                     match m.get(k) {
                         Some(old) if old == v => {
                             m.remove(k);
@@ -426,28 +417,22 @@ impl Datum {
             return Some(new.clone());
         }
         Some(match (old, new) {
-            (Datum::Set(o), Datum::Set(n)) => {
-                Datum::Set(o.symmetric_difference(n).cloned().collect())
-            }
+            (Datum::Set(o), Datum::Set(n)) => Datum::Set(o.symmetric_difference(n)),
             (Datum::Map(o), Datum::Map(n)) => {
-                let mut d = BTreeMap::new();
-                for (k, v) in o {
+                let mut d = Vec::new();
+                for (k, v) in o.iter() {
                     match n.get(k) {
-                        None => {
-                            d.insert(k.clone(), v.clone());
-                        }
-                        Some(nv) if nv != v => {
-                            d.insert(k.clone(), nv.clone());
-                        }
+                        None => d.push((k.clone(), v.clone())),
+                        Some(nv) if nv != v => d.push((k.clone(), nv.clone())),
                         Some(_) => {}
                     }
                 }
-                for (k, v) in n {
+                for (k, v) in n.iter() {
                     if !o.contains_key(k) {
-                        d.insert(k.clone(), v.clone());
+                        d.push((k.clone(), v.clone()));
                     }
                 }
-                Datum::Map(d)
+                Datum::Map(d.into_iter().collect())
             }
             _ => new.clone(),
         })
@@ -561,7 +546,7 @@ mod tests {
         let t = ColumnType::map(T::String, T::Integer);
         assert_eq!(
             Datum::from_json(&json!(["map", [["a", 1]]]), &t).unwrap(),
-            Datum::Map(BTreeMap::from([(s("a"), Atom::Integer(1))]))
+            Datum::Map(AtomMap::from([(s("a"), Atom::Integer(1))]))
         );
     }
 
@@ -599,12 +584,12 @@ mod tests {
         // ovsdb-server(7) §4.1.14: removed keys carry their old value, changed
         // keys their new one, added keys their value.
         let t = ColumnType::map(T::String, T::String);
-        let old = Datum::Map(BTreeMap::from([(s("k"), s("v")), (s("gone"), s("x"))]));
-        let new = Datum::Map(BTreeMap::from([(s("k"), s("w")), (s("new"), s("y"))]));
+        let old = Datum::Map(AtomMap::from([(s("k"), s("v")), (s("gone"), s("x"))]));
+        let new = Datum::Map(AtomMap::from([(s("k"), s("w")), (s("new"), s("y"))]));
         let d = Datum::diff(&old, &new, &t).unwrap();
         assert_eq!(
             d,
-            Datum::Map(BTreeMap::from([
+            Datum::Map(AtomMap::from([
                 (s("k"), s("w")),
                 (s("gone"), s("x")),
                 (s("new"), s("y"))

@@ -89,6 +89,7 @@ mod remote;
 mod replica;
 mod row;
 pub mod schema;
+mod sorted;
 
 pub use client::{Client, ClientConfig, ConnectionState, Event};
 pub use datum::{Atom, AtomicType, Datum, Uuid};
@@ -101,3 +102,4 @@ pub use remote::Remote;
 pub use replica::{ChangeKind, ChangeSet, Replica, RowChange, TypedChange};
 pub use row::{AtomValue, FromDatum, Model, Row, ToDatum};
 pub use schema::{ColumnType, DatabaseSchema};
+pub use sorted::{AtomMap, AtomSet};

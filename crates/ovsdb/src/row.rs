@@ -1,6 +1,7 @@
 //! Rows, typed column access and typed tables ([`Model`], [`model!`](crate::model)).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -13,9 +14,28 @@ use crate::{Error, Place};
 /// Rows in the replica hold every monitored column (a column the server
 /// omitted holds its default). Rows built for `insert`/`update` hold the
 /// columns to write.
+///
+/// Stored compactly, since a replica holds 10^5 of them: one vector sorted by
+/// column name, the names interned (one allocation per distinct name in the
+/// process, shared by every row).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Row {
-    columns: BTreeMap<String, Datum>,
+    columns: Vec<(Arc<str>, Datum)>,
+}
+
+/// The process-wide copy of column name `name`.
+fn intern(name: &str) -> Arc<str> {
+    static NAMES: OnceLock<Mutex<HashSet<Arc<str>>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.get(name) {
+        return n.clone();
+    }
+    let n: Arc<str> = Arc::from(name);
+    names.insert(n.clone());
+    n
 }
 
 impl Row {
@@ -40,17 +60,28 @@ impl Row {
 
     /// Sets `column` to `value`.
     pub fn set(&mut self, column: &str, value: impl ToDatum) {
-        self.columns.insert(column.to_owned(), value.to_datum());
+        self.insert(column, value.to_datum());
     }
 
     /// Sets `column` to a datum.
-    pub fn insert(&mut self, column: impl Into<String>, value: Datum) -> Option<Datum> {
-        self.columns.insert(column.into(), value)
+    pub fn insert(&mut self, column: impl AsRef<str>, value: Datum) -> Option<Datum> {
+        let column = column.as_ref();
+        match self.find(column) {
+            Ok(i) => Some(std::mem::replace(&mut self.columns[i].1, value)),
+            Err(i) => {
+                self.columns.insert(i, (intern(column), value));
+                None
+            }
+        }
     }
 
     /// Removes a column.
     pub fn remove(&mut self, column: &str) -> Option<Datum> {
-        self.columns.remove(column)
+        self.find(column).ok().map(|i| self.columns.remove(i).1)
+    }
+
+    fn find(&self, column: &str) -> Result<usize, usize> {
+        self.columns.binary_search_by(|(c, _)| (**c).cmp(column))
     }
 
     /// A column's value as a Rust type.
@@ -61,26 +92,23 @@ impl Row {
     /// [`Error::Type`] naming the column, what `T` expects and what was
     /// found when the value does not convert.
     pub fn get<T: FromDatum>(&self, column: &str) -> Result<T, Error> {
-        let d = self
-            .columns
-            .get(column)
-            .ok_or_else(|| Error::MissingColumn {
-                place: Place {
-                    table: None,
-                    column: Some(column.to_owned()),
-                },
-            })?;
+        let d = self.datum(column).ok_or_else(|| Error::MissingColumn {
+            place: Place {
+                table: None,
+                column: Some(column.to_owned()),
+            },
+        })?;
         T::from_datum(d).map_err(|e| e.in_column(column))
     }
 
     /// A column's value.
     pub fn datum(&self, column: &str) -> Option<&Datum> {
-        self.columns.get(column)
+        self.find(column).ok().map(|i| &self.columns[i].1)
     }
 
     /// The columns and values, sorted by column name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Datum)> {
-        self.columns.iter().map(|(k, v)| (k.as_str(), v))
+        self.columns.iter().map(|(k, v)| (&**k, v))
     }
 
     /// The number of columns.
@@ -98,7 +126,7 @@ impl Row {
         Value::Object(
             self.columns
                 .iter()
-                .map(|(k, v)| (k.clone(), v.to_json()))
+                .map(|(k, v)| (k.to_string(), v.to_json()))
                 .collect::<Map<_, _>>(),
         )
     }
@@ -118,29 +146,42 @@ impl Row {
             let t = table.column(c).ok_or_else(|| {
                 Error::type_mismatch("a column of the table", "an unknown column").in_column(c)
             })?;
-            row.columns.insert(
-                c.clone(),
+            row.columns.push((
+                intern(c),
                 Datum::from_json(cv, t).map_err(|e| e.in_column(c))?,
-            );
+            ));
         }
+        row.seal();
         Ok(row)
     }
 }
 
-impl FromIterator<(String, Datum)> for Row {
-    fn from_iter<I: IntoIterator<Item = (String, Datum)>>(iter: I) -> Self {
-        Row {
-            columns: iter.into_iter().collect(),
+impl Row {
+    /// Sorts columns pushed in any order; a later value of a column wins.
+    fn seal(&mut self) {
+        self.columns.sort_by(|a, b| a.0.cmp(&b.0));
+        // dedup_by keeps the first of equal neighbours: move the later value in.
+        let mut out: Vec<(Arc<str>, Datum)> = Vec::with_capacity(self.columns.len());
+        for (c, d) in self.columns.drain(..) {
+            match out.last_mut() {
+                Some(last) if last.0 == c => last.1 = d,
+                _ => out.push((c, d)),
+            }
         }
+        self.columns = out;
     }
 }
 
-impl<'a> IntoIterator for &'a Row {
-    type Item = (&'a String, &'a Datum);
-    type IntoIter = std::collections::btree_map::Iter<'a, String, Datum>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.columns.iter()
+impl<S: AsRef<str>> FromIterator<(S, Datum)> for Row {
+    fn from_iter<I: IntoIterator<Item = (S, Datum)>>(iter: I) -> Self {
+        let mut row = Row {
+            columns: iter
+                .into_iter()
+                .map(|(c, d)| (intern(c.as_ref()), d))
+                .collect(),
+        };
+        row.seal();
+        row
     }
 }
 

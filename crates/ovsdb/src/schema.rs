@@ -4,11 +4,12 @@
 //! arrive as `0`, a one-element set as a bare atom, a default-valued column
 //! not at all) and to check what a consumer monitors.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::datum::{Atom, AtomicType, Datum};
+use crate::sorted::AtomSet;
 use crate::Error;
 
 /// A database schema (RFC 7047 §3.2 `<database-schema>`).
@@ -64,7 +65,7 @@ pub struct BaseType {
     /// The atomic type.
     pub atomic: AtomicType,
     /// The allowed values, if constrained.
-    pub enumeration: Option<BTreeSet<Atom>>,
+    pub enumeration: Option<AtomSet>,
     /// `minInteger`/`maxInteger`, inclusive.
     pub integer_range: (Option<i64>, Option<i64>),
     /// `minReal`/`maxReal`, inclusive.
