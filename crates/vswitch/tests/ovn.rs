@@ -484,10 +484,12 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         },
     );
     // One of the load balancer's actions (ct_lb_mark, ct_snat_to_vip,
-    // chk_lb_hairpin...), named with its flow.
+    // chk_lb_hairpin..., ct_snat in ls_in_nat_hairpin), named with its flow: the
+    // first such flow in row order, and row uuids are random.
     let named = [
         "ct_lb_mark",
         "ct_snat_to_vip",
+        "ct_snat",
         "chk_lb_hairpin",
         "chk_lb_hairpin_reply",
     ]
