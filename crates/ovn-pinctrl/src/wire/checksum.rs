@@ -22,11 +22,8 @@ fn fold_once(sum: u32) -> u32 {
 }
 
 /// The checksum field for a running sum: folded and complemented.
-pub fn finish(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = fold_once(sum);
-    }
-    !(sum as u16)
+pub fn finish(sum: u32) -> u16 {
+    !(finish_sum(sum) as u16)
 }
 
 /// The Internet checksum of `data`.
@@ -46,11 +43,20 @@ pub fn pseudo_v6(src: [u8; 16], dst: [u8; 16], proto: u8, len: u32) -> u32 {
     add(add(sum, &len.to_be_bytes()), &[0, 0, 0, proto])
 }
 
-/// RFC 1624 eqn. 3, `HC' = ~(~HC + ~m + m')`, folded once exactly as Open
-/// vSwitch's `recalc_csum16()` does.
+/// RFC 1624 eqn. 3, `HC' = ~(~HC + ~m + m')`, the sum folded until it fits.
+///
+/// Open vSwitch's `recalc_csum16()` folds once and truncates: when the sum is
+/// 0x1ffff its carry is lost and the checksum comes out one too high (invalid).
+/// This one folds fully, so it never differs from a recomputation.
 pub fn update16(csum: u16, old: u16, new: u16) -> u16 {
-    let sum = u32::from(!csum) + u32::from(!old) + u32::from(new);
-    !(((sum & 0xffff) + (sum >> 16)) as u16)
+    !(finish_sum(u32::from(!csum) + u32::from(!old) + u32::from(new)) as u16)
+}
+
+fn finish_sum(mut sum: u32) -> u32 {
+    while sum > 0xffff {
+        sum = fold_once(sum);
+    }
+    sum
 }
 
 /// [`update16`] for each 16-bit word of a field that changed from `old` to
