@@ -251,20 +251,10 @@ start_switch() {
 # and vhu1 of BRIDGE. br0 gets the NORMAL action; br-int is OVN's (system-id hv-pvp,
 # the ports' iface-ids pvp-a and pvp-b) and ovn-controller programs it.
 start_ovs() {
-    local br=$1 d="$work/ovs"; mkdir -p "$d"
-    export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d OVN_RUNDIR=$d OVN_LOGDIR=$d
+    local br=$1 d="$work/ovs"
+    ovs_dpdk "$d" "$br" pvpovs
+    export OVN_RUNDIR=$d OVN_LOGDIR=$d
     local vsctl="ovs-vsctl --timeout=60 --db=unix:$d/db.sock"
-    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-    ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
-        --detach --log-file="$d/ovsdb.log"
-    $vsctl --no-wait init
-    $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-        other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
-        other_config:dpdk-socket-mem=512 \
-        "other_config:dpdk-extra=--file-prefix=pvpovs --no-pci --single-file-segments"
-    /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
-        --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
-    $vsctl add-br "$br" -- set bridge "$br" datapath_type=netdev
     local i
     for i in 0 1; do
         local lsp=pvp-a sock=a.sock; [ $i = 1 ] && { lsp=pvp-b; sock=b.sock; }

@@ -95,21 +95,10 @@ start_vm() { # name socket mac params
 start_switch() {
     case "$1" in
     ovs|ovs-sg)
-        local d="$work/ovs" br=br0; mkdir -p "$d"
+        local d="$work/ovs" br=br0
         [ "$1" = ovs-sg ] && br=br-int
-        export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
-        local vsctl="ovs-vsctl --db=unix:$d/db.sock"
-        ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-        ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
-            --detach --log-file="$d/ovsdb.log"
-        $vsctl --no-wait init
-        $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-            other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
-            other_config:dpdk-socket-mem=512 other_config:pmd-maxsleep=50 \
-            "other_config:dpdk-extra=--file-prefix=rrovs --no-pci --single-file-segments"
-        /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
-            --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
-        $vsctl add-br $br -- set bridge $br datapath_type=netdev
+        ovs_dpdk "$d" $br rrovs pmd-maxsleep=50
+        local vsctl="ovs-vsctl --timeout=60 --db=unix:$d/db.sock"
         for p in a b; do
             $vsctl add-port $br "vhu$p" -- set Interface "vhu$p" type=dpdkvhostuserclient \
                 "options:vhost-server-path=$work/$p.sock" "external_ids:iface-id=rr-$p"

@@ -1,5 +1,5 @@
 # Shared by the benchmarks' security-group scenarios (bench-pvp.sh, bench-vm-rr.sh):
-# an OVN central in a directory, one logical switch of two ports with Neutron's security
+# Open vSwitch with DPDK, an OVN central in a directory, one logical switch of two ports with Neutron's security
 # groups, and the namespace a vswitchd chassis keeps its tunnel endpoint in. Sourced, not
 # run. The caller sets `central` (a directory) before calling any of these.
 #
@@ -76,6 +76,29 @@ sg_netns() {
     ip -n "$ns" link set "${ns}0" up
     ip -n "$ns" link set "${ns}1" up
     ip -n "$ns" addr add 198.51.100.1/24 dev "${ns}0"
+}
+
+# ovs_dpdk DIR BRIDGE PREFIX [OTHER_CONFIG...]: Open vSwitch with DPDK (PMD on CPU 0,
+# lcores on CPU 1, 512 MiB, DPDK file prefix PREFIX), its database and logs in DIR, and
+# netdev bridge BRIDGE; OTHER_CONFIG are more `other_config:` settings. The caller adds
+# the ports with `ovs-vsctl --db=unix:DIR/db.sock`.
+ovs_dpdk() {
+    local d=$1 br=$2 prefix=$3; shift 3
+    local vsctl="ovs-vsctl --timeout=60 --db=unix:$d/db.sock" extra=() o
+    for o in "$@"; do extra+=("other_config:$o"); done
+    mkdir -p "$d"
+    export OVS_RUNDIR=$d OVS_LOGDIR=$d OVS_DBDIR=$d
+    ovsdb-tool create "$d/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+    ovsdb-server "$d/conf.db" --remote="punix:$d/db.sock" --pidfile="$d/ovsdb-server.pid" \
+        --detach --log-file="$d/ovsdb.log"
+    $vsctl --no-wait init
+    $vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+        other_config:dpdk-lcore-mask=0x2 other_config:pmd-cpu-mask=0x1 \
+        other_config:dpdk-socket-mem=512 "${extra[@]}" \
+        "other_config:dpdk-extra=--file-prefix=$prefix --no-pci --single-file-segments"
+    /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "unix:$d/db.sock" \
+        --pidfile="$d/ovs-vswitchd.pid" --detach --log-file="$d/ovs-vswitchd.log"
+    $vsctl add-br "$br" -- set bridge "$br" datapath_type=netdev
 }
 
 # ovs_ovn_chassis VSCTL DIR CHASSIS: makes the OVS of database VSCTL an OVN chassis named
