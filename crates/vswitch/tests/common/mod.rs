@@ -320,11 +320,52 @@ struct Output {
     cv: Condvar,
 }
 
+impl Output {
+    /// Collects `stream` into a new buffer from a reader thread. It splits on the prompt's
+    /// trailing space as well as on newlines, so that a prompt without a newline is seen.
+    fn collect(stream: impl Read + Send + 'static) -> Arc<Output> {
+        let out = Arc::new(Output {
+            text: Mutex::new(String::new()),
+            cv: Condvar::new(),
+        });
+        let o = out.clone();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stream);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match r.read_until(b' ', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let mut t = o.text.lock().unwrap();
+                        t.push_str(&String::from_utf8_lossy(&buf));
+                        o.cv.notify_all();
+                    }
+                }
+            }
+        });
+        out
+    }
+}
+
+/// The last `n` bytes of `s` (or more, up to a character boundary).
+fn tail(s: &str, n: usize) -> &str {
+    let mut i = s.len().saturating_sub(n);
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    &s[i..]
+}
+
 /// A DPDK testpmd guest in interactive mode.
 pub struct Testpmd {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
+    /// What testpmd prints on stdout: command output and prompts.
     out: Arc<Output>,
+    /// What DPDK logs on stderr, kept apart: a log line written while a command prints
+    /// would otherwise split that command's output (`RX-packets: <log line> 12914`).
+    log: Arc<Output>,
     pub prefix: String,
 }
 
@@ -440,38 +481,14 @@ impl Testpmd {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn dpdk-testpmd");
-        let out = Arc::new(Output {
-            text: Mutex::new(String::new()),
-            cv: Condvar::new(),
-        });
-        for stream in [
-            Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
-            Box::new(child.stderr.take().unwrap()),
-        ] {
-            let out = out.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(stream);
-                let mut buf = Vec::new();
-                loop {
-                    buf.clear();
-                    // Split on the prompt's trailing space as well as newlines so that a
-                    // prompt without a newline is seen.
-                    match r.read_until(b' ', &mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            let mut t = out.text.lock().unwrap();
-                            t.push_str(&String::from_utf8_lossy(&buf));
-                            out.cv.notify_all();
-                        }
-                    }
-                }
-            });
-        }
+        let out = Output::collect(child.stdout.take().unwrap());
+        let log = Output::collect(child.stderr.take().unwrap());
         let stdin = child.stdin.take();
         let t = Testpmd {
             child: Some(child),
             stdin,
             out,
+            log,
             prefix: spec.prefix.to_string(),
         };
         t.wait_output(Duration::from_secs(60), "testpmd> ", 0);
@@ -487,10 +504,12 @@ impl Testpmd {
             }
             let now = Instant::now();
             if now >= deadline {
+                let log = self.log.text.lock().unwrap();
                 panic!(
-                    "testpmd {}: timed out waiting for {needle:?}; output:\n{}",
+                    "testpmd {}: timed out waiting for {needle:?}; output:\n{}\nlog:\n{}",
                     self.prefix,
-                    &t[t.len().saturating_sub(3000)..]
+                    tail(&t, 3000),
+                    tail(&log, 3000)
                 );
             }
             t = self.out.cv.wait_timeout(t, deadline - now).unwrap().0;
