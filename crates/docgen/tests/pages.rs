@@ -148,3 +148,29 @@ fn troubleshooting_explains_every_drop_reason() {
         page.display()
     );
 }
+
+#[test]
+fn the_docs_explain_every_flag_and_command() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let mut text = String::new();
+    for e in std::fs::read_dir(&docs).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            text.push_str(&std::fs::read_to_string(&p).unwrap());
+        }
+    }
+    let mut missing = Vec::new();
+    for a in vswitch_docgen::vswitchd().get_arguments() {
+        if let Some(l) = a.get_long().filter(|l| !matches!(*l, "help" | "version")) {
+            if !text.contains(&format!("--{l}")) {
+                missing.push(format!("vswitchd --{l}"));
+            }
+        }
+    }
+    for s in vswitch_docgen::vswitchctl().get_subcommands() {
+        if !text.contains(&format!("vswitchctl {}", s.get_name())) {
+            missing.push(format!("vswitchctl {}", s.get_name()));
+        }
+    }
+    assert!(missing.is_empty(), "docs/*.md never mention {missing:?}");
+}

@@ -177,8 +177,8 @@ pub struct Args {
     /// database) and turn its logical switches into bridge domains. Registers the
     /// chassis (with --chassis) and its Encap (the IPv4 --geneve endpoint's address),
     /// claims the logical switch ports named by `iface_id=LSP` on --vhost-user,
-    /// --vhost-user-client and --tap, and forwards by OVN's rules (README, "Joining an
-    /// OVN deployment", says what works and what is refused).
+    /// --vhost-user-client and --tap, and forwards by OVN's rules (docs/ovn.md says
+    /// what works and what is refused).
     #[arg(long, value_name = "REMOTE[,REMOTE...]")]
     pub ovn_remote: Option<String>,
 
