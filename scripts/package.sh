@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian package of vswitch into target/debian/ (or $CARGO_TARGET_DIR/debian/):
-#   vswitch_<version>-<revision>_amd64.deb with vswitchd (/usr/sbin), vswitchctl
+#   vswitch_<version>-<revision>_amd64.deb (and its -dbgsym .ddeb) with vswitchd (/usr/sbin), vswitchctl
 #   (/usr/bin), the systemd unit vswitchd.service, /etc/vswitch/vswitchd.toml (a
 #   conffile), the man pages vswitchd(8), vswitchctl(8) (and one per command),
 #   vswitchd.toml(5), and bash/zsh/fish completion. Depends: what dpkg-shlibdeps finds
@@ -25,6 +25,10 @@ cargo build --release -q -p vswitch --bins -p vswitch-docgen
 echo "== man pages and completions -> $target/release/docgen"
 rm -rf "$target/release/docgen"
 "$target/release/vswitch-docgen" "$target/release/docgen" >/dev/null
+# Man pages are installed gzipped (Debian policy); cargo-deb leaves built files as they are.
+gzip -9n "$target/release/docgen/man/"*
 echo "== cargo deb"
 mkdir -p "$target/debian"
-cargo deb -p vswitch --no-build --output "$target/debian/" "$@"
+# --dbgsym: the binaries are stripped; their debug symbols (the release profile keeps
+# line tables) go to vswitch-dbgsym_<version>_amd64.ddeb beside the package.
+cargo deb -p vswitch --no-build --dbgsym --output "$target/debian/" "$@"
