@@ -3,7 +3,8 @@
 # page's blocks in order in one shell (set -euo pipefail), as root, with the workspace's
 # vswitchd and vswitchctl first on PATH. A page runs in its own mount, network and PID
 # namespaces: /run/vswitch and /etc/vswitch are private tmpfs (the paths the docs show,
-# without touching the host's), only loopback is up, and whatever the page started in
+# without touching the host's), /sys shows the page's own network namespace, in which
+# only loopback is up and interfaces it makes live, and whatever the page started in
 # the background ends with it. Blocks that cannot run in CI are marked
 # <!-- no-doctest: WHY --> in the page (scripts/lib/doctest.py refuses an sh block that
 # is neither). Also checks that relative links between pages resolve.
@@ -41,6 +42,7 @@ for s in "${scripts[@]}"; do
             set -e
             mount -t tmpfs -o mode=0755 vswitch-run /run/vswitch
             mount -t tmpfs -o mode=0755 vswitch-etc /etc/vswitch
+            mount -t sysfs vswitch-sys /sys
             ip link set lo up
             cd "$1"
             bash "$2"' doctest "$work/run/$name" "$s" >"$work/$name.log" 2>&1; then
