@@ -59,7 +59,7 @@ pub fn config_page() -> String {
     let version = format!("vswitch {}", env!("CARGO_PKG_VERSION"));
     r.control("TH", ["VSWITCHD.TOML", "5", "", &version, "vswitch"]);
     r.control("SH", ["NAME"]);
-    r.text([roman("vswitchd.toml \\- vswitchd's configuration file")]);
+    r.text([roman("vswitchd.toml - vswitchd's configuration file")]);
     r.control("SH", ["SYNOPSIS"]);
     r.text([roman("/etc/vswitch/vswitchd.toml")]);
     r.control("SH", ["DESCRIPTION"]);

@@ -13,7 +13,13 @@ use crate::config::{PortFlag, DEFAULT_CONTROL_SOCKET};
 /// of group `vswitch` may use it. Every command takes --json for the daemon's reply as
 /// JSON. Exit status: 0 done, 1 the daemon refused or could not be reached, 2 bad usage.
 #[derive(Parser)]
-#[command(name = "vswitchctl", version, verbatim_doc_comment)]
+#[command(
+    name = "vswitchctl",
+    version,
+    verbatim_doc_comment,
+    after_long_help = "`vswitchctl COMMAND --help` (or man vswitchctl-COMMAND) says more \
+        about each command. See also vswitchd(8), vswitchd.toml(5)."
+)]
 pub struct Cli {
     /// vswitchd's control socket (vswitchd --control).
     #[arg(long, global = true, default_value = DEFAULT_CONTROL_SOCKET)]
