@@ -190,6 +190,13 @@ sys.exit(0 if min(a["rx_packets"], b["tx_packets"]) > 1000 else 1)'
 }
 wait_for 30 crossing || { crossing; tail -20 "$work"/vspkg*.log; fail "no frames crossed after the reload"; }
 say "frames cross: $(crossing)"
+in_ct journalctl -u vswitchd -o json --no-pager | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+r = [r for r in rows if r.get("MESSAGE") == "configuration reloaded"]
+assert r and "F_REPLY" in r[-1] and "guest-a" in r[-1]["F_REPLY"], "no reload entry with its fields"
+print("test-package: journal: the reload, with its fields: F_REPLY=%s" % r[-1]["F_REPLY"][:100])
+' || fail "the reload is not in the journal with its fields"
 
 # A broken edit: the reload fails, names the field, and changes nothing.
 in_ct cp /etc/vswitch/vswitchd.toml /etc/vswitch/vswitchd.toml.good
