@@ -9,7 +9,8 @@
 #   2. attach a guest: a DPDK testpmd on the host with two virtio-user ports (server
 #      mode) looping frames; the operator adds two client-mode ports to
 #      /etc/vswitch/vswitchd.toml and runs `systemctl reload vswitchd`; frames cross;
-#      a broken edit makes the reload fail and changes nothing;
+#      an AF_XDP uplink (veth) and a tap added the same way run under the unit's
+#      hardening; a broken edit makes the reload fail and changes nothing;
 #   3. upgrade to a rebuilt package (Debian revision 2): vswitchd is restarted, the
 #      edited conffile is kept, the guest's ports reconnect and frames cross again;
 #   4. purge: nothing the package put there is left (files under /etc, /usr, /var/lib
@@ -91,7 +92,10 @@ cp -a "$base" "$root"
 rm -f "$root/.complete"
 
 say "booting the container"
+# The container gets what a host gives vswitchd and nspawn withholds by default: CAP_BPF,
+# CAP_IPC_LOCK and the bpf() system call (AF_XDP), /dev/net/tun (taps).
 systemd-nspawn -q -D "$root" --boot --register=no --keep-unit --private-network \
+    --capability=CAP_BPF,CAP_IPC_LOCK,CAP_PERFMON --system-call-filter=bpf --bind=/dev/net/tun \
     --console=passive --bind="$work/guests:/srv/guests" --bind-ro="$work/debs:/srv/debs" \
     >"$work/nspawn.log" 2>&1 &
 nspawn_pid=$!
@@ -199,6 +203,30 @@ assert r and "F_REPLY" in r[-1] and "guest-a" in r[-1]["F_REPLY"], "no reload en
 print("test-package: journal: the reload, with its fields: F_REPLY=%s" % r[-1]["F_REPLY"][:100])
 ' || fail "the reload is not in the journal with its fields"
 
+# An AF_XDP uplink (a veth in the container's own network namespace, made with the host's
+# ip) and a tap, under the unit's hardening.
+nsenter -t "$leader" -n ip link add vx0 type veth peer name vx1
+nsenter -t "$leader" -n ip link set vx0 up
+nsenter -t "$leader" -n ip link set vx1 up
+in_ct sh -c 'cat >> /etc/vswitch/vswitchd.toml' <<'TOML'
+
+[[uplink]]
+name = "up0"
+iface = "vx0"
+
+[[tap]]
+name = "host"
+ifname = "vs-host"
+TOML
+in_ct systemctl reload vswitchd || { in_ct journalctl -u vswitchd --no-pager | tail; fail "reload with an uplink and a tap"; }
+uplink_and_tap() {
+    local show
+    show=$(in_ct vswitchctl show)
+    grep -qE 'afxdp: iface vx0 +mode (native-copy|generic)' <<<"$show" && grep -q 'iface: vs-host' <<<"$show"
+}
+uplink_and_tap || { in_ct vswitchctl show; fail "the uplink or the tap is missing"; }
+say "an AF_XDP uplink and a tap run under the unit: $(in_ct vswitchctl show | grep -o 'afxdp: iface vx0 *mode [a-z-]*')"
+
 # A broken edit: the reload fails, names the field, and changes nothing.
 in_ct cp /etc/vswitch/vswitchd.toml /etc/vswitch/vswitchd.toml.good
 in_ct sed -i '1i fdb_aging_secs = "soon"' /etc/vswitch/vswitchd.toml
@@ -217,6 +245,7 @@ pid2=$(in_ct systemctl show -p MainPID --value vswitchd)
 [ "$pid2" != "$pid1" ] && [ "$pid2" != 0 ] || fail "the upgrade did not restart vswitchd ($pid1 -> $pid2)"
 in_ct grep -q guest-a /etc/vswitch/vswitchd.toml || fail "the upgrade replaced the edited conffile"
 [ "$(in_ct dpkg-query -W -f='${Version}' vswitch)" = "${version}-2" ] || fail "not upgraded"
+uplink_and_tap || { in_ct vswitchctl show; fail "the uplink or the tap did not come back after the upgrade"; }
 wait_for 30 crossing || { crossing; fail "the guest did not reconnect after the upgrade"; }
 say "upgraded (vswitchd pid $pid1 -> $pid2), conffile kept, frames cross again: $(crossing)"
 kill $testpmd_pid; wait $testpmd_pid 2>/dev/null || true; testpmd_pid=""
