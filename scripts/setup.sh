@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what vswitch's demo, tests and benchmarks need on Debian 12, as root:
-# Debian packages, hugepages and hugetlbfs. Idempotent; safe to run again.
+# Debian packages, hugepages and hugetlbfs, and the packaging and docs tools (cargo-deb,
+# mdbook). Idempotent; safe to run again.
 #   scripts/setup.sh          packages for the demo and the tests
 #   scripts/setup.sh --bench  also Open vSwitch with DPDK, perf, iperf3 and QEMU, for the
 #                             benchmark scripts
@@ -16,11 +17,14 @@ fi
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
 # ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
-# ovn-controller chassis beside vswitchd's (none of their services is started).
+# ovn-controller chassis beside vswitchd's (none of their services is started);
+# debootstrap, systemd-container: the package test boots a clean Debian 12 in a container
+# (systemd-nspawn); dpkg-dev (dpkg-shlibdeps) and binutils (objcopy): cargo-deb computes
+# the package's Depends and splits its debug symbols; curl: the docs' metrics example.
 pkgs=(dpdk dpdk-dev python3-scapy tshark tcpdump ethtool iproute2 util-linux coreutils procps
       busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
-      ovn-central ovn-host)
+      ovn-central ovn-host debootstrap systemd-container dpkg-dev binutils curl)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3 qemu-system-x86)
 fi
@@ -47,7 +51,7 @@ fi
 
 # QEMU for the test guests, 8 or newer: Debian 12's QEMU 7.2 corrupts TCG guests across
 # live migrations (their page allocator, even with QEMU's own virtio-net and no vswitchd;
-# README, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10),
+# docs/live-changes.md, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10),
 # and so does libvirt (11.3, which matches that QEMU) for the libvirt test.
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 qemu_ok() {
@@ -90,6 +94,21 @@ for c in rustfmt clippy; do
         rustup component add "$c" >/dev/null 2>&1 || { echo "setup.sh: cargo $c missing and rustup could not add it" >&2; exit 2; }
     fi
 done
+
+# The Debian package and the book: cargo-deb builds the .deb (scripts/package.sh),
+# mdbook renders docs/ (scripts/docs.sh). Debian 12 packages neither, so both come from
+# crates.io, compiled once (a few minutes on 2 cores) at pinned versions.
+cargo_tool() {
+    local crate=$1 version=$2 probe=$3
+    if ! $probe 2>/dev/null | grep -qF "$version"; then
+        echo "setup.sh: cargo install --locked $crate@$version"
+        cargo install --locked --quiet "$crate" --version "$version" \
+            || { echo "setup.sh: cargo install $crate failed" >&2; exit 1; }
+    fi
+}
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo_tool cargo-deb 3.8.0 "cargo deb --version"
+cargo_tool mdbook 0.5.4 "mdbook --version"
 
 # 2 MiB hugepages for DPDK guests (testpmd needs ~256 MiB each).
 want=1024

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything CI checks: installs what is missing, then formatting, lints and all tests
-# (unit, property, and integration tests against real DPDK testpmd guests).
+# (unit, property, and integration tests against real DPDK testpmd guests), the docs'
+# commands and the book, and the Debian package in a booted container.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,3 +12,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace --no-fail-fast
+echo "== docs: the pages' commands (scripts/test-docs.sh)"
+scripts/test-docs.sh
+echo "== docs: the book (scripts/docs.sh)"
+scripts/docs.sh
+echo "== the Debian package (scripts/test-package.sh)"
+scripts/test-package.sh

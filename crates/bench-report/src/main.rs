@@ -40,8 +40,10 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
         /// Also replace the text between `<!-- bench-report:begin -->` and
-        /// `<!-- bench-report:end -->` in this README with the excerpt, and copy the PVP
-        /// Mpps plot next to it under `docs/bench/`.
+        /// `<!-- bench-report:end -->` in docs/benchmarks.md beside this README with the
+        /// excerpt, the text between `<!-- bench-report:headline:begin -->` and
+        /// `…:headline:end -->` in the README with the headline figure, and copy the
+        /// PVP Mpps plot under `docs/bench/`.
         #[arg(long)]
         readme: Option<PathBuf>,
     },
@@ -55,6 +57,8 @@ enum Cmd {
 
 const BEGIN: &str = "<!-- bench-report:begin -->";
 const END: &str = "<!-- bench-report:end -->";
+const HEADLINE_BEGIN: &str = "<!-- bench-report:headline:begin -->";
+const HEADLINE_END: &str = "<!-- bench-report:headline:end -->";
 
 fn main() -> Result<()> {
     match Args::parse().cmd {
@@ -109,13 +113,16 @@ fn render(raw: &Path, machine: &Path, out: &Path, readme: Option<&Path>) -> Resu
     let excerpt = report::readme_excerpt(
         &machine,
         &aggs,
-        has_pvp_plot.then_some("docs/bench/pvp_mpps.svg"),
+        "bench/report.md",
+        has_pvp_plot.then_some("bench/pvp_mpps.svg"),
     );
     write(&out.join("readme-excerpt.md"), &excerpt)?;
     if let Some(readme) = readme {
-        update_readme(readme, &excerpt)?;
+        let root = readme.parent().unwrap_or(Path::new("."));
+        let headline = report::headline(&machine, &aggs, "docs/benchmarks.md");
+        update_pages(readme, &root.join("docs/benchmarks.md"), &excerpt, headline)?;
         if has_pvp_plot {
-            let docs = readme.parent().unwrap_or(Path::new(".")).join("docs/bench");
+            let docs = root.join("docs/bench");
             std::fs::create_dir_all(&docs)?;
             for ext in ["png", "svg"] {
                 let f = format!("pvp_mpps.{ext}");
@@ -144,24 +151,39 @@ fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
 }
 
-/// Replaces what lies between the markers in `readme` with `excerpt`.
-fn update_readme(readme: &Path, excerpt: &str) -> Result<()> {
+/// Writes the excerpt between the markers of `page` (docs/benchmarks.md) and the
+/// headline between the headline markers of `readme`. A README that still has the
+/// excerpt's own markers (the layout before docs/) gets the excerpt there.
+fn update_pages(readme: &Path, page: &Path, excerpt: &str, headline: Option<String>) -> Result<()> {
     let text =
         std::fs::read_to_string(readme).with_context(|| format!("read {}", readme.display()))?;
-    let new = splice(&text, excerpt)
-        .with_context(|| format!("{}: markers {BEGIN} … {END}", readme.display()))?;
-    write(readme, &new)
+    if text.contains(BEGIN) {
+        return splice_file(readme, BEGIN, END, excerpt);
+    }
+    splice_file(page, BEGIN, END, excerpt)?;
+    if let Some(h) = headline {
+        splice_file(readme, HEADLINE_BEGIN, HEADLINE_END, &h)?;
+    }
+    Ok(())
 }
 
-fn splice(text: &str, excerpt: &str) -> Result<String> {
-    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+/// Replaces what lies between `begin` and `end` in `path` with `text`.
+fn splice_file(path: &Path, begin: &str, end: &str, text: &str) -> Result<()> {
+    let old = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+    let new = splice(&old, begin, end, text)
+        .with_context(|| format!("{}: markers {begin} … {end}", path.display()))?;
+    write(path, &new)
+}
+
+fn splice(text: &str, begin: &str, end: &str, excerpt: &str) -> Result<String> {
+    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
         bail!("missing");
     };
     if e < b {
         bail!("in the wrong order");
     }
     Ok(format!(
-        "{}{BEGIN}\n{}\n{}",
+        "{}{begin}\n{}\n{}",
         &text[..b],
         excerpt.trim_end(),
         &text[e..]
@@ -176,11 +198,11 @@ mod tests {
     fn splice_replaces_between_markers() {
         let t = format!("a\n{BEGIN}\nold\n{END}\nb\n");
         assert_eq!(
-            splice(&t, "new\n").unwrap(),
+            splice(&t, BEGIN, END, "new\n").unwrap(),
             format!("a\n{BEGIN}\nnew\n{END}\nb\n")
         );
-        assert!(splice("no markers", "x").is_err());
-        assert!(splice(&format!("{END}{BEGIN}"), "x").is_err());
+        assert!(splice("no markers", BEGIN, END, "x").is_err());
+        assert!(splice(&format!("{END}{BEGIN}"), BEGIN, END, "x").is_err());
     }
 
     #[test]
@@ -225,6 +247,49 @@ mod tests {
         let readme = std::fs::read_to_string(&readme).unwrap();
         assert!(readme.contains("on Test CPU, 2 cores"), "{readme}");
         assert!(dir.join("docs/bench/pvp_mpps.png").exists());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn render_writes_the_docs_page_and_the_readme_headline() {
+        let dir = std::env::temp_dir().join(format!("bench-report-docs-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("docs")).unwrap();
+        let raw = dir.join("raw.jsonl");
+        std::fs::write(
+            &raw,
+            r#"{"scenario":"pvp","switch":"vswitchd","round":1,"params":{"frame_size":64},"metrics":{"mpps":7.0}}
+{"scenario":"pvp","switch":"ovs","round":1,"params":{"frame_size":64},"metrics":{"mpps":4.0}}
+{"scenario":"pvp","switch":"limit","round":1,"params":{"frame_size":64},"metrics":{"mpps":8.0}}
+"#,
+        )
+        .unwrap();
+        let machine = dir.join("machine.json");
+        std::fs::write(
+            &machine,
+            r#"{"cpu_model":"Test CPU","cores":2,"date":"2026-11-26"}"#,
+        )
+        .unwrap();
+        let readme = dir.join("README.md");
+        std::fs::write(&readme, format!("# x\n{HEADLINE_BEGIN}\n{HEADLINE_END}\n")).unwrap();
+        let page = dir.join("docs/benchmarks.md");
+        std::fs::write(&page, format!("# B\n{BEGIN}\nold\n{END}\nrest\n")).unwrap();
+        render(&raw, &machine, &dir.join("out"), Some(&readme)).unwrap();
+        let page = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            page.contains("on Test CPU, 2 cores") && !page.contains("old"),
+            "{page}"
+        );
+        assert!(page.contains("[bench/report.md](bench/report.md)") && page.ends_with("rest\n"));
+        let readme = std::fs::read_to_string(&readme).unwrap();
+        assert!(
+            readme.contains("vswitchd 7.000 Mpps, 1.75× Open vSwitch"),
+            "{readme}"
+        );
+        assert!(readme.contains("0.88× testpmd"), "{readme}");
+        assert!(
+            !readme.contains("| target |"),
+            "the README gets the headline only"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

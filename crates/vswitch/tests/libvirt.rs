@@ -1,6 +1,6 @@
 //! VMs started by libvirt, as a user runs them: libvirt runs QEMU as `libvirt-qemu`,
-//! not root, so the switch's sockets must let that user in; the domain XML is the
-//! README's ("Attaching a libvirt domain"), read from the README itself.
+//! not root, so the switch's sockets must let that user in; the domain XML is the one
+//! docs/libvirt.md shows, read from the page itself.
 //!
 //! libvirt 11 and QEMU 10 come from bookworm-backports (`scripts/setup.sh`). When no
 //! libvirtd answers on `qemu:///system`, the test starts `virtlogd` and `libvirtd` and
@@ -101,14 +101,13 @@ impl Drop for Libvirt {
     }
 }
 
-/// The README's XML block after `<!-- libvirt: server-mode port -->`.
+/// docs/libvirt.md's XML block after `<!-- libvirt: server-mode port -->`.
 fn readme_xml() -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .expect("README.md");
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/libvirt.md");
+    let readme = std::fs::read_to_string(&page).expect("docs/libvirt.md");
     let after = readme
         .split_once("<!-- libvirt: server-mode port -->")
-        .expect("the README's libvirt XML marker")
+        .expect("docs/libvirt.md's libvirt XML marker")
         .1;
     let body = after
         .split_once("```xml\n")
@@ -125,7 +124,7 @@ struct Domain {
 }
 
 impl Domain {
-    /// Defines domain `name` from the README's XML (its socket and MAC replaced) around
+    /// Defines domain `name` from docs/libvirt.md's XML (its socket and MAC replaced) around
     /// the test guest's kernel, initrd and `params` (tests/vm/init.sh).
     fn define(dir: &TempDir, name: &str, socket: &Path, mac: &str, params: &str) -> Domain {
         let xml = readme_xml()
@@ -133,7 +132,7 @@ impl Domain {
             .replace("52:54:00:00:00:01", mac);
         let (memory, devices) = xml
             .split_once("<devices>")
-            .expect("<devices> in the README's XML");
+            .expect("<devices> in docs/libvirt.md's XML");
         let devices = devices.rsplit_once("</devices>").expect("</devices>").0;
         let console = dir.path(&format!("{name}.console"));
         let domain = format!(

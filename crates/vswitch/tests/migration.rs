@@ -154,7 +154,7 @@ fn guest_on<'a>(
 ///
 /// Needs QEMU 8 or newer: QEMU 7.2's TCG corrupts the guest across migrations. In a
 /// control run of this traffic with QEMU's own virtio-net on taps and no vswitchd, its
-/// page allocator panicked, or it hung, in 2 of 6 runs (README, "Live migration").
+/// page allocator panicked, or it hung, in 2 of 6 runs (docs/live-changes.md, "Live migration").
 #[test]
 fn vm_migrates_back_and_forth_under_traffic() {
     migrates_back_and_forth(false, ROUND_TRIPS);

@@ -16,7 +16,17 @@ use super::PollMode;
 /// Example:
 ///   vswitchd --vhost-user vm1=/tmp/vm1.sock --vhost-user vm2=/tmp/vm2.sock,queues=2 --pmd-cpus 1
 #[derive(Debug, Clone, Parser, Default)]
-#[command(name = "vswitchd", version, verbatim_doc_comment)]
+#[command(
+    name = "vswitchd",
+    version,
+    verbatim_doc_comment,
+    after_long_help = "Files: /etc/vswitch/vswitchd.toml, the configuration the packaged \
+        unit vswitchd.service gives --config (every key: man vswitchd.toml); \
+        /run/vswitch/vswitchd.sock, the control socket. `systemctl reload vswitchd` (or \
+        `vswitchctl reload`, or SIGHUP) applies an edited file to the running switch. \
+        See also vswitchctl(8), vswitchd.toml(5), and the documentation by task in \
+        /usr/share/doc/vswitch and docs/."
+)]
 pub struct Args {
     /// TOML configuration file; keys: the flags' names with `_` for `-` (pmd_cpus, poll,
     /// control, fdb_aging_secs, fdb_max_macs, fdb_port_max_macs, ct_max_connections,
@@ -177,8 +187,8 @@ pub struct Args {
     /// database) and turn its logical switches into bridge domains. Registers the
     /// chassis (with --chassis) and its Encap (the IPv4 --geneve endpoint's address),
     /// claims the logical switch ports named by `iface_id=LSP` on --vhost-user,
-    /// --vhost-user-client and --tap, and forwards by OVN's rules (README, "Joining an
-    /// OVN deployment", says what works and what is refused).
+    /// --vhost-user-client and --tap, and forwards by OVN's rules (docs/ovn.md says
+    /// what works and what is refused).
     #[arg(long, value_name = "REMOTE[,REMOTE...]")]
     pub ovn_remote: Option<String>,
 

@@ -9,6 +9,7 @@ pub mod acl;
 mod args;
 mod file;
 pub mod geneve;
+pub mod keys;
 pub mod mcast;
 pub mod ovn;
 pub mod port;

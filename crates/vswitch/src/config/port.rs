@@ -175,7 +175,7 @@ pub struct PortBuilder {
 }
 
 /// The options a kind of port takes, for error messages.
-fn options_for(kind: PortType) -> String {
+pub(crate) fn options_for(kind: PortType) -> String {
     let own = match kind {
         PortType::VhostUser => {
             "queues=N, offloads=on|off, socket_group=GROUP, socket_mode=MODE, iface_id=LSP"
@@ -267,7 +267,7 @@ impl PortBuilder {
             _ => {
                 let hint = match key {
                     "socket_group" | "socket_mode" if kind == PortType::VhostUserClient => {
-                        "; in client mode QEMU creates the socket: give its directory to QEMU's user instead (README, \"Attaching a libvirt domain\")"
+                        "; in client mode QEMU creates the socket: give its directory to QEMU's user instead (docs/libvirt.md)"
                     }
                     _ => "",
                 };

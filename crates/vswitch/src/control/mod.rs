@@ -4,6 +4,7 @@
 //! housekeeping. vhost-user message handling stays on `vhost-user-backend`'s blocking
 //! threads (that crate is synchronous), run from the runtime's blocking pool.
 //!
+//! - [`cli`]: vswitchctl's command line;
 //! - [`protocol`]: the typed, versioned JSON-lines protocol shared with `vswitchctl`;
 //! - [`server`]: the control socket;
 //! - [`handlers`]: answers to queries and ACL edits;
@@ -13,6 +14,7 @@
 //! - [`overlay`]: the tunnels' paths (next hops, neighbours) from those tables;
 //! - [`notify`]: systemd readiness.
 
+pub mod cli;
 pub mod handlers;
 pub mod housekeeping;
 pub mod metrics;

@@ -21,7 +21,7 @@ pub enum DropReason {
     BadDescriptor,
     /// The frame was larger than the destination's rx buffers can hold, or than 64 KiB, or
     /// (AF_XDP uplinks) than the uplink's MTU plus 18 bytes, or than a multi-buffer chain
-    /// of 17 UMEM frames (one UMEM frame without multi-buffer): see README "Jumbo frames".
+    /// of 17 UMEM frames (one UMEM frame without multi-buffer): see docs/afxdp.md, "Jumbo frames".
     FrameTooBig,
     /// The frame was shorter than an Ethernet header.
     Runt,
@@ -65,8 +65,8 @@ pub enum DropReason {
     /// `unknown` addresses (OVN drops it too).
     OvnUnknownUnicast,
     /// Bound for an OVN logical router port's MAC: routing needs OVN's logical router
-    /// pipeline, which a vswitchd chassis does not run (README, "Joining an OVN
-    /// deployment").
+    /// pipeline, which a vswitchd chassis does not run (docs/ovn.md, "What a vswitchd
+    /// chassis does not do").
     OvnRouterUnsupported,
     /// From an OVN port whose binding on this chassis awaits activation (an additional
     /// chassis with `activation-strategy=rarp`, before the port's RARP): only RARP
@@ -77,7 +77,7 @@ pub enum DropReason {
     BadMcastControl,
     /// IP multicast to a group no port joined, in an OVN logical switch that snoops
     /// (`mcast_snoop=true`) and has no `mcast_flood` port: OVN drops it too
-    /// (`mcast_flood_unregistered` is not visible to a chassis; see the README).
+    /// (`mcast_flood_unregistered` is not visible to a chassis; see docs/ovn.md).
     McastUnregistered,
     /// Dropped by OVN's logical pipeline: a security group (ACL), port security, no
     /// route, no destination, a TTL run out with no error sent back (`vswitchctl ovn
