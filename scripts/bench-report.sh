@@ -13,9 +13,10 @@
 #   plots/*.png|svg  Mpps and Gbit/s against frame size, cycles per packet against frame
 #                    size, Mpps against flow count, latency percentiles, pipeline scale
 #   logs/*.log       each scenario script's output
-# A full run also rewrites the README's Benchmarks section (between the bench-report
-# markers) and docs/bench/ (report.md, results.json, plots/*.svg, pvp_mpps.{png,svg})
-# from this run; --no-readme leaves them.
+# A full run also rewrites, from this run, the README's headline figure (between its
+# bench-report:headline markers), the report excerpt in docs/benchmarks.md (between the
+# bench-report markers) and docs/bench/ (report.md, results.json, plots/*.svg); --no-readme
+# leaves them.
 #
 # Switches: vswitchd (this project, one busy-polling PMD), ovs (Open vSwitch 3.1 with DPDK,
 # NORMAL action; userspace datapath without DPDK for the tcp scenario), limit/testpmd (DPDK
@@ -52,7 +53,7 @@
 #   --out DIR          output directory (default target/bench-report)
 #   --scenarios LIST   run only these
 #   --rounds N         rounds per scenario (default 3; --quick 1)
-#   --no-readme        never touch README.md and docs/bench/
+#   --no-readme        never touch README.md, docs/benchmarks.md and docs/bench/
 #   --render-only      measure nothing: render OUT/raw.jsonl and OUT/machine.json again
 #                      (after a change to the report's layout; the figures stay the run's)
 # Run nothing else heavy meanwhile (the machine's two cores are the measurement).
@@ -92,7 +93,8 @@ fi
 target="${CARGO_TARGET_DIR:-target}"
 report="$target/release/bench-report"
 
-# render: the report from OUT/raw.jsonl; after a full run also README.md and docs/bench/.
+# render: the report from OUT/raw.jsonl; after a full run also README.md, docs/benchmarks.md
+# and docs/bench/.
 render() {
     local args=()
     if [ -n "$readme" ] && [ "$(jq_mode)" = full ] && [ "$scenarios" = "$all_scenarios" ]; then
@@ -103,7 +105,7 @@ render() {
         mkdir -p docs/bench/plots
         cp "$out/report.md" "$out/results.json" docs/bench/
         cp "$out"/plots/*.svg docs/bench/plots/
-        echo "README.md and docs/bench/ rewritten from this run"
+        echo "README.md, docs/benchmarks.md and docs/bench/ rewritten from this run"
     fi
     echo "report: $out/report.md"
 }

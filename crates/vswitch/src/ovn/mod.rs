@@ -55,8 +55,7 @@ impl Status {
     }
 }
 
-/// What works on a vswitchd chassis (`vswitchctl ovn`, README "Joining an OVN
-/// deployment").
+/// What works on a vswitchd chassis (`vswitchctl ovn`; docs/ovn.md).
 pub const SUPPORTED: [&str; 13] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
