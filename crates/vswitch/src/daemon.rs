@@ -161,11 +161,7 @@ impl Daemon {
             let sw = switch.clone();
             let t = std::thread::Builder::new()
                 .name("slowpath".into())
-                .spawn(move || {
-                    let stats =
-                        std::sync::Arc::new(crate::datapath::lflow::slow::SlowStats::default());
-                    crate::datapath::lflow::slow::run(sw, stats)
-                })
+                .spawn(move || crate::datapath::lflow::slow::run(sw))
                 .map_err(|source| StartError::Thread {
                     name: "slowpath".into(),
                     source,

@@ -145,7 +145,7 @@ fn print_reply(r: Response, minimal: bool) {
             }
         }
         Response::Tunnels(rows) => print_tunnels(rows),
-        Response::Ovn(r) => print_ovn(r),
+        Response::Ovn(r) => print_ovn(*r),
         Response::OvnTrace(r) => {
             print!("{}", if minimal { &r.minimal } else { &r.detailed });
         }
@@ -269,6 +269,11 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
             );
         }
     }
+    let sp = &r.slow_path;
+    println!(
+        "slow path: {} frames made, {} not made; held for a next hop: {} ({} released, {} expired, {} overflowed, {} orphaned)",
+        sp.made, sp.not_made, sp.held, sp.released, sp.expired, sp.overflowed, sp.orphaned
+    );
     println!("supported:");
     for s in &r.supported {
         println!("  {s}");

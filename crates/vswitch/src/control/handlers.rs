@@ -50,7 +50,7 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
-        Request::Ovn => Response::Ovn(ctl.ovn_reply()),
+        Request::Ovn => Response::Ovn(Box::new(ctl.ovn_reply())),
         Request::OvnTrace { microflow, ct } => match ctl.ovn.get() {
             Some(o) => Response::OvnTrace(o.trace(&microflow, &ct)?),
             None => return Err("vswitchd is no OVN chassis (--ovn-remote)".into()),

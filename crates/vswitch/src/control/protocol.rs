@@ -213,7 +213,7 @@ pub enum Response {
     /// To [`Request::Tunnels`].
     Tunnels(Vec<TunnelRow>),
     /// To [`Request::Ovn`].
-    Ovn(OvnReply),
+    Ovn(Box<OvnReply>),
     /// To [`Request::OvnTrace`].
     OvnTrace(OvnTraceReply),
     /// To [`Request::Conntrack`].
@@ -677,10 +677,34 @@ pub struct OvnReply {
     /// the interpreter chose one of them.
     #[serde(default)]
     pub stages: Vec<OvnStageRow>,
+    /// What the slow path (OVN's controller actions) did.
+    #[serde(default)]
+    pub slow_path: OvnSlowPathRow,
     /// What works on a vswitchd chassis and what does not.
     pub supported: Vec<String>,
     /// What is refused or counted.
     pub unsupported: Vec<String>,
+}
+
+/// What the slow path did (`vswitchctl ovn`): frames it made for controller actions,
+/// and frames it held for a router's next hop (`arp{}`, `nd_ns{}`, as ovn-controller
+/// buffers them) and what became of them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OvnSlowPathRow {
+    /// Frames made (DHCP replies, ARP requests, ICMP errors...) and sent.
+    pub made: u64,
+    /// Frames pinctrl's rules say are not sent.
+    pub not_made: u64,
+    /// Frames held for a next hop.
+    pub held: u64,
+    /// Held frames sent again once their next hop was known.
+    pub released: u64,
+    /// Held frames dropped without an answer within 10 s.
+    pub expired: u64,
+    /// Held frames dropped: over 4 for one next hop, or over 1,000 next hops.
+    pub overflowed: u64,
+    /// Released frames dropped because their port had left.
+    pub orphaned: u64,
 }
 
 /// One stage of a datapath's logical pipeline in `vswitchctl ovn`.

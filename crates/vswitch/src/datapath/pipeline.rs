@@ -230,8 +230,14 @@ impl BurstHandler for Run<'_> {
         let src = Source::local(self.topo, tp);
         if let Mode::Ovn(o) = src.mode {
             if o.lflow {
-                self.pipeline
-                    .lflow(self.topo, &src, queue, burst, pkts, None);
+                self.pipeline.lflow(
+                    self.topo,
+                    &src,
+                    queue,
+                    burst,
+                    pkts,
+                    super::lflow::Entry::Port,
+                );
                 return;
             }
             if o.blocks(tp.ovn_key) {

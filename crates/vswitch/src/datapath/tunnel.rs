@@ -178,7 +178,8 @@ impl Pipeline {
                             _ => (0, 0),
                         })
                         .collect();
-                    self.lflow(topo, &src, queue, burst, &mut inner[i..j], Some(&keys));
+                    let entry = super::lflow::Entry::Tunnel(&keys);
+                    self.lflow(topo, &src, queue, burst, &mut inner[i..j], entry);
                     i = j;
                     continue;
                 }

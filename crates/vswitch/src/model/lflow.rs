@@ -4,6 +4,7 @@
 //! executes what it reports ([`Outcome`]): connection tracking steps through a
 //! [`Tracker`], outputs with the packet's final fields, requests to the chassis.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use ovn_lflow::actions::GenOption;
@@ -24,6 +25,24 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// Whether the data path may cache decisions by its key (no flow tests a field the
     /// key leaves out).
     fn cacheable(&self) -> bool;
+
+    /// Whether the router's `get_arp`/`get_nd` now finds the next hop a frame was held
+    /// for ([`Awaited`]).
+    fn resolves(&self, awaited: &Awaited) -> bool;
+}
+
+/// A next hop a router asked for (`arp{}`, `nd_ns{}`), under which the frame that asked
+/// is held until its MAC is known: the router's key, its output port's key, and the
+/// next hop's address, which OVN's router keeps in `reg0` (IPv4) or `xxreg0` (IPv6)
+/// where ovn-controller's pinctrl reads it (`pinctrl_handle_buffered_packets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Awaited {
+    /// The router's datapath key.
+    pub dp: u32,
+    /// The router port's key.
+    pub port: u16,
+    /// The next hop.
+    pub ip: std::net::IpAddr,
 }
 
 /// Connection tracking state bits (OVS `CS_*`, `ct_state`).
@@ -190,6 +209,9 @@ pub enum Step {
     },
     /// A `log()` action ran (counted).
     Log,
+    /// A router asked for a next hop's MAC (`arp{}`, `nd_ns{}`): the frame is held
+    /// until it is known.
+    Await(Awaited),
 }
 
 /// What one run of the pipeline did.
@@ -261,6 +283,9 @@ pub enum SlowDest {
         /// The egress key.
         egress: u16,
     },
+    /// Back into the pipeline as received from the frame's source port (a held frame
+    /// whose next hop became known).
+    Resubmit,
 }
 
 /// A frame for the slow path: what the pipeline decided for it that a controller
@@ -274,6 +299,9 @@ pub struct SlowJob {
     pub frame: Vec<u8>,
     /// Each frame to make: where it goes, how, and its fields at the output.
     pub outs: Vec<(SlowDest, Origin, Flow)>,
+    /// The next hop the frame waits for, when it is to be held and sent again once the
+    /// next hop is known.
+    pub awaits: Option<Awaited>,
 }
 
 /// A frame the slow path made, for a PMD to send.
@@ -285,6 +313,44 @@ pub struct Injected {
     pub dest: SlowDest,
     /// The frame.
     pub frame: Vec<u8>,
+}
+
+/// What the slow path did (`vswitchctl ovn`): frames it made, and frames it held for
+/// a router's next hop (`arp{}`, `nd_ns{}`) and what became of them. Every frame held
+/// is released, expired or overflowed, or still held.
+#[derive(Debug, Default)]
+pub struct SlowPathStats {
+    /// Frames made and handed to PMD 0.
+    pub made: AtomicU64,
+    /// Frames pinctrl would not make (its rules say nothing is sent).
+    pub not_made: AtomicU64,
+    /// Frames held for a next hop.
+    pub held: AtomicU64,
+    /// Held frames sent again once their next hop was known.
+    pub released: AtomicU64,
+    /// Held frames dropped: no answer within the hold time.
+    pub expired: AtomicU64,
+    /// Held frames dropped: more frames waited for one next hop than it holds, or
+    /// more next hops were awaited than the slow path tracks.
+    pub overflowed: AtomicU64,
+    /// Released frames dropped: their port left meanwhile.
+    pub orphaned: AtomicU64,
+}
+
+impl SlowPathStats {
+    /// The counters' values, in the order of the fields.
+    pub fn read(&self) -> [u64; 7] {
+        [
+            &self.made,
+            &self.not_made,
+            &self.held,
+            &self.released,
+            &self.expired,
+            &self.overflowed,
+            &self.orphaned,
+        ]
+        .map(|c| c.load(Relaxed))
+    }
 }
 
 /// What the pipeline learned for the OVN chassis to write to the Southbound database.

@@ -81,6 +81,8 @@ pub struct Switch {
     pub slow_tx: std::sync::mpsc::SyncSender<crate::model::lflow::SlowJob>,
     /// The queue's other end, taken by the slow path's thread.
     pub slow_rx: Mutex<Option<std::sync::mpsc::Receiver<crate::model::lflow::SlowJob>>>,
+    /// What the slow path did.
+    pub slow_stats: crate::model::lflow::SlowPathStats,
     /// Frames the slow path made, for PMD 0 to send.
     pub injected: Mutex<Vec<crate::model::lflow::Injected>>,
     /// `injected` is not empty.
@@ -161,6 +163,7 @@ impl Switch {
             ct_zones: Default::default(),
             slow_tx,
             slow_rx: Mutex::new(Some(slow_rx)),
+            slow_stats: Default::default(),
             injected: Mutex::new(Vec::new()),
             injected_pending: AtomicBool::new(false),
             learned: Mutex::new(Vec::new()),

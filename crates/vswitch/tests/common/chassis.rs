@@ -21,7 +21,7 @@ pub const MB: usize = 32;
 /// `vswitchctl ovn` of `sw`.
 pub fn ovn(sw: &Vswitchd) -> OvnReply {
     match ctl(&sw.control, Request::Ovn).expect("ovn") {
-        Response::Ovn(r) => r,
+        Response::Ovn(r) => *r,
         other => panic!("{other:?}"),
     }
 }

@@ -24,7 +24,7 @@ use ovn_lflow::Field;
 
 use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
-use super::pipeline::{Pipeline, Source};
+use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::lflow::{Dest, Injected, Learned, SlowDest, SlowJob, Step};
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
@@ -76,21 +76,34 @@ impl Lflow {
     }
 }
 
+/// Where a burst enters the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub enum Entry<'k> {
+    /// Received on a port: its ingress pipeline.
+    Port,
+    /// From a tunnel: the egress pipeline, with each frame's (ingress, egress) keys of
+    /// OVN's option.
+    Tunnel(&'k [(u16, u16)]),
+    /// Held by the slow path for a router's next hop and sent again from its port: as
+    /// received on it, but not counted as received twice.
+    Resubmit,
+}
+
 /// What one frame's decision is.
 enum Decided<'c> {
     /// The outputs of a cached program.
     Cached(&'c program::Variant),
     /// The outputs of a program the interpreter just made, its key when it is to be
     /// cached, and the frames the slow path makes.
-    Made(program::Variant, Option<LKey>, Option<SlowJob>),
+    Made(program::Variant, Option<LKey>, Option<Box<SlowJob>>),
     /// Dropped, for this reason.
     Drop(DropReason),
 }
 
 impl Pipeline {
     /// Runs the burst `pkts` of `burst` from `src` (a port of an OVN logical switch
-    /// that runs the pipeline, or a tunnel: `from_tunnel` gives each frame's ingress
-    /// and egress keys) through the pipeline and forwards it.
+    /// that runs the pipeline, or a tunnel), entering as `entry` says, through the
+    /// pipeline and forwards it.
     pub(super) fn lflow<'m, B: RxBurst<'m>>(
         &mut self,
         topo: &Topology,
@@ -98,7 +111,7 @@ impl Pipeline {
         queue: u16,
         burst: &B,
         pkts: &mut [Pkt],
-        from_tunnel: Option<&[(u16, u16)]>,
+        entry: Entry<'_>,
     ) {
         let mut lf = std::mem::take(&mut self.lflow);
         // Apart from the rest: a cached program is read while the burst's outputs grow.
@@ -122,9 +135,14 @@ impl Pipeline {
                 lf.spans.push((0, 0));
                 continue;
             }
-            counters.rx_packets.add(1);
-            counters.rx_bytes.add(u64::from(p.len));
-            let keys = from_tunnel.map(|k| k[i]);
+            if !matches!(entry, Entry::Resubmit) {
+                counters.rx_packets.add(1);
+                counters.rx_bytes.add(u64::from(p.len));
+            }
+            let keys = match entry {
+                Entry::Tunnel(k) => Some(k[i]),
+                Entry::Port | Entry::Resubmit => None,
+            };
             let frame = (&hdr[..n], burst, p);
             let decided = self.lflow_decide(topo, src, &mut cache, &mut lf, frame, keys, now);
             let start = lf.targets.len() as u32;
@@ -140,7 +158,7 @@ impl Pipeline {
             if let Some(v) = cached.or(made.as_ref()) {
                 let outs = lf_outputs(&mut lf, v, burst, p, counters);
                 let punted = job.is_some_and(|job| {
-                    let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(job).is_ok();
+                    let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(*job).is_ok();
                     if !sent {
                         counters.drop(DropReason::SlowPathBusy, 1);
                     }
@@ -246,7 +264,15 @@ impl Pipeline {
         let (v, uncached) = program::compile(&outcome, &flow, topo);
         let job = (uncached == Some(Uncached::SlowPath))
             .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo))
-            .filter(|j| !j.outs.is_empty());
+            .map(|mut j| {
+                // A frame from a tunnel is not sent again: its sender's router asked.
+                if keys.is_some() {
+                    j.awaits = None;
+                }
+                j
+            })
+            .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
+            .map(Box::new);
         let cached = uncached.is_none() && pipeline.cacheable();
         Decided::Made(v, cached.then_some(key), job)
     }
@@ -267,6 +293,10 @@ impl Pipeline {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
+        let (resubmit, frames): (Vec<Injected>, Vec<Injected>) = frames
+            .into_iter()
+            .partition(|f| f.dest == SlowDest::Resubmit);
+        self.lflow_resubmit(topo, resubmit);
         let mut lf = std::mem::take(&mut self.lflow);
         let mut rest = frames;
         while let Some(first) = rest.first().map(|f| f.src) {
@@ -280,6 +310,7 @@ impl Pipeline {
             for f in mine {
                 let dest = match f.dest {
                     SlowDest::Port(p) => super::forward::Target::port(p),
+                    SlowDest::Resubmit => continue,
                     SlowDest::Tunnel {
                         remote,
                         vni,
@@ -312,6 +343,41 @@ impl Pipeline {
             lf.tunnels.clear();
         }
         self.lflow = lf;
+    }
+
+    /// Runs `frames` (held for a router's next hop, now known) through the pipeline
+    /// again, each as received on its port; a frame whose port left, or no longer runs
+    /// the pipeline, is dropped and counted (`orphaned`).
+    fn lflow_resubmit(&mut self, topo: &Topology, mut frames: Vec<Injected>) {
+        frames.sort_by_key(|f| f.src);
+        for same in frames.chunk_by(|a, b| a.src == b.src) {
+            let src = topo.port(same[0].src).map(|tp| Source::local(topo, tp));
+            let Some(src) = src.filter(|s| matches!(s.mode, Mode::Ovn(o) if o.lflow)) else {
+                self.switch
+                    .slow_stats
+                    .orphaned
+                    .fetch_add(same.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                continue;
+            };
+            let mut buf = Vec::new();
+            let mut pkts = Vec::with_capacity(same.len());
+            for f in same {
+                pkts.push(Pkt {
+                    loc: FrameLoc {
+                        head: 0,
+                        start: buf.len() as u32,
+                        end: IN_LINEAR,
+                    },
+                    len: f.frame.len() as u32,
+                    ..Pkt::default()
+                });
+                buf.extend_from_slice(&f.frame);
+            }
+            // SAFETY: every frame described lies in `buf` (IN_LINEAR), owned here and
+            // not changed while `burst` lives; the area is empty.
+            let burst = unsafe { HostFrames::new(std::ptr::null(), 0, &buf) };
+            self.lflow(topo, &src, 0, &burst, &mut pkts, Entry::Resubmit);
+        }
     }
 
     /// Sends the frames rewritten in this burst, grouped by destination.
@@ -373,10 +439,15 @@ fn slow_job(
             Some((dest, o.origin.clone(), o.flow.clone()))
         })
         .collect();
+    let awaits = outcome.steps.iter().find_map(|s| match s {
+        Step::Await(a) => Some(*a),
+        _ => None,
+    });
     SlowJob {
         src: src.port.id,
         frame: frame.to_vec(),
         outs,
+        awaits,
     }
 }
 

@@ -32,7 +32,9 @@ use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 
 use super::tables::{Datapath, Location, Pipelines};
 use crate::config::MacAddr;
-pub use crate::model::lflow::{cs, Commit, CtResult, Dest, Origin, Outcome, Output, Step, Tracker};
+pub use crate::model::lflow::{
+    cs, Awaited, Commit, CtResult, Dest, Origin, Outcome, Output, Step, Tracker,
+};
 
 /// What a trace node says (`ovn-trace`'s node types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -605,6 +607,13 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 return;
             }
         };
+        if let Some(ip) = next_hop(action, &pkt.flow) {
+            self.out.steps.push(Step::Await(Awaited {
+                dp: at.dp.key,
+                port: pkt.flow.get(Field::LogOutport) as u16,
+                ip,
+            }));
+        }
         let mut new = Pkt {
             flow,
             origin: Origin::Built {
@@ -931,6 +940,18 @@ fn mac_bits(m: MacAddr) -> u128 {
     u128::from(u64::from_be_bytes([
         0, 0, b[0], b[1], b[2], b[3], b[4], b[5],
     ]))
+}
+
+/// The next hop a router's `arp{}` or `nd_ns{}` asks for: `reg0` or `xxreg0`, where
+/// OVN's `lr_in_arp_request` stage leaves it and ovn-controller's pinctrl reads it to
+/// hold the frame (`pinctrl_handle_buffered_packets`). `None` for other actions.
+fn next_hop(action: ovn_pinctrl::ControllerAction, flow: &Flow) -> Option<std::net::IpAddr> {
+    let xxreg0 = flow.get(Field::Xxreg0);
+    match action {
+        ovn_pinctrl::ControllerAction::Arp => Some(ip_of(xxreg0 >> 96, 32)),
+        ovn_pinctrl::ControllerAction::NdNs => Some(ip_of(xxreg0, 128)),
+        _ => None,
+    }
 }
 
 fn ip_of(v: u128, n_bits: u16) -> std::net::IpAddr {

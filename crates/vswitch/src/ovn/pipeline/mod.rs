@@ -27,6 +27,11 @@ impl crate::model::lflow::LogicalPipeline for Pipelines {
         self.unkeyed.is_none()
     }
 
+    fn resolves(&self, a: &crate::model::lflow::Awaited) -> bool {
+        self.datapath(a.dp)
+            .is_some_and(|dp| dp.mac_bindings.contains_key(&(a.port, a.ip)))
+    }
+
     fn run(
         &self,
         dp: u32,
