@@ -176,6 +176,7 @@ fn the_first_frame_to_a_new_next_hop_is_held_until_it_answers() {
     for (vm, t) in VMS.iter().zip(&taps) {
         ports.extend(tap(vm.0, t, vm.0));
     }
+    ports.extend(["--metrics".to_string(), "127.0.0.1:9479".to_string()]);
     let sw = Vswitchd::start_in(
         Some(&f.ns[0]),
         &dir,
@@ -239,6 +240,12 @@ fn the_first_frame_to_a_new_next_hop_is_held_until_it_answers() {
         expired.released + expired.expired + expired.overflowed,
         "{expired:?}"
     );
+    let scrape = "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:9479/metrics').read().decode())";
+    let metrics = f.exec(&f.ns[0], &["/usr/bin/python3", "-c", scrape]);
+    for (what, n) in [("held", expired.held), ("expired", expired.expired)] {
+        let want = format!("vswitch_ovn_slow_path_frames_total{{what=\"{what}\"}} {n}");
+        assert!(metrics.contains(&want), "{want} in /metrics:\n{metrics}");
+    }
     eprintln!("[{:>6.1?}] {expired:?}", t0.elapsed());
     drop(nss);
 }

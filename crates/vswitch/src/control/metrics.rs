@@ -332,7 +332,7 @@ fn encode_tunnels(sw: &Switch, enc: &mut DescriptorEncoder) -> Result<(), std::f
 }
 
 /// `vswitch_ovn_*`: the OVN chassis' Southbound connection, the `nb_cfg` applied, its
-/// ports by state, and the frames exchanged with each other chassis.
+/// ports by state, the frames exchanged with each other chassis, and its slow path.
 #[derive(Debug)]
 pub struct OvnCollector {
     status: Arc<dyn super::ops::OvnChassis>,
@@ -393,6 +393,24 @@ impl Collector for OvnCollector {
                 ConstCounter::new(get(c))
                     .encode(m.encode_family(&[("chassis", c.name.as_str())])?)?;
             }
+        }
+        let sp = &r.slow_path;
+        let mut m = enc.encode_descriptor(
+            "vswitch_ovn_slow_path_frames",
+            "Frames of OVN's slow path: made (controller actions) and not made; held for a router's next hop and released, expired, overflowed or orphaned.",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (what, v) in [
+            ("made", sp.made),
+            ("not_made", sp.not_made),
+            ("held", sp.held),
+            ("released", sp.released),
+            ("expired", sp.expired),
+            ("overflowed", sp.overflowed),
+            ("orphaned", sp.orphaned),
+        ] {
+            ConstCounter::new(v).encode(m.encode_family(&[("what", what)])?)?;
         }
         Ok(())
     }
