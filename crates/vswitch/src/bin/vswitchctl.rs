@@ -569,6 +569,12 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
             r.cache_misses,
             r.cache_stale_misses
         );
+        if r.lflow_hits + r.lflow_misses > 0 {
+            println!(
+                "    OVN pipeline: program hits {}  interpreter runs {}  programs kept {} dropped {} by changes",
+                r.lflow_hits, r.lflow_misses, r.lflow_kept, r.lflow_dropped
+            );
+        }
     }
 }
 

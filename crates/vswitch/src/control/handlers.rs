@@ -228,6 +228,10 @@ fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
                 cache_misses: m.cache_stats[2].get(),
                 cache_stale_misses: m.cache_stats[3].get(),
                 cache_hit_percent: ratio(hits, lookups, 100.0),
+                lflow_hits: m.lflow_stats[0].get(),
+                lflow_misses: m.lflow_stats[1].get(),
+                lflow_kept: m.lflow_stats[2].get(),
+                lflow_dropped: m.lflow_stats[3].get(),
                 stage_cycles: if cfg!(feature = "stage-cycles") {
                     crate::datapath::stages::NAMES
                         .iter()

@@ -627,6 +627,19 @@ pub struct PmdStatsRow {
     pub cache_stale_misses: u64,
     /// Flow cache: (last-flow + EMC hits) / frames, percent.
     pub cache_hit_percent: f64,
+    /// OVN logical pipeline: frames decided by a cached program.
+    #[serde(default)]
+    pub lflow_hits: u64,
+    /// OVN logical pipeline: frames the interpreter ran for.
+    #[serde(default)]
+    pub lflow_misses: u64,
+    /// OVN logical pipeline: cached programs kept by new pipelines (their datapaths
+    /// unchanged).
+    #[serde(default)]
+    pub lflow_kept: u64,
+    /// OVN logical pipeline: cached programs dropped by new pipelines or topologies.
+    #[serde(default)]
+    pub lflow_dropped: u64,
     /// TSC cycles per pipeline stage (`rx`, `classify`, `group`, `deliver`, `complete`;
     /// [`crate::datapath::stages`]), only from builds with the `stage-cycles` feature.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]

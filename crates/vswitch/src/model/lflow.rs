@@ -29,6 +29,11 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// Whether the router's `get_arp`/`get_nd` now finds the next hop a frame was held
     /// for ([`Awaited`]).
     fn resolves(&self, awaited: &Awaited) -> bool;
+
+    /// The version of datapath `dp` (`None`: not in the pipeline): a decision cached
+    /// for a frame stays valid in a new pipeline while every datapath it crossed
+    /// ([`Outcome::datapaths`]) has the same version.
+    fn version(&self, dp: u32) -> Option<u64>;
 }
 
 /// A next hop a router asked for (`arp{}`, `nd_ns{}`), under which the frame that asked
@@ -221,6 +226,8 @@ pub struct Outcome {
     pub steps: Vec<Step>,
     /// Something went wrong (an unknown port, a loop): the first error.
     pub error: Option<String>,
+    /// The datapaths whose pipelines it ran, each once, in order.
+    pub datapaths: Vec<u32>,
 }
 
 impl Outcome {

@@ -198,12 +198,15 @@ impl Pass {
         }
         // New pipelines matter to the data path only where a switch runs them.
         let runs_pipeline = v.datapaths.values().any(|d| d.lflow);
-        let fresh = self.published.as_ref().is_none_or(|p| !same_but_up(p, &v))
-            || ids != self.placed
-            || (self.pipelines_new && runs_pipeline);
-        if fresh {
+        let view_same =
+            self.published.as_ref().is_some_and(|p| same_but_up(p, &v)) && ids == self.placed;
+        if !view_same || (self.pipelines_new && runs_pipeline) {
             let sb = self.sb.as_ref().expect("rows decoded");
-            let generation = publish(ctl, &v, self.pipelines.as_ref(), sb, me)?;
+            let pipelines = self.pipelines.as_ref();
+            let generation = match view_same.then(|| publish_pipelines(ctl, pipelines, sb, me)) {
+                Some(Some(generation)) => generation,
+                _ => publish(ctl, &v, pipelines, sb, me)?,
+            };
             self.pipelines_new = false;
             ctl.adopted(generation).await;
             info!(
@@ -527,12 +530,7 @@ fn publish(
     // The other chassis' endpoints, only where a switch runs the pipeline (its outputs
     // name chassis); this chassis is none of them.
     if topo.pipeline.is_some() {
-        topo.remote_of = sb
-            .chassis
-            .iter()
-            .filter(|(u, _)| **u != me)
-            .filter_map(|(_, c)| Some((c.name.clone(), sw.remotes.intern(sb.encap_ip(c)?)?)))
-            .collect();
+        topo.remote_of = remotes(sw, sb, me);
     }
     let ovn = Arc::new(topo);
     // The FDB first: its new entries are only reached once the topology is published.
@@ -547,6 +545,42 @@ fn publish(
         sw.fdb.flush_port(p, false);
     }
     Ok(generation)
+}
+
+/// Every other chassis' Geneve endpoint, by chassis name.
+fn remotes(
+    sw: &crate::switch::Switch,
+    sb: &Sb,
+    me: Uuid,
+) -> HashMap<String, crate::model::tunnel::RemoteId> {
+    sb.chassis
+        .iter()
+        .filter(|(u, _)| **u != me)
+        .filter_map(|(_, c)| Some((c.name.clone(), sw.remotes.intern(sb.encap_ip(c)?)?)))
+        .collect()
+}
+
+/// Publishes new `pipelines` alone, for a view that did not change: the OVN part of the
+/// topology as published, its pipeline replaced, so that the PMDs keep the decisions
+/// whose datapaths kept their versions. `None` (nothing published: [`publish`] it)
+/// when no pipeline ran before, the other chassis' endpoints changed, or another edit
+/// came first.
+fn publish_pipelines(
+    ctl: &Control,
+    pipelines: Option<&Arc<Pipelines>>,
+    sb: &Sb,
+    me: Uuid,
+) -> Option<u64> {
+    let sw = &ctl.switch;
+    let base = sw.topo().ovn.clone();
+    base.pipeline.as_ref()?;
+    let pipelines = pipelines?.clone();
+    if remotes(sw, sb, me) != base.remote_of {
+        return None;
+    }
+    let mut ovn = (*base).clone();
+    ovn.pipeline = Some(pipelines as Arc<dyn crate::model::lflow::LogicalPipeline>);
+    sw.publish_pipeline(&base, Arc::new(ovn))
 }
 
 /// Turns the view's names (ports, chassis addresses) into the data path's ids.

@@ -39,6 +39,9 @@ pub struct PmdShared {
     /// Flow-cache statistics, mirrored from the PMD's cache after each burst:
     /// last-flow hits, EMC hits, misses, stale misses, insertions, evictions.
     pub cache_stats: [Counter; 6],
+    /// OVN logical pipeline statistics, mirrored after each burst that ran it: program
+    /// cache hits, interpreter runs, programs kept and dropped by topology changes.
+    pub lflow_stats: [Counter; 4],
     /// Set by the control plane to ask for a dump of the PMD's cached flows.
     pub dump_request: AtomicBool,
     /// The dump, filled by the PMD.
@@ -135,6 +138,7 @@ impl Switch {
                 counters: PmdCounters::default(),
                 wake,
                 cache_stats: Default::default(),
+                lflow_stats: Default::default(),
                 dump_request: AtomicBool::new(false),
                 dump: Mutex::new(None),
                 generation_seen: AtomicU64::new(0),
@@ -365,6 +369,7 @@ impl Switch {
         let mut t = (**self.topology.load()).clone();
         let r = edit(&mut t)?;
         t.generation += 1;
+        t.lflow_epoch = t.generation;
         t.tunnels = self.build_tunnels(&self.config(), &t);
         t.rebuild_domains(self.domains.len());
         let generation = t.generation;
@@ -375,6 +380,29 @@ impl Switch {
             .forget_departed(|p| t.port(p).map(|tp| tp.domain));
         self.install_static_groups(&t);
         Ok((r, generation))
+    }
+
+    /// Publishes the topology with OVN part `ovn`, which differs from `base` only in its
+    /// logical pipeline, if `base` is still the published one's: the PMDs keep their
+    /// cached decisions whose datapaths did not change (the epoch stays). Returns the
+    /// new generation, or `None` when another edit replaced `base` meanwhile.
+    pub fn publish_pipeline(
+        &self,
+        base: &Arc<crate::model::ovn::OvnTopo>,
+        ovn: Arc<crate::model::ovn::OvnTopo>,
+    ) -> Option<u64> {
+        let _g = self.edit.lock().unwrap_or_else(|e| e.into_inner());
+        let cur = self.topology.load_full();
+        if !Arc::ptr_eq(&cur.ovn, base) {
+            return None;
+        }
+        let mut t = (*cur).clone();
+        t.ovn = ovn;
+        t.generation += 1;
+        let generation = t.generation;
+        self.topology.store(Arc::new(t));
+        self.wakers.wake_all();
+        Some(generation)
     }
 
     /// Waits until every PMD runs generation `generation` or newer (none uses an older

@@ -42,6 +42,11 @@ pub struct TopoPort {
 pub struct Topology {
     /// Bumped by every published edit; never reused.
     pub generation: u64,
+    /// The generation of the last edit that changed more than OVN's logical pipeline
+    /// (ports, domains, OVN bindings, remotes): a PMD keeps its cached pipeline
+    /// decisions across a new generation of the same epoch where their datapaths
+    /// kept their versions ([`crate::model::lflow::LogicalPipeline::version`]).
+    pub lflow_epoch: u64,
     /// Ports by id; a deleted port leaves a hole that a later port may take.
     pub ports: Vec<Option<TopoPort>>,
     /// The member ports of each domain, by [`DomainId`]: its flood list.
@@ -59,6 +64,7 @@ impl Topology {
     pub fn new(pmds: usize) -> Self {
         Topology {
             generation: 1,
+            lflow_epoch: 1,
             ports: Vec::new(),
             domains: Vec::new(),
             pmd_queues: vec![Vec::new(); pmds],

@@ -241,9 +241,14 @@ pub fn ping_flood(ns: &str, ip: &str) -> Flood {
     }
 }
 
-/// Stops a [`ping_flood`] with SIGINT; returns (transmitted, received). The echo sent
-/// last may still be on its way when ping is interrupted: it is not counted as sent
-/// unless its reply came (any other missing reply is a loss).
+/// Echoes of a [`Flood`] that may still be on their way when ping is interrupted:
+/// 100 ms of them (a loaded machine's round trip can take several 10 ms intervals).
+const IN_FLIGHT: u64 = 10;
+
+/// Stops a [`ping_flood`] with SIGINT; returns (transmitted, received). The echoes sent
+/// after the last one answered, up to [`IN_FLIGHT`] of them, may still be on their way
+/// when ping is interrupted: they are not counted as sent (any other missing reply is a
+/// loss, and so are more unanswered ones at the end).
 pub fn stop_ping(mut f: Flood) -> (u64, u64) {
     // SAFETY: kill(2) on our own child (`ip netns exec` execs ping in place).
     unsafe { libc::kill(f.child.0.id() as i32, libc::SIGINT) };
@@ -260,8 +265,17 @@ pub fn stop_ping(mut f: Flood) -> (u64, u64) {
                 .parse::<u64>()
                 .ok()
         })
-        .any(|seq| seq == tx);
-    (if last_answered { tx } else { tx - 1 }, rx)
+        .max()
+        .unwrap_or(0);
+    let in_flight = tx.saturating_sub(last_answered);
+    (
+        if in_flight <= IN_FLIGHT {
+            tx - in_flight
+        } else {
+            tx
+        },
+        rx,
+    )
 }
 
 /// Frames every tunnel endpoint of `sw` dropped, all reasons.

@@ -116,7 +116,7 @@ impl Pipeline {
         let mut lf = std::mem::take(&mut self.lflow);
         // Apart from the rest: a cached program is read while the burst's outputs grow.
         let mut cache = std::mem::take(&mut lf.cache);
-        cache.sync(topo.generation);
+        cache.sync(topo);
         lf.spans.clear();
         lf.targets.clear();
         lf.tunnels.clear();
@@ -179,6 +179,13 @@ impl Pipeline {
             if let (Some(key), Some(v)) = (insert, made) {
                 cache.insert(key, v);
             }
+        }
+        let m = &self.shared.lflow_stats;
+        for (c, v) in m
+            .iter()
+            .zip([lf.hits, lf.misses, cache.kept, cache.dropped])
+        {
+            c.add(v.wrapping_sub(c.get()));
         }
         lf.cache = cache;
         self.lflow = lf;

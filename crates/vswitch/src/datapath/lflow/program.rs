@@ -105,26 +105,66 @@ pub struct Variant {
     pub steps: Vec<PStep>,
     /// Outputs the slow path would build (controller actions).
     pub punts: u16,
+    /// The datapaths it crossed, with their versions when it was made: it stays valid
+    /// in a new pipeline where each has the same version.
+    pub dps: Box<[(u32, u64)]>,
 }
 
-/// A PMD's program cache, emptied when the topology (and with it the pipeline)
-/// changes. Programs live in slots named by a hash index; the last key found and its
-/// slot are remembered, so that consecutive frames of one flow find their programs
-/// without hashing (the L2 path's last-flow check).
+/// A PMD's program cache. Programs live in slots named by a hash index; the last key
+/// found and its slot are remembered, so that consecutive frames of one flow find
+/// their programs without hashing (the L2 path's last-flow check).
+///
+/// A new topology whose only change is the pipeline (the same
+/// [`Topology::lflow_epoch`]) keeps the programs whose datapaths kept their versions:
+/// an ACL added to one switch costs the interpreter runs of that switch's flows, not of
+/// every flow. Any other change empties the cache.
 #[derive(Debug, Default)]
 pub struct Cache {
     index: HashMap<LKey, u32, rustc_hash::FxBuildHasher>,
     programs: Vec<Vec<Variant>>,
     last: Option<(LKey, u32)>,
     generation: u64,
+    epoch: u64,
+    /// Programs kept and dropped by new pipelines.
+    pub kept: u64,
+    /// Programs dropped by new pipelines or other changes.
+    pub dropped: u64,
 }
 
 impl Cache {
-    /// Forgets everything if `generation` is not the one the programs were made under.
-    pub fn sync(&mut self, generation: u64) {
-        if self.generation != generation {
-            self.generation = generation;
-            self.clear();
+    /// Adopts topology `topo`: keeps what is still valid in it.
+    pub fn sync(&mut self, topo: &Topology) {
+        if self.generation == topo.generation {
+            return;
+        }
+        self.generation = topo.generation;
+        let same_epoch = std::mem::replace(&mut self.epoch, topo.lflow_epoch) == topo.lflow_epoch;
+        match topo.ovn.pipeline.as_deref() {
+            Some(p) if same_epoch && p.cacheable() => {
+                self.retain(|v| v.dps.iter().all(|&(dp, ver)| p.version(dp) == Some(ver)))
+            }
+            _ => {
+                self.dropped += self.programs.iter().map(|vs| vs.len() as u64).sum::<u64>();
+                self.clear();
+            }
+        }
+    }
+
+    /// Keeps the variants `valid` says are, and the keys with any left.
+    fn retain(&mut self, valid: impl Fn(&Variant) -> bool) {
+        let mut programs = std::mem::take(&mut self.programs);
+        let index = std::mem::take(&mut self.index);
+        self.last = None;
+        for (key, slot) in index {
+            let mut vs = std::mem::take(&mut programs[slot as usize]);
+            let before = vs.len();
+            vs.retain(&valid);
+            self.kept += vs.len() as u64;
+            self.dropped += (before - vs.len()) as u64;
+            if !vs.is_empty() {
+                self.index.insert(key, self.programs.len() as u32);
+                self.programs.push(vs);
+            }
         }
     }
 
@@ -294,10 +334,17 @@ pub enum Uncached {
 /// The program of `outcome` for a frame with fields `flow` in `topo`, and whether it
 /// can be cached (not when it reads fields outside the key: ARP and ND frames).
 pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Option<Uncached>) {
+    let pipeline = topo.ovn.pipeline.as_deref();
+    let version = |dp: u32| pipeline.and_then(|p| p.version(dp)).unwrap_or(0);
     let mut v = Variant {
         ct: Vec::new(),
         steps: Vec::new(),
         punts: 0,
+        dps: outcome
+            .datapaths
+            .iter()
+            .map(|&dp| (dp, version(dp)))
+            .collect(),
     };
     let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
     for s in &outcome.steps {

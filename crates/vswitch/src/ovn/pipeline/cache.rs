@@ -123,6 +123,21 @@ pub struct BuildCache {
     used: FxHashMap<u32, DpCache>,
     /// Flows compiled afresh and reused in the last build.
     pub(super) stats: (usize, usize),
+    /// Each datapath's version in the last build, with the tables and fingerprint it
+    /// was given for (the tables held, so that a new table set cannot take their
+    /// address).
+    versions: FxHashMap<u32, Version>,
+    /// The versions of this build, which become `versions` when it ends.
+    versions_next: FxHashMap<u32, Version>,
+    /// The last version handed out.
+    last_version: u64,
+}
+
+/// A datapath's version and what it was given for.
+struct Version {
+    tables: Arc<[Vec<super::tables::Table>; 2]>,
+    fingerprint: u64,
+    version: u64,
 }
 
 impl BuildCache {
@@ -273,6 +288,32 @@ impl BuildCache {
         out
     }
 
+    /// The version of datapath `key` with `tables` and `fingerprint`: the last build's
+    /// when both are the same (the same tables, not equal ones: kept whole), else a new
+    /// one.
+    pub(super) fn version(
+        &mut self,
+        key: u32,
+        tables: &Arc<[Vec<super::tables::Table>; 2]>,
+        fingerprint: u64,
+    ) -> u64 {
+        let kept = self
+            .versions
+            .remove(&key)
+            .filter(|v| Arc::ptr_eq(&v.tables, tables) && v.fingerprint == fingerprint);
+        let v = kept.unwrap_or_else(|| {
+            self.last_version += 1;
+            Version {
+                tables: tables.clone(),
+                fingerprint,
+                version: self.last_version,
+            }
+        });
+        let version = v.version;
+        self.versions_next.insert(key, v);
+        version
+    }
+
     /// Starts a build.
     pub(super) fn start(&mut self) {
         self.stats = (0, 0);
@@ -283,6 +324,7 @@ impl BuildCache {
     /// which costs less than holding every tree).
     pub(super) fn finish(&mut self) {
         self.dps = std::mem::take(&mut self.used);
+        self.versions = std::mem::take(&mut self.versions_next);
         self.parsed.matches = HashMap::new();
     }
 }

@@ -169,6 +169,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             self.error(&mut tr, format!("unknown datapath {dp}"));
             return self.out;
         };
+        self.crossed(d.key);
         let pkt = Pkt {
             flow,
             origin: Origin::Received,
@@ -199,6 +200,13 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         self.out
     }
 
+    /// Notes that the run read datapath `key` ([`Outcome::datapaths`]).
+    fn crossed(&mut self, key: u32) {
+        if !self.out.datapaths.contains(&key) {
+            self.out.datapaths.push(key);
+        }
+    }
+
     fn error(&mut self, tr: &mut Tr<'_>, msg: String) {
         push(tr, NodeKind::Error, || format!("*** {msg}"));
         self.out.error.get_or_insert(msg);
@@ -218,6 +226,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             return self.error(tr, "too many resubmits or nested pipelines".into());
         }
         self.depth += 1;
+        self.crossed(dp.key);
         let t = dp.tables(pipeline).get(usize::from(table));
         let flow = t.and_then(|t| t.flows.iter().find(|f| f.matcher.matches(&pkt.flow)));
         match flow {

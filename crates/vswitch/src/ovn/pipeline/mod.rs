@@ -27,6 +27,10 @@ impl crate::model::lflow::LogicalPipeline for Pipelines {
         self.unkeyed.is_none()
     }
 
+    fn version(&self, dp: u32) -> Option<u64> {
+        self.datapath(dp).map(|d| d.version)
+    }
+
     fn resolves(&self, a: &crate::model::lflow::Awaited) -> bool {
         self.datapath(a.dp)
             .is_some_and(|dp| dp.mac_bindings.contains_key(&(a.port, a.ip)))

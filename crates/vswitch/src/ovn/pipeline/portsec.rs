@@ -21,7 +21,7 @@ const ETH_ARP: u128 = 0x0806;
 const ETH_IP6: u128 = 0x86dd;
 
 /// One `port_security` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PsAddr {
     /// The MAC.
     pub mac: [u8; 6],
@@ -46,7 +46,7 @@ impl PsAddr {
 }
 
 /// A port's `port_security` (empty: none).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PortSecurity(pub Vec<PsAddr>);
 
 impl PortSecurity {

@@ -32,7 +32,7 @@ use crate::ovn::sb::{LogicalFlow, PortBinding};
 pub const N_TABLES: u8 = 29;
 
 /// Where a logical port is, as this chassis sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Location {
     /// Bound to this chassis.
     Local,
@@ -43,7 +43,7 @@ pub enum Location {
 }
 
 /// One logical port of a datapath.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Hash)]
 pub struct LPort {
     /// Its name (`Port_Binding.logical_port`).
     pub name: String,
@@ -61,7 +61,7 @@ pub struct LPort {
 }
 
 /// A multicast group of a datapath (`_MC_flood`, `_MC_unknown`, ...).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Hash)]
 pub struct Group {
     /// Its name.
     pub name: String,
@@ -124,6 +124,10 @@ pub struct Datapath {
     /// Its flows do more than a logical switch's L2 forwarding: ACLs (flows derived
     /// from an ACL row), DHCP, or a router attached (a patch port).
     pub beyond_l2: bool,
+    /// Equal in two builds when everything a decision through this datapath reads is
+    /// (its tables, ports, groups, MAC bindings, FDB): a decision the data path cached
+    /// stays valid while every datapath it crossed keeps its version.
+    pub version: u64,
 }
 
 impl Datapath {
@@ -250,6 +254,9 @@ impl Pipelines {
         p.resolve_peers(sb);
         cache.start();
         p.add_flows(sb, local, view, cache);
+        for dp in p.datapaths.values_mut() {
+            dp.version = cache.version(dp.key, &dp.tables, fingerprint(dp));
+        }
         cache.finish();
         p.compiled = cache.stats;
         p
@@ -650,6 +657,23 @@ fn datapath_of(sb: &Sb, u: Uuid, ports: &[&PortBinding], view: Viewpoint<'_>) ->
         }
     }
     Some(dp)
+}
+
+/// A hash of what a decision through `dp` reads besides its tables: its kind, ports
+/// (with their peers, locations and port security), groups, MAC bindings and FDB.
+fn fingerprint(dp: &Datapath) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    dp.router.hash(&mut h);
+    dp.ports.hash(&mut h);
+    dp.groups.hash(&mut h);
+    let mut bindings: Vec<_> = dp.mac_bindings.iter().collect();
+    bindings.sort_unstable();
+    bindings.hash(&mut h);
+    let mut fdb: Vec<_> = dp.fdb.iter().collect();
+    fdb.sort_unstable();
+    fdb.hash(&mut h);
+    h.finish()
 }
 
 /// `MAC_Binding` rows of router `u`, then `Static_MAC_Binding` rows (which win over a

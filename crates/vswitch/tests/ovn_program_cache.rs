@@ -1,0 +1,241 @@
+//! A change to the Southbound database invalidates exactly the cached decisions it must
+//! (issue 39 §2, "the fast path stays fast"), on one vswitchd chassis of a real OVN
+//! deployment: switches `sw0` (vm1, vm2) and `sw1` (vm3), each with ACLs, so both run
+//! OVN's logical pipeline.
+//!
+//! - A UDP flow in sw0 is decided by a cached program. An ACL added to sw1 gives a new
+//!   pipeline in which sw0 is unchanged: the flow's program is kept (no interpreter
+//!   run), and its datagrams still arrive.
+//! - An ACL added to sw0 that drops the flow: its program is dropped, and the next
+//!   datagrams follow the new rule (none arrives).
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::chassis::*;
+use common::fabric::Fabric;
+use common::ovn::OvnCentral;
+use common::*;
+
+/// (port, switch, MAC, IPv4).
+const VMS: [(&str, &str, &str, &str); 3] = [
+    ("vm1", "sw0", "50:54:00:00:01:01", "10.0.0.11"),
+    ("vm2", "sw0", "50:54:00:00:01:02", "10.0.0.12"),
+    ("vm3", "sw1", "50:54:00:00:01:03", "10.0.1.13"),
+];
+
+/// The UDP port vm2 listens on.
+const PORT: u16 = 5000;
+
+/// A network namespace, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn sh(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(o.status.success(), "{args:?}: {o:?}");
+}
+
+/// The switches and ports, each switch with an ACL admitting everything (so that it
+/// runs the pipeline).
+fn build(c: &OvnCentral) {
+    c.nbctl(&["ls-add", "sw0", "--", "ls-add", "sw1"]);
+    for (name, sw, mac, ip) in VMS {
+        let addrs = format!("{mac} {ip}");
+        c.nbctl(&["lsp-add", sw, name, "--", "lsp-set-addresses", name, &addrs]);
+    }
+    for sw in ["sw0", "sw1"] {
+        c.nbctl(&["acl-add", sw, "to-lport", "1", "1", "allow"]);
+    }
+}
+
+/// Moves tap `tap` of namespace `from` into a new namespace `ns` as VM `vm`, IPv6 off,
+/// with the other VMs of its switch as permanent neighbours (no ARP: an ARP frame is
+/// never cached, it would blur the count of interpreter runs).
+fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str)) -> Netns {
+    sh(&["ip", "netns", "add", ns]);
+    let n = Netns(ns.to_string());
+    sh(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
+    let v4 = format!("{}/24", vm.3);
+    let mut cmds = vec![
+        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        vec!["ip", "link", "set", "lo", "up"],
+        vec!["ip", "link", "set", tap, "address", vm.2],
+        vec!["ip", "link", "set", tap, "up"],
+        vec!["ip", "addr", "add", &v4, "dev", tap],
+    ];
+    for other in VMS.iter().filter(|o| o.1 == vm.1 && o.0 != vm.0) {
+        cmds.push(vec![
+            "ip",
+            "neigh",
+            "replace",
+            other.3,
+            "lladdr",
+            other.2,
+            "dev",
+            tap,
+            "nud",
+            "permanent",
+        ]);
+    }
+    for args in cmds {
+        let mut a = vec!["ip", "netns", "exec", ns];
+        a.extend(args);
+        sh(&a);
+    }
+    n
+}
+
+/// A UDP receiver on `PORT` in `ns`; the count of datagrams it got.
+fn udp_sink(ns: &str) -> (KillOnDrop, Arc<AtomicU64>) {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{PORT}))\n\
+         print('ready',flush=True)\n\
+         while True:\n s.recv(2048); print('d',flush=True)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let n = Arc::new(AtomicU64::new(0));
+    let count = n.clone();
+    std::thread::spawn(move || {
+        for _ in out.lines().map_while(Result::ok) {
+            count.fetch_add(1, Relaxed);
+        }
+    });
+    (KillOnDrop(child), n)
+}
+
+/// Sends `n` datagrams of one flow (source port 40000) from `ns` to `ip`:`PORT`.
+fn send(ns: &str, ip: &str, n: u32) {
+    let script = format!(
+        "import socket,time\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',40000))\n\
+         for i in range({n}):\n s.sendto(b'x'*64,('{ip}',{PORT})); time.sleep(0.01)\n"
+    );
+    sh(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+}
+
+/// (program hits, interpreter runs, programs kept, programs dropped) over all PMDs.
+fn lflow(sw: &Vswitchd) -> [u64; 4] {
+    pmd_stats(&sw.control).iter().fold([0; 4], |a, r| {
+        [
+            a[0] + r.lflow_hits,
+            a[1] + r.lflow_misses,
+            a[2] + r.lflow_kept,
+            a[3] + r.lflow_dropped,
+        ]
+    })
+}
+
+#[test]
+fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
+    let _g = serial();
+    setup_host();
+    let f = Fabric::new("opc", 1, 1600);
+    let dir = TempDir::new("ovn-program-cache");
+    let c = OvnCentral::start(&dir);
+    build(&c);
+    let id = std::process::id() % 10000;
+    let taps: Vec<String> = VMS.iter().map(|v| format!("pc{id}{}", &v.0[2..])).collect();
+    let mut ports = Vec::new();
+    for (vm, t) in VMS.iter().zip(&taps) {
+        ports.extend(tap(vm.0, t, vm.0));
+    }
+    let sw = Vswitchd::start_in(
+        Some(&f.ns[0]),
+        &dir,
+        "hv1",
+        &chassis_args(&f, 0, &c, "hv1", &ports),
+    );
+    let nss: Vec<Netns> = VMS
+        .iter()
+        .zip(&taps)
+        .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
+        .collect();
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    for vm in VMS {
+        wait_for(Duration::from_secs(30), &format!("{} up", vm.0), || {
+            (c.sb_get("Port_Binding", "logical_port", vm.0, "up") == "true").then_some(())
+        });
+    }
+    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
+    let (_sink, got) = udp_sink(vm2);
+    let vm2_ip = VMS[1].3;
+
+    // Warm: the flow's program is cached after its first datagram.
+    send(vm1, vm2_ip, 20);
+    wait_for(Duration::from_secs(10), "20 datagrams at vm2", || {
+        (got.load(Relaxed) >= 20).then_some(())
+    });
+    let before = lflow(&sw);
+    assert!(before[0] >= 15, "the flow hits its program: {before:?}");
+
+    // sw1 changes: sw0's datapath keeps its version, the flow its program.
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw1",
+        "to-lport",
+        "900",
+        "udp.dst == 7",
+        "allow",
+    ]);
+    let got0 = got.load(Relaxed);
+    send(vm1, vm2_ip, 20);
+    wait_for(Duration::from_secs(10), "20 more datagrams at vm2", || {
+        (got.load(Relaxed) >= got0 + 20).then_some(())
+    });
+    let after = lflow(&sw);
+    eprintln!("sw1 changed: {before:?} -> {after:?}");
+    assert!(
+        after[2] > before[2],
+        "programs kept: {before:?} -> {after:?}"
+    );
+    assert_eq!(after[1], before[1], "no interpreter run for sw0's flow");
+    assert!(after[0] >= before[0] + 20, "its datagrams hit the cache");
+
+    // sw0 changes: a drop for the flow. Its program goes; the next datagram is dropped.
+    let acl = format!("udp.dst == {PORT}");
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "2000",
+        &acl,
+        "drop",
+    ]);
+    let got1 = got.load(Relaxed);
+    send(vm1, vm2_ip, 20);
+    let dropped = wait_for(Duration::from_secs(10), "the datagrams decided", || {
+        let now = lflow(&sw);
+        (now[0] + now[1] >= after[0] + after[1] + 20).then_some(now)
+    });
+    eprintln!("sw0 changed: {after:?} -> {dropped:?}");
+    assert!(dropped[3] > after[3], "programs dropped: {dropped:?}");
+    assert!(dropped[1] > after[1], "the interpreter ran for sw0's flow");
+    assert_eq!(
+        got.load(Relaxed),
+        got1,
+        "no datagram passed the new drop ACL"
+    );
+    drop(nss);
+}
