@@ -94,6 +94,7 @@ impl Pass {
                 _ => {
                     self.sb = Some(Sb::from_replica(&r));
                     self.touched.all = true;
+                    self.touched.lflows_unknown = true;
                 }
             }
             dirty.clear();
@@ -251,11 +252,13 @@ impl Pass {
         let datapaths: Vec<Uuid> = self.interest.datapaths().collect();
         let lsps: Vec<String> = ports.values().cloned().collect();
         let t0 = std::time::Instant::now();
-        let p = Pipelines::build_with(
+        let changed = &self.touched.lflow_datapaths;
+        let p = Pipelines::build_changed(
             sb,
             &datapaths,
             Viewpoint::Claiming(Some(me), &lsps),
             &mut self.build_cache,
+            (!self.touched.lflows_unknown).then_some(changed),
         );
         tracing::debug!(
             compiled = p.compiled.0,

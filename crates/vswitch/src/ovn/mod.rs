@@ -18,6 +18,7 @@ pub mod apply;
 pub mod fdb;
 pub mod igmp;
 pub mod interest;
+pub mod lflow_index;
 pub mod mac_binding;
 pub mod pipeline;
 pub mod registration;

@@ -37,6 +37,9 @@ pub struct Sb {
     pub ip_multicast: HashMap<Uuid, IpMulticast>,
     /// The logical pipeline: the local datapaths' logical flows.
     pub lflows: HashMap<Uuid, LogicalFlow>,
+    /// `lflows` by datapath, when kept (rows decoded from a replica; `None` for rows
+    /// put together by hand, whose builds group the flows themselves).
+    pub lflow_index: Option<super::lflow_index::LflowIndex>,
     /// Datapath groups of logical flows.
     pub dp_groups: HashMap<Uuid, LogicalDpGroup>,
     /// Address sets (`$name`).
@@ -57,14 +60,15 @@ impl Sb {
     /// The rows of `r` (rows that do not decode are skipped: logged by the caller's
     /// counters, never fatal).
     pub fn from_replica(r: &Replica) -> Sb {
-        Sb {
+        let mut sb = Sb {
             nb_cfg: nb_cfg(r),
             chassis: r.rows::<Chassis>().collect(),
             encaps: r.rows::<Encap>().collect(),
             datapaths: r.rows::<DatapathBinding>().collect(),
             ports: r.rows::<PortBinding>().collect(),
             groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
-            acl_datapaths: acl_datapaths(r),
+            acl_datapaths: HashSet::new(),
+            lflow_index: None,
             fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
             ip_multicast: r.rows::<IpMulticast>().collect(),
             lflows: r.rows::<LogicalFlow>().collect(),
@@ -75,7 +79,13 @@ impl Sb {
             static_mac_bindings: r.rows::<StaticMacBinding>().collect(),
             dhcp_options: r.rows::<DhcpOptions>().collect(),
             dhcpv6_options: r.rows::<Dhcpv6Options>().collect(),
-        }
+        };
+        sb.acl_datapaths = acl_datapaths(&sb.lflows, &sb.dp_groups);
+        sb.lflow_index = Some(super::lflow_index::LflowIndex::build(
+            &sb.lflows,
+            &sb.dp_groups,
+        ));
+        sb
     }
 
     /// Brings the rows `dirty` names up to date with `r` (decoded again, or removed
@@ -144,11 +154,26 @@ impl Sb {
                         .extend(self.ip_multicast.get(u).map(|m| m.datapath));
                 }
                 "Logical_Flow" => {
-                    put(&mut self.lflows, *u, r.get(u));
+                    let row = r.get::<LogicalFlow>(u);
+                    if let Some(ix) = &mut self.lflow_index {
+                        let changed = &mut touched.lflow_datapaths;
+                        if let Some(old) = self.lflows.get(u) {
+                            ix.remove(*u, old, &self.dp_groups, changed);
+                        }
+                        if let Some(new) = &row {
+                            ix.add(*u, new, &self.dp_groups, changed);
+                        }
+                    }
+                    put(&mut self.lflows, *u, row);
                     acls = true;
                 }
                 "Logical_DP_Group" => {
-                    put(&mut self.dp_groups, *u, r.get(u));
+                    let row = r.get::<LogicalDpGroup>(u);
+                    if let Some(ix) = &mut self.lflow_index {
+                        let old = self.dp_groups.get(u);
+                        ix.regroup(*u, old, row.as_ref(), &mut touched.lflow_datapaths);
+                    }
+                    put(&mut self.dp_groups, *u, row);
                     acls = true;
                 }
                 "Address_Set" => put(&mut self.address_sets, *u, r.get(u)),
@@ -161,8 +186,11 @@ impl Sb {
             }
         }
         if acls {
-            self.acl_datapaths = acl_datapaths(r);
-            touched.all = true;
+            let now = acl_datapaths(&self.lflows, &self.dp_groups);
+            if now != self.acl_datapaths {
+                self.acl_datapaths = now;
+                touched.all = true;
+            }
         }
     }
 
@@ -189,6 +217,10 @@ pub struct Touched {
     pub keys: HashSet<i64>,
     /// A row the logical pipelines are built from.
     pub pipeline: bool,
+    /// Datapaths whose logical flows changed (with [`Sb::lflow_index`]).
+    pub lflow_datapaths: HashSet<Uuid>,
+    /// The rows were decoded afresh: `lflow_datapaths` does not say what changed.
+    pub lflows_unknown: bool,
 }
 
 impl Touched {
@@ -196,6 +228,7 @@ impl Touched {
     pub fn everything() -> Touched {
         Touched {
             all: true,
+            lflows_unknown: true,
             ..Default::default()
         }
     }
@@ -277,11 +310,15 @@ fn nb_cfg(r: &Replica) -> i64 {
         .unwrap_or(0)
 }
 
-/// The datapaths with logical flows from ACLs.
-fn acl_datapaths(r: &Replica) -> HashSet<Uuid> {
-    let dp_groups: HashMap<Uuid, LogicalDpGroup> = r.rows::<LogicalDpGroup>().collect();
+/// The datapaths with logical flows from ACLs, from the decoded `lflows` and their
+/// `dp_groups` (not the replica: decoding every flow again cost a change tens of ms at
+/// 30,000 flows).
+fn acl_datapaths(
+    lflows: &HashMap<Uuid, LogicalFlow>,
+    dp_groups: &HashMap<Uuid, LogicalDpGroup>,
+) -> HashSet<Uuid> {
     let mut out = HashSet::new();
-    for (_, f) in r.rows::<LogicalFlow>() {
+    for f in lflows.values() {
         let in_acl_stage = f
             .external_ids
             .get("stage-name")

@@ -188,6 +188,11 @@ impl BuildCache {
         self.groups.clone()
     }
 
+    /// The signature datapath `key`'s flows had in the last build, if it was built.
+    pub(super) fn last_signature(&self, key: u32) -> Option<u64> {
+        self.dps.get(&key).map(|d| d.sig)
+    }
+
     /// Datapath `key`'s tables from the last build if its flows' signature is `sig`
     /// again and `ctx` answers all their questions as before; otherwise what the last
     /// build compiled for it, to build it flow by flow.

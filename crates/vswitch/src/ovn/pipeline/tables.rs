@@ -213,6 +213,19 @@ impl Pipelines {
         view: Viewpoint<'_>,
         cache: &mut BuildCache,
     ) -> Pipelines {
+        Self::build_changed(sb, local, view, cache, None)
+    }
+
+    /// [`build_with`](Self::build_with), told which datapaths' flow rows changed since
+    /// the last build with `cache` (`None`: unknown): the others keep the last build's
+    /// signature without their flows being read (with [`Sb::lflow_index`]).
+    pub fn build_changed(
+        sb: &Sb,
+        local: &[Uuid],
+        view: Viewpoint<'_>,
+        cache: &mut BuildCache,
+        changed: Option<&std::collections::HashSet<Uuid>>,
+    ) -> Pipelines {
         let symtab = Arc::new(SymbolTable::ovn());
         let v4 = sb.dhcp_options.values().map(|o| (&o.name, o.code, &o.kind));
         let v6 = sb
@@ -253,7 +266,7 @@ impl Pipelines {
         }
         p.resolve_peers(sb);
         cache.start();
-        p.add_flows(sb, local, view, cache);
+        p.add_flows(sb, local, view, cache, changed);
         for dp in p.datapaths.values_mut() {
             dp.version = cache.version(dp.key, &dp.tables, fingerprint(dp));
         }
@@ -282,7 +295,14 @@ impl Pipelines {
 
     /// Parses and compiles the logical flows of every datapath, adopting the tables of
     /// those the cache still holds.
-    fn add_flows(&mut self, sb: &Sb, local: &[Uuid], view: Viewpoint<'_>, cache: &mut BuildCache) {
+    fn add_flows(
+        &mut self,
+        sb: &Sb,
+        local: &[Uuid],
+        view: Viewpoint<'_>,
+        cache: &mut BuildCache,
+        changed: Option<&std::collections::HashSet<Uuid>>,
+    ) {
         let sets = cache.address_sets(
             sb.address_sets
                 .values()
@@ -293,24 +313,27 @@ impl Pipelines {
                 .values()
                 .map(|g| (g.name.as_str(), g.ports.as_slice())),
         );
-        let key_of: HashMap<Uuid, u32> = local
-            .iter()
-            .filter_map(|u| Some((*u, u32::try_from(sb.datapaths.get(u)?.tunnel_key).ok()?)))
-            .collect();
-        let mut by_dp: BTreeMap<u32, Vec<(Uuid, &LogicalFlow)>> = BTreeMap::new();
-        for (uuid, f) in &sb.lflows {
-            for d in flow_datapaths(sb, f) {
-                if let Some(k) = key_of.get(&d) {
-                    by_dp.entry(*k).or_default().push((*uuid, f));
-                }
-            }
-        }
-        for (key, mut flows) in by_dp {
+        for (key, u, flows) in flows_by_datapath(sb, local) {
             let Some(dp) = self.datapaths.get(&key) else {
                 continue;
             };
-            flows.sort_unstable_by_key(|(u, _)| *u);
-            let sig = signature(&flows);
+            // Unchanged rows: the last signature, without reading them.
+            let kept = changed
+                .filter(|c| !c.contains(&u) && flows.is_none())
+                .and_then(|_| cache.last_signature(key));
+            let read = || {
+                let mut f = flows.clone().unwrap_or_else(|| indexed_flows(sb, &u));
+                f.sort_unstable_by_key(|(u, _)| *u);
+                f
+            };
+            let (mut rows, sig) = match kept {
+                Some(sig) => (None, sig),
+                None => {
+                    let f = read();
+                    let sig = signature(&f);
+                    (Some(f), sig)
+                }
+            };
             let resident = |name: &str| self.is_resident(name, view);
             let ctx = DpContext {
                 key,
@@ -322,7 +345,8 @@ impl Pipelines {
             let out = match cache.datapath(key, sig, &ctx) {
                 Ok(out) => out,
                 Err(mut b) => {
-                    let out = self.build_tables(&flows, &ctx, cache, &mut b);
+                    let f = rows.take().unwrap_or_else(read);
+                    let out = self.build_tables(&f, &ctx, cache, &mut b);
                     cache.built(key, sig, b, out.clone());
                     out
                 }
@@ -583,6 +607,53 @@ fn signature(flows: &[(Uuid, &LogicalFlow)]) -> u64 {
         f.external_ids.contains_key("stage-hint").hash(&mut h);
     }
     h.finish()
+}
+
+/// The local datapaths with flows, by key: (key, row, its flows when they had to be
+/// grouped here). With [`Sb::lflow_index`] the flows are left to be read from it.
+#[allow(clippy::type_complexity)]
+fn flows_by_datapath<'s>(
+    sb: &'s Sb,
+    local: &[Uuid],
+) -> Vec<(u32, Uuid, Option<Vec<(Uuid, &'s LogicalFlow)>>)> {
+    let key_of: HashMap<Uuid, u32> = local
+        .iter()
+        .filter_map(|u| Some((*u, u32::try_from(sb.datapaths.get(u)?.tunnel_key).ok()?)))
+        .collect();
+    if let Some(ix) = &sb.lflow_index {
+        let mut v: Vec<_> = key_of
+            .iter()
+            .filter(|(u, _)| ix.flows_of(u).is_some_and(|f| !f.is_empty()))
+            .map(|(u, k)| (*k, *u, None))
+            .collect();
+        v.sort_unstable_by_key(|x| x.0);
+        return v;
+    }
+    let mut by_dp: BTreeMap<u32, (Uuid, Vec<(Uuid, &LogicalFlow)>)> = BTreeMap::new();
+    for (uuid, f) in &sb.lflows {
+        for d in flow_datapaths(sb, f) {
+            if let Some(k) = key_of.get(&d) {
+                by_dp
+                    .entry(*k)
+                    .or_insert_with(|| (d, Vec::new()))
+                    .1
+                    .push((*uuid, f));
+            }
+        }
+    }
+    by_dp
+        .into_iter()
+        .map(|(k, (u, f))| (k, u, Some(f)))
+        .collect()
+}
+
+/// The flows of datapath `u` from [`Sb::lflow_index`].
+fn indexed_flows<'s>(sb: &'s Sb, u: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
+    let ix = sb.lflow_index.as_ref().and_then(|ix| ix.flows_of(u));
+    ix.into_iter()
+        .flatten()
+        .filter_map(|f| Some((*f, sb.lflows.get(f)?)))
+        .collect()
 }
 
 /// The datapaths (rows) flow `f` applies to.
