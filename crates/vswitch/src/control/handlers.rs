@@ -45,8 +45,14 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
             let _g = ctl.ops.lock().await;
             acl_del(sw, port, index)?
         }
-        Request::AddPort { flag, spec } => ctl.add_port(flag, &spec).await?,
-        Request::DelPort { name } => ctl.del_port(&name).await?,
+        Request::AddPort { flag, spec } => {
+            database_driven(sw, "add-port")?;
+            ctl.add_port(flag, &spec).await?
+        }
+        Request::DelPort { name } => {
+            database_driven(sw, "del-port")?;
+            ctl.del_port(&name).await?
+        }
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
@@ -60,6 +66,21 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
             removed: sw.conntrack.flush(zone) as u64,
         },
     })
+}
+
+/// Refuses `command` on a switch whose ports come from the Open vSwitch database
+/// (`--ovsdb`): the database would not know the port, and would undo the change.
+///
+/// # Errors
+/// The message names the database and the `ovs-vsctl` command to use instead.
+fn database_driven(sw: &Switch, command: &str) -> Result<(), String> {
+    match &sw.config().ovsdb {
+        Some(db) => Err(format!(
+            "vswitchd takes its ports from the Open vSwitch database at {db} (--ovsdb): \
+             use ovs-vsctl {command} instead"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn port_id(topo: &Topology, name: &str) -> Result<u16, String> {

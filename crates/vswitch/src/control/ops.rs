@@ -363,8 +363,12 @@ impl Control {
     /// opened again is reported (the rest was applied).
     pub async fn reload(self: &Arc<Self>) -> Result<Response, String> {
         let _g = self.ops.lock().await;
-        let new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
+        let mut new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
         let old = (**self.switch.config()).clone();
+        if new.ovsdb.is_some() {
+            // The database's ports stay: the file has none (its settings still apply).
+            new.ports.clone_from(&old.ports);
+        }
         restart_needed(&old, &new)?;
         crate::config::geneve::check_host(&new)
             .map_err(|e| format!("reload: {e}; nothing changed"))?;
@@ -401,6 +405,60 @@ impl Control {
             return Err(format!("reload applied except: {}", failed.join("; ")));
         }
         Ok(Response::Reloaded(reply))
+    }
+
+    /// Puts the ports of `wanted` in force, port by port (the Open vSwitch database's
+    /// bridges and ports, `--ovsdb`): ports it lacks are deleted, ports whose VLAN or
+    /// bridge changed are changed in place, others that changed are replaced, new ones
+    /// are opened one at a time, so that one that cannot be opened leaves the others
+    /// applied. Only `wanted.ports` is read. Returns the ports that could not be put
+    /// in force: (name, why); they are not in the switch's configuration afterwards,
+    /// so the next call tries them again.
+    pub async fn apply_ports(self: &Arc<Self>, wanted: &[PortConfig]) -> Vec<(String, String)> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        let new = Config {
+            ports: wanted.to_vec(),
+            ..old.clone()
+        };
+        let plan = ReloadPlan::new(&old, &new);
+        let mut failed = Vec::new();
+        let mut config = old;
+        if let Err(e) = self.remove_ports(&plan.gone(), &mut config).await {
+            failed.push(("*".to_string(), e));
+        }
+        // The kept ports, with their new VLANs and bridges.
+        config.ports = wanted
+            .iter()
+            .filter(|p| config.ports.iter().any(|o| o.name == p.name))
+            .cloned()
+            .collect();
+        self.switch.set_config(config.clone());
+        match self.publish_opened(Vec::new(), Some(&config)).await {
+            Ok(changed) => {
+                for name in &changed.domain_changed {
+                    if let Some(p) = self.switch.topo().by_name(name) {
+                        self.switch.fdb.flush_port(p.port.id, false);
+                    }
+                }
+            }
+            Err(e) => failed.push(("*".to_string(), e)),
+        }
+        for cfg in plan.added.iter().chain(&plan.replaced) {
+            let mut c = (**self.switch.config()).clone();
+            c.ports.push(cfg.clone());
+            self.switch.set_config(c);
+            if let Err(e) = self.install(cfg).await {
+                let mut c = (**self.switch.config()).clone();
+                c.ports.retain(|p| p.name != cfg.name);
+                self.switch.set_config(c);
+                failed.push((cfg.name.clone(), e));
+            }
+        }
+        if !plan.added.is_empty() || !plan.deleted.is_empty() || !plan.replaced.is_empty() {
+            info!(reply = ?plan.reply(Vec::new()), failed = failed.len(), "ports applied");
+        }
+        failed
     }
 
     /// Gives every kept uplink whose tunnel endpoints changed (from `old` to `new`'s)
@@ -691,10 +749,11 @@ impl ReloadPlan {
 }
 
 /// Whether two configurations of a port differ at most in what changes in place: its
-/// VLAN, its port security and its MAC limit.
+/// VLAN (and database bridge), its port security and its MAC limit.
 fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
     PortConfig {
         vlan: b.vlan,
+        bridge: b.bridge,
         mac: b.mac,
         allowed_macs: b.allowed_macs.clone(),
         max_macs: b.max_macs,

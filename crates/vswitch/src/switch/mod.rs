@@ -232,7 +232,7 @@ impl Switch {
         let key = if cfg.iface_id.is_some() {
             DomainKey::Detached
         } else {
-            DomainKey::of(cfg.vlan, cfg.vni)
+            DomainKey::of(cfg.bridge, cfg.vlan, cfg.vni)
         };
         let domain = self
             .domains

@@ -1,0 +1,257 @@
+//! vswitchd configured through the Open vSwitch database (`--ovsdb`), as ovs-vswitchd
+//! is: a client of the local `ovsdb-server` serving `vswitch.ovsschema`, so that
+//! `ovs-vsctl`, os-vif and libvirt drive it unchanged.
+//!
+//! One task on the control plane's runtime. It monitors `Open_vSwitch`, `Bridge`,
+//! `Port` and `Interface` ([`schema`]); each batch of changes is one pass: the rows
+//! are read from the replica, the wanted ports derived ([`wanted::derive`], pure), the
+//! difference put in force through the same machinery as `vswitchctl add-port`,
+//! `del-port` and reloads ([`Control::apply_ports`]: other ports are undisturbed),
+//! and the result written back ([`writeback`]): every interface's `ofport`, state
+//! and `error`, then `cur_cfg = next_cfg`, which `ovs-vsctl` (without `--no-wait`)
+//! waits for. Every [`TICK`] the interfaces' state is written again where it changed
+//! (link state, a guest attached), their `statistics` every [`STATS_INTERVAL`]
+//! (ovs-vswitchd's `stats-update-interval`).
+//!
+//! While the database is away the switch keeps its ports and forwards; the client
+//! reconnects, the replica resyncs, and the next pass applies only the difference (the
+//! ephemeral columns a restarted server lost are written again). A database without
+//! its `Open_vSwitch` row is not read as "no bridges": nothing is deleted then.
+
+pub mod schema;
+pub mod wanted;
+pub mod writeback;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ovsdb::{Client, ClientConfig, Event, MonitorSpec, Remote, TableSpec};
+use tracing::{info, warn};
+
+use crate::control::ops::Control;
+use schema::{Bridge, Interface, OpenVswitch, Port, IFACE_WRITTEN, ROOT_WRITTEN};
+use wanted::{BridgeNumbers, Ctx, Db, Wanted};
+use writeback::Ofports;
+
+/// How often interface state (link, guest attached) is written back where it changed.
+pub const TICK: Duration = Duration::from_secs(1);
+
+/// How often `Interface.statistics` is refreshed (ovs-vswitchd's default
+/// `other_config:stats-update-interval`, 5000 ms).
+pub const STATS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A failed pass is tried again after this long, even if nothing changes meanwhile.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// The tables and columns monitored (the columns written back included, to write only
+/// what changed).
+pub fn monitor_spec() -> MonitorSpec {
+    MonitorSpec::new(schema::DATABASE)
+        .table(TableSpec::of::<OpenVswitch>())
+        .table(TableSpec::of::<Bridge>())
+        .table(TableSpec::of::<Port>())
+        .table(TableSpec::of::<Interface>().index("name"))
+}
+
+/// Open vSwitch's run directory, where `dpdkvhostuser` sockets go: `OVS_RUNDIR`, else
+/// `/var/run/openvswitch` (ovs-vswitchd's `ovs_rundir()`).
+pub fn rundir() -> PathBuf {
+    std::env::var_os("OVS_RUNDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/openvswitch"))
+}
+
+/// Starts the database client on the current runtime.
+///
+/// # Errors
+/// `remote` does not read as an OVSDB remote (config validation checked it already).
+pub fn spawn(ctl: Arc<Control>, remote: &str) -> Result<(), String> {
+    let remote: Remote = remote
+        .parse()
+        .map_err(|e| format!("--ovsdb {remote}: {e}"))?;
+    tokio::spawn(run(ctl, remote));
+    Ok(())
+}
+
+/// What the task keeps between passes.
+struct Session {
+    ctl: Arc<Control>,
+    client: Client,
+    numbers: BridgeNumbers,
+    ofports: Ofports,
+    /// The last pass's result, for the ticks between passes.
+    wanted: Wanted,
+    stats_at: Option<Instant>,
+}
+
+/// The client task.
+async fn run(ctl: Arc<Control>, remote: Remote) {
+    info!(%remote, "ports and bridges come from the Open vSwitch database");
+    let (client, mut events) = Client::start(ClientConfig::new(vec![remote]), monitor_spec());
+    let mut s = Session {
+        ctl,
+        client,
+        numbers: BridgeNumbers::default(),
+        ofports: Ofports::default(),
+        wanted: Wanted::default(),
+        stats_at: None,
+    };
+    let mut connected = false;
+    let mut retry: Option<tokio::time::Instant> = None;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + TICK * 3600);
+        tokio::select! {
+            ev = events.recv() => {
+                let Some(ev) = ev else { break };
+                let mut changed = relevant(&ev);
+                connected = note(ev, connected);
+                while let Ok(ev) = events.try_recv() {
+                    changed |= relevant(&ev);
+                    connected = note(ev, connected);
+                }
+                if !changed && retry.is_none() {
+                    continue;
+                }
+            }
+            () = tokio::time::sleep_until(retry_at), if retry.is_some() => {}
+            _ = tick.tick(), if connected && retry.is_none() => {
+                if let Err(e) = s.write_back(None).await {
+                    warn!(error = %e, "writing interface state to the Open vSwitch database failed");
+                }
+                continue;
+            }
+        }
+        if !connected {
+            continue;
+        }
+        retry = match s.pass().await {
+            Ok(()) => None,
+            Err(e) => {
+                warn!(error = %e, "Open vSwitch database pass failed; retried in 1 s or on the next change");
+                Some(tokio::time::Instant::now() + RETRY)
+            }
+        };
+    }
+}
+
+impl Session {
+    /// Derives the wanted ports from the replica, puts them in force, writes back.
+    ///
+    /// # Errors
+    /// The write-back transaction failed (the ports were applied).
+    async fn pass(&mut self) -> Result<(), String> {
+        let db = Db::from_replica(&self.client.replica());
+        let Some((_, root)) = &db.root else {
+            // No root row: an uninitialized database (`ovs-vsctl init` not run yet).
+            return Ok(());
+        };
+        let next_cfg = root.next_cfg;
+        let rundir = rundir();
+        let ctx = Ctx {
+            rundir: &rundir,
+            ovn: self.ctl.switch.config().ovn.is_some(),
+        };
+        let mut w = wanted::derive(&db, &ctx, &mut self.numbers);
+        let failed = self.ctl.apply_ports(&w.ports).await;
+        for (port, why) in &failed {
+            warn!(port, error = %why, "interface from the Open vSwitch database not applied");
+        }
+        let names: BTreeMap<_, _> = db
+            .ifaces
+            .iter()
+            .map(|(u, i)| (*u, i.name.clone()))
+            .collect();
+        writeback::with_failures(&mut w, &names, &failed);
+        self.wanted = w;
+        self.write_back_db(&db, Some(next_cfg)).await
+    }
+
+    /// Writes the interfaces' state where it changed (statistics when due), and
+    /// `cur_cfg` when a pass applied one.
+    async fn write_back(&mut self, cur_cfg: Option<i64>) -> Result<(), String> {
+        let db = Db::from_replica(&self.client.replica());
+        self.write_back_db(&db, cur_cfg).await
+    }
+
+    async fn write_back_db(&mut self, db: &Db, cur_cfg: Option<i64>) -> Result<(), String> {
+        let Some((root_uuid, root)) = &db.root else {
+            return Ok(());
+        };
+        let stats_due = !matches!(self.stats_at, Some(t) if t.elapsed() < STATS_INTERVAL);
+        let topo = self.ctl.switch.topo();
+        let mut ops = Vec::new();
+        let mut running = BTreeSet::new();
+        for (uuid, result) in &self.wanted.ifaces {
+            let Some(row) = db.ifaces.get(uuid) else {
+                continue;
+            };
+            let old = row.state();
+            let (state, ofport) = match (result, topo.by_name(&row.name)) {
+                (Ok(bridge), Some(tp)) => {
+                    running.insert(row.name.clone());
+                    // A port new to the row gets its counters at once.
+                    let due = stats_due || old.statistics.is_empty();
+                    let stats = due.then(|| self.ctl.switch.port_stats(tp.port.id));
+                    let st = writeback::port_state(&tp.port, &tp.config, stats, &old);
+                    (st, self.ofports.assign(row, bridge))
+                }
+                (Ok(_), None) => (writeback::failed_state("not running"), -1),
+                (Err(why), _) => (writeback::failed_state(why), -1),
+            };
+            ops.extend(writeback::iface_op(*uuid, row, &state, ofport));
+        }
+        self.ofports.retain(&running);
+        ops.extend(writeback::root_op(*root_uuid, root, cur_cfg));
+        if stats_due {
+            self.stats_at = Some(Instant::now());
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.client
+            .transact(ops)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("writing back to the Open vSwitch database: {e}"))
+    }
+}
+
+/// Whether event `ev` can change the wanted ports: a connection, or a change to a
+/// column the switch does not only write itself (its own writes come back as changes
+/// too).
+fn relevant(ev: &Event) -> bool {
+    match ev {
+        Event::Changes(cs) => cs.changes.iter().any(|c| {
+            let written: &[&str] = match c.table.as_str() {
+                "Interface" => &IFACE_WRITTEN,
+                "Open_vSwitch" => &ROOT_WRITTEN,
+                _ => &[],
+            };
+            c.changed_columns().iter().any(|col| !written.contains(col))
+        }),
+        Event::Connected { .. } => true,
+        Event::Disconnected { .. } => false,
+    }
+}
+
+/// Logs connection events; returns whether the database is connected now.
+fn note(ev: Event, connected: bool) -> bool {
+    match ev {
+        Event::Connected {
+            remote,
+            incremental,
+        } => {
+            info!(%remote, incremental, "connected to the Open vSwitch database");
+            true
+        }
+        Event::Disconnected { remote, reason } => {
+            warn!(%remote, %reason, "Open vSwitch database connection lost; ports kept, forwarding goes on");
+            false
+        }
+        Event::Changes(_) => connected,
+    }
+}

@@ -1,0 +1,441 @@
+//! From the database's rows to the ports the switch should run (pure: no I/O, tested
+//! on rows built by hand).
+//!
+//! Each interface of a `netdev` bridge becomes one [`PortConfig`] named as the
+//! interface, or an error written to its row (`Interface.error`): the other rows still
+//! apply. Mapping (ovs-vswitchd.conf.db(5)):
+//! - `dpdkvhostuser`: a server-mode vhost-user port on `SOCK_DIR/NAME`, where SOCK_DIR
+//!   is `Open_vSwitch.other_config:vhost-sock-dir` under the run directory, as
+//!   ovs-vswitchd (a leading `/` does not escape it; `..` is refused);
+//! - `dpdkvhostuserclient`: a client-mode vhost-user port on
+//!   `options:vhost-server-path`;
+//! - `internal`: a tap named as the interface (the bridge's own port too);
+//! - `Port.tag`: the access VLAN, within the bridge; `mtu_request`: the port's MTU;
+//!   `external_ids:iface-id`: the OVN logical port, when vswitchd is an OVN chassis;
+//!   `options:n_rxq`: vhost-user queue pairs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use ovsdb::{Replica, Uuid};
+
+use super::schema::{Bridge, Interface, OpenVswitch, Port};
+use crate::config::{PortConfig, PortType};
+
+/// The interface types vswitchd runs (`Open_vSwitch.iface_types`).
+pub const IFACE_TYPES: [&str; 3] = ["dpdkvhostuser", "dpdkvhostuserclient", "internal"];
+
+/// The bridge datapath types vswitchd runs (`Open_vSwitch.datapath_types`).
+pub const DATAPATH_TYPES: [&str; 1] = ["netdev"];
+
+/// Longest Linux interface name (IFNAMSIZ - 1), for internal ports.
+const IFNAME_MAX: usize = 15;
+
+/// The rows the wanted ports are derived from, by uuid.
+#[derive(Debug, Clone, Default)]
+pub struct Db {
+    /// The `Open_vSwitch` row (none before `ovs-vsctl init` or `ovs-vswitchd` ran).
+    pub root: Option<(Uuid, OpenVswitch)>,
+    /// Bridges.
+    pub bridges: HashMap<Uuid, Bridge>,
+    /// Ports.
+    pub ports: HashMap<Uuid, Port>,
+    /// Interfaces.
+    pub ifaces: HashMap<Uuid, Interface>,
+}
+
+impl Db {
+    /// The rows of `r` (rows that do not decode are left out).
+    pub fn from_replica(r: &Replica) -> Db {
+        Db {
+            root: r.rows::<OpenVswitch>().next(),
+            bridges: r.rows::<Bridge>().collect(),
+            ports: r.rows::<Port>().collect(),
+            ifaces: r.rows::<Interface>().collect(),
+        }
+    }
+}
+
+/// What the rows ask for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Wanted {
+    /// The ports, ordered by bridge name, then interface name.
+    pub ports: Vec<PortConfig>,
+    /// Every interface of a bridge: the bridge's name when it maps to a port of
+    /// `ports`, else why it cannot (written to `Interface.error`).
+    pub ifaces: BTreeMap<Uuid, Result<String, String>>,
+}
+
+/// Stable numbers for bridges by name: a bridge keeps its number (its domains) while
+/// vswitchd runs, and a number is not reused for another bridge.
+#[derive(Debug, Clone, Default)]
+pub struct BridgeNumbers(BTreeMap<String, u16>);
+
+impl BridgeNumbers {
+    /// The number of bridge `name`, assigned when new; `None` when every number is
+    /// taken.
+    pub fn of(&mut self, name: &str) -> Option<u16> {
+        if let Some(&n) = self.0.get(name) {
+            return Some(n);
+        }
+        let n = u16::try_from(self.0.len()).ok()?;
+        self.0.insert(name.to_string(), n);
+        Some(n)
+    }
+}
+
+/// What derivation needs besides the rows.
+#[derive(Debug, Clone)]
+pub struct Ctx<'a> {
+    /// Open vSwitch's run directory (`OVS_RUNDIR`, else `/var/run/openvswitch`).
+    pub rundir: &'a Path,
+    /// vswitchd is an OVN chassis: `external_ids:iface-id` binds the port.
+    pub ovn: bool,
+}
+
+/// The ports `db` asks for, and why the interfaces that cannot be ports cannot.
+pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
+    let mut w = Wanted::default();
+    let Some((_, root)) = &db.root else {
+        return w;
+    };
+    let sock_dir = sock_dir(root, ctx.rundir);
+    let mut bridges: Vec<&Bridge> = root
+        .bridges
+        .iter()
+        .filter_map(|u| db.bridges.get(u))
+        .collect();
+    bridges.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut accepted: Vec<(String, PortConfig)> = Vec::new();
+    for b in bridges {
+        let number = numbers.of(&b.name);
+        for (port, iface_uuid, iface) in interfaces_of(db, b) {
+            let cfg = bridge_ok(b)
+                .and_then(|()| number.ok_or_else(|| "too many bridges".to_string()))
+                .and_then(|n| {
+                    let vlan = port_vlan(port)?;
+                    let dir = sock_dir.as_ref().map_err(Clone::clone)?;
+                    let mut cfg = iface_port(iface, dir, ctx.ovn)?;
+                    cfg.bridge = Some(n);
+                    cfg.vlan = vlan;
+                    bond_ok(port)?;
+                    Ok(cfg)
+                })
+                .and_then(|cfg| {
+                    let mut all = accepted.clone();
+                    all.push((format!("Interface {}", iface.name), cfg.clone()));
+                    crate::config::validate_ports(&all).map_err(|e| e.to_string())?;
+                    accepted = all;
+                    Ok(cfg)
+                });
+            w.ifaces.insert(iface_uuid, cfg.map(|_| b.name.clone()));
+        }
+    }
+    w.ports = accepted.into_iter().map(|(_, p)| p).collect();
+    w
+}
+
+/// The (port, interface uuid, interface) rows of bridge `b`, by interface name.
+fn interfaces_of<'a>(db: &'a Db, b: &Bridge) -> Vec<(&'a Port, Uuid, &'a Interface)> {
+    let mut out: Vec<_> = b
+        .ports
+        .iter()
+        .filter_map(|u| db.ports.get(u))
+        .flat_map(|p| {
+            p.interfaces
+                .iter()
+                .filter_map(move |u| db.ifaces.get(u).map(|i| (p, *u, i)))
+        })
+        .collect();
+    out.sort_by(|a, b| a.2.name.cmp(&b.2.name));
+    out
+}
+
+/// Refuses a bridge vswitchd does not run.
+fn bridge_ok(b: &Bridge) -> Result<(), String> {
+    if b.datapath_type == "netdev" {
+        return Ok(());
+    }
+    let dt = if b.datapath_type.is_empty() {
+        "\"\" (system)".to_string()
+    } else {
+        format!("{:?}", b.datapath_type)
+    };
+    Err(format!(
+        "bridge {}: datapath_type {dt} is the kernel's datapath; vswitchd is a userspace \
+         switch: set Bridge datapath_type=netdev",
+        b.name
+    ))
+}
+
+/// Refuses a port of several interfaces (a bond).
+fn bond_ok(p: &Port) -> Result<(), String> {
+    if p.interfaces.len() > 1 {
+        return Err(format!(
+            "port {}: {} interfaces (a bond); vswitchd takes one interface per port",
+            p.name,
+            p.interfaces.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The access VLAN of port `p` (`tag`; 0 or none: untagged).
+///
+/// # Errors
+/// A tag out of 1..=4094, trunks, or a `vlan_mode` other than `access`.
+fn port_vlan(p: &Port) -> Result<Option<u16>, String> {
+    if !p.trunks.is_empty() || p.vlan_mode.as_deref().is_some_and(|m| m != "access") {
+        return Err(format!(
+            "port {}: trunks and vlan_mode other than access are not supported (tag only)",
+            p.name
+        ));
+    }
+    match p.tag {
+        None | Some(0) => Ok(None),
+        Some(t @ 1..=4094) => Ok(Some(t as u16)),
+        Some(t) => Err(format!("port {}: tag {t}: expected 1..=4094", p.name)),
+    }
+}
+
+/// Where `dpdkvhostuser` sockets go: `other_config:vhost-sock-dir` under `rundir`
+/// (default: `rundir` itself), as ovs-vswitchd puts them.
+///
+/// # Errors
+/// The directory contains `..` (ovs-vswitchd refuses it too).
+pub fn sock_dir(root: &OpenVswitch, rundir: &Path) -> Result<PathBuf, String> {
+    match root.other_config.get("vhost-sock-dir") {
+        None => Ok(rundir.to_path_buf()),
+        Some(d) if d.split('/').any(|c| c == "..") => Err(format!(
+            "Open_vSwitch other_config:vhost-sock-dir={d}: \"..\" is not allowed"
+        )),
+        Some(d) => Ok(rundir.join(d.trim_start_matches('/'))),
+    }
+}
+
+/// The port interface `i` asks for (its bridge and VLAN left to the caller).
+///
+/// # Errors
+/// An unsupported type, a missing or bad option, a name a tap cannot have.
+fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, String> {
+    let mut cfg = match i.kind.as_str() {
+        "dpdkvhostuser" => {
+            let path = sock_dir.join(&i.name);
+            PortConfig::new(PortType::VhostUser, &i.name, &path.to_string_lossy())
+        }
+        "dpdkvhostuserclient" => {
+            let path = i.options.get("vhost-server-path").ok_or(
+                "type dpdkvhostuserclient needs options:vhost-server-path (the socket the VM listens on)",
+            )?;
+            PortConfig::new(PortType::VhostUserClient, &i.name, path)
+        }
+        "internal" => {
+            if i.name.len() > IFNAME_MAX {
+                return Err(format!(
+                    "name {:?}: an internal port is a Linux interface, at most {IFNAME_MAX} characters",
+                    i.name
+                ));
+            }
+            PortConfig::new(PortType::Tap, &i.name, &i.name)
+        }
+        other => {
+            return Err(format!(
+                "type {other:?} is not supported by vswitchd (supported: {})",
+                IFACE_TYPES.join(", ")
+            ))
+        }
+    };
+    if let Some(m) = i.mtu_request {
+        let m = u16::try_from(m).map_err(|_| format!("mtu_request {m}: expected 68..=65535"))?;
+        cfg.mtu = Some(m);
+    }
+    if let Some(n) = i.options.get("n_rxq") {
+        if cfg.kind.is_vhost() {
+            cfg.queues = n
+                .parse()
+                .map_err(|_| format!("options:n_rxq={n}: expected a number of queues"))?;
+        }
+    }
+    if ovn {
+        cfg.iface_id = i.external_ids.get("iface-id").cloned();
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uuid(n: u8) -> Uuid {
+        format!("00000000-0000-0000-0000-0000000000{n:02x}")
+            .parse()
+            .unwrap()
+    }
+
+    fn iface(name: &str, kind: &str) -> Interface {
+        Interface {
+            uuid: Uuid::default(),
+            name: name.into(),
+            kind: kind.into(),
+            options: BTreeMap::new(),
+            mtu_request: None,
+            external_ids: BTreeMap::new(),
+            ofport_request: None,
+            ofport: None,
+            admin_state: None,
+            link_state: None,
+            mtu: None,
+            mac_in_use: None,
+            ifindex: None,
+            statistics: BTreeMap::new(),
+            status: BTreeMap::new(),
+            error: None,
+        }
+    }
+
+    /// One bridge `br` of `datapath_type`, one port per interface (tagged `tag`).
+    fn db(datapath_type: &str, ifaces: Vec<(Interface, Option<i64>)>) -> Db {
+        let mut d = Db::default();
+        let mut ports = Vec::new();
+        for (k, (i, tag)) in ifaces.into_iter().enumerate() {
+            let (pu, iu) = (uuid(100 + k as u8), uuid(k as u8));
+            d.ports.insert(
+                pu,
+                Port {
+                    uuid: pu,
+                    name: i.name.clone(),
+                    interfaces: vec![iu],
+                    tag,
+                    trunks: Vec::new(),
+                    vlan_mode: None,
+                },
+            );
+            d.ifaces.insert(iu, i);
+            ports.push(pu);
+        }
+        d.bridges.insert(
+            uuid(200),
+            Bridge {
+                uuid: uuid(200),
+                name: "br0".into(),
+                datapath_type: datapath_type.into(),
+                ports,
+            },
+        );
+        let root = OpenVswitch {
+            uuid: uuid(250),
+            bridges: vec![uuid(200)],
+            next_cfg: 1,
+            cur_cfg: 0,
+            other_config: [("vhost-sock-dir".to_string(), "/tmp".to_string())].into(),
+            external_ids: BTreeMap::new(),
+            ovs_version: None,
+            system_type: None,
+            iface_types: Vec::new(),
+            datapath_types: Vec::new(),
+        };
+        d.root = Some((uuid(250), root));
+        d
+    }
+
+    fn run(d: &Db) -> Wanted {
+        let ctx = Ctx {
+            rundir: Path::new("/"),
+            ovn: false,
+        };
+        derive(d, &ctx, &mut BridgeNumbers::default())
+    }
+
+    #[test]
+    fn vhost_user_sockets_go_under_the_run_directory() {
+        // Run directory "/", vhost-sock-dir "/tmp": /tmp, which exists (ports are
+        // validated as a whole: a server socket's directory must exist).
+        let mut client = iface("vm2", "dpdkvhostuserclient");
+        client
+            .options
+            .insert("vhost-server-path".into(), "/tmp/vm2.sock".into());
+        let w = run(&db(
+            "netdev",
+            vec![(iface("vm1", "dpdkvhostuser"), Some(10)), (client, None)],
+        ));
+        assert_eq!(w.ports.len(), 2, "{w:?}");
+        assert_eq!(w.ports[0].path, Path::new("/tmp/vm1"));
+        assert_eq!(w.ports[0].kind, PortType::VhostUser);
+        assert_eq!((w.ports[0].vlan, w.ports[0].bridge), (Some(10), Some(0)));
+        assert_eq!(w.ports[1].path, Path::new("/tmp/vm2.sock"));
+        assert_eq!(w.ports[1].kind, PortType::VhostUserClient);
+        assert!(w.ifaces.values().all(|r| r.as_deref() == Ok("br0")));
+    }
+
+    #[test]
+    fn a_bad_row_is_an_error_and_the_others_still_apply() {
+        let mut long = iface("a-very-long-internal-name", "internal");
+        long.mtu_request = Some(1400);
+        let w = run(&db(
+            "netdev",
+            vec![
+                (iface("br0", "internal"), None),
+                (iface("vm2", "dpdkvhostuserclient"), None),
+                (iface("gnv0", "geneve"), None),
+                (long, None),
+                (iface("t1", "internal"), Some(4095)),
+            ],
+        ));
+        assert_eq!(w.ports.len(), 1);
+        assert_eq!(
+            (w.ports[0].name.as_str(), w.ports[0].kind),
+            ("br0", PortType::Tap)
+        );
+        let errors: Vec<String> = w.ifaces.values().filter_map(|r| r.clone().err()).collect();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        for want in [
+            "vhost-server-path",
+            "\"geneve\" is not supported",
+            "at most 15",
+            "tag 4095",
+        ] {
+            assert!(
+                errors.iter().any(|e| e.contains(want)),
+                "{want}: {errors:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_system_bridge_is_refused_on_each_interface() {
+        let w = run(&db("system", vec![(iface("br0", "internal"), None)]));
+        assert!(w.ports.is_empty());
+        let e = w.ifaces.values().next().unwrap().clone().unwrap_err();
+        assert!(e.contains("datapath_type=netdev"), "{e}");
+    }
+
+    #[test]
+    fn dot_dot_in_the_socket_directory_is_refused() {
+        let mut d = db("netdev", vec![(iface("vm1", "dpdkvhostuser"), None)]);
+        d.root
+            .as_mut()
+            .unwrap()
+            .1
+            .other_config
+            .insert("vhost-sock-dir".into(), "../etc".into());
+        let w = run(&d);
+        assert!(w.ports.is_empty());
+        assert!(w
+            .ifaces
+            .values()
+            .next()
+            .unwrap()
+            .clone()
+            .unwrap_err()
+            .contains(".."));
+    }
+
+    #[test]
+    fn bridges_keep_their_numbers() {
+        let mut n = BridgeNumbers::default();
+        assert_eq!(
+            (n.of("br1"), n.of("br0"), n.of("br1")),
+            (Some(0), Some(1), Some(0))
+        );
+    }
+}
