@@ -15,6 +15,8 @@ fi
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
 # iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces;
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
+# the ovsdb_config tests and docs/ovsdb.md run its ovsdb-server, ovsdb-tool, ovs-vsctl
+# and vswitch.ovsschema for vswitchd --ovsdb (ovs-vswitchd is never started);
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
 # ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
 # ovn-controller chassis beside vswitchd's (none of their services is started);

@@ -160,6 +160,7 @@ impl Session {
         for (port, why) in &failed {
             warn!(port, error = %why, "interface from the Open vSwitch database not applied");
         }
+        apply_mtu(&self.ctl, &db);
         let names: BTreeMap<_, _> = db
             .ifaces
             .iter()
@@ -196,7 +197,7 @@ impl Session {
                     // A port new to the row gets its counters at once.
                     let due = stats_due || old.statistics.is_empty();
                     let stats = due.then(|| self.ctl.switch.port_stats(tp.port.id));
-                    let st = writeback::port_state(&tp.port, &tp.config, stats, &old);
+                    let st = writeback::port_state(&tp.port, row.mtu_request, stats, &old);
                     (st, self.ofports.assign(row, bridge))
                 }
                 (Ok(_), None) => (writeback::failed_state("not running"), -1),
@@ -217,6 +218,31 @@ impl Session {
             .await
             .map(|_| ())
             .map_err(|e| format!("writing back to the Open vSwitch database: {e}"))
+    }
+}
+
+/// Sets the device MTU of every running internal port of `db` whose `mtu_request`
+/// differs from it (in place: the port keeps running). A device moved to another
+/// network namespace cannot be reached by name here: logged, its `mtu` column keeps
+/// showing the MTU in force.
+fn apply_mtu(ctl: &Control, db: &Db) {
+    let topo = ctl.switch.topo();
+    for i in db.ifaces.values() {
+        let Some(m) = i.mtu_request.and_then(|m| u32::try_from(m).ok()) else {
+            continue;
+        };
+        let Some(crate::ports::PortKind::Tap(t)) = topo.by_name(&i.name).map(|tp| &tp.port.kind)
+        else {
+            continue;
+        };
+        let now = writeback::kernel_link(&t.ifname, t.ifindex).map(|(_, mtu)| mtu);
+        if now == Some(i64::from(m)) {
+            continue;
+        }
+        match crate::ports::tap::set_mtu(&t.ifname, m) {
+            Ok(()) => info!(port = %i.name, mtu = m, "mtu_request applied"),
+            Err(e) => warn!(port = %i.name, mtu = m, error = %e, "cannot apply mtu_request"),
+        }
     }
 }
 

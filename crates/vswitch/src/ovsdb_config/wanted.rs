@@ -10,7 +10,8 @@
 //! - `dpdkvhostuserclient`: a client-mode vhost-user port on
 //!   `options:vhost-server-path`;
 //! - `internal`: a tap named as the interface (the bridge's own port too);
-//! - `Port.tag`: the access VLAN, within the bridge; `mtu_request`: the port's MTU;
+//! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` is checked here and
+//!   set on an internal port's device once it runs (`super::apply_mtu`);
 //!   `external_ids:iface-id`: the OVN logical port, when vswitchd is an OVN chassis;
 //!   `options:n_rxq`: vhost-user queue pairs.
 
@@ -246,8 +247,11 @@ fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, S
         }
     };
     if let Some(m) = i.mtu_request {
-        let m = u16::try_from(m).map_err(|_| format!("mtu_request {m}: expected 68..=65535"))?;
-        cfg.mtu = Some(m);
+        // Applied to the device after the port runs (super::apply_mtu), not as the
+        // port's configured MTU, which is an overlay setting.
+        if !(68..=65535).contains(&m) {
+            return Err(format!("mtu_request {m}: expected 68..=65535"));
+        }
     }
     if let Some(n) = i.options.get("n_rxq") {
         if cfg.kind.is_vhost() {
@@ -371,6 +375,8 @@ mod tests {
     fn a_bad_row_is_an_error_and_the_others_still_apply() {
         let mut long = iface("a-very-long-internal-name", "internal");
         long.mtu_request = Some(1400);
+        let mut tiny = iface("t2", "internal");
+        tiny.mtu_request = Some(40);
         let w = run(&db(
             "netdev",
             vec![
@@ -379,6 +385,7 @@ mod tests {
                 (iface("gnv0", "geneve"), None),
                 (long, None),
                 (iface("t1", "internal"), Some(4095)),
+                (tiny, None),
             ],
         ));
         assert_eq!(w.ports.len(), 1);
@@ -387,8 +394,9 @@ mod tests {
             ("br0", PortType::Tap)
         );
         let errors: Vec<String> = w.ifaces.values().filter_map(|r| r.clone().err()).collect();
-        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert_eq!(errors.len(), 5, "{errors:?}");
         for want in [
+            "mtu_request 40",
             "vhost-server-path",
             "\"geneve\" is not supported",
             "at most 15",

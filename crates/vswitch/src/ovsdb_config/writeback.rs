@@ -14,7 +14,7 @@ use ovsdb::{Condition, Operation, Row, Uuid};
 
 use super::schema::{Interface, OpenVswitch, State};
 use super::wanted::{Wanted, DATAPATH_TYPES, IFACE_TYPES};
-use crate::config::{PortConfig, PortType};
+use crate::config::PortType;
 use crate::model::stats::PortStats;
 use crate::ports::{Port, PortKind};
 
@@ -58,14 +58,19 @@ impl Ofports {
     }
 }
 
-/// The state of running port `port` configured as `cfg`; `stats` its counters when
-/// they are due (else the row's are kept, `old`).
-pub fn port_state(port: &Port, cfg: &PortConfig, stats: Option<PortStats>, old: &State) -> State {
+/// The state of running port `port` whose row asks for MTU `mtu_request`; `stats` its
+/// counters when they are due (else the row's are kept, `old`).
+pub fn port_state(
+    port: &Port,
+    mtu_request: Option<i64>,
+    stats: Option<PortStats>,
+    old: &State,
+) -> State {
     let up = |b: bool| Some(if b { "up" } else { "down" }.to_string());
     let mut s = State {
         admin_state: up(true),
         link_state: up(port.link_up()),
-        mtu: Some(i64::from(cfg.mtu.unwrap_or(1500))),
+        mtu: Some(mtu_request.unwrap_or(1500)),
         statistics: match stats {
             Some(st) => statistics(&st),
             None => old.statistics.clone(),
@@ -142,7 +147,7 @@ fn statistics(s: &PortStats) -> BTreeMap<String, i64> {
 
 /// The MAC and MTU of kernel interface `name` when it is still `ifindex` in this
 /// network namespace (`/sys/class/net`); `None` once moved to another namespace.
-fn kernel_link(name: &str, ifindex: u32) -> Option<(String, i64)> {
+pub fn kernel_link(name: &str, ifindex: u32) -> Option<(String, i64)> {
     let dir = std::path::Path::new("/sys/class/net").join(name);
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
     if read("ifindex")?.trim().parse::<u32>().ok()? != ifindex {

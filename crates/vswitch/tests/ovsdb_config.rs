@@ -1,0 +1,555 @@
+//! vswitchd driven through the Open vSwitch database (`--ovsdb`, docs/ovsdb.md), by the
+//! real `ovsdb-server` serving Debian's `vswitch.ovsschema` and the real `ovs-vsctl`,
+//! used as OVS's documentation uses it: without `--no-wait`, so every command returns
+//! only once vswitchd has applied it and written `cur_cfg` (a command vswitchd does not
+//! apply times out, and the test fails). `ovs-vswitchd` is never started.
+//!
+//! Internal ports are moved into network namespaces and carry pings there (addresses
+//! only inside the namespaces, 198.51.100.0/24); vhost-user ports of both modes carry a
+//! DPDK testpmd guest's frames. Needs root (taps, namespaces, hugepages).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::chassis::ping_ok;
+use common::ovn::wait_gone;
+use common::{
+    pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd,
+};
+
+const MAC_A: &str = "52:54:00:0d:b0:0a";
+const MAC_B: &str = "52:54:00:0d:b0:0b";
+
+/// A real `ovsdb-server` with a fresh Open_vSwitch database in `dir/ovs`, which is
+/// also the run directory (`OVS_RUNDIR`) of ovs-vsctl and vswitchd. Killed on drop.
+struct OvsDb {
+    dir: PathBuf,
+}
+
+impl OvsDb {
+    fn start(dir: &TempDir) -> OvsDb {
+        let d = dir.path("ovs");
+        std::fs::create_dir_all(&d).unwrap();
+        let db = OvsDb { dir: d };
+        let file = db.dir.join("conf.db");
+        run(&[
+            "ovsdb-tool",
+            "create",
+            file.to_str().unwrap(),
+            "/usr/share/openvswitch/vswitch.ovsschema",
+        ]);
+        db.start_server();
+        db.vsctl(&["--no-wait", "init"]);
+        db
+    }
+
+    /// Starts the server on the existing database file.
+    fn start_server(&self) {
+        let d = &self.dir;
+        run(&[
+            "ovsdb-server",
+            d.join("conf.db").to_str().unwrap(),
+            &format!("--remote=punix:{}", d.join("db.sock").display()),
+            &format!("--pidfile={}", d.join("db.pid").display()),
+            &format!("--log-file={}", d.join("db.log").display()),
+            &format!("--unixctl={}", d.join("db.ctl").display()),
+            "--detach",
+        ]);
+    }
+
+    /// SIGKILL, as a crash.
+    fn kill(&self) {
+        if let Some(pid) = pid_file(&self.dir.join("db.pid")) {
+            // SAFETY: kill(2) on the pid our ovsdb-server's pidfile names.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            wait_gone(pid);
+        }
+    }
+
+    fn remote(&self) -> String {
+        format!("unix:{}", self.dir.join("db.sock").display())
+    }
+
+    /// `ovs-vsctl ARGS` (waiting for vswitchd, at most 30 s).
+    fn vsctl_output(&self, args: &[&str]) -> Output {
+        Command::new("ovs-vsctl")
+            .arg(format!("--db={}", self.remote()))
+            .arg("--timeout=30")
+            .args(args)
+            .env("OVS_RUNDIR", &self.dir)
+            .output()
+            .expect("ovs-vsctl (Debian openvswitch-switch)")
+    }
+
+    /// `ovs-vsctl ARGS`; panics with its stderr when it fails.
+    fn vsctl(&self, args: &[&str]) -> String {
+        let o = self.vsctl_output(args);
+        assert!(
+            o.status.success(),
+            "ovs-vsctl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// `ovs-vsctl get TABLE RECORD COLUMN[:KEY]`, trimmed, quotes removed.
+    fn get(&self, table: &str, record: &str, column: &str) -> String {
+        let o = self.vsctl_output(&["--no-wait", "get", table, record, column]);
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .trim_matches('"')
+            .to_string()
+    }
+
+    /// An interface's statistic (`statistics:NAME`), 0 while absent.
+    fn stat(&self, iface: &str, name: &str) -> u64 {
+        self.get("interface", iface, &format!("statistics:{name}"))
+            .parse()
+            .unwrap_or(0)
+    }
+
+    /// vswitchd on this database, its run directory this one.
+    fn vswitchd(&self, dir: &TempDir) -> Vswitchd {
+        let args = ["--ovsdb".to_string(), self.remote()];
+        Vswitchd::start_env(None, dir, "", &args, &[("OVS_RUNDIR", self.dir.as_path())])
+    }
+}
+
+impl Drop for OvsDb {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A network namespace, deleted on drop (with the internal ports moved into it, which
+/// go back to vswitchd's namespace... or vanish with vswitchd).
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("ovsdb-{tag}-{}", std::process::id());
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(std::process::Stdio::null())
+            .status();
+        run(&["ip", "netns", "add", &name]);
+        run(&["ip", "-n", &name, "link", "set", "lo", "up"]);
+        Netns(name)
+    }
+
+    /// Moves internal port `tap` here with address `addr`/24, IPv6 off, up.
+    fn take(&self, tap: &str, addr: &str) {
+        let ns = &self.0;
+        run(&["ip", "link", "set", tap, "netns", ns]);
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{tap}.disable_ipv6=1"),
+        ]);
+        run(&[
+            "ip",
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{addr}/24"),
+            "dev",
+            tap,
+        ]);
+        run(&["ip", "-n", ns, "link", "set", tap, "up"]);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn run(args: &[&str]) -> String {
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]);
+    common::output_of(args, c, "openvswitch-switch / iproute2")
+}
+
+/// A netdev bridge `br` with internal ports `ports` (one `ovs-vsctl` command each).
+fn bridge_with_internal_ports(db: &OvsDb, br: &str, ports: &[&str]) {
+    db.vsctl(&[
+        "add-br",
+        br,
+        "--",
+        "set",
+        "bridge",
+        br,
+        "datapath_type=netdev",
+    ]);
+    for p in ports {
+        db.vsctl(&[
+            "add-port",
+            br,
+            p,
+            "--",
+            "set",
+            "interface",
+            p,
+            "type=internal",
+        ]);
+    }
+}
+
+/// add-br, add-port of internal ports, each returning once applied: the ports run
+/// (vswitchctl show), `ofport` is stable (65534 for the bridge's own port), pings cross
+/// the bridge between namespaces, `link_state` is up and `statistics` grow; `vswitchctl
+/// add-port`/`del-port` are refused; del-port and del-br remove the ports.
+#[test]
+fn internal_ports_ping_across_a_bridge_made_with_ovs_vsctl() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-internal");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr0", &["ovp1", "ovp2"]);
+    // ovs-vsctl returned: vswitchd has applied it (cur_cfg), no waiting needed.
+    for p in ["ovbr0", "ovp1", "ovp2"] {
+        assert!(sw.find_port(p).is_some(), "{p} not running: {}", sw.show());
+    }
+    assert_eq!(db.get("interface", "ovbr0", "ofport"), "65534");
+    let (of1, of2) = (
+        db.get("interface", "ovp1", "ofport"),
+        db.get("interface", "ovp2", "ofport"),
+    );
+    assert!(
+        of1 != of2 && of1.parse::<i64>().unwrap() > 0 && of2.parse::<i64>().unwrap() > 0,
+        "ofports {of1} {of2}"
+    );
+    assert_eq!(
+        db.get("open_vswitch", ".", "cur_cfg"),
+        db.get("open_vswitch", ".", "next_cfg")
+    );
+    assert!(db
+        .get("open_vswitch", ".", "iface_types")
+        .contains("dpdkvhostuser"));
+
+    let (a, b) = (Netns::new("a"), Netns::new("b"));
+    a.take("ovp1", "198.51.100.1");
+    b.take("ovp2", "198.51.100.2");
+    let before = db.stat("ovp1", "rx_packets");
+    assert!(ping_ok(&a.0, "198.51.100.2", 10), "no ping across ovbr0");
+    assert_eq!(db.get("interface", "ovp1", "link_state"), "up");
+    wait_for(Duration::from_secs(15), "ovp1's rx_packets to grow", || {
+        (db.stat("ovp1", "rx_packets") > before).then_some(())
+    });
+    // A later command does not renumber a port.
+    db.vsctl(&[
+        "add-port",
+        "ovbr0",
+        "ovp3",
+        "--",
+        "set",
+        "interface",
+        "ovp3",
+        "type=internal",
+    ]);
+    assert_eq!(db.get("interface", "ovp1", "ofport"), of1);
+
+    for (cmd, args) in [
+        ("add-port", vec!["--tap", "x=ovx0"]),
+        ("del-port", vec!["ovp1"]),
+    ] {
+        let mut all = vec![cmd];
+        all.extend(args);
+        let o = vswitchctl_out(&sw.control, &all);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && e.contains("ovs-vsctl"), "{cmd}: {e}");
+    }
+
+    db.vsctl(&["del-port", "ovp2"]);
+    assert!(sw.find_port("ovp2").is_none(), "ovp2 still runs");
+    assert!(sw.find_port("ovp1").is_some(), "ovp1 went with ovp2");
+    db.vsctl(&["del-br", "ovbr0"]);
+    assert!(
+        sw.show()["ports"].as_array().unwrap().is_empty(),
+        "ports left after del-br: {}",
+        sw.show()
+    );
+}
+
+/// `mtu_request` sets an internal port's MTU (the device's and the row's `mtu`).
+#[test]
+fn mtu_request_sets_the_mtu() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-mtu");
+    let db = OvsDb::start(&dir);
+    let _sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr1", &["ovm1"]);
+    db.vsctl(&["set", "interface", "ovm1", "mtu_request=1400"]);
+    let link = run(&["ip", "link", "show", "ovm1"]);
+    assert!(link.contains("mtu 1400"), "{link}");
+    wait_for(Duration::from_secs(5), "Interface ovm1 mtu 1400", || {
+        (db.get("interface", "ovm1", "mtu") == "1400").then_some(())
+    });
+    db.vsctl(&["del-br", "ovbr1"]);
+}
+
+/// Bridges are isolated: ports on two bridges in one subnet do not reach each other;
+/// a port's `tag` puts it in a VLAN of its bridge only.
+#[test]
+fn bridges_and_tags_isolate() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-isolation");
+    let db = OvsDb::start(&dir);
+    let _sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr2", &["ova1", "ova2", "ova3"]);
+    bridge_with_internal_ports(&db, "ovbr3", &["ovb1"]);
+    db.vsctl(&["set", "port", "ova3", "tag=10"]);
+    let ns: Vec<Netns> = ["i1", "i2", "i3", "i4"]
+        .iter()
+        .map(|t| Netns::new(t))
+        .collect();
+    ns[0].take("ova1", "198.51.100.11");
+    ns[1].take("ova2", "198.51.100.12");
+    ns[2].take("ova3", "198.51.100.13");
+    ns[3].take("ovb1", "198.51.100.14");
+    assert!(
+        ping_ok(&ns[0].0, "198.51.100.12", 10),
+        "same bridge, same VLAN"
+    );
+    assert!(
+        !ping_ok(&ns[0].0, "198.51.100.14", 3),
+        "ping crossed bridges"
+    );
+    assert!(!ping_ok(&ns[0].0, "198.51.100.13", 3), "ping crossed VLANs");
+    // Untagging the port changes its domain in place: it now reaches ova1.
+    db.vsctl(&["clear", "port", "ova3", "tag"]);
+    assert!(
+        ping_ok(&ns[2].0, "198.51.100.11", 10),
+        "ova3 untagged cannot reach ova1"
+    );
+    db.vsctl(&["del-br", "ovbr2"]);
+    db.vsctl(&["del-br", "ovbr3"]);
+}
+
+/// A row vswitchd cannot apply gets `error` and `ofport` -1 (ovs-vsctl reports it),
+/// the other rows still apply, and fixing the row clears the error; a bridge of the
+/// kernel datapath is refused on its interfaces.
+#[test]
+fn a_bad_row_gets_an_error_and_fixing_it_clears_it() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-error");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr4", &[]);
+    let o = db.vsctl_output(&[
+        "add-port",
+        "ovbr4",
+        "ovg1",
+        "--",
+        "set",
+        "interface",
+        "ovg1",
+        "type=geneve",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("Error detected while setting up 'ovg1'"),
+        "{stderr}"
+    );
+    let e = db.get("interface", "ovg1", "error");
+    assert!(e.contains("\\\"geneve\\\" is not supported"), "{e}");
+    assert_eq!(db.get("interface", "ovg1", "ofport"), "-1");
+    db.vsctl(&[
+        "add-port",
+        "ovbr4",
+        "ove1",
+        "--",
+        "set",
+        "interface",
+        "ove1",
+        "type=internal",
+    ]);
+    assert!(
+        sw.find_port("ove1").is_some(),
+        "a good row waits for a bad one"
+    );
+    assert!(sw.find_port("ovg1").is_none());
+
+    db.vsctl(&["set", "interface", "ovg1", "type=internal"]);
+    assert_eq!(db.get("interface", "ovg1", "error"), "[]");
+    assert!(
+        db.get("interface", "ovg1", "ofport")
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
+    assert!(sw.find_port("ovg1").is_some());
+
+    let o = db.vsctl_output(&["add-br", "ovsys"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ovsys"));
+    let e = db.get("interface", "ovsys", "error");
+    assert!(e.contains("datapath_type=netdev"), "{e}");
+    db.vsctl(&["del-br", "ovsys"]);
+    db.vsctl(&["del-br", "ovbr4"]);
+}
+
+/// vhost-user ports of both kinds, as OVS-DPDK's guide adds them: `dpdkvhostuser`
+/// (vswitchd's socket in `vhost-sock-dir` under the run directory) and
+/// `dpdkvhostuserclient` (`options:vhost-server-path`, the guest's server socket),
+/// carrying a testpmd guest's frames between them; the rows show both connected and
+/// their statistics grow; del-port disconnects one.
+#[test]
+fn vhost_user_ports_of_both_modes_carry_a_guest() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovsdb-vhost");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    std::fs::create_dir_all(db.dir.join("vhu")).unwrap();
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        "other_config:vhost-sock-dir=vhu",
+    ]);
+    let server_path = dir.path("vm2.sock");
+    bridge_with_internal_ports(&db, "ovbr5", &[]);
+    db.vsctl(&[
+        "add-port",
+        "ovbr5",
+        "vm1",
+        "--",
+        "set",
+        "interface",
+        "vm1",
+        "type=dpdkvhostuser",
+    ]);
+    db.vsctl(&[
+        "add-port",
+        "ovbr5",
+        "vm2",
+        "--",
+        "set",
+        "interface",
+        "vm2",
+        "type=dpdkvhostuserclient",
+        &format!("options:vhost-server-path={}", server_path.display()),
+    ]);
+    let sock1 = db.dir.join("vhu/vm1");
+    assert!(sock1.exists(), "no socket {}", sock1.display());
+    let mut guest = loop_guest(&sock1, &server_path);
+    for vm in ["vm1", "vm2"] {
+        wait_for(
+            Duration::from_secs(20),
+            &format!("{vm} link_state up"),
+            || (db.get("interface", vm, "link_state") == "up").then_some(()),
+        );
+        assert_eq!(db.get("interface", vm, "status:status"), "connected");
+    }
+    assert_eq!(db.get("interface", "vm1", "status:mode"), "server");
+    assert_eq!(db.get("interface", "vm2", "status:mode"), "client");
+    guest.cmd("start tx_first 4");
+    let before = db.stat("vm2", "rx_packets");
+    wait_for(Duration::from_secs(20), "vm2's rx_packets to grow", || {
+        (db.stat("vm2", "rx_packets") > before + 1000).then_some(())
+    });
+    assert!(db.stat("vm1", "tx_packets") > 1000, "vm1 tx_packets");
+    let (rx, _) = guest.port_stats(1);
+    assert!(rx > 1000, "the guest received {rx} frames on vm2");
+
+    db.vsctl(&["del-port", "vm1"]);
+    assert!(!sock1.exists(), "vm1's socket left behind");
+    assert!(sw.find_port("vm2").is_some());
+    db.vsctl(&["del-br", "ovbr5"]);
+}
+
+/// One testpmd guest: port 0 a virtio-user client of `sock1`, port 1 a virtio-user
+/// server on `sock2`; MAC forwarding, each port's frames addressed to the other's MAC.
+fn loop_guest(sock1: &Path, sock2: &Path) -> Testpmd {
+    let vdev_b = format!(
+        "net_virtio_user1,path={},server=1,queues=1,queue_size=1024,mac={MAC_B}",
+        sock2.display()
+    );
+    let peers = [
+        format!("--eth-peer=0,{MAC_B}"),
+        format!("--eth-peer=1,{MAC_A}"),
+    ];
+    let extra = [vdev_b];
+    Testpmd::start(GuestSpec {
+        prefix: "ovsdbvhu",
+        socket: sock1,
+        mac: MAC_A,
+        queues: 1,
+        server: false,
+        extra_vdevs: &extra,
+        queue_size: Some(1024),
+        packed: false,
+        args: &[
+            "--forward-mode=mac",
+            "--rxd=1024",
+            "--txd=1024",
+            &peers[0],
+            &peers[1],
+        ],
+    })
+}
+
+/// ovsdb-server killed under traffic: pings go on, the ports stay; restarted, vswitchd
+/// reconnects, writes the state the restart lost again, and applies later changes.
+#[test]
+fn ovsdb_server_restart_keeps_traffic_and_later_changes_apply() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-restart");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr6", &["ovr1", "ovr2"]);
+    let (a, b) = (Netns::new("r1"), Netns::new("r2"));
+    a.take("ovr1", "198.51.100.21");
+    b.take("ovr2", "198.51.100.22");
+    assert!(ping_ok(&a.0, "198.51.100.22", 10));
+    let of1 = db.get("interface", "ovr1", "ofport");
+
+    db.kill();
+    let ping = Command::new("ip")
+        .args([
+            "netns", "exec", &a.0, "ping", "-c", "20", "-i", "0.1", "-W", "1",
+        ])
+        .arg("198.51.100.22")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ping.stdout);
+    let (sent, got) = common::ping_counts(&text).expect("ping summary");
+    assert_eq!(
+        (sent, got),
+        (20, 20),
+        "pings lost while ovsdb-server was down: {text}"
+    );
+    assert!(sw.find_port("ovr1").is_some() && sw.find_port("ovr2").is_some());
+
+    db.start_server();
+    // Ephemeral state is gone with the old server; vswitchd writes it again.
+    wait_for(Duration::from_secs(20), "link_state written again", || {
+        (db.get("interface", "ovr1", "link_state") == "up").then_some(())
+    });
+    assert_eq!(db.get("interface", "ovr1", "ofport"), of1);
+    db.vsctl(&[
+        "add-port",
+        "ovbr6",
+        "ovr3",
+        "--",
+        "set",
+        "interface",
+        "ovr3",
+        "type=internal",
+    ]);
+    assert!(
+        sw.find_port("ovr3").is_some(),
+        "a change after the restart not applied"
+    );
+    assert!(ping_ok(&a.0, "198.51.100.22", 10));
+    db.vsctl(&["del-br", "ovbr6"]);
+}
