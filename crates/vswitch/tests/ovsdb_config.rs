@@ -17,7 +17,8 @@ use std::time::Duration;
 use common::chassis::ping_ok;
 use common::ovn::wait_gone;
 use common::{
-    pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Vswitchd,
+    pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Veth,
+    Vswitchd,
 };
 
 const MAC_A: &str = "52:54:00:0d:b0:0a";
@@ -552,4 +553,97 @@ fn ovsdb_server_restart_keeps_traffic_and_later_changes_apply() {
     );
     assert!(ping_ok(&a.0, "198.51.100.22", 10));
     db.vsctl(&["del-br", "ovbr6"]);
+}
+
+/// A kernel device added as OVS adds one (`add-port br eth1`, type `""`: system) and
+/// one as `type=afxdp` become AF_XDP uplinks: pings cross the bridge between each
+/// veth's far end and an internal port; the rows show the XDP mode and statistics.
+#[test]
+fn kernel_devices_become_af_xdp_uplinks() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-afxdp");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    let (v1, v2) = (
+        Veth::new("ox", 1, "198.51.100.31"),
+        Veth::new("oy", 1, "198.51.100.32"),
+    );
+    bridge_with_internal_ports(&db, "ovbr7", &["ovi1"]);
+    db.vsctl(&["add-port", "ovbr7", &v1.host]);
+    db.vsctl(&[
+        "add-port",
+        "ovbr7",
+        &v2.host,
+        "--",
+        "set",
+        "interface",
+        &v2.host,
+        "type=afxdp",
+        "options:xdp-mode=generic",
+    ]);
+    for v in [&v1, &v2] {
+        assert!(
+            sw.find_port(&v.host).is_some(),
+            "{} not running: {}",
+            v.host,
+            sw.show()
+        );
+        assert_eq!(db.get("interface", &v.host, "error"), "[]");
+    }
+    assert_eq!(db.get("interface", &v2.host, "status:xdp-mode"), "generic");
+    let ns = Netns::new("x");
+    ns.take("ovi1", "198.51.100.30");
+    let before = db.stat(&v1.host, "rx_packets");
+    assert!(
+        ping_ok(&v1.ns, "198.51.100.30", 10),
+        "system port to internal port"
+    );
+    assert!(
+        ping_ok(&v2.ns, "198.51.100.31", 10),
+        "afxdp port to system port"
+    );
+    wait_for(
+        Duration::from_secs(15),
+        "the system port's rx_packets to grow",
+        || (db.stat(&v1.host, "rx_packets") > before).then_some(()),
+    );
+    db.vsctl(&["del-port", &v1.host]);
+    assert!(sw.find_port(&v1.host).is_none());
+    assert!(
+        ping_ok(&v2.ns, "198.51.100.30", 10),
+        "the other uplink went too"
+    );
+    db.vsctl(&["del-br", "ovbr7"]);
+}
+
+/// vswitchd restarted on a populated database: it opens every port again, each with the
+/// `ofport` the row had, and `ovs-vsctl` commands wait for it as before.
+#[test]
+fn vswitchd_restart_takes_the_ports_back_with_their_ofports() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-vsrestart");
+    let db = OvsDb::start(&dir);
+    let mut sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr8", &["ovs1", "ovs2", "ovs3"]);
+    db.vsctl(&["del-port", "ovs1"]);
+    let ofports = |db: &OvsDb| -> Vec<String> {
+        ["ovbr8", "ovs2", "ovs3"]
+            .iter()
+            .map(|i| db.get("interface", i, "ofport"))
+            .collect()
+    };
+    let before = ofports(&db);
+    sw.stop();
+    let sw = db.vswitchd(&dir);
+    // Waits for the new vswitchd to apply the database (cur_cfg).
+    db.vsctl(&["set", "open_vswitch", ".", "external_ids:test=restart"]);
+    for p in ["ovbr8", "ovs2", "ovs3"] {
+        assert!(
+            sw.find_port(p).is_some(),
+            "{p} not running again: {}",
+            sw.show()
+        );
+    }
+    assert_eq!(ofports(&db), before, "ofports renumbered by a restart");
+    db.vsctl(&["del-br", "ovbr8"]);
 }

@@ -186,10 +186,16 @@ impl Session {
         let topo = self.ctl.switch.topo();
         let mut ops = Vec::new();
         let mut running = BTreeSet::new();
-        for (uuid, result) in &self.wanted.ifaces {
-            let Some(row) = db.ifaces.get(uuid) else {
-                continue;
-            };
+        // Rows that have an ofport first, so a new interface cannot take a number an
+        // existing one (after a vswitchd restart) still holds.
+        let mut order: Vec<_> = self
+            .wanted
+            .ifaces
+            .iter()
+            .filter_map(|(u, r)| db.ifaces.get(u).map(|row| (*u, r, row)))
+            .collect();
+        order.sort_by_key(|(_, _, row)| row.ofport.is_none_or(|n| n <= 0));
+        for (uuid, result, row) in order {
             let old = row.state();
             let (state, ofport) = match (result, topo.by_name(&row.name)) {
                 (Ok(bridge), Some(tp)) => {
@@ -203,7 +209,7 @@ impl Session {
                 (Ok(_), None) => (writeback::failed_state("not running"), -1),
                 (Err(why), _) => (writeback::failed_state(why), -1),
             };
-            ops.extend(writeback::iface_op(*uuid, row, &state, ofport));
+            ops.extend(writeback::iface_op(uuid, row, &state, ofport));
         }
         self.ofports.retain(&running);
         ops.extend(writeback::root_op(*root_uuid, root, cur_cfg));

@@ -136,7 +136,8 @@ pub struct State {
     /// `rx_packets`, `rx_bytes`, `tx_packets`, `tx_bytes`, `rx_dropped`, `tx_dropped`,
     /// `rx_errors`, `tx_errors`, from the switch's side.
     pub statistics: BTreeMap<String, i64>,
-    /// Per kind: vhost-user `mode`, `socket`, `status`; internal `driver_name`.
+    /// Per kind: vhost-user `mode`, `socket`, `status`, `n_rxq`; internal
+    /// `driver_name`; AF_XDP `driver_name`, `xdp-mode` (the mode in use), `n_rxq`.
     pub status: BTreeMap<String, String>,
     /// Why the interface could not be applied; none when it was.
     pub error: Option<String>,

@@ -10,6 +10,8 @@
 //! - `dpdkvhostuserclient`: a client-mode vhost-user port on
 //!   `options:vhost-server-path`;
 //! - `internal`: a tap named as the interface (the bridge's own port too);
+//! - `afxdp`, `system` and `""`: the existing kernel device of that name as an AF_XDP
+//!   uplink (`options:xdp-mode`, `options:n_rxq`);
 //! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` is checked here and
 //!   set on an internal port's device once it runs (`super::apply_mtu`);
 //!   `external_ids:iface-id`: the OVN logical port, when vswitchd is an OVN chassis;
@@ -21,10 +23,16 @@ use std::path::{Path, PathBuf};
 use ovsdb::{Replica, Uuid};
 
 use super::schema::{Bridge, Interface, OpenVswitch, Port};
-use crate::config::{PortConfig, PortType};
+use crate::config::{AfXdpRequest, PortConfig, PortType};
 
-/// The interface types vswitchd runs (`Open_vSwitch.iface_types`).
-pub const IFACE_TYPES: [&str; 3] = ["dpdkvhostuser", "dpdkvhostuserclient", "internal"];
+/// The interface types vswitchd runs (`Open_vSwitch.iface_types`; `""` is `system`).
+pub const IFACE_TYPES: [&str; 5] = [
+    "afxdp",
+    "dpdkvhostuser",
+    "dpdkvhostuserclient",
+    "internal",
+    "system",
+];
 
 /// The bridge datapath types vswitchd runs (`Open_vSwitch.datapath_types`).
 pub const DATAPATH_TYPES: [&str; 1] = ["netdev"];
@@ -239,6 +247,7 @@ fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, S
             }
             PortConfig::new(PortType::Tap, &i.name, &i.name)
         }
+        "afxdp" | "system" | "" => uplink(i)?,
         other => {
             return Err(format!(
                 "type {other:?} is not supported by vswitchd (supported: {})",
@@ -254,7 +263,7 @@ fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, S
         }
     }
     if let Some(n) = i.options.get("n_rxq") {
-        if cfg.kind.is_vhost() {
+        if cfg.kind.is_vhost() || cfg.kind == PortType::Afxdp {
             cfg.queues = n
                 .parse()
                 .map_err(|_| format!("options:n_rxq={n}: expected a number of queues"))?;
@@ -263,6 +272,28 @@ fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, S
     if ovn {
         cfg.iface_id = i.external_ids.get("iface-id").cloned();
     }
+    Ok(cfg)
+}
+
+/// Kernel device `i.name` as an AF_XDP uplink, in the mode `options:xdp-mode` asks
+/// for (OVS's names: `best-effort`, the default, tries zero-copy, then native, then
+/// generic; `native-with-zerocopy`, `native`, `generic` take only that mode).
+///
+/// # Errors
+/// An unknown `xdp-mode`.
+fn uplink(i: &Interface) -> Result<PortConfig, String> {
+    let mut cfg = PortConfig::new(PortType::Afxdp, &i.name, &i.name);
+    cfg.mode = match i.options.get("xdp-mode").map(String::as_str) {
+        None | Some("best-effort") => AfXdpRequest::Auto,
+        Some("native-with-zerocopy") => AfXdpRequest::ZeroCopy,
+        Some("native") => AfXdpRequest::Native,
+        Some("generic") => AfXdpRequest::Generic,
+        Some(m) => {
+            return Err(format!(
+            "options:xdp-mode={m}: expected best-effort, native-with-zerocopy, native or generic"
+        ))
+        }
+    };
     Ok(cfg)
 }
 
@@ -383,6 +414,13 @@ mod tests {
                 (iface("br0", "internal"), None),
                 (iface("vm2", "dpdkvhostuserclient"), None),
                 (iface("gnv0", "geneve"), None),
+                (
+                    Interface {
+                        options: [("xdp-mode".to_string(), "turbo".to_string())].into(),
+                        ..iface("eth9", "afxdp")
+                    },
+                    None,
+                ),
                 (long, None),
                 (iface("t1", "internal"), Some(4095)),
                 (tiny, None),
@@ -394,8 +432,9 @@ mod tests {
             ("br0", PortType::Tap)
         );
         let errors: Vec<String> = w.ifaces.values().filter_map(|r| r.clone().err()).collect();
-        assert_eq!(errors.len(), 5, "{errors:?}");
+        assert_eq!(errors.len(), 6, "{errors:?}");
         for want in [
+            "xdp-mode=turbo",
             "mtu_request 40",
             "vhost-server-path",
             "\"geneve\" is not supported",

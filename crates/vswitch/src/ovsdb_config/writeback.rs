@@ -111,7 +111,19 @@ pub fn port_state(
                 s.mtu = Some(mtu);
             }
         }
-        PortKind::Afxdp(_) => {}
+        PortKind::Afxdp(x) => {
+            s.ifindex = Some(i64::from(x.ifindex));
+            s.status = [
+                ("driver_name".to_string(), "af_xdp".to_string()),
+                ("xdp-mode".to_string(), x.mode.to_string()),
+                ("n_rxq".to_string(), x.xsks.len().to_string()),
+            ]
+            .into();
+            if let Some((mac, mtu)) = kernel_link(&x.iface, x.ifindex) {
+                s.mac_in_use = Some(mac);
+                s.mtu = Some(mtu);
+            }
+        }
     }
     s
 }
