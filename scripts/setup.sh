@@ -17,6 +17,7 @@ fi
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
 # the ovsdb_config tests and docs/ovsdb.md run its ovsdb-server, ovsdb-tool, ovs-vsctl
 # and vswitch.ovsschema for vswitchd --ovsdb (ovs-vswitchd is never started);
+# python3-os-vif: those tests plug vhost-user VIFs through os-vif as OpenStack Nova does;
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
 # ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
 # ovn-controller chassis beside vswitchd's (none of their services is started);
@@ -26,7 +27,8 @@ fi
 pkgs=(dpdk dpdk-dev python3-scapy tshark tcpdump ethtool iproute2 util-linux coreutils procps
       busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
-      ovn-central ovn-host debootstrap systemd-container dpkg-dev binutils curl)
+      ovn-central ovn-host debootstrap systemd-container dpkg-dev binutils curl
+      python3-os-vif)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3 qemu-system-x86)
 fi

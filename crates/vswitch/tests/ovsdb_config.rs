@@ -647,3 +647,80 @@ fn vswitchd_restart_takes_the_ports_back_with_their_ofports() {
     assert_eq!(ofports(&db), before, "ofports renumbered by a restart");
     db.vsctl(&["del-br", "ovbr8"]);
 }
+
+/// `os_vif_plug.py ACTION ...` (Debian python3-os-vif, as Nova calls it); returns the
+/// OVS port name os-vif chose.
+fn os_vif(db: &OvsDb, action: &str, vif_id: &str, mac: &str, mode: &str, path: &Path) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/os_vif_plug.py");
+    let path = path.to_str().unwrap();
+    let args = [
+        "/usr/bin/python3",
+        script,
+        action,
+        &db.remote(),
+        vif_id,
+        mac,
+        mode,
+        path,
+    ];
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]).env("OVS_RUNDIR", &db.dir);
+    common::output_of(&args, c, "python3-os-vif")
+        .trim()
+        .to_string()
+}
+
+/// Nova's path: os-vif's ovs plugin plugs two `VIFVHostUser`s exactly as Nova calls it
+/// (bridge br-int of datapath_type netdev, one VIF whose QEMU is the socket server:
+/// `dpdkvhostuserclient`, one whose QEMU is the client: `dpdkvhostuser` in the run
+/// directory), a guest on the sockets it names carries traffic through vswitchd, and
+/// `os_vif.unplug` removes both.
+#[test]
+fn os_vif_plugs_and_unplugs_vhost_user_vifs_as_nova_does() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovsdb-osvif");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    let server_path = dir.path("vm-a.sock");
+    let (id_a, id_b) = (
+        "3f1a2b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b",
+        "7c2d3e4f-6a7b-4c8d-9e0f-1a2b3c4d5e6f",
+    );
+    let a = os_vif(&db, "plug", id_a, MAC_B, "server", &server_path);
+    let b = os_vif(&db, "plug", id_b, MAC_A, "client", Path::new("unused"));
+    // os-vif does not wait for the switch (no cur_cfg): the test does.
+    for p in [&a, &b, &"br-int".to_string()] {
+        wait_for(
+            Duration::from_secs(10),
+            &format!("port {p} running"),
+            || sw.find_port(p).map(|_| ()),
+        );
+    }
+    assert_eq!(db.get("interface", &a, "type"), "dpdkvhostuserclient");
+    assert_eq!(db.get("interface", &b, "type"), "dpdkvhostuser");
+    assert_eq!(db.get("interface", &b, "external_ids:iface-id"), id_b);
+    let sock_b = db.dir.join(&b);
+    let mut guest = loop_guest(&sock_b, &server_path);
+    for vm in [&a, &b] {
+        wait_for(
+            Duration::from_secs(20),
+            &format!("{vm} link_state up"),
+            || (db.get("interface", vm, "link_state") == "up").then_some(()),
+        );
+    }
+    guest.cmd("start tx_first 4");
+    wait_for(Duration::from_secs(20), "frames through both VIFs", || {
+        (db.stat(&a, "rx_packets") > 1000 && db.stat(&b, "rx_packets") > 1000).then_some(())
+    });
+    assert_eq!(db.get("interface", &b, "mtu"), "1500");
+
+    os_vif(&db, "unplug", id_a, MAC_B, "server", &server_path);
+    os_vif(&db, "unplug", id_b, MAC_A, "client", Path::new("unused"));
+    for p in [&a, &b] {
+        wait_for(Duration::from_secs(10), &format!("port {p} gone"), || {
+            sw.find_port(p).is_none().then_some(())
+        });
+    }
+    assert!(!sock_b.exists(), "{} left behind", sock_b.display());
+}
