@@ -417,6 +417,15 @@ impl Control {
     pub async fn apply_ports(self: &Arc<Self>, wanted: &[PortConfig]) -> Vec<(String, String)> {
         let _g = self.ops.lock().await;
         let old = (**self.switch.config()).clone();
+        let by_name = |ports: &[PortConfig]| {
+            let mut v: Vec<PortConfig> = ports.to_vec();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            v
+        };
+        if by_name(&old.ports) == by_name(wanted) {
+            // Nothing to do: no new topology generation (flow caches stay warm).
+            return Vec::new();
+        }
         let new = Config {
             ports: wanted.to_vec(),
             ..old.clone()
@@ -424,8 +433,11 @@ impl Control {
         let plan = ReloadPlan::new(&old, &new);
         let mut failed = Vec::new();
         let mut config = old;
-        if let Err(e) = self.remove_ports(&plan.gone(), &mut config).await {
-            failed.push(("*".to_string(), e));
+        let gone = plan.gone();
+        if !gone.is_empty() {
+            if let Err(e) = self.remove_ports(&gone, &mut config).await {
+                failed.push(("*".to_string(), e));
+            }
         }
         // The kept ports, with their new VLANs and bridges.
         config.ports = wanted
