@@ -15,6 +15,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::chassis::ping_ok;
+use common::looping::{assert_loop_whole, settled};
 use common::ovn::wait_gone;
 use common::{
     pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Veth,
@@ -476,8 +477,14 @@ fn vhost_user_ports_of_both_modes_carry_a_guest() {
 /// One testpmd guest: port 0 a virtio-user client of `sock1`, port 1 a virtio-user
 /// server on `sock2`; MAC forwarding, each port's frames addressed to the other's MAC.
 fn loop_guest(sock1: &Path, sock2: &Path) -> Testpmd {
+    loop_guest_with(sock1, sock2, true)
+}
+
+/// [`loop_guest`], port 1 a server (`server2`) or a client of `sock2`.
+fn loop_guest_with(sock1: &Path, sock2: &Path, server2: bool) -> Testpmd {
+    let server = if server2 { ",server=1" } else { "" };
     let vdev_b = format!(
-        "net_virtio_user1,path={},server=1,queues=1,queue_size=1024,mac={MAC_B}",
+        "net_virtio_user1,path={}{server},queues=1,queue_size=1024,mac={MAC_B}",
         sock2.display()
     );
     let peers = [
@@ -728,4 +735,62 @@ fn os_vif_plugs_and_unplugs_vhost_user_vifs_as_nova_does() {
         });
     }
     assert!(!sock_b.exists(), "{} left behind", sock_b.display());
+}
+
+/// Changes through the database while a guest loops frames between ports a and b at
+/// full rate: a port added, moved between VLANs in place and deleted 10 times, and
+/// unrelated rows written; the loop loses nothing (every frame the switch took from
+/// one port was delivered to the other, no drop).
+#[test]
+fn database_changes_under_a_running_loop_lose_nothing() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovsdb-loop");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr9", &[]);
+    // VLAN 10: the bridge's own internal port (the host's IPv6 chatter) is elsewhere.
+    for p in ["a", "b"] {
+        db.vsctl(&[
+            "add-port",
+            "ovbr9",
+            p,
+            "tag=10",
+            "--",
+            "set",
+            "interface",
+            p,
+            "type=dpdkvhostuser",
+        ]);
+    }
+    let mut guest = loop_guest_with(&db.dir.join("a"), &db.dir.join("b"), false);
+    guest.cmd("start tx_first 4");
+    wait_for(Duration::from_secs(20), "the loop running", || {
+        (sw.port("a").stats.rx_packets > 10_000).then_some(())
+    });
+    for i in 0..10 {
+        let moved = sw.port("a").stats.rx_packets;
+        db.vsctl(&[
+            "add-port",
+            "ovbr9",
+            "c",
+            "tag=10",
+            "--",
+            "set",
+            "interface",
+            "c",
+            "type=dpdkvhostuser",
+        ]);
+        db.vsctl(&["set", "port", "c", "tag=11"]);
+        db.vsctl(&["set", "interface", "a", &format!("external_ids:round={i}")]);
+        db.vsctl(&["del-port", "c"]);
+        assert!(sw.find_port("c").is_none());
+        wait_for(Duration::from_secs(10), "the loop moving", || {
+            (sw.port("a").stats.rx_packets > moved).then_some(())
+        });
+    }
+    guest.cmd("stop");
+    let (a, b) = settled(&sw);
+    assert_loop_whole(&a, &b, 0);
+    db.vsctl(&["del-br", "ovbr9"]);
 }
