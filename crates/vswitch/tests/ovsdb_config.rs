@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::chassis::ping_ok;
+use common::chassis::{chassis_args, ping_ok, tap, tap_up};
+use common::fabric::Fabric;
 use common::looping::{assert_loop_whole, settled};
 use common::ovn::wait_gone;
+use common::ovn::OvnCentral;
 use common::{
     pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Veth,
     Vswitchd,
@@ -115,8 +117,13 @@ impl OvsDb {
 
     /// vswitchd on this database, its run directory this one.
     fn vswitchd(&self, dir: &TempDir) -> Vswitchd {
+        self.vswitchd_in(dir, None)
+    }
+
+    /// [`OvsDb::vswitchd`] in network namespace `ns` (a fabric host).
+    fn vswitchd_in(&self, dir: &TempDir, ns: Option<&str>) -> Vswitchd {
         let args = ["--ovsdb".to_string(), self.remote()];
-        Vswitchd::start_env(None, dir, "", &args, &[("OVS_RUNDIR", self.dir.as_path())])
+        Vswitchd::start_env(ns, dir, "", &args, &[("OVS_RUNDIR", self.dir.as_path())])
     }
 }
 
@@ -793,4 +800,107 @@ fn database_changes_under_a_running_loop_lose_nothing() {
     let (a, b) = settled(&sw);
     assert_loop_whole(&a, &b, 0);
     db.vsctl(&["del-br", "ovbr9"]);
+}
+
+/// OVN by the installation guide, vswitchd in place of ovs-vswitchd and
+/// ovn-controller: the chassis is configured only through `ovs-vsctl` (bridges,
+/// `external_ids:ovn-remote`, `system-id`, `ovn-encap-type`, `ovn-encap-ip` on the NIC,
+/// which is added to br-phy), its VM port bound by `external_ids:iface-id`; `ovn-nbctl
+/// --wait=hv` returns once it is, and pings cross the Geneve overlay to a second
+/// chassis both ways.
+#[test]
+fn an_ovn_chassis_configured_through_the_database() {
+    let _g = serial();
+    setup_host();
+    const MAC0: &str = "02:00:00:0d:b0:01";
+    const MAC1: &str = "02:00:00:0d:b0:02";
+    let f = Fabric::new("odb", 2, 1600);
+    let dir = TempDir::new("ovsdb-ovn");
+    let c = OvnCentral::start(&dir);
+    c.nbctl(&["ls-add", "sw0"]);
+    for (lsp, mac, ip) in [("lsp0", MAC0, "192.0.2.1"), ("lsp1", MAC1, "192.0.2.2")] {
+        c.nbctl(&["lsp-add", "sw0", lsp]);
+        c.nbctl(&["lsp-set-addresses", lsp, &format!("{mac} {ip}")]);
+    }
+    // hv1: a vswitchd chassis from flags.
+    let tap1 = format!("odbt{}", std::process::id() % 10000);
+    let args = chassis_args(&f, 1, &c, "hv1", &tap("t1", &tap1, "lsp1"));
+    let _hv1 = Vswitchd::start_in(Some(&f.ns[1]), &dir, "1", &args);
+    tap_up(&f, 1, &tap1, MAC1, "192.0.2.2/24");
+
+    // hv0: the database, as the guide writes it.
+    let db = OvsDb::start(&dir);
+    let hv0 = db.vswitchd_in(&dir, Some(&f.ns[0]));
+    let nic = &f.link[0];
+    db.vsctl(&[
+        "add-br",
+        "br-int",
+        "--",
+        "set",
+        "bridge",
+        "br-int",
+        "datapath_type=netdev",
+    ]);
+    db.vsctl(&[
+        "add-br",
+        "br-phy",
+        "--",
+        "set",
+        "bridge",
+        "br-phy",
+        "datapath_type=netdev",
+    ]);
+    db.vsctl(&[
+        "add-port",
+        "br-phy",
+        nic,
+        "--",
+        "set",
+        "interface",
+        nic,
+        "type=afxdp",
+        "options:xdp-mode=generic",
+    ]);
+    db.vsctl(&[
+        "add-port",
+        "br-int",
+        "vm0",
+        "--",
+        "set",
+        "interface",
+        "vm0",
+        "type=internal",
+        "external_ids:iface-id=lsp0",
+    ]);
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        &format!("external_ids:ovn-remote={}", c.sb_remote()),
+        "external_ids:system-id=hv0",
+        "external_ids:ovn-encap-type=geneve",
+        &format!("external_ids:ovn-encap-ip={}", f.addr(0)),
+    ]);
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    wait_for(Duration::from_secs(30), "lsp0 bound to hv0", || {
+        let ch = c.sb_get("Port_Binding", "logical_port", "lsp0", "chassis");
+        (!ch.is_empty()).then_some(())
+    });
+    let other = c.sb_get("Chassis", "name", "hv0", "other_config");
+    assert!(
+        other.contains("datapath-type=netdev"),
+        "hv0's Chassis: {other}"
+    );
+    tap_up(&f, 0, "vm0", MAC0, "192.0.2.1/24");
+    assert!(
+        ping_ok(&f.ns[0], "192.0.2.2", 20),
+        "hv0 -> hv1 over the overlay: {}",
+        hv0.show()
+    );
+    assert!(ping_ok(&f.ns[1], "192.0.2.1", 10), "hv1 -> hv0");
+    let tunnels = common::fabric::tunnels(&hv0);
+    assert!(
+        tunnels.iter().any(|t| t.local == f.addr(0)),
+        "no endpoint on the encap IP: {tunnels:?}"
+    );
 }

@@ -174,6 +174,33 @@ impl Control {
         })
     }
 
+    /// Makes the running switch an OVN chassis (the Open vSwitch database's
+    /// `external_ids:ovn-remote`, `--ovsdb`): `ovn` in force and the tunnel endpoint
+    /// `tep` (its `ovn` flag set) on its uplink, checked as at start. The caller starts
+    /// the chassis itself.
+    ///
+    /// # Errors
+    /// The switch is already a chassis, or the endpoint does not fit the host (its
+    /// address not on its uplink, the MTU too small); nothing changed.
+    pub async fn become_chassis(
+        self: &Arc<Self>,
+        ovn: crate::config::ovn::OvnConfig,
+        mut tep: crate::config::GeneveConfig,
+    ) -> Result<(), String> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        if old.ovn.is_some() {
+            return Err("vswitchd is already an OVN chassis".into());
+        }
+        tep.ovn = true;
+        let mut config = old.clone();
+        config.ovn = Some(ovn);
+        config.geneve.retain(|g| g.name != tep.name);
+        config.geneve.push(tep);
+        crate::config::geneve::check_host(&config)?;
+        self.set_tunnels(&old, config).await
+    }
+
     /// Puts `config` (with a tunnel endpoint more or less than `old`) in force: checked
     /// as a start would, the uplinks' XDP filters changed, the topology's overlay
     /// rebuilt.

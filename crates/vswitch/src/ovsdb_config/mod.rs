@@ -18,6 +18,7 @@
 //! ephemeral columns a restarted server lost are written again). A database without
 //! its `Open_vSwitch` row is not read as "no bridges": nothing is deleted then.
 
+pub mod chassis;
 pub mod schema;
 pub mod wanted;
 pub mod writeback;
@@ -32,7 +33,7 @@ use tracing::{info, warn};
 
 use crate::control::ops::Control;
 use schema::{Bridge, Interface, OpenVswitch, Port, IFACE_WRITTEN, ROOT_WRITTEN};
-use wanted::{BridgeNumbers, Ctx, Db, Wanted};
+use wanted::{BridgeNumbers, Ctx, Db, IfaceIds, Wanted};
 use writeback::Ofports;
 
 /// How often interface state (link, guest attached) is written back where it changed.
@@ -84,6 +85,9 @@ struct Session {
     /// The last pass's result, for the ticks between passes.
     wanted: Wanted,
     stats_at: Option<Instant>,
+    /// The chassis settings of `external_ids` the chassis started with, or the last
+    /// reason it could not (each logged once).
+    chassis: Option<Result<chassis::OvnIds, String>>,
 }
 
 /// The client task.
@@ -97,6 +101,7 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
         ofports: Ofports::default(),
         wanted: Wanted::default(),
         stats_at: None,
+        chassis: None,
     };
     let mut connected = false;
     let mut retry: Option<tokio::time::Instant> = None;
@@ -119,6 +124,12 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
             }
             () = tokio::time::sleep_until(retry_at), if retry.is_some() => {}
             _ = tick.tick(), if connected && retry.is_none() => {
+                if matches!(s.chassis, Some(Err(_))) {
+                    // The encap address may have appeared on an uplink meanwhile.
+                    let ids = s.client.replica().rows::<OpenVswitch>().next()
+                        .and_then(|(_, r)| chassis::OvnIds::from_external_ids(&r.external_ids));
+                    s.chassis_from(ids).await;
+                }
                 if let Err(e) = s.write_back(None).await {
                     warn!(error = %e, "writing interface state to the Open vSwitch database failed");
                 }
@@ -151,9 +162,16 @@ impl Session {
         };
         let next_cfg = root.next_cfg;
         let rundir = rundir();
+        let ids = chassis::OvnIds::from_external_ids(&root.external_ids);
+        let by_flags = self.ctl.switch.config().ovn.is_some() && self.chassis.is_none();
+        let iface_ids = match &ids {
+            _ if by_flags => IfaceIds::All,
+            Some(Ok(i)) => IfaceIds::Bridge(&i.bridge),
+            _ => IfaceIds::Off,
+        };
         let ctx = Ctx {
             rundir: &rundir,
-            ovn: self.ctl.switch.config().ovn.is_some(),
+            iface_ids,
         };
         let mut w = wanted::derive(&db, &ctx, &mut self.numbers);
         let failed = self.ctl.apply_ports(&w.ports).await;
@@ -168,7 +186,33 @@ impl Session {
             .collect();
         writeback::with_failures(&mut w, &names, &failed);
         self.wanted = w;
+        if !by_flags {
+            self.chassis_from(ids).await;
+        }
         self.write_back_db(&db, Some(next_cfg)).await
+    }
+
+    /// Starts the OVN chassis `ids` asks for, once; logs why it cannot, and that a
+    /// change after the start needs a restart.
+    async fn chassis_from(&mut self, ids: Option<Result<chassis::OvnIds, String>>) {
+        let Some(ids) = ids else { return };
+        if let Some(Ok(running)) = &self.chassis {
+            if ids.as_ref() != Ok(running) {
+                warn!("Open_vSwitch external_ids OVN settings changed; restart vswitchd to apply them");
+                self.chassis = Some(Ok(running.clone()));
+            }
+            return;
+        }
+        let result = match ids {
+            Ok(i) => chassis::start(&self.ctl, &i).await.map(|()| i),
+            Err(e) => Err(e),
+        };
+        if let (Err(e), last) = (&result, &self.chassis) {
+            if last.as_ref().and_then(|l| l.as_ref().err()) != Some(e) {
+                warn!(error = %e, "not an OVN chassis yet");
+            }
+        }
+        self.chassis = Some(result);
     }
 
     /// Writes the interfaces' state where it changed (statistics when due), and

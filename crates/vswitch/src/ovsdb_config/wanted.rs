@@ -98,8 +98,31 @@ impl BridgeNumbers {
 pub struct Ctx<'a> {
     /// Open vSwitch's run directory (`OVS_RUNDIR`, else `/var/run/openvswitch`).
     pub rundir: &'a Path,
-    /// vswitchd is an OVN chassis: `external_ids:iface-id` binds the port.
-    pub ovn: bool,
+    /// Where `external_ids:iface-id` names an OVN logical port.
+    pub iface_ids: IfaceIds<'a>,
+}
+
+/// Where `Interface.external_ids:iface-id` names an OVN logical port (the port then
+/// waits, in no domain, until the chassis binds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IfaceIds<'a> {
+    /// Nowhere: vswitchd is no OVN chassis (os-vif and libvirt set iface-id anyway).
+    Off,
+    /// On every bridge (`--ovn-remote` given as a flag).
+    All,
+    /// On this bridge only (`external_ids:ovn-bridge`, default `br-int`).
+    Bridge(&'a str),
+}
+
+impl IfaceIds<'_> {
+    /// Whether iface-id binds ports of bridge `bridge`.
+    fn on(self, bridge: &str) -> bool {
+        match self {
+            IfaceIds::Off => false,
+            IfaceIds::All => true,
+            IfaceIds::Bridge(b) => b == bridge,
+        }
+    }
 }
 
 /// The ports `db` asks for, and why the interfaces that cannot be ports cannot.
@@ -124,7 +147,7 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
                 .and_then(|n| {
                     let vlan = port_vlan(port)?;
                     let dir = sock_dir.as_ref().map_err(Clone::clone)?;
-                    let mut cfg = iface_port(iface, dir, ctx.ovn)?;
+                    let mut cfg = iface_port(iface, dir, ctx.iface_ids.on(&b.name))?;
                     cfg.bridge = Some(n);
                     cfg.vlan = vlan;
                     bond_ok(port)?;
@@ -376,7 +399,7 @@ mod tests {
     fn run(d: &Db) -> Wanted {
         let ctx = Ctx {
             rundir: Path::new("/"),
-            ovn: false,
+            iface_ids: IfaceIds::Bridge("br-int"),
         };
         derive(d, &ctx, &mut BridgeNumbers::default())
     }
