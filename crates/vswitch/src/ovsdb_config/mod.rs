@@ -85,9 +85,20 @@ struct Session {
     /// The last pass's result, for the ticks between passes.
     wanted: Wanted,
     stats_at: Option<Instant>,
-    /// The chassis settings of `external_ids` the chassis started with, or the last
-    /// reason it could not (each logged once).
-    chassis: Option<Result<chassis::OvnIds, String>>,
+    /// The OVN chassis of `external_ids`.
+    chassis: Chassis,
+}
+
+/// Where the OVN chassis of `Open_vSwitch.external_ids` is.
+#[derive(Debug, Default)]
+enum Chassis {
+    /// Not asked for (no `ovn-remote`), or started by `--ovn-remote`.
+    #[default]
+    None,
+    /// Asked for, not started: why (logged once per reason; tried again every tick).
+    Waiting(String),
+    /// Started with these settings; `warned`: a later change was logged.
+    Running { ids: chassis::OvnIds, warned: bool },
 }
 
 /// The client task.
@@ -101,7 +112,7 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
         ofports: Ofports::default(),
         wanted: Wanted::default(),
         stats_at: None,
-        chassis: None,
+        chassis: Chassis::None,
     };
     let mut connected = false;
     let mut retry: Option<tokio::time::Instant> = None;
@@ -124,15 +135,7 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
             }
             () = tokio::time::sleep_until(retry_at), if retry.is_some() => {}
             _ = tick.tick(), if connected && retry.is_none() => {
-                if matches!(s.chassis, Some(Err(_))) {
-                    // The encap address may have appeared on an uplink meanwhile.
-                    let ids = s.client.replica().rows::<OpenVswitch>().next()
-                        .and_then(|(_, r)| chassis::OvnIds::from_external_ids(&r.external_ids));
-                    s.chassis_from(ids).await;
-                }
-                if let Err(e) = s.write_back(None).await {
-                    warn!(error = %e, "writing interface state to the Open vSwitch database failed");
-                }
+                s.tick().await;
                 continue;
             }
         }
@@ -150,6 +153,23 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
 }
 
 impl Session {
+    /// Between passes: the chassis tried again while it waits (its encap address may
+    /// have appeared on an uplink), interface state written where it changed.
+    async fn tick(&mut self) {
+        if matches!(self.chassis, Chassis::Waiting(_)) {
+            let ids = self
+                .client
+                .replica()
+                .rows::<OpenVswitch>()
+                .next()
+                .and_then(|(_, r)| chassis::OvnIds::from_external_ids(&r.external_ids));
+            self.chassis_from(ids).await;
+        }
+        if let Err(e) = self.write_back(None).await {
+            warn!(error = %e, "writing interface state to the Open vSwitch database failed");
+        }
+    }
+
     /// Derives the wanted ports from the replica, puts them in force, writes back.
     ///
     /// # Errors
@@ -163,7 +183,8 @@ impl Session {
         let next_cfg = root.next_cfg;
         let rundir = rundir();
         let ids = chassis::OvnIds::from_external_ids(&root.external_ids);
-        let by_flags = self.ctl.switch.config().ovn.is_some() && self.chassis.is_none();
+        let by_flags = self.ctl.switch.config().ovn.is_some()
+            && !matches!(self.chassis, Chassis::Running { .. });
         let iface_ids = match &ids {
             _ if by_flags => IfaceIds::All,
             Some(Ok(i)) => IfaceIds::Bridge(&i.bridge),
@@ -192,14 +213,18 @@ impl Session {
         self.write_back_db(&db, Some(next_cfg)).await
     }
 
-    /// Starts the OVN chassis `ids` asks for, once; logs why it cannot, and that a
-    /// change after the start needs a restart.
+    /// Starts the OVN chassis `ids` asks for, once; logs why it cannot (once per
+    /// reason), and that a change after the start needs a restart (once).
     async fn chassis_from(&mut self, ids: Option<Result<chassis::OvnIds, String>>) {
         let Some(ids) = ids else { return };
-        if let Some(Ok(running)) = &self.chassis {
-            if ids.as_ref() != Ok(running) {
+        if let Chassis::Running {
+            ids: running,
+            warned,
+        } = &mut self.chassis
+        {
+            if !*warned && ids.as_ref() != Ok(running) {
                 warn!("Open_vSwitch external_ids OVN settings changed; restart vswitchd to apply them");
-                self.chassis = Some(Ok(running.clone()));
+                *warned = true;
             }
             return;
         }
@@ -207,12 +232,15 @@ impl Session {
             Ok(i) => chassis::start(&self.ctl, &i).await.map(|()| i),
             Err(e) => Err(e),
         };
-        if let (Err(e), last) = (&result, &self.chassis) {
-            if last.as_ref().and_then(|l| l.as_ref().err()) != Some(e) {
-                warn!(error = %e, "not an OVN chassis yet");
+        self.chassis = match result {
+            Ok(ids) => Chassis::Running { ids, warned: false },
+            Err(e) => {
+                if !matches!(&self.chassis, Chassis::Waiting(last) if *last == e) {
+                    warn!(error = %e, "not an OVN chassis yet");
+                }
+                Chassis::Waiting(e)
             }
-        }
-        self.chassis = Some(result);
+        };
     }
 
     /// Writes the interfaces' state where it changed (statistics when due), and
