@@ -904,3 +904,111 @@ fn an_ovn_chassis_configured_through_the_database() {
         "no endpoint on the encap IP: {tunnels:?}"
     );
 }
+
+/// A provider network from `external_ids:ovn-bridge-mappings=physnet1:br-ex`, br-ex
+/// holding a NIC (a veth to a "physical network" namespace): the logical switch's
+/// localnet port bridges it, and a host there pings the VM port bound on vswitchd.
+#[test]
+fn an_ovn_provider_network_through_a_mapped_bridge() {
+    let _g = serial();
+    setup_host();
+    const MAC0: &str = "02:00:00:0d:b0:11";
+    let f = Fabric::new("odp", 1, 1600);
+    let dir = TempDir::new("ovsdb-ovn-pn");
+    let c = OvnCentral::start(&dir);
+    c.nbctl(&["ls-add", "sw0"]);
+    c.nbctl(&["lsp-add", "sw0", "lsp0"]);
+    c.nbctl(&["lsp-set-addresses", "lsp0", &format!("{MAC0} 192.0.2.1")]);
+    c.nbctl(&["lsp-add", "sw0", "ln-sw0"]);
+    c.nbctl(&["lsp-set-type", "ln-sw0", "localnet"]);
+    c.nbctl(&["lsp-set-addresses", "ln-sw0", "unknown"]);
+    c.nbctl(&["lsp-set-options", "ln-sw0", "network_name=physnet1"]);
+
+    // The physical network: a veth from host 0 to namespace `phys`.
+    let phys = Netns::new("pn");
+    let id = std::process::id() % 10000;
+    let (nic, far) = (format!("odpn{id}a"), format!("odpn{id}b"));
+    run(&[
+        "ip", "link", "add", &nic, "type", "veth", "peer", "name", &far,
+    ]);
+    run(&["ip", "link", "set", &nic, "netns", &f.ns[0]]);
+    let v6 = format!("net.ipv6.conf.{nic}.disable_ipv6=1");
+    f.exec(&f.ns[0], &["sysctl", "-qw", &v6]);
+    f.exec(&f.ns[0], &["ip", "link", "set", &nic, "up"]);
+    run(&["ip", "link", "set", &far, "netns", &phys.0]);
+    let v6 = format!("net.ipv6.conf.{far}.disable_ipv6=1");
+    run(&["ip", "netns", "exec", &phys.0, "sysctl", "-qw", &v6]);
+    run(&[
+        "ip", "netns", "exec", &phys.0, "ethtool", "-K", &far, "tx", "off",
+    ]);
+    run(&[
+        "ip",
+        "-n",
+        &phys.0,
+        "addr",
+        "add",
+        "192.0.2.3/24",
+        "dev",
+        &far,
+    ]);
+    run(&["ip", "-n", &phys.0, "link", "set", &far, "up"]);
+
+    let db = OvsDb::start(&dir);
+    let _hv0 = db.vswitchd_in(&dir, Some(&f.ns[0]));
+    let link = &f.link[0];
+    for br in ["br-int", "br-phy", "br-ex"] {
+        db.vsctl(&[
+            "add-br",
+            br,
+            "--",
+            "set",
+            "bridge",
+            br,
+            "datapath_type=netdev",
+        ]);
+    }
+    for (br, dev) in [("br-phy", link), ("br-ex", &nic)] {
+        db.vsctl(&[
+            "add-port",
+            br,
+            dev,
+            "--",
+            "set",
+            "interface",
+            dev,
+            "type=afxdp",
+            "options:xdp-mode=generic",
+        ]);
+    }
+    db.vsctl(&[
+        "add-port",
+        "br-int",
+        "vm0",
+        "--",
+        "set",
+        "interface",
+        "vm0",
+        "type=internal",
+        "external_ids:iface-id=lsp0",
+    ]);
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        &format!("external_ids:ovn-remote={}", c.sb_remote()),
+        "external_ids:system-id=hv0",
+        "external_ids:ovn-encap-type=geneve",
+        &format!("external_ids:ovn-encap-ip={}", f.addr(0)),
+        "external_ids:ovn-bridge-mappings=physnet1:br-ex",
+    ]);
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    let mappings = c.sbctl(&["get", "chassis", "hv0", "other_config:ovn-bridge-mappings"]);
+    assert_eq!(mappings.trim().trim_matches('"'), format!("physnet1:{nic}"));
+    wait_for(Duration::from_secs(30), "lsp0 bound to hv0", || {
+        let ch = c.sb_get("Port_Binding", "logical_port", "lsp0", "chassis");
+        (!ch.is_empty()).then_some(())
+    });
+    tap_up(&f, 0, "vm0", MAC0, "192.0.2.1/24");
+    assert!(ping_ok(&phys.0, "192.0.2.1", 20), "physical network -> VM");
+    assert!(ping_ok(&f.ns[0], "192.0.2.3", 10), "VM -> physical network");
+}

@@ -8,16 +8,18 @@
 //!   of the database (an `afxdp` or `system` interface: the NIC, with the address on
 //!   it, added to a bridge such as `br-phy`);
 //! - `ovn-bridge` (default `br-int`): the bridge whose interfaces'
-//!   `external_ids:iface-id` name logical ports.
+//!   `external_ids:iface-id` name logical ports;
+//! - `ovn-bridge-mappings` (`physnet1:br-ex,...`): each provider network reached
+//!   through the AF_XDP uplink of its bridge (a bridge holds one uplink).
 //!
-//! The chassis starts once these are complete and the uplink runs; a later change to
-//! them needs a vswitchd restart (logged). `ovn-bridge-mappings` is not read yet.
+//! The chassis starts once these are complete and the uplinks run; a later change to
+//! them needs a vswitchd restart (logged).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::config::ovn::OvnConfig;
+use crate::config::ovn::{BridgeMapping, OvnConfig};
 use crate::config::{GeneveConfig, PortConfig, PortType};
 use crate::control::ops::Control;
 
@@ -37,6 +39,8 @@ pub struct OvnIds {
     pub encap_ip: IpAddr,
     /// `ovn-bridge`, default `br-int`.
     pub bridge: String,
+    /// `ovn-bridge-mappings`: (physical network, bridge).
+    pub bridge_mappings: Vec<(String, String)>,
 }
 
 impl OvnIds {
@@ -89,18 +93,76 @@ impl OvnIds {
                 .get("ovn-bridge")
                 .cloned()
                 .unwrap_or_else(|| "br-int".into()),
+            bridge_mappings: match ids.get("ovn-bridge-mappings") {
+                Some(m) => parse_mappings(m)?,
+                None => Vec::new(),
+            },
         })
     }
 
-    /// The chassis configuration (`--ovn-remote`, `--chassis` would give the same).
-    pub fn config(&self) -> OvnConfig {
+    /// The provider networks, each with the uplink of its bridge; `uplinks(bridge)`
+    /// gives the running AF_XDP uplinks of a bridge.
+    ///
+    /// # Errors
+    /// A bridge without an uplink (yet), or with several.
+    pub fn mappings(
+        &self,
+        uplinks: impl Fn(&str) -> Vec<String>,
+    ) -> Result<Vec<BridgeMapping>, String> {
+        self.bridge_mappings
+            .iter()
+            .map(|(network, bridge)| match uplinks(bridge).as_slice() {
+                [uplink] => Ok(BridgeMapping {
+                    network: network.clone(),
+                    uplink: uplink.clone(),
+                }),
+                [] => Err(format!(
+                    "external_ids:ovn-bridge-mappings {network}:{bridge}: no AF_XDP uplink \
+                     on {bridge} (yet); add the NIC of {network} to it"
+                )),
+                more => Err(format!(
+                    "external_ids:ovn-bridge-mappings {network}:{bridge}: {bridge} has {} \
+                     uplinks ({}); vswitchd reaches a network through one",
+                    more.len(),
+                    more.join(", ")
+                )),
+            })
+            .collect()
+    }
+
+    /// The chassis configuration with provider networks `mappings` (`--ovn-remote`,
+    /// `--chassis`, `--ovn-bridge-mappings` would give the same).
+    pub fn config(&self, mappings: Vec<BridgeMapping>) -> OvnConfig {
         OvnConfig {
             remotes: self.remotes.clone(),
             chassis: self.chassis.clone(),
             hostname: self.hostname.clone(),
-            bridge_mappings: Vec::new(),
+            bridge_mappings: mappings,
         }
     }
+}
+
+/// `NETWORK:BRIDGE[,NETWORK:BRIDGE...]`, each network once.
+///
+/// # Errors
+/// An entry that is not `NETWORK:BRIDGE`, a network twice.
+fn parse_mappings(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (n, b) = entry
+            .split_once(':')
+            .filter(|(n, b)| !n.is_empty() && !b.is_empty())
+            .ok_or_else(|| {
+                format!("external_ids:ovn-bridge-mappings {entry:?}: expected NETWORK:BRIDGE")
+            })?;
+        if out.iter().any(|(m, _)| m == n) {
+            return Err(format!(
+                "external_ids:ovn-bridge-mappings: network {n} mapped twice"
+            ));
+        }
+        out.push((n.to_string(), b.to_string()));
+    }
+    Ok(out)
 }
 
 /// The tunnel endpoint at `ip` on the running AF_XDP uplink among `ports` whose device
@@ -123,14 +185,19 @@ pub fn tep_for(ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String>
         .map_err(|e| e.to_string())
 }
 
-/// Makes the switch chassis `ids` and starts the chassis task (and the thread serving
+/// Makes the switch chassis `ids` (provider networks `mappings`) and starts the
+/// chassis task (and the thread serving
 /// the logical pipeline's controller actions).
 ///
 /// # Errors
 /// No uplink has the encap address, or the endpoint does not fit the host.
-pub async fn start(ctl: &Arc<Control>, ids: &OvnIds) -> Result<(), String> {
+pub async fn start(
+    ctl: &Arc<Control>,
+    ids: &OvnIds,
+    mappings: Vec<BridgeMapping>,
+) -> Result<(), String> {
     let tep = tep_for(ids.encap_ip, &ctl.switch.config().ports)?;
-    let cfg = ids.config();
+    let cfg = ids.config(mappings);
     ctl.become_chassis(cfg.clone(), tep).await?;
     let sw = ctl.switch.clone();
     std::thread::Builder::new()
@@ -173,7 +240,33 @@ mod tests {
             ("hv1", "compute-1")
         );
         assert_eq!(i.bridge, "br-int");
-        assert_eq!(i.config().chassis, "hv1");
+        assert_eq!(i.config(Vec::new()).chassis, "hv1");
+    }
+
+    #[test]
+    fn a_mapping_takes_the_one_uplink_of_its_bridge() {
+        let mut m = ids(&[
+            ("ovn-remote", "tcp:192.0.2.10:6642"),
+            ("ovn-encap-type", "geneve"),
+            ("ovn-encap-ip", "192.0.2.21"),
+            ("system-id", "hv1"),
+        ]);
+        m.insert("ovn-bridge-mappings".into(), "physnet1:br-ex".into());
+        let i = OvnIds::from_external_ids(&m).unwrap().unwrap();
+        let uplinks = |n: usize| move |b: &str| (0..n).map(|k| format!("{b}-nic{k}")).collect();
+        let got = i.mappings(uplinks(1)).unwrap();
+        assert_eq!(
+            (got[0].network.as_str(), got[0].uplink.as_str()),
+            ("physnet1", "br-ex-nic0")
+        );
+        assert!(i
+            .mappings(uplinks(0))
+            .unwrap_err()
+            .contains("no AF_XDP uplink on br-ex"));
+        assert!(i
+            .mappings(uplinks(2))
+            .unwrap_err()
+            .contains("has 2 uplinks"));
     }
 
     #[test]
@@ -190,6 +283,8 @@ mod tests {
             ("ovn-encap-ip", "2001:db8::1", "IPv4"),
             ("system-id", "", "system-id is needed"),
             ("ovn-remote", "udp:1.2.3.4", "ovn-remote=udp"),
+            ("ovn-bridge-mappings", "physnet1", "expected NETWORK:BRIDGE"),
+            ("ovn-bridge-mappings", "p:br-a,p:br-b", "mapped twice"),
         ] {
             let mut m = ids(&base);
             m.insert(k.into(), v.into());

@@ -228,8 +228,8 @@ impl Session {
             }
             return;
         }
-        let result = match ids {
-            Ok(i) => chassis::start(&self.ctl, &i).await.map(|()| i),
+        let result = match ids.and_then(|i| Ok((i.mappings(|b| self.uplinks_of(b))?, i))) {
+            Ok((mappings, i)) => chassis::start(&self.ctl, &i, mappings).await.map(|()| i),
             Err(e) => Err(e),
         };
         self.chassis = match result {
@@ -241,6 +241,21 @@ impl Session {
                 Chassis::Waiting(e)
             }
         };
+    }
+
+    /// The AF_XDP uplinks of bridge `bridge` the last pass put in force.
+    fn uplinks_of(&self, bridge: &str) -> Vec<String> {
+        let Some(n) = self.numbers.get(bridge) else {
+            return Vec::new();
+        };
+        let running = self.ctl.switch.topo();
+        self.wanted
+            .ports
+            .iter()
+            .filter(|p| p.kind == crate::config::PortType::Afxdp && p.bridge == Some(n))
+            .filter(|p| running.by_name(&p.name).is_some())
+            .map(|p| p.name.clone())
+            .collect()
     }
 
     /// Writes the interfaces' state where it changed (statistics when due), and

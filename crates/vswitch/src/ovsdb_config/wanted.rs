@@ -81,6 +81,11 @@ pub struct Wanted {
 pub struct BridgeNumbers(BTreeMap<String, u16>);
 
 impl BridgeNumbers {
+    /// The number of bridge `name`, if it has one.
+    pub fn get(&self, name: &str) -> Option<u16> {
+        self.0.get(name).copied()
+    }
+
     /// The number of bridge `name`, assigned when new; `None` when every number is
     /// taken.
     pub fn of(&mut self, name: &str) -> Option<u16> {
