@@ -392,6 +392,13 @@ fn a_bad_row_gets_an_error_and_fixing_it_clears_it() {
         "a good row waits for a bad one"
     );
     assert!(sw.find_port("ovg1").is_none());
+    assert_eq!(sw.show()["ovsdb"]["failed"], serde_json::json!(["ovg1"]));
+    let text = vswitchctl_out(&sw.control, &["show"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("not applied (see their Interface error): ovg1"),
+        "{text}"
+    );
 
     db.vsctl(&["set", "interface", "ovg1", "type=internal"]);
     assert_eq!(db.get("interface", "ovg1", "error"), "[]");
@@ -402,6 +409,7 @@ fn a_bad_row_gets_an_error_and_fixing_it_clears_it() {
             > 0
     );
     assert!(sw.find_port("ovg1").is_some());
+    assert_eq!(sw.show()["ovsdb"]["failed"], serde_json::json!([]));
 
     let o = db.vsctl_output(&["add-br", "ovsys"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("ovsys"));
@@ -533,7 +541,19 @@ fn ovsdb_server_restart_keeps_traffic_and_later_changes_apply() {
     assert!(ping_ok(&a.0, "198.51.100.22", 10));
     let of1 = db.get("interface", "ovr1", "ofport");
 
+    assert_eq!(sw.show()["ovsdb"]["connects"], 1);
     db.kill();
+    wait_for(
+        Duration::from_secs(10),
+        "show saying the database is away",
+        || {
+            let c = sw.show()["ovsdb"]["connection"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            c.starts_with("disconnected").then_some(())
+        },
+    );
     let ping = Command::new("ip")
         .args([
             "netns", "exec", &a.0, "ping", "-c", "20", "-i", "0.1", "-W", "1",
@@ -556,6 +576,11 @@ fn ovsdb_server_restart_keeps_traffic_and_later_changes_apply() {
         (db.get("interface", "ovr1", "link_state") == "up").then_some(())
     });
     assert_eq!(db.get("interface", "ovr1", "ofport"), of1);
+    let ovsdb = &sw.show()["ovsdb"];
+    assert_eq!(
+        (ovsdb["connection"].as_str(), ovsdb["connects"].as_u64()),
+        (Some("connected"), Some(2))
+    );
     db.vsctl(&[
         "add-port",
         "ovbr6",

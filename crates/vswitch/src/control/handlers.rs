@@ -25,7 +25,10 @@ const FLOWS_TIMEOUT: Duration = Duration::from_secs(3);
 pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Response, String> {
     let sw = &ctl.switch;
     Ok(match req {
-        Request::Show => Response::Show(show(sw)),
+        Request::Show => Response::Show(ShowReply {
+            ovsdb: ctl.ovsdb.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            ..show(sw)
+        }),
         Request::Stats => Response::Stats(stats(&sw.topo())),
         Request::Fdb => Response::Fdb(fdb(sw)),
         Request::Mdb => Response::Mdb(mdb(sw)),
@@ -444,6 +447,7 @@ pub fn show(sw: &Switch) -> ShowReply {
         poll: sw.config().poll.to_string(),
         fdb_entries: sw.fdb.len(),
         generation: topo.generation,
+        ovsdb: None,
         ports: topo
             .iter()
             .map(|tp| {

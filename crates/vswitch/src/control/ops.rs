@@ -54,6 +54,8 @@ pub struct Control {
     pub ovn_stopped: tokio::sync::Notify,
     /// The OVN chassis, when vswitchd is one (set once by the daemon).
     pub ovn: std::sync::OnceLock<Arc<dyn OvnChassis>>,
+    /// The Open vSwitch database client's state (`--ovsdb`), kept by its task.
+    pub ovsdb: Mutex<Option<super::protocol::OvsdbShow>>,
 }
 
 /// What the control plane asks of the OVN chassis (which sits above it: `crate::ovn`
@@ -101,6 +103,7 @@ impl Control {
             ovn_stop: tokio::sync::Notify::new(),
             ovn_stopped: tokio::sync::Notify::new(),
             ovn: std::sync::OnceLock::new(),
+            ovsdb: Mutex::new(None),
         })
     }
 

@@ -32,6 +32,7 @@ use ovsdb::{Client, ClientConfig, Event, MonitorSpec, Remote, TableSpec};
 use tracing::{info, warn};
 
 use crate::control::ops::Control;
+use crate::control::protocol::OvsdbShow;
 use schema::{Bridge, Interface, OpenVswitch, Port, IFACE_WRITTEN, ROOT_WRITTEN};
 use wanted::{BridgeNumbers, Ctx, Db, IfaceIds, Wanted};
 use writeback::Ofports;
@@ -104,6 +105,11 @@ enum Chassis {
 /// The client task.
 async fn run(ctl: Arc<Control>, remote: Remote) {
     info!(%remote, "ports and bridges come from the Open vSwitch database");
+    *ctl.ovsdb.lock().unwrap_or_else(|e| e.into_inner()) = Some(OvsdbShow {
+        remote: remote.to_string(),
+        connection: "connecting".into(),
+        ..OvsdbShow::default()
+    });
     let (client, mut events) = Client::start(ClientConfig::new(vec![remote]), monitor_spec());
     let mut s = Session {
         ctl,
@@ -124,10 +130,10 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
                 let mut changed = relevant(&ev);
-                connected = note(ev, connected);
+                connected = note(&s.ctl, ev, connected);
                 while let Ok(ev) = events.try_recv() {
                     changed |= relevant(&ev);
-                    connected = note(ev, connected);
+                    connected = note(&s.ctl, ev, connected);
                 }
                 if !changed && retry.is_none() {
                     continue;
@@ -206,6 +212,19 @@ impl Session {
             .map(|(u, i)| (*u, i.name.clone()))
             .collect();
         writeback::with_failures(&mut w, &names, &failed);
+        let mut bridges: Vec<String> = db.bridges.values().map(|b| b.name.clone()).collect();
+        bridges.sort();
+        let failed: Vec<String> = w
+            .ifaces
+            .iter()
+            .filter(|(_, r)| r.is_err())
+            .filter_map(|(u, _)| names.get(u).cloned())
+            .collect();
+        show(&self.ctl, |s| {
+            s.cur_cfg = next_cfg;
+            s.bridges = bridges;
+            s.failed = failed;
+        });
         self.wanted = w;
         if !by_flags {
             self.chassis_from(ids).await;
@@ -357,20 +376,33 @@ fn relevant(ev: &Event) -> bool {
     }
 }
 
-/// Logs connection events; returns whether the database is connected now.
-fn note(ev: Event, connected: bool) -> bool {
+/// Logs connection events and notes them for `vswitchctl show`; returns whether the
+/// database is connected now.
+fn note(ctl: &Control, ev: Event, connected: bool) -> bool {
     match ev {
         Event::Connected {
             remote,
             incremental,
         } => {
             info!(%remote, incremental, "connected to the Open vSwitch database");
+            show(ctl, |s| {
+                s.connection = "connected".into();
+                s.connects += 1;
+            });
             true
         }
         Event::Disconnected { remote, reason } => {
             warn!(%remote, %reason, "Open vSwitch database connection lost; ports kept, forwarding goes on");
+            show(ctl, |s| s.connection = format!("disconnected: {reason}"));
             false
         }
         Event::Changes(_) => connected,
+    }
+}
+
+/// Updates what `vswitchctl show` says of the database client.
+fn show(ctl: &Control, f: impl FnOnce(&mut OvsdbShow)) {
+    if let Some(s) = ctl.ovsdb.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        f(s);
     }
 }
