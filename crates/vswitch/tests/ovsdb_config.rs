@@ -283,6 +283,10 @@ fn internal_ports_ping_across_a_bridge_made_with_ovs_vsctl() {
         assert!(!o.status.success() && e.contains("ovs-vsctl"), "{cmd}: {e}");
     }
 
+    // A reload applies the file's settings and keeps the database's ports.
+    let o = vswitchctl_out(&sw.control, &["reload"]);
+    assert!(o.status.success(), "reload: {o:?}");
+    assert!(sw.find_port("ovp1").is_some(), "a reload dropped ovp1");
     db.vsctl(&["del-port", "ovp2"]);
     assert!(sw.find_port("ovp2").is_none(), "ovp2 still runs");
     assert!(sw.find_port("ovp1").is_some(), "ovp1 went with ovp2");
@@ -923,6 +927,13 @@ fn an_ovn_chassis_configured_through_the_database() {
         hv0.show()
     );
     assert!(ping_ok(&f.ns[1], "192.0.2.1", 10), "hv1 -> hv0");
+    // A reload (no file: flags only) keeps what the database made.
+    let o = vswitchctl_out(&hv0.control, &["reload"]);
+    assert!(o.status.success(), "reload: {o:?}");
+    assert!(
+        ping_ok(&f.ns[1], "192.0.2.1", 10),
+        "hv1 -> hv0 after a reload"
+    );
     let tunnels = common::fabric::tunnels(&hv0);
     assert!(
         tunnels.iter().any(|t| t.local == f.addr(0)),

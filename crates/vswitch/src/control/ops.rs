@@ -396,8 +396,17 @@ impl Control {
         let mut new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
         let old = (**self.switch.config()).clone();
         if new.ovsdb.is_some() {
-            // The database's ports stay: the file has none (its settings still apply).
+            // The database's ports stay: the file has none (its settings still apply);
+            // so do the OVN chassis and tunnel endpoint its external_ids made.
             new.ports.clone_from(&old.ports);
+            if new.ovn.is_none() {
+                new.ovn.clone_from(&old.ovn);
+                for g in old.geneve.iter().filter(|g| g.ovn) {
+                    if !new.geneve.iter().any(|n| n.name == g.name) {
+                        new.geneve.push(g.clone());
+                    }
+                }
+            }
         }
         restart_needed(&old, &new)?;
         crate::config::geneve::check_host(&new)
