@@ -19,6 +19,7 @@ use common::fabric::Fabric;
 use common::looping::{assert_loop_whole, settled};
 use common::ovn::wait_gone;
 use common::ovn::OvnCentral;
+use common::qemu::{kv, num, Vm, VmSpec};
 use common::{
     pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Veth,
     Vswitchd,
@@ -1047,4 +1048,80 @@ fn an_ovn_provider_network_through_a_mapped_bridge() {
     tap_up(&f, 0, "vm0", MAC0, "192.0.2.1/24");
     assert!(ping_ok(&phys.0, "192.0.2.1", 20), "physical network -> VM");
     assert!(ping_ok(&f.ns[0], "192.0.2.3", 10), "VM -> physical network");
+}
+
+/// libvirt's `<interface type='bridge'><source bridge='B'/><virtualport
+/// type='openvswitch'/>`: libvirt gives QEMU a tap and adds it with the `ovs-vsctl`
+/// command line below (libvirt's `virNetDevOpenvswitchAddPort`); vswitchd attaches the
+/// tap as an AF_XDP uplink (type `""`), and the QEMU guest pings an internal port across
+/// the bridge; the row's statistics grow; del-port detaches it.
+#[test]
+fn a_vm_tap_added_as_libvirt_adds_it_carries_the_guest() {
+    let _g = serial();
+    setup_host();
+    const MAC: &str = "52:54:00:0d:b0:21";
+    let dir = TempDir::new("ovsdb-libvirt-tap");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr10", &["ovl1"]);
+    let ns = Netns::new("lv");
+    ns.take("ovl1", "198.51.100.42");
+    let tap = format!("vnet{}", std::process::id() % 10000);
+    let params = "vm.ip=198.51.100.41 vm.peer=198.51.100.42 vm.test=idle vm.stay=1";
+    let vm = Vm::start(VmSpec {
+        tap: Some(&tap),
+        ..VmSpec::new("libvirt-tap", Path::new("unused"), MAC, params.into())
+    });
+    wait_for(Duration::from_secs(20), "QEMU's tap", || {
+        Path::new("/sys/class/net")
+            .join(&tap)
+            .exists()
+            .then_some(())
+    });
+    // libvirt brings the tap up, then runs this.
+    std::fs::write(format!("/proc/sys/net/ipv6/conf/{tap}/disable_ipv6"), "1").unwrap();
+    run(&["ip", "link", "set", &tap, "up"]);
+    let mac = format!("external-ids:attached-mac=\"{MAC}\"");
+    db.vsctl(&[
+        "--",
+        "--if-exists",
+        "del-port",
+        &tap,
+        "--",
+        "add-port",
+        "ovbr10",
+        &tap,
+        "--",
+        "set",
+        "Interface",
+        &tap,
+        &mac,
+        "--",
+        "set",
+        "Interface",
+        &tap,
+        "external-ids:iface-id=\"4b1c2d3e-0000-4000-8000-000000000021\"",
+        "--",
+        "set",
+        "Interface",
+        &tap,
+        "external-ids:vm-id=\"8ff5b4e2-7c1a-4d3e-9b55-6f1f0a2b0021\"",
+        "--",
+        "set",
+        "Interface",
+        &tap,
+        "external-ids:iface-status=active",
+    ]);
+    assert_eq!(db.get("interface", &tap, "status:driver_name"), "af_xdp");
+    for l in vm.wait_lines("RESULT ping", 2, Duration::from_secs(180)) {
+        let m = kv(&l);
+        assert_eq!(num(&m, "sent"), num(&m, "received"), "{l}");
+    }
+    wait_for(Duration::from_secs(15), "the tap's rx_packets", || {
+        (db.stat(&tap, "rx_packets") >= 6).then_some(())
+    });
+    db.vsctl(&["del-port", &tap]);
+    assert!(sw.find_port(&tap).is_none());
+    let link = run(&["ip", "link", "show", &tap]);
+    assert!(!link.contains("xdp"), "XDP program left on the tap: {link}");
 }
