@@ -317,13 +317,14 @@ fn mtu_request_sets_the_mtu() {
 }
 
 /// Bridges are isolated: ports on two bridges in one subnet do not reach each other;
-/// a port's `tag` puts it in a VLAN of its bridge only.
+/// a port's `tag` puts it in a VLAN of its bridge only; a `fail_mode=secure` bridge
+/// forwards nothing between ports that are no OVN logical ports.
 #[test]
 fn bridges_and_tags_isolate() {
     let _g = serial();
     let dir = TempDir::new("ovsdb-isolation");
     let db = OvsDb::start(&dir);
-    let _sw = db.vswitchd(&dir);
+    let sw = db.vswitchd(&dir);
     bridge_with_internal_ports(&db, "ovbr2", &["ova1", "ova2", "ova3"]);
     bridge_with_internal_ports(&db, "ovbr3", &["ovb1"]);
     db.vsctl(&["set", "port", "ova3", "tag=10"]);
@@ -349,6 +350,19 @@ fn bridges_and_tags_isolate() {
     assert!(
         ping_ok(&ns[2].0, "198.51.100.11", 10),
         "ova3 untagged cannot reach ova1"
+    );
+    // fail_mode=secure: no port here is an OVN logical port, so nothing is forwarded
+    // (dropped as ovn_unbound, counted); back to standalone, in place.
+    db.vsctl(&["set-fail-mode", "ovbr2", "secure"]);
+    assert!(
+        !ping_ok(&ns[0].0, "198.51.100.12", 3),
+        "a secure bridge forwarded"
+    );
+    assert!(common::chassis::drops(&sw, "ova1", "ovn_unbound") > 0);
+    db.vsctl(&["del-fail-mode", "ovbr2"]);
+    assert!(
+        ping_ok(&ns[0].0, "198.51.100.12", 10),
+        "standalone again, no ping"
     );
     db.vsctl(&["del-br", "ovbr2"]);
     db.vsctl(&["del-br", "ovbr3"]);
@@ -862,6 +876,7 @@ fn an_ovn_chassis_configured_through_the_database() {
     let db = OvsDb::start(&dir);
     let hv0 = db.vswitchd_in(&dir, Some(&f.ns[0]));
     let nic = &f.link[0];
+    // br-int as ovn-controller makes it: secure, forwarding only logical ports.
     db.vsctl(&[
         "add-br",
         "br-int",
@@ -870,6 +885,7 @@ fn an_ovn_chassis_configured_through_the_database() {
         "bridge",
         "br-int",
         "datapath_type=netdev",
+        "fail_mode=secure",
     ]);
     db.vsctl(&[
         "add-br",

@@ -119,6 +119,11 @@ pub struct PortConfig {
     /// the one switch of flag and TOML ports.
     #[serde(default)]
     pub bridge: Option<u16>,
+    /// In no domain (its frames dropped as `ovn_unbound`, none delivered to it): a
+    /// port of a `fail_mode=secure` database bridge that is no OVN logical port, which
+    /// Open vSwitch would forward nothing for without flows.
+    #[serde(default)]
+    pub unbound: bool,
 }
 
 impl PortConfig {
@@ -151,6 +156,7 @@ impl PortConfig {
             socket_mode: None,
             iface_id: None,
             bridge: None,
+            unbound: false,
         }
     }
 

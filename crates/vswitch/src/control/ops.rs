@@ -805,6 +805,7 @@ fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
     PortConfig {
         vlan: b.vlan,
         bridge: b.bridge,
+        unbound: b.unbound,
         mac: b.mac,
         allowed_macs: b.allowed_macs.clone(),
         max_macs: b.max_macs,

@@ -44,6 +44,9 @@ ovsdb::model! {
         pub datapath_type: String = "datapath_type",
         /// Its ports.
         pub ports: Vec<Uuid> = "ports",
+        /// `secure`: nothing is forwarded but by flows (for vswitchd: between OVN
+        /// logical ports); `standalone` or none: a learning switch.
+        pub fail_mode: Option<String> = "fail_mode",
     }
 }
 

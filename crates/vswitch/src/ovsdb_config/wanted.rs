@@ -12,6 +12,8 @@
 //! - `internal`: a tap named as the interface (the bridge's own port too);
 //! - `afxdp`, `system` and `""`: the existing kernel device of that name as an AF_XDP
 //!   uplink (`options:xdp-mode`, `options:n_rxq`);
+//! - `Bridge.fail_mode=secure`: its ports that are no OVN logical port forward nothing
+//!   (as Open vSwitch without flows);
 //! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` is checked here and
 //!   set on an internal port's device once it runs (`super::apply_mtu`);
 //!   `external_ids:iface-id`: the OVN logical port, when vswitchd is an OVN chassis;
@@ -154,6 +156,8 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
                     let dir = sock_dir.as_ref().map_err(Clone::clone)?;
                     let mut cfg = iface_port(iface, dir, ctx.iface_ids.on(&b.name))?;
                     cfg.bridge = Some(n);
+                    cfg.unbound =
+                        b.fail_mode.as_deref() == Some("secure") && cfg.iface_id.is_none();
                     cfg.vlan = vlan;
                     bond_ok(port)?;
                     Ok(cfg)
@@ -383,6 +387,7 @@ mod tests {
                 name: "br0".into(),
                 datapath_type: datapath_type.into(),
                 ports,
+                fail_mode: None,
             },
         );
         let root = OpenVswitch {
@@ -503,6 +508,29 @@ mod tests {
             .clone()
             .unwrap_err()
             .contains(".."));
+    }
+
+    #[test]
+    fn a_secure_bridge_binds_only_logical_ports() {
+        let mut lsp = iface("vm1", "internal");
+        lsp.external_ids.insert("iface-id".into(), "lsp1".into());
+        let mut d = db(
+            "netdev",
+            vec![(iface("br0", "internal"), None), (lsp, None)],
+        );
+        d.bridges.values_mut().next().unwrap().fail_mode = Some("secure".into());
+        let ctx = Ctx {
+            rundir: Path::new("/"),
+            iface_ids: IfaceIds::Bridge("br0"),
+        };
+        let w = derive(&d, &ctx, &mut BridgeNumbers::default());
+        let unbound: Vec<(&str, bool)> = w
+            .ports
+            .iter()
+            .map(|p| (p.name.as_str(), p.unbound))
+            .collect();
+        assert_eq!(unbound, [("br0", true), ("vm1", false)]);
+        assert_eq!(w.ports[1].iface_id.as_deref(), Some("lsp1"));
     }
 
     #[test]
