@@ -299,9 +299,10 @@ fn internal_ports_ping_across_a_bridge_made_with_ovs_vsctl() {
     );
 }
 
-/// `mtu_request` sets an internal port's MTU (the device's and the row's `mtu`).
+/// `mtu_request` sets an internal port's MTU (the device's and the row's `mtu`), `mac`
+/// its Ethernet address (and `mac_in_use`); a bad `mac` is the row's `error`.
 #[test]
-fn mtu_request_sets_the_mtu() {
+fn mtu_request_and_mac_set_the_device() {
     let _g = serial();
     let dir = TempDir::new("ovsdb-mtu");
     let db = OvsDb::start(&dir);
@@ -313,6 +314,16 @@ fn mtu_request_sets_the_mtu() {
     wait_for(Duration::from_secs(5), "Interface ovm1 mtu 1400", || {
         (db.get("interface", "ovm1", "mtu") == "1400").then_some(())
     });
+    db.vsctl(&["set", "interface", "ovm1", "mac=\"02:00:00:0d:b0:31\""]);
+    let link = run(&["ip", "link", "show", "ovm1"]);
+    assert!(link.contains("02:00:00:0d:b0:31"), "{link}");
+    wait_for(Duration::from_secs(5), "Interface ovm1 mac_in_use", || {
+        (db.get("interface", "ovm1", "mac_in_use") == "02:00:00:0d:b0:31").then_some(())
+    });
+    db.vsctl(&["set", "interface", "ovm1", "mac=\"not-a-mac\""]);
+    assert!(db
+        .get("interface", "ovm1", "error")
+        .contains("expected xx:xx"));
     db.vsctl(&["del-br", "ovbr1"]);
 }
 

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use ovsdb::{Client, ClientConfig, Event, MonitorSpec, Remote, TableSpec};
 use tracing::{info, warn};
 
+use crate::config::MacAddr;
 use crate::control::ops::Control;
 use crate::control::protocol::OvsdbShow;
 use schema::{Bridge, Interface, OpenVswitch, Port, IFACE_WRITTEN, ROOT_WRITTEN};
@@ -205,7 +206,7 @@ impl Session {
         for (port, why) in &failed {
             warn!(port, error = %why, "interface from the Open vSwitch database not applied");
         }
-        apply_mtu(&self.ctl, &db);
+        apply_device(&self.ctl, &db);
         let names: BTreeMap<_, _> = db
             .ifaces
             .iter()
@@ -333,27 +334,36 @@ impl Session {
     }
 }
 
-/// Sets the device MTU of every running internal port of `db` whose `mtu_request`
-/// differs from it (in place: the port keeps running). A device moved to another
-/// network namespace cannot be reached by name here: logged, its `mtu` column keeps
-/// showing the MTU in force.
-fn apply_mtu(ctl: &Control, db: &Db) {
+/// Sets the device MTU and MAC of every running internal port of `db` whose
+/// `mtu_request` or `mac` differs from its device's (in place: the port keeps running).
+/// A device moved to another network namespace cannot be reached by name here: logged,
+/// its `mtu` and `mac_in_use` columns keep showing what is in force.
+fn apply_device(ctl: &Control, db: &Db) {
     let topo = ctl.switch.topo();
     for i in db.ifaces.values() {
-        let Some(m) = i.mtu_request.and_then(|m| u32::try_from(m).ok()) else {
-            continue;
-        };
         let Some(crate::ports::PortKind::Tap(t)) = topo.by_name(&i.name).map(|tp| &tp.port.kind)
         else {
             continue;
         };
-        let now = writeback::kernel_link(&t.ifname, t.ifindex).map(|(_, mtu)| mtu);
-        if now == Some(i64::from(m)) {
-            continue;
+        let now = writeback::kernel_link(&t.ifname, t.ifindex);
+        if let Some(m) = i.mtu_request.and_then(|m| u32::try_from(m).ok()) {
+            if now.as_ref().map(|(_, mtu)| *mtu) != Some(i64::from(m)) {
+                match crate::ports::tap::set_mtu(&t.ifname, m) {
+                    Ok(()) => info!(port = %i.name, mtu = m, "mtu_request applied"),
+                    Err(e) => {
+                        warn!(port = %i.name, mtu = m, error = %e, "cannot apply mtu_request")
+                    }
+                }
+            }
         }
-        match crate::ports::tap::set_mtu(&t.ifname, m) {
-            Ok(()) => info!(port = %i.name, mtu = m, "mtu_request applied"),
-            Err(e) => warn!(port = %i.name, mtu = m, error = %e, "cannot apply mtu_request"),
+        let Some(mac) = i.mac.as_deref().and_then(|m| m.parse::<MacAddr>().ok()) else {
+            continue;
+        };
+        if now.as_ref().map(|(m, _)| m.parse::<MacAddr>().ok()) != Some(Some(mac)) {
+            match crate::ports::tap::set_mac(&t.ifname, mac.0) {
+                Ok(()) => info!(port = %i.name, %mac, "mac applied"),
+                Err(e) => warn!(port = %i.name, %mac, error = %e, "cannot apply mac"),
+            }
         }
     }
 }

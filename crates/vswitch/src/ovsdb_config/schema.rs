@@ -79,6 +79,8 @@ ovsdb::model! {
         pub options: BTreeMap<String, String> = "options",
         /// The MTU asked for, bytes of IP packet.
         pub mtu_request: Option<i64> = "mtu_request",
+        /// The Ethernet address asked for (internal ports).
+        pub mac: Option<String> = "mac",
         /// `iface-id` (the OVN logical port), `attached-mac`, `vm-uuid`, ...
         pub external_ids: BTreeMap<String, String> = "external_ids",
         /// The OpenFlow port number asked for.

@@ -14,8 +14,8 @@
 //!   uplink (`options:xdp-mode`, `options:n_rxq`);
 //! - `Bridge.fail_mode=secure`: its ports that are no OVN logical port forward nothing
 //!   (as Open vSwitch without flows);
-//! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` is checked here and
-//!   set on an internal port's device once it runs (`super::apply_mtu`);
+//! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` and `mac` are checked
+//!   here and set on an internal port's device once it runs (`super::apply_device`);
 //!   `external_ids:iface-id`: the OVN logical port, when vswitchd is an OVN chassis;
 //!   `options:n_rxq`: vhost-user queue pairs.
 
@@ -288,11 +288,15 @@ fn iface_port(i: &Interface, sock_dir: &Path, ovn: bool) -> Result<PortConfig, S
         }
     };
     if let Some(m) = i.mtu_request {
-        // Applied to the device after the port runs (super::apply_mtu), not as the
+        // Applied to the device after the port runs (super::apply_device), not as the
         // port's configured MTU, which is an overlay setting.
         if !(68..=65535).contains(&m) {
             return Err(format!("mtu_request {m}: expected 68..=65535"));
         }
+    }
+    if let Some(m) = &i.mac {
+        m.parse::<crate::config::MacAddr>()
+            .map_err(|_| format!("mac {m:?}: expected xx:xx:xx:xx:xx:xx"))?;
     }
     if let Some(n) = i.options.get("n_rxq") {
         if cfg.kind.is_vhost() || cfg.kind == PortType::Afxdp {
@@ -346,6 +350,7 @@ mod tests {
             kind: kind.into(),
             options: BTreeMap::new(),
             mtu_request: None,
+            mac: None,
             external_ids: BTreeMap::new(),
             ofport_request: None,
             ofport: None,
