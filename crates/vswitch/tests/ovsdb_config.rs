@@ -397,7 +397,7 @@ fn a_bad_row_gets_an_error_and_fixing_it_clears_it() {
         "set",
         "interface",
         "ovg1",
-        "type=geneve",
+        "type=vxlan",
     ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -405,7 +405,7 @@ fn a_bad_row_gets_an_error_and_fixing_it_clears_it() {
         "{stderr}"
     );
     let e = db.get("interface", "ovg1", "error");
-    assert!(e.contains("\\\"geneve\\\" is not supported"), "{e}");
+    assert!(e.contains("\\\"vxlan\\\" is not supported"), "{e}");
     assert_eq!(db.get("interface", "ovg1", "ofport"), "-1");
     db.vsctl(&[
         "add-port",
@@ -1151,4 +1151,80 @@ fn a_vm_tap_added_as_libvirt_adds_it_carries_the_guest() {
     assert!(sw.find_port(&tap).is_none());
     let link = run(&["ip", "link", "show", &tap]);
     assert!(!link.contains("xdp"), "XDP program left on the tap: {link}");
+}
+
+/// `Interface type=geneve` with `options:local_ip`, `remote_ip` and `key`: a static
+/// tunnel to a vswitchd configured by flags (`--geneve`, a tap in VNI 5001); the
+/// bridge's internal port joins the VNI and pings across the overlay; the row shows the
+/// tunnel; a second key on the bridge is refused on its row.
+#[test]
+fn a_geneve_interface_is_a_static_tunnel() {
+    let _g = serial();
+    setup_host();
+    let f = Fabric::new("ogn", 2, 1600);
+    let dir = TempDir::new("ovsdb-geneve");
+    let tap1 = format!("ognt{}", std::process::id() % 10000);
+    let _hv1 = f.vswitchd(1, &dir, &tap1);
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd_in(&dir, Some(&f.ns[0]));
+    let nic = &f.link[0];
+    bridge_with_internal_ports(&db, "br-phy", &[]);
+    db.vsctl(&[
+        "add-port",
+        "br-phy",
+        nic,
+        "--",
+        "set",
+        "interface",
+        nic,
+        "type=afxdp",
+        "options:xdp-mode=generic",
+    ]);
+    bridge_with_internal_ports(&db, "ovbr11", &["ovg0"]);
+    db.vsctl(&[
+        "add-port",
+        "ovbr11",
+        "gnv0",
+        "--",
+        "set",
+        "interface",
+        "gnv0",
+        "type=geneve",
+        &format!("options:local_ip={}", f.addr(0)),
+        &format!("options:remote_ip={}", f.addr(1)),
+        "options:key=5001",
+    ]);
+    assert_eq!(db.get("interface", "gnv0", "error"), "[]");
+    assert_eq!(db.get("interface", "gnv0", "status:remote_ip"), f.addr(1));
+    assert!(
+        db.get("interface", "gnv0", "ofport")
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
+    let domain = sw.show_port("ovg0")["domain"].as_str().unwrap().to_string();
+    assert!(domain.contains("5001"), "ovg0's domain: {domain}");
+    f.host_on_tap(0, "ovg0");
+    assert!(
+        ping_ok(&f.ns[0], "10.50.0.2", 20),
+        "no ping across the tunnel"
+    );
+    assert!(ping_ok(&f.ns[1], "10.50.0.1", 10), "no ping back");
+
+    db.vsctl(&[
+        "add-port",
+        "ovbr11",
+        "gnv1",
+        "--",
+        "set",
+        "interface",
+        "gnv1",
+        "type=geneve",
+        &format!("options:local_ip={}", f.addr(0)),
+        "options:remote_ip=198.51.100.9",
+        "options:key=5002",
+    ]);
+    let e = db.get("interface", "gnv1", "error");
+    assert!(e.contains("a bridge is one VNI, 5001"), "{e}");
+    assert!(ping_ok(&f.ns[0], "10.50.0.2", 10), "the good tunnel went");
 }

@@ -177,6 +177,39 @@ impl Control {
         })
     }
 
+    /// Replaces the tunnel endpoints named `old_teps` and the flood lists of VNIs
+    /// `old_vnis` (what a previous call put in force; the others stay) by `teps` and
+    /// `vnis`: the Open vSwitch database's geneve interfaces (`--ovsdb`). Nothing
+    /// happens when nothing changes.
+    ///
+    /// # Errors
+    /// The endpoints do not fit the host or clash with others; nothing changed.
+    pub async fn replace_overlay(
+        self: &Arc<Self>,
+        old_teps: &[String],
+        old_vnis: &[u32],
+        teps: Vec<crate::config::GeneveConfig>,
+        vnis: Vec<crate::config::VniConfig>,
+    ) -> Result<(), String> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        let mut config = old.clone();
+        config.geneve.retain(|g| !old_teps.contains(&g.name));
+        config.vnis.retain(|v| !old_vnis.contains(&v.id));
+        let ovn = config.ovn.is_some();
+        config.geneve.extend(
+            teps.into_iter()
+                .map(|g| crate::config::GeneveConfig { ovn, ..g }),
+        );
+        config.vnis.extend(vnis);
+        if config == old {
+            return Ok(());
+        }
+        check_overlay(&config)?;
+        crate::config::geneve::check_host(&config)?;
+        self.set_tunnels(&old, config).await
+    }
+
     /// Makes the running switch an OVN chassis (the Open vSwitch database's
     /// `external_ids:ovn-remote`, `--ovsdb`): `ovn` in force and the tunnel endpoint
     /// `tep` (its `ovn` flag set) on its uplink, checked as at start. The caller starts

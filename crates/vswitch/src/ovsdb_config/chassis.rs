@@ -171,17 +171,26 @@ fn parse_mappings(text: &str) -> Result<Vec<(String, String)>, String> {
 /// # Errors
 /// No uplink has it (yet): the message says what to add.
 pub fn tep_for(ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
+    tep_named(TEP_NAME, ip, ports).map_err(|e| format!("external_ids:ovn-encap-ip={ip}: {e}"))
+}
+
+/// The tunnel endpoint `name` at `ip` on the running AF_XDP uplink among `ports` whose
+/// device has that address.
+///
+/// # Errors
+/// No uplink has it (yet): the message says what to add.
+pub fn tep_named(name: &str, ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
     let uplink = ports
         .iter()
         .filter(|p| p.kind == PortType::Afxdp)
         .find(|p| crate::config::geneve::iface_has_addr(&p.iface, ip))
         .ok_or_else(|| {
             format!(
-                "external_ids:ovn-encap-ip={ip}: no AF_XDP uplink has that address; add \
-                 the NIC that has it to a bridge (ovs-vsctl add-port br-phy NIC)"
+                "no AF_XDP uplink has the address {ip}; add the NIC that has it to a bridge \
+                 (ovs-vsctl add-port br-phy NIC)"
             )
         })?;
-    crate::config::parse_geneve_spec(&format!("{TEP_NAME}={ip},uplink={}", uplink.name))
+    crate::config::parse_geneve_spec(&format!("{name}={ip},uplink={}", uplink.name))
         .map_err(|e| e.to_string())
 }
 

@@ -20,6 +20,7 @@
 
 pub mod chassis;
 pub mod schema;
+pub mod tunnels;
 pub mod wanted;
 pub mod writeback;
 
@@ -89,6 +90,8 @@ struct Session {
     stats_at: Option<Instant>,
     /// The OVN chassis of `external_ids`.
     chassis: Chassis,
+    /// The tunnel endpoints and VNIs the geneve interfaces put in force.
+    overlay: (Vec<String>, Vec<u32>),
 }
 
 /// Where the OVN chassis of `Open_vSwitch.external_ids` is.
@@ -120,6 +123,7 @@ async fn run(ctl: Arc<Control>, remote: Remote) {
         wanted: Wanted::default(),
         stats_at: None,
         chassis: Chassis::None,
+        overlay: Default::default(),
     };
     let mut connected = false;
     let mut retry: Option<tokio::time::Instant> = None;
@@ -207,6 +211,7 @@ impl Session {
             warn!(port, error = %why, "interface from the Open vSwitch database not applied");
         }
         apply_device(&self.ctl, &db);
+        self.apply_tunnels(&mut w).await;
         let names: BTreeMap<_, _> = db
             .ifaces
             .iter()
@@ -263,6 +268,34 @@ impl Session {
         };
     }
 
+    /// Puts the geneve interfaces' endpoints and flood lists in force (once their
+    /// uplinks run); when that fails, each tunnel's row gets why.
+    async fn apply_tunnels(&mut self, w: &mut Wanted) {
+        let result = match tunnels::overlay(&w.tunnels, &self.ctl.switch.config().ports) {
+            Ok((teps, vnis)) => {
+                let names: Vec<String> = teps.iter().map(|g| g.name.clone()).collect();
+                let ids: Vec<u32> = vnis.iter().map(|v| v.id).collect();
+                let (old_teps, old_vnis) = &self.overlay;
+                let r = self
+                    .ctl
+                    .replace_overlay(old_teps, old_vnis, teps, vnis)
+                    .await;
+                if r.is_ok() {
+                    self.overlay = (names, ids);
+                }
+                r
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            warn!(error = %e, "geneve interfaces not applied");
+            for u in w.tunnels.keys() {
+                w.ifaces.insert(*u, Err(e.clone()));
+            }
+            w.tunnels.clear();
+        }
+    }
+
     /// The AF_XDP uplinks of bridge `bridge` the last pass put in force.
     fn uplinks_of(&self, bridge: &str) -> Vec<String> {
         let Some(n) = self.numbers.get(bridge) else {
@@ -304,8 +337,13 @@ impl Session {
         order.sort_by_key(|(_, _, row)| row.ofport.is_none_or(|n| n <= 0));
         for (uuid, result, row) in order {
             let old = row.state();
-            let (state, ofport) = match (result, topo.by_name(&row.name)) {
-                (Ok(bridge), Some(tp)) => {
+            let tunnel = self.wanted.tunnels.get(&uuid).copied();
+            let (state, ofport) = match (result, tunnel, topo.by_name(&row.name)) {
+                (Ok(bridge), Some(t), _) => {
+                    running.insert(row.name.clone());
+                    (writeback::tunnel_state(t), self.ofports.assign(row, bridge))
+                }
+                (Ok(bridge), None, Some(tp)) => {
                     running.insert(row.name.clone());
                     // A port new to the row gets its counters at once.
                     let due = stats_due || old.statistics.is_empty();
@@ -313,8 +351,8 @@ impl Session {
                     let st = writeback::port_state(&tp.port, row.mtu_request, stats, &old);
                     (st, self.ofports.assign(row, bridge))
                 }
-                (Ok(_), None) => (writeback::failed_state("not running"), -1),
-                (Err(why), _) => (writeback::failed_state(why), -1),
+                (Ok(_), None, None) => (writeback::failed_state("not running"), -1),
+                (Err(why), _, _) => (writeback::failed_state(why), -1),
             };
             ops.extend(writeback::iface_op(uuid, row, &state, ofport));
         }

@@ -12,6 +12,8 @@
 //! - `internal`: a tap named as the interface (the bridge's own port too);
 //! - `afxdp`, `system` and `""`: the existing kernel device of that name as an AF_XDP
 //!   uplink (`options:xdp-mode`, `options:n_rxq`);
+//! - `geneve`: a static tunnel ([`super::tunnels`]); the bridge's other ports join its
+//!   VNI;
 //! - `Bridge.fail_mode=secure`: its ports that are no OVN logical port forward nothing
 //!   (as Open vSwitch without flows);
 //! - `Port.tag`: the access VLAN, within the bridge; `mtu_request` and `mac` are checked
@@ -25,13 +27,15 @@ use std::path::{Path, PathBuf};
 use ovsdb::{Replica, Uuid};
 
 use super::schema::{Bridge, Interface, OpenVswitch, Port};
+use super::tunnels::{self, Tunnel};
 use crate::config::{AfXdpRequest, PortConfig, PortType};
 
 /// The interface types vswitchd runs (`Open_vSwitch.iface_types`; `""` is `system`).
-pub const IFACE_TYPES: [&str; 5] = [
+pub const IFACE_TYPES: [&str; 6] = [
     "afxdp",
     "dpdkvhostuser",
     "dpdkvhostuserclient",
+    "geneve",
     "internal",
     "system",
 ];
@@ -75,6 +79,8 @@ pub struct Wanted {
     /// Every interface of a bridge: the bridge's name when it maps to a port of
     /// `ports`, else why it cannot (written to `Interface.error`).
     pub ifaces: BTreeMap<Uuid, Result<String, String>>,
+    /// The geneve interfaces that are tunnels (also in `ifaces`, as applied).
+    pub tunnels: BTreeMap<Uuid, Tunnel>,
 }
 
 /// Stable numbers for bridges by name: a bridge keeps its number (its domains) while
@@ -148,7 +154,11 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
     let mut accepted: Vec<(String, PortConfig)> = Vec::new();
     for b in bridges {
         let number = numbers.of(&b.name);
+        let vni = bridge_tunnels(db, b, &mut w);
         for (port, iface_uuid, iface) in interfaces_of(db, b) {
+            if iface.kind == "geneve" {
+                continue;
+            }
             let cfg = bridge_ok(b)
                 .and_then(|()| number.ok_or_else(|| "too many bridges".to_string()))
                 .and_then(|n| {
@@ -158,6 +168,16 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
                     cfg.bridge = Some(n);
                     cfg.unbound =
                         b.fail_mode.as_deref() == Some("secure") && cfg.iface_id.is_none();
+                    if let Some(v) = vni.filter(|_| cfg.iface_id.is_none()) {
+                        if vlan.is_some() {
+                            return Err(format!(
+                                "port {}: tag on a bridge with geneve tunnels (VNI {v}): \
+                                 a port has a VLAN or a VNI",
+                                port.name
+                            ));
+                        }
+                        cfg.vni = Some(v);
+                    }
                     cfg.vlan = vlan;
                     bond_ok(port)?;
                     Ok(cfg)
@@ -174,6 +194,34 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
     }
     w.ports = accepted.into_iter().map(|(_, p)| p).collect();
     w
+}
+
+/// Notes the geneve interfaces of bridge `b` in `w` (tunnels, or errors); returns the
+/// bridge's VNI when it has tunnels.
+fn bridge_tunnels(db: &Db, b: &Bridge, w: &mut Wanted) -> Option<u32> {
+    let geneve: Vec<(Uuid, &Interface)> = interfaces_of(db, b)
+        .into_iter()
+        .filter(|(_, _, i)| i.kind == "geneve")
+        .map(|(_, u, i)| (u, i))
+        .collect();
+    let refused = bridge_ok(b).err();
+    let (vni, tunnels) = tunnels::of_bridge(&geneve);
+    for (u, t) in tunnels {
+        let t = match &refused {
+            Some(e) => Err(e.clone()),
+            None => t,
+        };
+        match t {
+            Ok(t) => {
+                w.tunnels.insert(u, t);
+                w.ifaces.insert(u, Ok(b.name.clone()));
+            }
+            Err(e) => {
+                w.ifaces.insert(u, Err(e));
+            }
+        }
+    }
+    vni.filter(|_| refused.is_none())
 }
 
 /// The (port, interface uuid, interface) rows of bridge `b`, by interface name.
@@ -333,6 +381,12 @@ fn uplink(i: &Interface) -> Result<PortConfig, String> {
     Ok(cfg)
 }
 
+/// An interface row with every column empty (for tests of this and sibling modules).
+#[cfg(test)]
+pub(crate) fn tests_iface(name: &str, kind: &str) -> Interface {
+    tests::iface(name, kind)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +397,7 @@ mod tests {
             .unwrap()
     }
 
-    fn iface(name: &str, kind: &str) -> Interface {
+    pub(super) fn iface(name: &str, kind: &str) -> Interface {
         Interface {
             uuid: Uuid::default(),
             name: name.into(),
@@ -451,7 +505,7 @@ mod tests {
             vec![
                 (iface("br0", "internal"), None),
                 (iface("vm2", "dpdkvhostuserclient"), None),
-                (iface("gnv0", "geneve"), None),
+                (iface("vx0", "vxlan"), None),
                 (
                     Interface {
                         options: [("xdp-mode".to_string(), "turbo".to_string())].into(),
@@ -475,7 +529,7 @@ mod tests {
             "xdp-mode=turbo",
             "mtu_request 40",
             "vhost-server-path",
-            "\"geneve\" is not supported",
+            "\"vxlan\" is not supported",
             "at most 15",
             "tag 4095",
         ] {

@@ -128,6 +128,24 @@ pub fn port_state(
     s
 }
 
+/// The state of a geneve interface whose tunnel is in force.
+pub fn tunnel_state(t: super::tunnels::Tunnel) -> State {
+    State {
+        admin_state: Some("up".into()),
+        link_state: Some("up".into()),
+        status: [
+            ("tunnel_type", "geneve".to_string()),
+            ("local_ip", t.local.to_string()),
+            ("remote_ip", t.remote.to_string()),
+            ("key", t.key.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        ..State::default()
+    }
+}
+
 /// The state of an interface that could not be applied: why, written to `error`.
 pub fn failed_state(why: &str) -> State {
     State {
