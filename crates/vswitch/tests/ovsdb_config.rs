@@ -1228,3 +1228,22 @@ fn a_geneve_interface_is_a_static_tunnel() {
     assert!(e.contains("a bridge is one VNI, 5001"), "{e}");
     assert!(ping_ok(&f.ns[0], "10.50.0.2", 10), "the good tunnel went");
 }
+
+/// vswitchd started before its database: it runs (no ports), says so in `vswitchctl
+/// show`, connects once ovsdb-server is there and applies what is asked then.
+#[test]
+fn vswitchd_waits_for_a_database_that_is_not_there_yet() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-late");
+    let db = OvsDb::start(&dir);
+    db.kill();
+    let sw = db.vswitchd(&dir);
+    let ovsdb = &sw.show()["ovsdb"];
+    assert_ne!(ovsdb["connection"], "connected", "{ovsdb}");
+    assert_eq!(ovsdb["connects"], 0);
+    db.start_server();
+    bridge_with_internal_ports(&db, "ovbr12", &["ovw1"]);
+    assert!(sw.find_port("ovw1").is_some(), "{}", sw.show());
+    assert_eq!(sw.show()["ovsdb"]["connection"], "connected");
+    db.vsctl(&["del-br", "ovbr12"]);
+}
