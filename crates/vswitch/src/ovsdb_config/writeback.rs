@@ -78,51 +78,18 @@ pub fn port_state(
         ..State::default()
     };
     match &port.kind {
-        PortKind::Vhost(v) => {
-            let mode = if v.mode == PortType::VhostUser {
-                "server"
-            } else {
-                "client"
-            };
-            let connected = v.conn.load().is_some();
-            s.status = [
-                ("mode", mode.to_string()),
-                ("socket", v.path.display().to_string()),
-                (
-                    "status",
-                    if connected {
-                        "connected"
-                    } else {
-                        "disconnected"
-                    }
-                    .to_string(),
-                ),
-                ("n_rxq", v.queue_pairs.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        }
+        PortKind::Vhost(v) => s.status = vhost_status(v),
         PortKind::Tap(t) => {
-            s.ifindex = Some(i64::from(t.ifindex));
-            s.status = [("driver_name".to_string(), "tun".to_string())].into();
-            if let Some((mac, mtu)) = kernel_link(&t.ifname, t.ifindex) {
-                s.mac_in_use = Some(mac);
-                s.mtu = Some(mtu);
-            }
+            let status = [("driver_name", "tun".to_string())];
+            kernel_state(&mut s, &t.ifname, t.ifindex, status);
         }
         PortKind::Afxdp(x) => {
-            s.ifindex = Some(i64::from(x.ifindex));
-            s.status = [
-                ("driver_name".to_string(), "af_xdp".to_string()),
-                ("xdp-mode".to_string(), x.mode.to_string()),
-                ("n_rxq".to_string(), x.xsks.len().to_string()),
-            ]
-            .into();
-            if let Some((mac, mtu)) = kernel_link(&x.iface, x.ifindex) {
-                s.mac_in_use = Some(mac);
-                s.mtu = Some(mtu);
-            }
+            let status = [
+                ("driver_name", "af_xdp".to_string()),
+                ("xdp-mode", x.mode.to_string()),
+                ("n_rxq", x.xsks.len().to_string()),
+            ];
+            kernel_state(&mut s, &x.iface, x.ifindex, status);
         }
     }
     s
@@ -143,6 +110,49 @@ pub fn tunnel_state(t: super::tunnels::Tunnel) -> State {
         .map(|(k, v)| (k.to_string(), v))
         .collect(),
         ..State::default()
+    }
+}
+
+/// A vhost-user port's `status`: `mode` (vswitchd the socket's `server` or `client`),
+/// `socket`, `status` (`connected` or `disconnected`: a driver attached), `n_rxq`.
+fn vhost_status(v: &crate::ports::VhostPort) -> BTreeMap<String, String> {
+    let mode = if v.mode == PortType::VhostUser {
+        "server"
+    } else {
+        "client"
+    };
+    let connected = if v.conn.load().is_some() {
+        "connected"
+    } else {
+        "disconnected"
+    };
+    [
+        ("mode", mode.to_string()),
+        ("socket", v.path.display().to_string()),
+        ("status", connected.to_string()),
+        ("n_rxq", v.queue_pairs.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Fills `s` for a port on kernel device `name` (`ifindex`): `ifindex`, `status`, and
+/// the device's MAC and MTU while it is in vswitchd's namespace.
+fn kernel_state<const N: usize>(
+    s: &mut State,
+    name: &str,
+    ifindex: u32,
+    status: [(&str, String); N],
+) {
+    s.ifindex = Some(i64::from(ifindex));
+    s.status = status
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    if let Some((mac, mtu)) = kernel_link(name, ifindex) {
+        s.mac_in_use = Some(mac);
+        s.mtu = Some(mtu);
     }
 }
 
