@@ -11,7 +11,8 @@
 //! and `error`, then `cur_cfg = next_cfg`, which `ovs-vsctl` (without `--no-wait`)
 //! waits for. Every [`TICK`] the interfaces' state is written again where it changed
 //! (link state, a guest attached), their `statistics` every [`STATS_INTERVAL`]
-//! (ovs-vswitchd's `stats-update-interval`).
+//! (ovs-vswitchd's default; `Open_vSwitch other_config:stats-update-interval`, ms,
+//! sets it, at least 5000 as there: [`stats_interval`]).
 //!
 //! While the database is away the switch keeps its ports and forwards; the client
 //! reconnects, the replica resyncs, and the next pass applies only the difference (the
@@ -45,6 +46,17 @@ pub const TICK: Duration = Duration::from_secs(1);
 /// How often `Interface.statistics` is refreshed (ovs-vswitchd's default
 /// `other_config:stats-update-interval`, 5000 ms).
 pub const STATS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The statistics refresh `other_config:stats-update-interval` asks for (ms; below
+/// 5000 or unreadable: 5000, as ovs-vswitchd).
+pub fn stats_interval(other_config: &BTreeMap<String, String>) -> Duration {
+    other_config
+        .get("stats-update-interval")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(STATS_INTERVAL, |ms| {
+            Duration::from_millis(ms).max(STATS_INTERVAL)
+        })
+}
 
 /// A failed pass is tried again after this long, even if nothing changes meanwhile.
 const RETRY: Duration = Duration::from_secs(1);
@@ -322,7 +334,8 @@ impl Session {
         let Some((root_uuid, root)) = &db.root else {
             return Ok(());
         };
-        let stats_due = !matches!(self.stats_at, Some(t) if t.elapsed() < STATS_INTERVAL);
+        let every = stats_interval(&root.other_config);
+        let stats_due = !matches!(self.stats_at, Some(t) if t.elapsed() < every);
         let topo = self.ctl.switch.topo();
         let mut ops = Vec::new();
         let mut running = BTreeSet::new();
@@ -452,5 +465,19 @@ fn note(ctl: &Control, ev: Event, connected: bool) -> bool {
 fn show(ctl: &Control, f: impl FnOnce(&mut OvsdbShow)) {
     if let Some(s) = ctl.ovsdb.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         f(s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics_are_refreshed_as_other_config_asks_at_most_every_5_s() {
+        let oc = |v: &str| [("stats-update-interval".to_string(), v.to_string())].into();
+        assert_eq!(stats_interval(&BTreeMap::new()), Duration::from_secs(5));
+        assert_eq!(stats_interval(&oc("12000")), Duration::from_secs(12));
+        assert_eq!(stats_interval(&oc("1000")), Duration::from_secs(5));
+        assert_eq!(stats_interval(&oc("soon")), Duration::from_secs(5));
     }
 }
