@@ -1247,3 +1247,186 @@ fn vswitchd_waits_for_a_database_that_is_not_there_yet() {
     assert_eq!(sw.show()["ovsdb"]["connection"], "connected");
     db.vsctl(&["del-br", "ovbr12"]);
 }
+
+/// libvirt's own daemon, started for this test in a private mount namespace whose
+/// `/var/run/openvswitch` is the test's database directory: libvirt runs `ovs-vsctl`
+/// with its default database there (its environment cleared), as on an OVS host.
+struct PrivateLibvirt {
+    pids: Vec<PathBuf>,
+    made_rundir: bool,
+}
+
+impl PrivateLibvirt {
+    fn start(dir: &TempDir, db: &OvsDb) -> PrivateLibvirt {
+        let virsh_ok = || {
+            Command::new("virsh")
+                .args(["-c", "qemu:///system", "version"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(
+            !virsh_ok(),
+            "a libvirtd runs already: it cannot see this test's Open vSwitch database"
+        );
+        let made_rundir = !Path::new("/run/openvswitch").exists();
+        std::fs::create_dir_all("/run/openvswitch").unwrap();
+        let pids: Vec<PathBuf> = ["virtlogd", "libvirtd"]
+            .iter()
+            .map(|d| dir.path(&format!("{d}.pid")))
+            .collect();
+        let script = format!(
+            "mount --bind {} /run/openvswitch && virtlogd --daemon --pid-file {} && \
+             libvirtd --daemon --pid-file {}",
+            db.dir.display(),
+            pids[0].display(),
+            pids[1].display()
+        );
+        run(&[
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+        ]);
+        let lv = PrivateLibvirt { pids, made_rundir };
+        wait_for(Duration::from_secs(30), "libvirtd answering", || {
+            virsh_ok().then_some(())
+        });
+        lv
+    }
+}
+
+impl Drop for PrivateLibvirt {
+    fn drop(&mut self) {
+        for pid in self.pids.iter().rev() {
+            if let Some(p) = pid_file(pid) {
+                // SAFETY: kill(2) on a daemon this test started (its pid file).
+                unsafe { libc::kill(p, libc::SIGTERM) };
+                wait_gone(p);
+            }
+        }
+        if self.made_rundir {
+            let _ = std::fs::remove_dir("/run/openvswitch");
+        }
+    }
+}
+
+/// `virsh -c qemu:///system ARGS`, which must succeed; its stdout.
+fn virsh(args: &[&str]) -> String {
+    let mut a = vec!["virsh", "-c", "qemu:///system"];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+/// A libvirt domain on a `dpdkvhostuser` interface (docs/libvirt.md's XML, QEMU the
+/// socket's client): the guest pings an internal port, and `virsh domifstat`, which
+/// libvirt answers from the interface's row (`ovs-vsctl get Interface ... statistics`),
+/// shows vswitchd's counters from the guest's side.
+#[test]
+fn virsh_domifstat_reads_vswitchds_counters() {
+    let _g = serial();
+    const MAC: &str = "52:54:00:0d:b0:41";
+    let img = common::qemu::guest_image();
+    let dir = TempDir::new("ovsdb-domifstat");
+    for f in ["vmlinux", "initrd.cpio.gz"] {
+        std::fs::copy(img.join(f), dir.path(f)).unwrap();
+    }
+    let db = OvsDb::start(&dir);
+    for d in [&dir.0, &db.dir] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let _lv = PrivateLibvirt::start(&dir, &db);
+    let args = [
+        "--ovsdb".to_string(),
+        db.remote(),
+        "--vhost-user-socket-group".into(),
+        "libvirt-qemu".into(),
+    ];
+    let sw = Vswitchd::start_env(None, &dir, "", &args, &[("OVS_RUNDIR", db.dir.as_path())]);
+    bridge_with_internal_ports(&db, "ovbr13", &["ovd1"]);
+    db.vsctl(&[
+        "add-port",
+        "ovbr13",
+        "vm1",
+        "--",
+        "set",
+        "interface",
+        "vm1",
+        "type=dpdkvhostuser",
+    ]);
+    let ns = Netns::new("dis");
+    ns.take("ovd1", "198.51.100.52");
+    let name = format!("vs-ovsdb-{}", std::process::id());
+    let xml = format!(
+        "<domain type='qemu'>
+  <name>{name}</name>
+  <memory unit='MiB'>512</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{k}</kernel>
+    <initrd>{i}</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1 vm.ip=198.51.100.51 vm.peer=198.51.100.52 vm.test=idle vm.stay=1</cmdline>
+  </os>
+  <memoryBacking><source type='memfd'/><access mode='shared'/></memoryBacking>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <interface type='vhostuser'>
+      <mac address='{MAC}'/>
+      <source type='unix' path='{s}' mode='client'/>
+      <model type='virtio'/>
+    </interface>
+    <serial type='file'><source path='{c}'/><target port='0'/></serial>
+  </devices>
+</domain>",
+        k = dir.path("vmlinux").display(),
+        i = dir.path("initrd.cpio.gz").display(),
+        s = db.dir.join("vm1").display(),
+        c = dir.path("console").display(),
+    );
+    let file = dir.path("domain.xml");
+    std::fs::write(&file, xml).unwrap();
+    virsh(&["create", file.to_str().unwrap()]);
+    let console = dir.path("console");
+    let destroy = KillDomain(name.clone());
+    wait_for(Duration::from_secs(180), "the guest's pings", || {
+        let text = std::fs::read_to_string(&console).unwrap_or_default();
+        (text
+            .lines()
+            .filter(|l| l.starts_with("RESULT ping"))
+            .count()
+            >= 2)
+            .then_some(text)
+    });
+    let stats = wait_for(Duration::from_secs(20), "domifstat with traffic", || {
+        let out = virsh(&["domifstat", &name, MAC]);
+        let n = |k: &str| common::field(&out, &format!("{MAC} {k}"));
+        (n("rx_packets") > 0 && n("tx_packets") > 0).then_some(out)
+    });
+    let sw_vm1 = sw.port("vm1").stats;
+    let n = |k: &str| common::field(&stats, &format!("{MAC} {k}"));
+    // The guest's view: what it received is what vswitchd sent it, at most.
+    assert!(
+        n("rx_packets") <= sw_vm1.tx_packets,
+        "{stats} vs {sw_vm1:?}"
+    );
+    assert!(
+        n("tx_packets") <= sw_vm1.rx_packets,
+        "{stats} vs {sw_vm1:?}"
+    );
+    drop(destroy);
+}
+
+/// `virsh destroy` on drop.
+struct KillDomain(String);
+
+impl Drop for KillDomain {
+    fn drop(&mut self) {
+        let _ = Command::new("virsh")
+            .args(["-c", "qemu:///system", "destroy", &self.0])
+            .output();
+    }
+}

@@ -489,6 +489,12 @@ impl Control {
     pub async fn apply_ports(self: &Arc<Self>, wanted: &[PortConfig]) -> Vec<(String, String)> {
         let _g = self.ops.lock().await;
         let old = (**self.switch.config()).clone();
+        // The daemon's socket group and mode hold for these ports as for any.
+        let mut wanted = wanted.to_vec();
+        for p in &mut wanted {
+            old.vhost_user_socket.complete(p);
+        }
+        let wanted = &wanted[..];
         let by_name = |ports: &[PortConfig]| {
             let mut v: Vec<PortConfig> = ports.to_vec();
             v.sort_by(|a, b| a.name.cmp(&b.name));
