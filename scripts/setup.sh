@@ -56,7 +56,8 @@ fi
 # QEMU for the test guests, 8 or newer: Debian 12's QEMU 7.2 corrupts TCG guests across
 # live migrations (their page allocator, even with QEMU's own virtio-net and no vswitchd;
 # docs/live-changes.md, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10),
-# and so does libvirt (11.3, which matches that QEMU) for the libvirt test.
+# and so does libvirt (11.3, which matches that QEMU) for the libvirt tests (libvirt.rs,
+# and ovsdb_config.rs's virsh domifstat).
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 qemu_ok() {
     local v
