@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::chassis::{chassis_args, ping_ok, tap, tap_up};
+use common::chassis::{ping_ok, tap_up};
 use common::fabric::Fabric;
 use common::looping::{assert_loop_whole, settled};
 use common::ovn::wait_gone;
 use common::ovn::OvnCentral;
+use common::ovs::Ovs;
 use common::qemu::{kv, num, Vm, VmSpec};
 use common::{
     pid_file, serial, setup_host, vswitchctl_out, wait_for, GuestSpec, TempDir, Testpmd, Veth,
@@ -858,11 +859,11 @@ fn database_changes_under_a_running_loop_lose_nothing() {
 }
 
 /// OVN by the installation guide, vswitchd in place of ovs-vswitchd and
-/// ovn-controller: the chassis is configured only through `ovs-vsctl` (bridges,
-/// `external_ids:ovn-remote`, `system-id`, `ovn-encap-type`, `ovn-encap-ip` on the NIC,
-/// which is added to br-phy), its VM port bound by `external_ids:iface-id`; `ovn-nbctl
-/// --wait=hv` returns once it is, and pings cross the Geneve overlay to a second
-/// chassis both ways.
+/// ovn-controller, beside an Open vSwitch chassis: the chassis is configured only
+/// through `ovs-vsctl` (bridges, `external_ids:ovn-remote`, `system-id`,
+/// `ovn-encap-type`, `ovn-encap-ip` on the NIC, which is added to br-phy), its VM port
+/// bound by `external_ids:iface-id`; `ovn-nbctl --wait=hv` returns once it is, and
+/// pings and TCP cross the Geneve overlay to the OVS chassis both ways.
 #[test]
 fn an_ovn_chassis_configured_through_the_database() {
     let _g = serial();
@@ -877,11 +878,9 @@ fn an_ovn_chassis_configured_through_the_database() {
         c.nbctl(&["lsp-add", "sw0", lsp]);
         c.nbctl(&["lsp-set-addresses", lsp, &format!("{mac} {ip}")]);
     }
-    // hv1: a vswitchd chassis from flags.
-    let tap1 = format!("odbt{}", std::process::id() % 10000);
-    let args = chassis_args(&f, 1, &c, "hv1", &tap("t1", &tap1, "lsp1"));
-    let _hv1 = Vswitchd::start_in(Some(&f.ns[1]), &dir, "1", &args);
-    tap_up(&f, 1, &tap1, MAC1, "192.0.2.2/24");
+    // hv1: Open vSwitch and ovn-controller, as OVN's guide sets up a hypervisor.
+    let hv1 = Ovs::ovn_chassis(&f, 1, &dir, "hv1", &c.sb_remote());
+    hv1.vif(&f, "vif1", "lsp1", MAC1, "192.0.2.2/24", 1500);
 
     // hv0: the database, as the guide writes it.
     let db = OvsDb::start(&dir);
@@ -955,6 +954,8 @@ fn an_ovn_chassis_configured_through_the_database() {
         hv0.show()
     );
     assert!(ping_ok(&f.ns[1], "192.0.2.1", 10), "hv1 -> hv0");
+    common::tcp_transfer(Some(&f.ns[1]), Some(&f.ns[0]), "192.0.2.2", 4);
+    common::tcp_transfer(Some(&f.ns[0]), Some(&f.ns[1]), "192.0.2.1", 4);
     // A reload (no file: flags only) keeps what the database made.
     let o = vswitchctl_out(&hv0.control, &["reload"]);
     assert!(o.status.success(), "reload: {o:?}");
