@@ -18,6 +18,16 @@
 //! reconnects, the replica resyncs, and the next pass applies only the difference (the
 //! ephemeral columns a restarted server lost are written again). A database without
 //! its `Open_vSwitch` row is not read as "no bridges": nothing is deleted then.
+//!
+//! - [`schema`]: the four tables, typed, and the state columns written back;
+//! - [`wanted`]: rows -> ports (bridges as isolated sets of domains, interface types,
+//!   tags, `fail_mode`), pure;
+//! - [`tunnels`]: `geneve` interfaces -> tunnel endpoints and VNI flood lists;
+//! - [`chassis`]: `Open_vSwitch.external_ids` -> an OVN chassis, as ovn-controller;
+//! - [`writeback`]: ofports and each interface's state, and the root row.
+//!
+//! Sources: vswitch.ovsschema 8.3 (Open vSwitch 3.1), ovs-vswitchd.conf.db(5),
+//! ovn-controller(8).
 
 pub mod chassis;
 pub mod schema;
