@@ -15,6 +15,9 @@ fi
 # libbpf-dev: vswitchd links Debian's libbpf to load its XDP program (AF_XDP uplinks);
 # iputils-ping and python3: the AF_XDP and tap tests ping and move TCP through namespaces;
 # openvswitch-switch: the overlay's interop test runs OVS's userspace Geneve as a peer;
+# the ovsdb_config tests and docs/ovsdb.md run its ovsdb-server, ovsdb-tool, ovs-vsctl
+# and vswitch.ovsschema for vswitchd --ovsdb (ovs-vswitchd is never started);
+# python3-os-vif: those tests plug vhost-user VIFs through os-vif as OpenStack Nova does;
 # fonts-dejavu-core: the bench-report crate embeds DejaVuSans.ttf for its PNG plots' text;
 # ovn-central, ovn-host: the OVN tests run the real NB/SB ovsdb-servers, ovn-northd and an
 # ovn-controller chassis beside vswitchd's (none of their services is started);
@@ -24,7 +27,8 @@ fi
 pkgs=(dpdk dpdk-dev python3-scapy tshark tcpdump ethtool iproute2 util-linux coreutils procps
       busybox-static cpio xz-utils
       libbpf-dev pkg-config iputils-ping python3 openvswitch-switch fonts-dejavu-core
-      ovn-central ovn-host debootstrap systemd-container dpkg-dev binutils curl)
+      ovn-central ovn-host debootstrap systemd-container dpkg-dev binutils curl
+      python3-os-vif)
 if [ "${1:-}" = "--bench" ]; then
     pkgs+=(openvswitch-switch-dpdk linux-perf iperf3 qemu-system-x86)
 fi
@@ -52,7 +56,8 @@ fi
 # QEMU for the test guests, 8 or newer: Debian 12's QEMU 7.2 corrupts TCG guests across
 # live migrations (their page allocator, even with QEMU's own virtio-net and no vswitchd;
 # docs/live-changes.md, "Live migration"), so on Debian 12 it comes from bookworm-backports (QEMU 10),
-# and so does libvirt (11.3, which matches that QEMU) for the libvirt test.
+# and so does libvirt (11.3, which matches that QEMU) for the libvirt tests (libvirt.rs,
+# and ovsdb_config.rs's virsh domifstat).
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 qemu_ok() {
     local v

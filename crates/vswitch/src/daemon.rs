@@ -54,6 +54,9 @@ pub enum StartError {
     /// or a VNI port's MTU plus the tunnel overhead exceeds the uplink's MTU.
     #[error("{0}")]
     Overlay(String),
+    /// The Open vSwitch database remote (`--ovsdb`) does not read.
+    #[error("{0}")]
+    Ovsdb(String),
     /// A thread could not be started.
     #[error("cannot start thread {name}: {source}")]
     Thread {
@@ -183,6 +186,9 @@ impl Daemon {
             let chassis: Arc<dyn crate::control::ops::OvnChassis> =
                 crate::ovn::spawn(ctl.clone(), o.clone());
             let _ = ctl.ovn.set(chassis);
+        }
+        if let Some(remote) = &config.ovsdb {
+            crate::ovsdb_config::spawn(ctl.clone(), remote).map_err(StartError::Ovsdb)?;
         }
         tokio::spawn(housekeeping::run(ctl.clone()));
         tokio::spawn(server::serve(control, ctl.clone()));

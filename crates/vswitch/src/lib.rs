@@ -16,6 +16,8 @@
 //! - [`ovn`]: vswitchd as an OVN chassis (the Southbound database -> bridge domains and
 //!   the logical pipeline), seen by the control plane through
 //!   [`control::ops::OvnChassis`];
+//! - [`ovsdb_config`]: bridges and ports from the Open vSwitch database (`--ovsdb`), as
+//!   ovs-vswitchd takes them, with what it writes back;
 //! - [`daemon`]: start and stop.
 //!
 //! A lower layer that needs something of a higher one defines a trait the higher one
@@ -28,6 +30,7 @@ pub mod daemon;
 pub mod datapath;
 pub mod model;
 pub mod ovn;
+pub mod ovsdb_config;
 pub mod ports;
 pub mod switch;
 pub mod sys;

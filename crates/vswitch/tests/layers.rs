@@ -1,6 +1,7 @@
 //! The crate's layers import only downward (DESIGN.md §1, STYLE.md §14): config at the
 //! bottom, then the model, the ports, the shared switch state, the data path, the
-//! control plane, the OVN chassis and the daemon. A module that needs something from a
+//! control plane, the OVN chassis and the Open vSwitch database client, and the
+//! daemon. A module that needs something from a
 //! layer above it gets it through a trait the lower layer defines (the control plane's
 //! `OvnChassis`, the data path's `BurstHandler` seen from the ports).
 //!
@@ -19,7 +20,7 @@ const LAYERS: [&[&str]; 9] = [
     &["switch"],
     &["datapath"],
     &["control"],
-    &["ovn"],
+    &["ovn", "ovsdb_config"],
     &["daemon"],
 ];
 

@@ -373,6 +373,22 @@ fn print_show(s: ShowReply) {
         "poll mode: {}   fdb entries: {}   topology generation: {}",
         s.poll, s.fdb_entries, s.generation
     );
+    if let Some(db) = &s.ovsdb {
+        println!(
+            "ovsdb: {} ({}, {} connects)   cur_cfg: {}   bridges: {}",
+            db.remote,
+            db.connection,
+            db.connects,
+            db.cur_cfg,
+            db.bridges.join(", ")
+        );
+        if !db.failed.is_empty() {
+            println!(
+                "    not applied (see their Interface error): {}",
+                db.failed.join(", ")
+            );
+        }
+    }
     for p in s.ports {
         println!(
             "port {} ({}) {} {}  link {}  {}  queues {} (ready {:?}){}",

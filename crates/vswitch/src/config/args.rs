@@ -192,6 +192,16 @@ pub struct Args {
     #[arg(long, value_name = "REMOTE[,REMOTE...]")]
     pub ovn_remote: Option<String>,
 
+    /// Take bridges and ports from the Open vSwitch database at REMOTE (`unix:PATH` or
+    /// `tcp:IP:PORT`), as ovs-vswitchd does: `ovs-vsctl add-br`, `add-port`, `del-port`
+    /// apply live, and vswitchd writes back what ovs-vswitchd writes (cur_cfg, ofport,
+    /// link_state, statistics, error). Ports then come from the database only: with
+    /// --ovsdb, port flags (--vhost-user, --tap, ...) and TOML port tables are refused,
+    /// and `vswitchctl add-port`/`del-port` say to use ovs-vsctl. The other flags (PMDs,
+    /// poll mode, control socket, metrics) still hold. docs/ovsdb.md.
+    #[arg(long, value_name = "REMOTE")]
+    pub ovsdb: Option<String>,
+
     /// The OVN chassis name this host registers (Open vSwitch's
     /// `external_ids:system-id`); needed with --ovn-remote.
     #[arg(long, value_name = "NAME")]

@@ -76,6 +76,8 @@ pub struct FileConfig {
     pub metrics: Option<std::net::SocketAddr>,
     /// The OVN Southbound database (`--ovn-remote`).
     pub ovn_remote: Option<String>,
+    /// The Open vSwitch database ports and bridges come from (`--ovsdb`).
+    pub ovsdb: Option<String>,
     /// The OVN chassis name (`--chassis`).
     pub chassis: Option<String>,
     /// Provider networks to uplinks, `"NETWORK:UPLINK[,...]"` (`--ovn-bridge-mappings`).

@@ -362,7 +362,7 @@ pub fn check_host(config: &super::Config) -> Result<(), String> {
 }
 
 /// Whether interface `iface` has address `ip` (getifaddrs(3)).
-fn iface_has_addr(iface: &str, ip: IpAddr) -> bool {
+pub fn iface_has_addr(iface: &str, ip: IpAddr) -> bool {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we free below.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {

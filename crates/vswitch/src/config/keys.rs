@@ -125,6 +125,7 @@ pub const FILE_KEYS: &[FileKey] = &[
     key(Top, "pmd_auto_rebalance", "boolean", Live, "Reassign rx queues to PMDs by measured load when the busiest stays overloaded (--pmd-auto-rebalance). Default: false."),
     key(Top, "metrics", "string (IP:PORT)", Restart, "Serve Prometheus counters at http://ADDR/metrics and a health check at /healthz (--metrics). Default: none."),
     key(Top, "ovn_remote", "string", Restart, "Join an OVN deployment: the Southbound database, unix:PATH or tcp:IP:PORT, comma-separated for a cluster (--ovn-remote)."),
+    key(Top, "ovsdb", "string", Restart, "Take bridges and ports from the Open vSwitch database, unix:PATH or tcp:IP:PORT, as ovs-vswitchd does (--ovsdb); no [[port]], [[uplink]] or [[tap]] tables then."),
     key(Top, "chassis", "string", Restart, "The OVN chassis name this host registers (--chassis); needed with ovn_remote."),
     key(Top, "ovn_bridge_mappings", "string \"NETWORK:UPLINK[,...]\"", Restart, "OVN provider networks bridged to AF_XDP uplinks (--ovn-bridge-mappings)."),
     key(Top, "mcast_snooping", "boolean", Restart, "IGMP/MLD snooping in every VLAN and VNI domain (--mcast-snooping). Default: true."),

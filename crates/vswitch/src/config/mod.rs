@@ -249,6 +249,9 @@ pub struct Config {
     pub vhost_user_socket: SocketDefaults,
     /// vswitchd as an OVN chassis (`--ovn-remote`), if it is one.
     pub ovn: Option<ovn::OvnConfig>,
+    /// The Open vSwitch database bridges and ports come from (`--ovsdb`), checked to
+    /// read as an OVSDB remote; with it, `ports` is empty at start.
+    pub ovsdb: Option<String>,
     /// Multicast snooping.
     pub mcast: mcast::McastConfig,
 }
@@ -443,6 +446,7 @@ impl TryFrom<Args> for Config {
             vhost_user_socket.complete(p);
         }
         validate_ports(&ports)?;
+        let ovsdb = ovsdb_remote(&args, &file, &ports)?;
         let ovn = ovn::resolve(
             ovn::OvnSettings {
                 remote: args
@@ -670,9 +674,41 @@ impl TryFrom<Args> for Config {
             fdb_static,
             vhost_user_socket,
             ovn,
+            ovsdb,
             mcast,
         })
     }
+}
+
+/// The Open vSwitch database remote (`--ovsdb` over the file's `ovsdb`), checked to
+/// read as `unix:PATH` or `tcp:IP:PORT`.
+///
+/// # Errors
+/// The remote does not read, or ports are given besides: with a database, ports come
+/// from its `Port`/`Interface` rows only.
+fn ovsdb_remote(
+    args: &Args,
+    file: &FileConfig,
+    ports: &[(String, PortConfig)],
+) -> Result<Option<String>, ConfigError> {
+    let (field, remote) = match (&args.ovsdb, &file.ovsdb) {
+        (Some(r), _) => ("--ovsdb", r),
+        (None, Some(r)) => ("ovsdb", r),
+        (None, None) => return Ok(None),
+    };
+    remote
+        .parse::<ovsdb::Remote>()
+        .map_err(|e| invalid(field, format!("{remote}: {e}")))?;
+    if let Some((port_field, _)) = ports.first() {
+        return Err(invalid(
+            port_field,
+            format!(
+                "ports come from the Open vSwitch database with {field}: add them with \
+                 ovs-vsctl add-port, not with flags or [[port]]/[[uplink]]/[[tap]] tables"
+            ),
+        ));
+    }
+    Ok(Some(remote.clone()))
 }
 
 #[cfg(test)]
@@ -684,6 +720,26 @@ mod tests {
         let mut all = vec!["vswitchd"];
         all.extend_from_slice(v);
         Args::parse_from(all)
+    }
+
+    #[test]
+    fn ovsdb_takes_no_port_flags() {
+        let c = Config::try_from(args(&["--ovsdb", "unix:/run/openvswitch/db.sock"])).unwrap();
+        assert_eq!(c.ovsdb.as_deref(), Some("unix:/run/openvswitch/db.sock"));
+        let e = Config::try_from(args(&["--ovsdb", "unix:/x", "--tap", "t=t0"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ovs-vsctl add-port") && e.contains("--tap"),
+            "{e}"
+        );
+        let e = Config::try_from(args(&["--ovsdb", "udp:1.2.3.4:6640"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--ovsdb") && e.contains("udp:1.2.3.4:6640"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -214,7 +214,7 @@ impl OvnConfig {
 }
 
 /// This host's name (gethostname(2)), or "localhost".
-fn hostname() -> String {
+pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname(2) writes at most `buf.len()` bytes into our buffer.
     let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

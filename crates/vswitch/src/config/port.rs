@@ -114,6 +114,16 @@ pub struct PortConfig {
     /// vhost-user and tap ports: the OVN logical switch port this port is
     /// (`Port_Binding.logical_port`; Open vSwitch's `external_ids:iface-id`).
     pub iface_id: Option<String>,
+    /// The Open vSwitch database's bridge the port is on (`--ovsdb`), by the number
+    /// vswitchd gave the bridge: each bridge is its own set of VLAN domains. `None`:
+    /// the one switch of flag and TOML ports.
+    #[serde(default)]
+    pub bridge: Option<u16>,
+    /// In no domain (its frames dropped as `ovn_unbound`, none delivered to it): a
+    /// port of a `fail_mode=secure` database bridge that is no OVN logical port, which
+    /// Open vSwitch would forward nothing for without flows.
+    #[serde(default)]
+    pub unbound: bool,
 }
 
 impl PortConfig {
@@ -145,6 +155,8 @@ impl PortConfig {
             socket_group: None,
             socket_mode: None,
             iface_id: None,
+            bridge: None,
+            unbound: false,
         }
     }
 

@@ -25,7 +25,10 @@ const FLOWS_TIMEOUT: Duration = Duration::from_secs(3);
 pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Response, String> {
     let sw = &ctl.switch;
     Ok(match req {
-        Request::Show => Response::Show(show(sw)),
+        Request::Show => Response::Show(ShowReply {
+            ovsdb: ctl.ovsdb.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            ..show(sw)
+        }),
         Request::Stats => Response::Stats(stats(&sw.topo())),
         Request::Fdb => Response::Fdb(fdb(sw)),
         Request::Mdb => Response::Mdb(mdb(sw)),
@@ -45,8 +48,14 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
             let _g = ctl.ops.lock().await;
             acl_del(sw, port, index)?
         }
-        Request::AddPort { flag, spec } => ctl.add_port(flag, &spec).await?,
-        Request::DelPort { name } => ctl.del_port(&name).await?,
+        Request::AddPort { flag, spec } => {
+            database_driven(sw, "add-port")?;
+            ctl.add_port(flag, &spec).await?
+        }
+        Request::DelPort { name } => {
+            database_driven(sw, "del-port")?;
+            ctl.del_port(&name).await?
+        }
         Request::PmdRebalance => ctl.rebalance().await?,
         Request::Reload => ctl.reload().await?,
         Request::Tunnels => Response::Tunnels(tunnels(sw)),
@@ -60,6 +69,21 @@ pub async fn dispatch(ctl: &std::sync::Arc<Control>, req: Request) -> Result<Res
             removed: sw.conntrack.flush(zone) as u64,
         },
     })
+}
+
+/// Refuses `command` on a switch whose ports come from the Open vSwitch database
+/// (`--ovsdb`): the database would not know the port, and would undo the change.
+///
+/// # Errors
+/// The message names the database and the `ovs-vsctl` command to use instead.
+fn database_driven(sw: &Switch, command: &str) -> Result<(), String> {
+    match &sw.config().ovsdb {
+        Some(db) => Err(format!(
+            "vswitchd takes its ports from the Open vSwitch database at {db} (--ovsdb): \
+             use ovs-vsctl {command} instead"
+        )),
+        None => Ok(()),
+    }
 }
 
 fn port_id(topo: &Topology, name: &str) -> Result<u16, String> {
@@ -427,6 +451,7 @@ pub fn show(sw: &Switch) -> ShowReply {
         poll: sw.config().poll.to_string(),
         fdb_entries: sw.fdb.len(),
         generation: topo.generation,
+        ovsdb: None,
         ports: topo
             .iter()
             .map(|tp| {

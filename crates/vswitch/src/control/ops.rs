@@ -54,6 +54,8 @@ pub struct Control {
     pub ovn_stopped: tokio::sync::Notify,
     /// The OVN chassis, when vswitchd is one (set once by the daemon).
     pub ovn: std::sync::OnceLock<Arc<dyn OvnChassis>>,
+    /// The Open vSwitch database client's state (`--ovsdb`), kept by its task.
+    pub ovsdb: Mutex<Option<super::protocol::OvsdbShow>>,
 }
 
 /// What the control plane asks of the OVN chassis (which sits above it: `crate::ovn`
@@ -101,6 +103,7 @@ impl Control {
             ovn_stop: tokio::sync::Notify::new(),
             ovn_stopped: tokio::sync::Notify::new(),
             ovn: std::sync::OnceLock::new(),
+            ovsdb: Mutex::new(None),
         })
     }
 
@@ -172,6 +175,66 @@ impl Control {
             name: g.name,
             id: u16::MAX,
         })
+    }
+
+    /// Replaces the tunnel endpoints named `old_teps` and the flood lists of VNIs
+    /// `old_vnis` (what a previous call put in force; the others stay) by `teps` and
+    /// `vnis`: the Open vSwitch database's geneve interfaces (`--ovsdb`). Nothing
+    /// happens when nothing changes.
+    ///
+    /// # Errors
+    /// The endpoints do not fit the host or clash with others; nothing changed.
+    pub async fn replace_overlay(
+        self: &Arc<Self>,
+        old_teps: &[String],
+        old_vnis: &[u32],
+        teps: Vec<crate::config::GeneveConfig>,
+        vnis: Vec<crate::config::VniConfig>,
+    ) -> Result<(), String> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        let mut config = old.clone();
+        config.geneve.retain(|g| !old_teps.contains(&g.name));
+        config.vnis.retain(|v| !old_vnis.contains(&v.id));
+        let ovn = config.ovn.is_some();
+        config.geneve.extend(
+            teps.into_iter()
+                .map(|g| crate::config::GeneveConfig { ovn, ..g }),
+        );
+        config.vnis.extend(vnis);
+        if config == old {
+            return Ok(());
+        }
+        check_overlay(&config)?;
+        crate::config::geneve::check_host(&config)?;
+        self.set_tunnels(&old, config).await
+    }
+
+    /// Makes the running switch an OVN chassis (the Open vSwitch database's
+    /// `external_ids:ovn-remote`, `--ovsdb`): `ovn` in force and the tunnel endpoint
+    /// `tep` (its `ovn` flag set) on its uplink, checked as at start. The caller starts
+    /// the chassis itself.
+    ///
+    /// # Errors
+    /// The switch is already a chassis, or the endpoint does not fit the host (its
+    /// address not on its uplink, the MTU too small); nothing changed.
+    pub async fn become_chassis(
+        self: &Arc<Self>,
+        ovn: crate::config::ovn::OvnConfig,
+        mut tep: crate::config::GeneveConfig,
+    ) -> Result<(), String> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        if old.ovn.is_some() {
+            return Err("vswitchd is already an OVN chassis".into());
+        }
+        tep.ovn = true;
+        let mut config = old.clone();
+        config.ovn = Some(ovn);
+        config.geneve.retain(|g| g.name != tep.name);
+        config.geneve.push(tep);
+        crate::config::geneve::check_host(&config)?;
+        self.set_tunnels(&old, config).await
     }
 
     /// Puts `config` (with a tunnel endpoint more or less than `old`) in force: checked
@@ -363,8 +426,21 @@ impl Control {
     /// opened again is reported (the rest was applied).
     pub async fn reload(self: &Arc<Self>) -> Result<Response, String> {
         let _g = self.ops.lock().await;
-        let new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
+        let mut new = Config::try_from(self.args.clone()).map_err(|e| e.to_string())?;
         let old = (**self.switch.config()).clone();
+        if new.ovsdb.is_some() {
+            // The database's ports stay: the file has none (its settings still apply);
+            // so do the OVN chassis and tunnel endpoint its external_ids made.
+            new.ports.clone_from(&old.ports);
+            if new.ovn.is_none() {
+                new.ovn.clone_from(&old.ovn);
+                for g in old.geneve.iter().filter(|g| g.ovn) {
+                    if !new.geneve.iter().any(|n| n.name == g.name) {
+                        new.geneve.push(g.clone());
+                    }
+                }
+            }
+        }
         restart_needed(&old, &new)?;
         crate::config::geneve::check_host(&new)
             .map_err(|e| format!("reload: {e}; nothing changed"))?;
@@ -401,6 +477,78 @@ impl Control {
             return Err(format!("reload applied except: {}", failed.join("; ")));
         }
         Ok(Response::Reloaded(reply))
+    }
+
+    /// Puts the ports of `wanted` in force, port by port (the Open vSwitch database's
+    /// bridges and ports, `--ovsdb`): ports it lacks are deleted, ports whose VLAN or
+    /// bridge changed are changed in place, others that changed are replaced, new ones
+    /// are opened one at a time, so that one that cannot be opened leaves the others
+    /// applied. Only `wanted.ports` is read. Returns the ports that could not be put
+    /// in force: (name, why); they are not in the switch's configuration afterwards,
+    /// so the next call tries them again.
+    pub async fn apply_ports(self: &Arc<Self>, wanted: &[PortConfig]) -> Vec<(String, String)> {
+        let _g = self.ops.lock().await;
+        let old = (**self.switch.config()).clone();
+        // The daemon's socket group and mode hold for these ports as for any.
+        let mut wanted = wanted.to_vec();
+        for p in &mut wanted {
+            old.vhost_user_socket.complete(p);
+        }
+        let wanted = &wanted[..];
+        let by_name = |ports: &[PortConfig]| {
+            let mut v: Vec<PortConfig> = ports.to_vec();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            v
+        };
+        if by_name(&old.ports) == by_name(wanted) {
+            // Nothing to do: no new topology generation (flow caches stay warm).
+            return Vec::new();
+        }
+        let new = Config {
+            ports: wanted.to_vec(),
+            ..old.clone()
+        };
+        let plan = ReloadPlan::new(&old, &new);
+        let mut failed = Vec::new();
+        let mut config = old;
+        let gone = plan.gone();
+        if !gone.is_empty() {
+            if let Err(e) = self.remove_ports(&gone, &mut config).await {
+                failed.push(("*".to_string(), e));
+            }
+        }
+        // The kept ports, with their new VLANs and bridges.
+        config.ports = wanted
+            .iter()
+            .filter(|p| config.ports.iter().any(|o| o.name == p.name))
+            .cloned()
+            .collect();
+        self.switch.set_config(config.clone());
+        match self.publish_opened(Vec::new(), Some(&config)).await {
+            Ok(changed) => {
+                for name in &changed.domain_changed {
+                    if let Some(p) = self.switch.topo().by_name(name) {
+                        self.switch.fdb.flush_port(p.port.id, false);
+                    }
+                }
+            }
+            Err(e) => failed.push(("*".to_string(), e)),
+        }
+        for cfg in plan.added.iter().chain(&plan.replaced) {
+            let mut c = (**self.switch.config()).clone();
+            c.ports.push(cfg.clone());
+            self.switch.set_config(c);
+            if let Err(e) = self.install(cfg).await {
+                let mut c = (**self.switch.config()).clone();
+                c.ports.retain(|p| p.name != cfg.name);
+                self.switch.set_config(c);
+                failed.push((cfg.name.clone(), e));
+            }
+        }
+        if !plan.added.is_empty() || !plan.deleted.is_empty() || !plan.replaced.is_empty() {
+            info!(reply = ?plan.reply(Vec::new()), failed = failed.len(), "ports applied");
+        }
+        failed
     }
 
     /// Gives every kept uplink whose tunnel endpoints changed (from `old` to `new`'s)
@@ -691,10 +839,12 @@ impl ReloadPlan {
 }
 
 /// Whether two configurations of a port differ at most in what changes in place: its
-/// VLAN, its port security and its MAC limit.
+/// VLAN (and database bridge), its port security and its MAC limit.
 fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
     PortConfig {
         vlan: b.vlan,
+        bridge: b.bridge,
+        unbound: b.unbound,
         mac: b.mac,
         allowed_macs: b.allowed_macs.clone(),
         max_macs: b.max_macs,

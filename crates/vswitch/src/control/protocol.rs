@@ -658,6 +658,26 @@ pub struct ShowReply {
     pub generation: u64,
     /// Ports.
     pub ports: Vec<ShowPort>,
+    /// The Open vSwitch database the ports come from (`vswitchd --ovsdb`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ovsdb: Option<OvsdbShow>,
+}
+
+/// `vswitchctl show`'s view of the Open vSwitch database client (`--ovsdb`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OvsdbShow {
+    /// The database's remote.
+    pub remote: String,
+    /// `connected`, `connecting`, or `disconnected: WHY` (ports kept meanwhile).
+    pub connection: String,
+    /// Connections made so far (more than 1: the server restarted or was unreachable).
+    pub connects: u64,
+    /// The `Open_vSwitch.next_cfg` last applied (written to `cur_cfg`).
+    pub cur_cfg: i64,
+    /// Bridges in the database.
+    pub bridges: Vec<String>,
+    /// Interfaces that could not be applied (each with its `error` in the database).
+    pub failed: Vec<String>,
 }
 
 /// `vswitchctl ovn`: vswitchd as an OVN chassis.

@@ -24,6 +24,14 @@ pub enum DomainKey {
     /// An OVN logical switch, by its `Datapath_Binding.tunnel_key` (also its VNI):
     /// forwarded by OVN's rules ([`crate::model::ovn`]).
     Ovn(u32),
+    /// An access VLAN (or 0, untagged) of one bridge of the Open vSwitch database
+    /// (`--ovsdb`): bridges are isolated from each other as VLANs are.
+    Bridge {
+        /// The bridge's number (vswitchd's, stable while it runs).
+        bridge: u16,
+        /// The VLAN (`Port.tag`), 0: untagged.
+        vlan: u16,
+    },
     /// No domain: a port that names an OVN logical switch port (`iface_id=`) not bound
     /// here (yet). Its frames are dropped (`ovn_unbound`); no frame reaches it.
     Detached,
@@ -35,7 +43,7 @@ impl DomainKey {
     #[inline]
     pub fn is_access(&self) -> bool {
         match *self {
-            DomainKey::Vlan(v) => v != 0,
+            DomainKey::Vlan(v) | DomainKey::Bridge { vlan: v, .. } => v != 0,
             DomainKey::Vni(_) | DomainKey::Ovn(_) | DomainKey::Detached => true,
         }
     }
@@ -43,7 +51,7 @@ impl DomainKey {
     /// The VLAN id shown for the domain (0: untagged or a VNI).
     pub fn vlan(&self) -> u16 {
         match *self {
-            DomainKey::Vlan(v) => v,
+            DomainKey::Vlan(v) | DomainKey::Bridge { vlan: v, .. } => v,
             _ => 0,
         }
     }
@@ -53,15 +61,20 @@ impl DomainKey {
     pub fn vni(&self) -> Option<u32> {
         match *self {
             DomainKey::Vni(v) | DomainKey::Ovn(v) => Some(v),
-            DomainKey::Vlan(_) | DomainKey::Detached => None,
+            DomainKey::Vlan(_) | DomainKey::Bridge { .. } | DomainKey::Detached => None,
         }
     }
 
-    /// The domain a port configured with `vlan` / `vni` is in.
-    pub fn of(vlan: Option<u16>, vni: Option<u32>) -> Self {
-        match vni {
-            Some(v) => DomainKey::Vni(v),
-            None => DomainKey::Vlan(vlan.unwrap_or(0)),
+    /// The domain a port configured with `vlan` / `vni` on `bridge` (a database
+    /// bridge's number; `None`: the switch of flag and TOML ports) is in.
+    pub fn of(bridge: Option<u16>, vlan: Option<u16>, vni: Option<u32>) -> Self {
+        match (vni, bridge) {
+            (Some(v), _) => DomainKey::Vni(v),
+            (None, Some(bridge)) => DomainKey::Bridge {
+                bridge,
+                vlan: vlan.unwrap_or(0),
+            },
+            (None, None) => DomainKey::Vlan(vlan.unwrap_or(0)),
         }
     }
 }
@@ -73,6 +86,8 @@ impl fmt::Display for DomainKey {
             DomainKey::Vlan(v) => write!(f, "vlan {v}"),
             DomainKey::Vni(v) => write!(f, "vni {v}"),
             DomainKey::Ovn(v) => write!(f, "ovn datapath {v}"),
+            DomainKey::Bridge { bridge, vlan: 0 } => write!(f, "bridge {bridge} untagged"),
+            DomainKey::Bridge { bridge, vlan } => write!(f, "bridge {bridge} vlan {vlan}"),
             DomainKey::Detached => f.write_str("none (OVN port not bound)"),
         }
     }

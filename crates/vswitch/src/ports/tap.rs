@@ -329,6 +329,40 @@ pub fn set_mtu(ifname: &str, mtu: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Sets `ifname`'s Ethernet address (SIOCSIFHWADDR): an internal port's
+/// `Interface.mac` (`--ovsdb`).
+pub fn set_mac(ifname: &str, mac: [u8; 6]) -> io::Result<()> {
+    // SAFETY: socket(2) with constant arguments.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd nothing else owns.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    #[repr(C)]
+    struct IfReqHwaddr {
+        name: [u8; 16],
+        family: libc::sa_family_t,
+        data: [u8; 14],
+        _pad: [u8; 8],
+    }
+    let mut req = IfReqHwaddr {
+        name: [0; 16],
+        family: libc::ARPHRD_ETHER,
+        data: [0; 14],
+        _pad: [0; 8],
+    };
+    req.data[..6].copy_from_slice(&mac);
+    let b = ifname.as_bytes();
+    req.name[..b.len().min(15)].copy_from_slice(&b[..b.len().min(15)]);
+    // SAFETY: SIOCSIFHWADDR reads a struct ifreq (name and the sockaddr member of its
+    // union, 40 bytes in all as `req`).
+    if unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCSIFHWADDR, &req) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Brings `ifname` up (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP).
 fn set_up(ifname: &str) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments.

@@ -235,11 +235,12 @@ impl Switch {
         cfg: &PortConfig,
         config: &Config,
     ) -> Result<TopoPort, EditError> {
-        // An OVN port is in no domain until the chassis binds it (`crate::ovn`).
-        let key = if cfg.iface_id.is_some() {
+        // An OVN port is in no domain until the chassis binds it (`crate::ovn`), nor is
+        // a port of a secure database bridge that is no OVN port.
+        let key = if cfg.iface_id.is_some() || cfg.unbound {
             DomainKey::Detached
         } else {
-            DomainKey::of(cfg.vlan, cfg.vni)
+            DomainKey::of(cfg.bridge, cfg.vlan, cfg.vni)
         };
         let domain = self
             .domains

@@ -539,6 +539,7 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         vnis: Vec::new(),
         vhost_user_socket: Default::default(),
         ovn: None,
+        ovsdb: None,
         mcast: Default::default(),
     }
 }

@@ -155,6 +155,18 @@ impl Vswitchd {
     /// As [`Vswitchd::start`], in network namespace `ns` (a "host" of a multi-host
     /// test), its control socket and log named with `tag`.
     pub fn start_in(ns: Option<&str>, dir: &TempDir, tag: &str, args: &[String]) -> Self {
+        Self::start_env(ns, dir, tag, args, &[])
+    }
+
+    /// As [`Vswitchd::start_in`], with environment variables `env` set (e.g.
+    /// `OVS_RUNDIR`).
+    pub fn start_env(
+        ns: Option<&str>,
+        dir: &TempDir,
+        tag: &str,
+        args: &[String],
+        env: &[(&str, &Path)],
+    ) -> Self {
         let control = dir.path(&format!("ctl{tag}.sock"));
         let log = dir.path(&format!("vswitchd{tag}.log"));
         let mut cmd = match ns {
@@ -171,6 +183,7 @@ impl Vswitchd {
             .arg("--control")
             .arg(&control)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()

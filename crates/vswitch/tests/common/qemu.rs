@@ -110,6 +110,9 @@ pub struct VmSpec<'a> {
     /// Guest memory is a shared memfd (`share=on`), as vhost-user needs; false: QEMU's
     /// default private memory (a misconfigured VM).
     pub shared_memory: bool,
+    /// A tap of this name instead of vhost-user (`-netdev tap,ifname=...`, as libvirt's
+    /// `<interface type='bridge'>`); `socket` is then unused.
+    pub tap: Option<&'a str>,
 }
 
 impl<'a> VmSpec<'a> {
@@ -128,6 +131,7 @@ impl<'a> VmSpec<'a> {
             monitor: None,
             cpu: "max",
             shared_memory: true,
+            tap: None,
         }
     }
 }
@@ -139,7 +143,14 @@ impl Vm {
         if spec.qemu_server {
             chardev.push_str(",server=on,wait=off");
         }
-        let mut netdev = "vhost-user,id=n0,chardev=c0".to_string();
+        let mut netdev = match spec.tap {
+            Some(t) => format!("tap,id=n0,ifname={t},script=no,downscript=no"),
+            None => "vhost-user,id=n0,chardev=c0".to_string(),
+        };
+        let chardev_args = match spec.tap {
+            Some(_) => Vec::new(),
+            None => vec!["-chardev".to_string(), chardev],
+        };
         let mut device = format!("virtio-net-pci,netdev=n0,mac={}", spec.mac);
         if qemu_version().0 < 8 {
             // QEMU 7.2 under TCG crashes with vhost-user and MSI-X: INTx instead.
@@ -181,7 +192,8 @@ impl Vm {
             } else {
                 &[][..]
             })
-            .args(["-chardev", &chardev, "-netdev", &netdev, "-device", &device])
+            .args(&chardev_args)
+            .args(["-netdev", &netdev, "-device", &device])
             .args(
                 spec.incoming
                     .iter()

@@ -1,0 +1,301 @@
+//! vswitchd as an OVN chassis configured the way ovn-controller is: from
+//! `Open_vSwitch.external_ids` (ovn-controller(8), "Configuration"), instead of
+//! `--ovn-remote` and `--chassis`:
+//! - `ovn-remote`: the Southbound database (comma-separated for a cluster);
+//! - `system-id`: the chassis name; `hostname`: its host name (default: the host's);
+//! - `ovn-encap-type`: `geneve` (vswitchd carries no other);
+//! - `ovn-encap-ip`: the tunnel endpoint's address, which must be on an AF_XDP uplink
+//!   of the database (an `afxdp` or `system` interface: the NIC, with the address on
+//!   it, added to a bridge such as `br-phy`);
+//! - `ovn-bridge` (default `br-int`): the bridge whose interfaces'
+//!   `external_ids:iface-id` name logical ports;
+//! - `ovn-bridge-mappings` (`physnet1:br-ex,...`): each provider network reached
+//!   through the AF_XDP uplink of its bridge (a bridge holds one uplink).
+//!
+//! The chassis starts once these are complete and the uplinks run; a later change to
+//! them needs a vswitchd restart (logged).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use crate::config::ovn::{BridgeMapping, OvnConfig};
+use crate::config::{GeneveConfig, PortConfig, PortType};
+use crate::control::ops::Control;
+
+/// The name of the tunnel endpoint the chassis gets (`vswitchctl tunnels`).
+pub const TEP_NAME: &str = "ovn-encap";
+
+/// The chassis settings of `Open_vSwitch.external_ids`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OvnIds {
+    /// `ovn-remote`, split at commas.
+    pub remotes: Vec<String>,
+    /// `system-id`.
+    pub chassis: String,
+    /// `hostname`, else the host's name.
+    pub hostname: String,
+    /// `ovn-encap-ip`.
+    pub encap_ip: IpAddr,
+    /// `ovn-bridge`, default `br-int`.
+    pub bridge: String,
+    /// `ovn-bridge-mappings`: (physical network, bridge).
+    pub bridge_mappings: Vec<(String, String)>,
+}
+
+impl OvnIds {
+    /// The settings in `ids`; `None` without `ovn-remote` (no chassis wanted).
+    ///
+    /// # Errors
+    /// A setting missing or unusable, named with its key and what was expected.
+    pub fn from_external_ids(ids: &BTreeMap<String, String>) -> Option<Result<OvnIds, String>> {
+        let remote = ids.get("ovn-remote")?;
+        Some(Self::parse(remote, ids))
+    }
+
+    fn parse(remote: &str, ids: &BTreeMap<String, String>) -> Result<OvnIds, String> {
+        let need = |k: &str| {
+            ids.get(k)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("Open_vSwitch external_ids:{k} is needed with ovn-remote"))
+        };
+        let remotes: Vec<String> = remote.split(',').map(|r| r.trim().to_string()).collect();
+        for r in &remotes {
+            r.parse::<ovsdb::Remote>()
+                .map_err(|e| format!("external_ids:ovn-remote={remote}: {e}"))?;
+        }
+        match need("ovn-encap-type")?.as_str() {
+            "geneve" => {}
+            t => {
+                return Err(format!(
+                    "external_ids:ovn-encap-type={t}: vswitchd carries geneve only"
+                ))
+            }
+        }
+        let ip = need("ovn-encap-ip")?;
+        let encap_ip: IpAddr = ip
+            .parse()
+            .map_err(|_| format!("external_ids:ovn-encap-ip={ip}: expected an IPv4 address"))?;
+        if !encap_ip.is_ipv4() {
+            return Err(format!(
+                "external_ids:ovn-encap-ip={ip}: expected an IPv4 address"
+            ));
+        }
+        Ok(OvnIds {
+            remotes,
+            chassis: need("system-id")?.clone(),
+            hostname: ids
+                .get("hostname")
+                .cloned()
+                .unwrap_or_else(crate::config::ovn::hostname),
+            encap_ip,
+            bridge: ids
+                .get("ovn-bridge")
+                .cloned()
+                .unwrap_or_else(|| "br-int".into()),
+            bridge_mappings: match ids.get("ovn-bridge-mappings") {
+                Some(m) => parse_mappings(m)?,
+                None => Vec::new(),
+            },
+        })
+    }
+
+    /// The provider networks, each with the uplink of its bridge; `uplinks(bridge)`
+    /// gives the running AF_XDP uplinks of a bridge.
+    ///
+    /// # Errors
+    /// A bridge without an uplink (yet), or with several.
+    pub fn mappings(
+        &self,
+        uplinks: impl Fn(&str) -> Vec<String>,
+    ) -> Result<Vec<BridgeMapping>, String> {
+        self.bridge_mappings
+            .iter()
+            .map(|(network, bridge)| match uplinks(bridge).as_slice() {
+                [uplink] => Ok(BridgeMapping {
+                    network: network.clone(),
+                    uplink: uplink.clone(),
+                }),
+                [] => Err(format!(
+                    "external_ids:ovn-bridge-mappings {network}:{bridge}: no AF_XDP uplink \
+                     on {bridge} (yet); add the NIC of {network} to it"
+                )),
+                more => Err(format!(
+                    "external_ids:ovn-bridge-mappings {network}:{bridge}: {bridge} has {} \
+                     uplinks ({}); vswitchd reaches a network through one",
+                    more.len(),
+                    more.join(", ")
+                )),
+            })
+            .collect()
+    }
+
+    /// The chassis configuration with provider networks `mappings` (`--ovn-remote`,
+    /// `--chassis`, `--ovn-bridge-mappings` would give the same).
+    pub fn config(&self, mappings: Vec<BridgeMapping>) -> OvnConfig {
+        OvnConfig {
+            remotes: self.remotes.clone(),
+            chassis: self.chassis.clone(),
+            hostname: self.hostname.clone(),
+            bridge_mappings: mappings,
+        }
+    }
+}
+
+/// `NETWORK:BRIDGE[,NETWORK:BRIDGE...]`, each network once.
+///
+/// # Errors
+/// An entry that is not `NETWORK:BRIDGE`, a network twice.
+fn parse_mappings(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (n, b) = entry
+            .split_once(':')
+            .filter(|(n, b)| !n.is_empty() && !b.is_empty())
+            .ok_or_else(|| {
+                format!("external_ids:ovn-bridge-mappings {entry:?}: expected NETWORK:BRIDGE")
+            })?;
+        if out.iter().any(|(m, _)| m == n) {
+            return Err(format!(
+                "external_ids:ovn-bridge-mappings: network {n} mapped twice"
+            ));
+        }
+        out.push((n.to_string(), b.to_string()));
+    }
+    Ok(out)
+}
+
+/// The tunnel endpoint at `ip` on the running AF_XDP uplink among `ports` whose device
+/// has that address.
+///
+/// # Errors
+/// No uplink has it (yet): the message says what to add.
+pub fn tep_for(ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
+    tep_named(TEP_NAME, ip, ports).map_err(|e| format!("external_ids:ovn-encap-ip={ip}: {e}"))
+}
+
+/// The tunnel endpoint `name` at `ip` on the running AF_XDP uplink among `ports` whose
+/// device has that address.
+///
+/// # Errors
+/// No uplink has it (yet): the message says what to add.
+pub fn tep_named(name: &str, ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
+    let uplink = ports
+        .iter()
+        .filter(|p| p.kind == PortType::Afxdp)
+        .find(|p| crate::config::geneve::iface_has_addr(&p.iface, ip))
+        .ok_or_else(|| {
+            format!(
+                "no AF_XDP uplink has the address {ip}; add the NIC that has it to a bridge \
+                 (ovs-vsctl add-port br-phy NIC)"
+            )
+        })?;
+    crate::config::parse_geneve_spec(&format!("{name}={ip},uplink={}", uplink.name))
+        .map_err(|e| e.to_string())
+}
+
+/// Makes the switch chassis `ids` (provider networks `mappings`) and starts the
+/// chassis task (and the thread serving
+/// the logical pipeline's controller actions).
+///
+/// # Errors
+/// No uplink has the encap address, or the endpoint does not fit the host.
+pub async fn start(
+    ctl: &Arc<Control>,
+    ids: &OvnIds,
+    mappings: Vec<BridgeMapping>,
+) -> Result<(), String> {
+    let tep = tep_for(ids.encap_ip, &ctl.switch.config().ports)?;
+    let cfg = ids.config(mappings);
+    ctl.become_chassis(cfg.clone(), tep).await?;
+    let sw = ctl.switch.clone();
+    std::thread::Builder::new()
+        .name("slowpath".into())
+        .spawn(move || crate::datapath::lflow::slow::run(sw))
+        .map_err(|e| format!("cannot start thread slowpath: {e}"))?;
+    let status: Arc<dyn crate::control::ops::OvnChassis> = crate::ovn::spawn(ctl.clone(), cfg);
+    let _ = ctl.ovn.set(status);
+    tracing::info!(chassis = %ids.chassis, encap_ip = %ids.encap_ip, "OVN chassis from the Open vSwitch database");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_installation_guides_settings_make_a_chassis() {
+        let i = OvnIds::from_external_ids(&ids(&[
+            ("ovn-remote", "tcp:192.0.2.10:6642,tcp:192.0.2.11:6642"),
+            ("ovn-encap-type", "geneve"),
+            ("ovn-encap-ip", "192.0.2.21"),
+            ("system-id", "hv1"),
+            ("hostname", "compute-1"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(i.remotes.len(), 2);
+        assert_eq!(
+            (i.chassis.as_str(), i.hostname.as_str()),
+            ("hv1", "compute-1")
+        );
+        assert_eq!(i.bridge, "br-int");
+        assert_eq!(i.config(Vec::new()).chassis, "hv1");
+    }
+
+    #[test]
+    fn a_mapping_takes_the_one_uplink_of_its_bridge() {
+        let mut m = ids(&[
+            ("ovn-remote", "tcp:192.0.2.10:6642"),
+            ("ovn-encap-type", "geneve"),
+            ("ovn-encap-ip", "192.0.2.21"),
+            ("system-id", "hv1"),
+        ]);
+        m.insert("ovn-bridge-mappings".into(), "physnet1:br-ex".into());
+        let i = OvnIds::from_external_ids(&m).unwrap().unwrap();
+        let uplinks = |n: usize| move |b: &str| (0..n).map(|k| format!("{b}-nic{k}")).collect();
+        let got = i.mappings(uplinks(1)).unwrap();
+        assert_eq!(
+            (got[0].network.as_str(), got[0].uplink.as_str()),
+            ("physnet1", "br-ex-nic0")
+        );
+        assert!(i
+            .mappings(uplinks(0))
+            .unwrap_err()
+            .contains("no AF_XDP uplink on br-ex"));
+        assert!(i
+            .mappings(uplinks(2))
+            .unwrap_err()
+            .contains("has 2 uplinks"));
+    }
+
+    #[test]
+    fn no_remote_no_chassis_and_bad_settings_are_named() {
+        assert!(OvnIds::from_external_ids(&ids(&[("system-id", "hv1")])).is_none());
+        let base = [
+            ("ovn-remote", "tcp:192.0.2.10:6642"),
+            ("ovn-encap-type", "geneve"),
+            ("ovn-encap-ip", "192.0.2.21"),
+            ("system-id", "hv1"),
+        ];
+        for (k, v, want) in [
+            ("ovn-encap-type", "vxlan", "geneve only"),
+            ("ovn-encap-ip", "2001:db8::1", "IPv4"),
+            ("system-id", "", "system-id is needed"),
+            ("ovn-remote", "udp:1.2.3.4", "ovn-remote=udp"),
+            ("ovn-bridge-mappings", "physnet1", "expected NETWORK:BRIDGE"),
+            ("ovn-bridge-mappings", "p:br-a,p:br-b", "mapped twice"),
+        ] {
+            let mut m = ids(&base);
+            m.insert(k.into(), v.into());
+            let e = OvnIds::from_external_ids(&m).unwrap().unwrap_err();
+            assert!(e.contains(want), "{k}={v}: {e}");
+        }
+    }
+}
