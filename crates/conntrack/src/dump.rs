@@ -102,7 +102,7 @@ impl Iterator for Dump<'_> {
                     continue;
                 }
                 let c = s.table.get(i);
-                if !c.expired(self.now_ms) && self.zone.map_or(true, |z| c.key.zone == z) {
+                if !c.expired(self.now_ms) && self.zone.is_none_or(|z| c.key.zone == z) {
                     self.buf.push(ConnEntry::of(c));
                 }
             }

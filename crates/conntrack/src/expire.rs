@@ -108,7 +108,7 @@ impl Conntrack {
             let mut j = 0;
             while j < s.table.capacity() {
                 let hit = s.table.tag_at(j).is_some()
-                    && zone.map_or(true, |z| s.table.get(j).key.zone == z);
+                    && zone.is_none_or(|z| s.table.get(j).key.zone == z);
                 if hit {
                     self.remove_at(&mut s, j);
                     removed += 1;

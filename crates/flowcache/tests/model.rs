@@ -137,7 +137,7 @@ impl Run {
                 } else if self.complete {
                     // A current entry cannot have gone; a stale one may have
                     // been freed by a lookup.
-                    prop_assert!(!want.is_some_and(|(_, gen)| gen == g), "lost entry");
+                    prop_assert!(want.is_none_or(|(_, gen)| gen != g), "lost entry");
                 }
             }
             Op::Bump => self.generation += 1,

@@ -447,7 +447,7 @@ pub fn complete_partial(
     let field = csum_start
         .checked_add(csum_offset)
         .ok_or(Error::BadChecksumOffset)?;
-    if csum_start > frame.len() || field.checked_add(2).map_or(true, |e| e > frame.len()) {
+    if csum_start > frame.len() || field.checked_add(2).is_none_or(|e| e > frame.len()) {
         return Err(Error::BadChecksumOffset);
     }
     let s = sum_fast(&frame[csum_start..]);

@@ -1674,7 +1674,7 @@ mod tests {
                     }
                 }
             }
-            Change::Pad { i, n } => batch[i % len].extend(std::iter::repeat(0).take(n)),
+            Change::Pad { i, n } => batch[i % len].extend(std::iter::repeat_n(0, n)),
             Change::Cut { i, n } => {
                 let f = &mut batch[i % len];
                 f.truncate(n.min(f.len()));
