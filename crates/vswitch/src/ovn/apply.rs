@@ -547,6 +547,9 @@ fn publish(
     for p in moved {
         sw.fdb.flush_port(p, false);
     }
+    // Chassis new to the overlay get their paths now, not at the overlay's next tick
+    // (up to a second after their ports are up: hv1's traffic after a restart).
+    ctl.net_changed.notify_one();
     Ok(generation)
 }
 
