@@ -47,20 +47,6 @@ const VMS: [(&str, &str, &str, &str, &str, bool); 2] = [
     ),
 ];
 
-/// A network namespace, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(o.status.success(), "{args:?}: {o:?}");
-}
-
 /// Builds sw0, sw1 and lr0 in `c`'s Northbound database.
 fn build(c: &OvnCentral) {
     c.nbctl(&[
@@ -103,9 +89,9 @@ fn build(c: &OvnCentral) {
 /// both addresses, default routes through the router.
 fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str, &str, bool)) -> Netns {
     let (_, sw, mac, ip4, ip6, _) = vm;
-    sh(&["ip", "netns", "add", ns]);
+    run(&["ip", "netns", "add", ns]);
     let n = Netns(ns.to_string());
-    sh(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
+    run(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
     let r = ROUTER.iter().find(|r| r.0 == sw).unwrap();
     let (v4, v6) = (format!("{ip4}/24"), format!("{ip6}/64"));
     for args in [
@@ -120,7 +106,7 @@ fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str, &str, boo
     ] {
         let mut a = vec!["ip", "netns", "exec", ns];
         a.extend(args);
-        sh(&a);
+        run(&a);
     }
     n
 }

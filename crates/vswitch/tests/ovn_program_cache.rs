@@ -32,20 +32,6 @@ const VMS: [(&str, &str, &str, &str); 3] = [
 /// The UDP port vm2 listens on.
 const PORT: u16 = 5000;
 
-/// A network namespace, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(o.status.success(), "{args:?}: {o:?}");
-}
-
 /// The switches and ports, each switch with an ACL admitting everything (so that it
 /// runs the pipeline).
 fn build(c: &OvnCentral) {
@@ -63,9 +49,9 @@ fn build(c: &OvnCentral) {
 /// with the other VMs of its switch as permanent neighbours (no ARP: an ARP frame is
 /// never cached, it would blur the count of interpreter runs).
 fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str)) -> Netns {
-    sh(&["ip", "netns", "add", ns]);
+    run(&["ip", "netns", "add", ns]);
     let n = Netns(ns.to_string());
-    sh(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
+    run(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
     let v4 = format!("{}/24", vm.3);
     let mut cmds = vec![
         vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
@@ -91,7 +77,7 @@ fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str)) -> Netns
     for args in cmds {
         let mut a = vec!["ip", "netns", "exec", ns];
         a.extend(args);
-        sh(&a);
+        run(&a);
     }
     n
 }
@@ -130,7 +116,7 @@ fn send(ns: &str, ip: &str, n: u32) {
          s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',40000))\n\
          for i in range({n}):\n s.sendto(b'x'*64,('{ip}',{PORT})); time.sleep(0.01)\n"
     );
-    sh(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+    run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
 }
 
 /// (program hits, interpreter runs, programs kept, programs dropped) over all PMDs.

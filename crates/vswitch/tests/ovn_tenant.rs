@@ -41,20 +41,6 @@ fn host_of(vm: &Vm) -> usize {
 /// namespaces behind taps (and vm3 an OVS internal port).
 const QEMU_VM: &str = "vm6";
 
-/// A network namespace, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-fn sh(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(o.status.success(), "{args:?}: {o:?}");
-}
-
 /// How a VM gets its addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Addr {
@@ -69,9 +55,9 @@ enum Addr {
 /// Moves interface `iface` of namespace `from` into a new namespace `ns` as VM `vm`
 /// with its MAC, its addresses as `addr` says, and a default route through the router.
 fn vm_ns(from: &str, iface: &str, ns: &str, vm: &Vm, addr: Addr) -> Netns {
-    sh(&["ip", "netns", "add", ns]);
+    run(&["ip", "netns", "add", ns]);
     let n = Netns(ns.to_string());
-    sh(&["ip", "-n", from, "link", "set", iface, "netns", ns]);
+    run(&["ip", "-n", from, "link", "set", iface, "netns", ns]);
     let gw = tenant::ROUTER.iter().find(|r| r.0 == vm.switch).unwrap().2;
     let v4 = format!("{}/24", vm.ip4);
     let v6 = format!("{}/64", vm.ip6);
@@ -93,7 +79,7 @@ fn vm_ns(from: &str, iface: &str, ns: &str, vm: &Vm, addr: Addr) -> Netns {
     for args in cmds {
         let mut a = vec!["ip", "netns", "exec", ns];
         a.extend(args);
-        sh(&a);
+        run(&a);
     }
     n
 }
@@ -117,8 +103,8 @@ fn dhcp(ns: &str, iface: &str, dir: &TempDir) -> std::collections::HashMap<Strin
         ),
     )
     .unwrap();
-    sh(&["chmod", "+x", script.to_str().unwrap()]);
-    sh(&[
+    run(&["chmod", "+x", script.to_str().unwrap()]);
+    run(&[
         "ip",
         "netns",
         "exec",
@@ -325,7 +311,7 @@ fn tenant_with_security_groups_router_and_conntrack() {
     );
     // IPv6 within sw0: vm1's neighbour solicitation for vm2 is answered by sw0's
     // pipeline (nd_na, built by the slow path); vm2 (pg_web) admits ICMPv6.
-    sh(&[
+    run(&[
         "ip",
         "netns",
         "exec",
@@ -335,7 +321,7 @@ fn tenant_with_security_groups_router_and_conntrack() {
         "net.ipv6.conf.all.disable_ipv6=0",
     ]);
     let t2 = format!("vt{id}2");
-    sh(&[
+    run(&[
         "ip",
         "netns",
         "exec",
@@ -452,7 +438,7 @@ fn tenant_with_security_groups_router_and_conntrack() {
     std::thread::sleep(Duration::from_millis(1500));
     let script = "from scapy.all import IP,TCP,send\n\
         send(IP(src='10.0.0.11',dst='10.0.1.14')/TCP(sport=4321,dport=80,flags='A',seq=1,ack=1),count=20,verbose=False)";
-    sh(&[
+    run(&[
         "ip",
         "netns",
         "exec",
@@ -498,7 +484,7 @@ fn tenant_with_security_groups_router_and_conntrack() {
     // chassis) still opens connections.
     let script = "from scapy.all import IP,UDP,send\n\
         send([IP(src='10.0.0.11',dst='10.0.1.14')/UDP(sport=20000+i,dport=53) for i in range(2000)],verbose=False)";
-    sh(&[
+    run(&[
         "ip",
         "netns",
         "exec",

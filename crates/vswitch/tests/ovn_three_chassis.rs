@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::chassis::*;
@@ -30,15 +29,6 @@ const MOVED_IP: &str = "10.0.0.4";
 fn send_broadcasts(ns: &str, iface: &str, src: &str, marker: &str, n: usize) {
     let payload = format!("b'{marker}'*8");
     send_payload(ns, iface, src, "ff:ff:ff:ff:ff:ff", &payload, n as u32);
-}
-
-/// A network namespace, deleted on drop.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
 }
 
 /// Moves tap `tap` from namespace `from` into namespace `vm` and gives it the moved

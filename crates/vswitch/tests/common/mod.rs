@@ -698,6 +698,15 @@ pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
     frames
 }
 
+/// A network namespace, deleted on drop.
+pub struct Netns(pub String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
 /// Runs a command, panicking with its output if it fails.
 pub fn run(args: &[&str]) -> String {
     let out = Command::new(args[0])
