@@ -20,7 +20,7 @@ pub struct LflowIndex {
 }
 
 /// The datapaths flow `f` applies to, with `groups` as they are.
-fn datapaths_of<'a>(
+pub fn datapaths_of<'a>(
     f: &'a LogicalFlow,
     groups: &'a HashMap<Uuid, LogicalDpGroup>,
 ) -> impl Iterator<Item = Uuid> + 'a {

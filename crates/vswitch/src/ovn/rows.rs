@@ -328,10 +328,7 @@ fn acl_datapaths(
         if !in_acl_stage || !f.external_ids.contains_key("stage-hint") {
             continue;
         }
-        out.extend(f.logical_datapath);
-        if let Some(g) = f.logical_dp_group.and_then(|g| dp_groups.get(&g)) {
-            out.extend(g.datapaths.iter().copied());
-        }
+        out.extend(super::lflow_index::datapaths_of(f, dp_groups));
     }
     out
 }

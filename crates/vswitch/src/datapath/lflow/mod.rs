@@ -270,14 +270,8 @@ impl Pipeline {
         }
         let (v, uncached) = program::compile(&outcome, &flow, topo);
         let job = (uncached == Some(Uncached::SlowPath))
-            .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo))
-            .map(|mut j| {
-                // A frame from a tunnel is not sent again: its sender's router asked.
-                if keys.is_some() {
-                    j.awaits = None;
-                }
-                j
-            })
+            // A frame from a tunnel is not held: its sender's router asked.
+            .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo, keys.is_none()))
             .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
             .map(Box::new);
         let cached = uncached.is_none() && pipeline.cacheable();
@@ -330,17 +324,8 @@ impl Pipeline {
                         egress,
                     }),
                 };
-                let start = lf.buf.len();
-                lf.buf.extend_from_slice(&f.frame);
-                lf.pkts.push(Pkt {
-                    loc: FrameLoc {
-                        head: 0,
-                        start: start as u32,
-                        end: IN_LINEAR,
-                    },
-                    len: f.frame.len() as u32,
-                    ..Pkt::default()
-                });
+                let p = append_linear(&mut lf.buf, &f.frame);
+                lf.pkts.push(p);
                 lf.dests.push(dest);
             }
             self.lflow = std::mem::take(&mut lf);
@@ -369,16 +354,7 @@ impl Pipeline {
             let mut buf = Vec::new();
             let mut pkts = Vec::with_capacity(same.len());
             for f in same {
-                pkts.push(Pkt {
-                    loc: FrameLoc {
-                        head: 0,
-                        start: buf.len() as u32,
-                        end: IN_LINEAR,
-                    },
-                    len: f.frame.len() as u32,
-                    ..Pkt::default()
-                });
-                buf.extend_from_slice(&f.frame);
+                pkts.push(append_linear(&mut buf, &f.frame));
             }
             // SAFETY: every frame described lies in `buf` (IN_LINEAR), owned here and
             // not changed while `burst` lives; the area is empty.
@@ -413,14 +389,31 @@ impl Pipeline {
     }
 }
 
+/// Appends `frame` to `buf`; returns it described as a frame of `buf` ([`IN_LINEAR`]).
+fn append_linear(buf: &mut Vec<u8>, frame: &[u8]) -> Pkt {
+    let start = buf.len();
+    buf.extend_from_slice(frame);
+    Pkt {
+        loc: FrameLoc {
+            head: 0,
+            start: start as u32,
+            end: IN_LINEAR,
+        },
+        len: frame.len() as u32,
+        ..Pkt::default()
+    }
+}
+
 /// The slow path's job for a frame of `flow` from `src`: every output the data path
-/// does not send as received or rewritten in place.
+/// does not send as received or rewritten in place, and, when `holdable`, the next hop
+/// the frame is to be held for.
 fn slow_job(
     outcome: &crate::model::lflow::Outcome,
     flow: &ovn_lflow::Flow,
     src: &Source<'_>,
     frame: &[u8],
     topo: &Topology,
+    holdable: bool,
 ) -> SlowJob {
     let outs = outcome
         .outputs()
@@ -447,7 +440,7 @@ fn slow_job(
         })
         .collect();
     let awaits = outcome.steps.iter().find_map(|s| match s {
-        Step::Await(a) => Some(*a),
+        Step::Await(a) if holdable => Some(*a),
         _ => None,
     });
     SlowJob {

@@ -125,7 +125,7 @@ pub struct Cache {
     last: Option<(LKey, u32)>,
     generation: u64,
     epoch: u64,
-    /// Programs kept and dropped by new pipelines.
+    /// Programs kept by new pipelines (their datapaths unchanged).
     pub kept: u64,
     /// Programs dropped by new pipelines or other changes.
     pub dropped: u64,

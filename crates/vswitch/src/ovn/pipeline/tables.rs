@@ -631,7 +631,7 @@ fn flows_by_datapath<'s>(
     }
     let mut by_dp: BTreeMap<u32, (Uuid, Vec<(Uuid, &LogicalFlow)>)> = BTreeMap::new();
     for (uuid, f) in &sb.lflows {
-        for d in flow_datapaths(sb, f) {
+        for d in crate::ovn::lflow_index::datapaths_of(f, &sb.dp_groups) {
             if let Some(k) = key_of.get(&d) {
                 by_dp
                     .entry(*k)
@@ -654,15 +654,6 @@ fn indexed_flows<'s>(sb: &'s Sb, u: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
         .flatten()
         .filter_map(|f| Some((*f, sb.lflows.get(f)?)))
         .collect()
-}
-
-/// The datapaths (rows) flow `f` applies to.
-fn flow_datapaths<'a>(sb: &'a Sb, f: &'a LogicalFlow) -> impl Iterator<Item = Uuid> + 'a {
-    let group = f
-        .logical_dp_group
-        .and_then(|g| sb.dp_groups.get(&g))
-        .map_or(&[][..], |g| g.datapaths.as_slice());
-    f.logical_datapath.into_iter().chain(group.iter().copied())
 }
 
 fn ports_by_datapath(sb: &Sb) -> HashMap<Uuid, Vec<&PortBinding>> {
