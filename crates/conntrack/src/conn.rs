@@ -47,6 +47,9 @@ pub(crate) struct Conn {
     pub key: Key,
     /// The original direction's sender is the key's destination endpoint.
     pub flipped: bool,
+    /// The connection has a translation (its `NatInfo` is in the shard's
+    /// NAT map, its alias in the alias key's shard).
+    pub nat: bool,
     pub l4: L4State,
     pub mark: u32,
     /// `ct_label`, low and high 64 bits (kept 8-aligned: a `u128` field
@@ -61,6 +64,7 @@ impl Conn {
     pub const VACANT: Conn = Conn {
         key: Key::VACANT,
         flipped: false,
+        nat: false,
         l4: L4State::Other(MultiState::First),
         mark: 0,
         label: [0; 2],
@@ -81,6 +85,7 @@ impl Conn {
         Conn {
             key,
             flipped,
+            nat: false,
             l4,
             mark: 0,
             label: [0; 2],
@@ -190,7 +195,7 @@ mod tests {
     fn an_entry_is_96_bytes() {
         assert_eq!(core::mem::size_of::<Key>(), 42);
         assert_eq!(core::mem::size_of::<Tcp>(), 24);
-        // The protocol tag and `flipped` fit in padding.
+        // The protocol tag, `flipped` and `nat` fit in padding.
         assert_eq!(core::mem::size_of::<Conn>(), 96);
     }
 

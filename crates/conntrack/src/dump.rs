@@ -3,6 +3,7 @@
 //! zone, counters and memory.
 
 use crate::conn::{Conn, IcmpState, L4State, MultiState};
+use crate::nat::NatInfo;
 use crate::tcp::TcpState;
 use crate::verdict::InvalidReason;
 use crate::{Conntrack, Tuple};
@@ -34,7 +35,8 @@ pub struct ConnEntry {
     pub zone: u16,
     /// The tuple of its original direction.
     pub orig: Tuple,
-    /// The tuple of its reply direction (the reverse, until NAT).
+    /// The tuple of its reply direction: the reverse of `orig`, or, for a
+    /// NAT'd connection, of `orig` translated.
     pub reply: Tuple,
     /// Protocol state.
     pub state: ProtoState,
@@ -47,13 +49,22 @@ pub struct ConnEntry {
 }
 
 impl ConnEntry {
-    fn of(c: &Conn) -> ConnEntry {
+    fn of(c: &Conn, nat: Option<&NatInfo>) -> ConnEntry {
         let mut orig = c.key.tuple(c.flipped);
         let mut reply = c.key.tuple(!c.flipped);
         if crate::key::is_icmp(c.key.v6, c.key.proto) {
             // Both ports of an ICMP tuple hold the id.
             orig.dst_port = orig.src_port;
             reply.dst_port = reply.src_port;
+        }
+        if let Some(n) = nat {
+            // The translated side's address and port (ICMP: the id, other
+            // protocols: 0, both unchanged).
+            if n.src_nat {
+                (reply.dst, reply.dst_port) = (n.addr, n.port);
+            } else {
+                (reply.src, reply.src_port) = (n.addr, n.port);
+            }
         }
         let state = match c.l4 {
             L4State::Tcp(t) => ProtoState::Tcp {
@@ -103,7 +114,8 @@ impl Iterator for Dump<'_> {
                 }
                 let c = s.table.get(i);
                 if !c.expired(self.now_ms) && self.zone.is_none_or(|z| c.key.zone == z) {
-                    self.buf.push(ConnEntry::of(c));
+                    let nat = if c.nat { s.nat.info.get(&c.key) } else { None };
+                    self.buf.push(ConnEntry::of(c, nat));
                 }
             }
         }
@@ -131,6 +143,9 @@ pub struct Stats {
     pub table_full: u64,
     /// Commits refused by a zone's limit (`ct_zone_full`).
     pub zone_full: u64,
+    /// Commits refused for want of a free address/port in their NAT range
+    /// ([`Refused::NatExhausted`](crate::Refused::NatExhausted)).
+    pub nat_exhausted: u64,
 }
 
 impl Stats {
@@ -191,6 +206,7 @@ impl Conntrack {
             st.reopened += c.reopened;
             st.table_full += c.table_full;
             st.zone_full += c.zone_full;
+            st.nat_exhausted += c.nat_exhausted;
             for (a, b) in st.invalid.iter_mut().zip(c.invalid) {
                 *a += b;
             }
@@ -199,10 +215,14 @@ impl Conntrack {
         st
     }
 
-    /// Heap bytes the tracker holds: tables, shard locks, zone arrays.
+    /// Heap bytes the tracker holds: tables, NAT maps (approximately),
+    /// shard locks, zone arrays.
     pub fn memory_bytes(&self) -> usize {
         let tables: usize = (0..self.shards.len())
-            .map(|i| self.lock_shard(i).table.bytes())
+            .map(|i| {
+                let s = self.lock_shard(i);
+                s.table.bytes() + s.nat.bytes()
+            })
             .sum();
         tables
             + self.shards.len() * core::mem::size_of::<crate::tracker::ShardCell>()

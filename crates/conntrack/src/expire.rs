@@ -35,6 +35,7 @@ impl Conntrack {
     /// every 100 ms with a budget that covers the table every few seconds.
     pub fn sweep(&self, now_ms: u64, budget: usize) -> Sweep {
         let mut out = Sweep::default();
+        self.drain_orphans();
         let mut cursor = self.sweep_cursor.lock().unwrap_or_else(|e| e.into_inner());
         let (mut shard, mut pos) = *cursor;
         while out.scanned < budget {
@@ -47,6 +48,7 @@ impl Conntrack {
             out.expired += expired;
             if end >= s.table.capacity() {
                 s.table.maybe_shrink();
+                s.nat.maybe_shrink();
                 drop(s);
                 shard += 1;
                 pos = 0;
@@ -117,14 +119,16 @@ impl Conntrack {
                 }
             }
             s.table.maybe_shrink();
+            s.nat.maybe_shrink();
             s.counters.flushed += removed as u64;
             n += removed;
         }
+        self.drain_orphans();
         n
     }
 
-    /// Removes the connection of `tuple` (either direction) in `zone`;
-    /// whether there was one.
+    /// Removes the connection of `tuple` (either direction, original or
+    /// translated) in `zone`; whether there was one.
     pub fn flush_tuple(&self, zone: u16, tuple: &Tuple) -> bool {
         let Some(o) = Oriented::from_tuple(tuple) else {
             return false;
@@ -132,10 +136,18 @@ impl Conntrack {
         let (key, _) = o.canonical(zone);
         let h = self.hash_key(&key);
         let mut s = self.lock_shard(self.shard_index(h));
-        match s.table.find(tag(h), &key) {
-            Some(i) => {
-                self.remove_at(&mut s, i);
-                s.counters.flushed += 1;
+        if let Some(i) = s.table.find(tag(h), &key) {
+            self.remove_at(&mut s, i);
+            s.counters.flushed += 1;
+            return true;
+        }
+        let alias = self.alias_of(&s, &key);
+        drop(s);
+        // `now` 0: a primary found this way is removed, expired or not.
+        match alias.and_then(|a| self.primary_of(&a, 0)) {
+            Some((mut p, i)) => {
+                self.remove_at(&mut p, i);
+                p.counters.flushed += 1;
                 true
             }
             None => false,

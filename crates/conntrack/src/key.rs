@@ -144,7 +144,7 @@ impl Oriented {
 /// An address as the integer its key bytes spell (big-endian; IPv4 in the top 32 bits),
 /// so that integer order is the keys' byte order.
 #[inline]
-fn ordinal(a: IpAddr) -> u128 {
+pub(crate) fn ordinal(a: IpAddr) -> u128 {
     match a {
         IpAddr::V4(a) => u128::from(u32::from(a)) << 96,
         IpAddr::V6(a) => u128::from(a),
@@ -156,7 +156,7 @@ pub(crate) fn is_icmp(v6: bool, proto: u8) -> bool {
     proto == if v6 { IPPROTO_ICMPV6 } else { IPPROTO_ICMP }
 }
 
-fn addr(o: [u8; 16], v6: bool) -> IpAddr {
+pub(crate) fn addr(o: [u8; 16], v6: bool) -> IpAddr {
     if v6 {
         IpAddr::V6(Ipv6Addr::from(o))
     } else {
@@ -165,6 +165,39 @@ fn addr(o: [u8; 16], v6: bool) -> IpAddr {
 }
 
 impl Key {
+    /// The oriented tuple in the direction `swapped` names (false:
+    /// canonical order): `canonical` undone.
+    pub fn oriented(&self, swapped: bool) -> Oriented {
+        let (s, d, sp, dp, st, dt) = if swapped {
+            (
+                self.dst,
+                self.src,
+                self.dst_port,
+                self.src_port,
+                self.dst_type,
+                self.src_type,
+            )
+        } else {
+            (
+                self.src,
+                self.dst,
+                self.src_port,
+                self.dst_port,
+                self.src_type,
+                self.dst_type,
+            )
+        };
+        Oriented {
+            src: addr(s, self.v6),
+            dst: addr(d, self.v6),
+            proto: self.proto,
+            src_port: sp,
+            dst_port: dp,
+            src_type: st,
+            dst_type: dt,
+        }
+    }
+
     /// The tuple in the direction `swapped` names (false: canonical order).
     pub fn tuple(&self, swapped: bool) -> Tuple {
         let (s, d, sp, dp, st) = if swapped {
@@ -219,7 +252,94 @@ fn word(b: &[u8; 16], half: usize) -> u64 {
     u64::from_ne_bytes(w)
 }
 
+impl Key {
+    /// Ports, zone, protocol and family in one word; the ICMP types in another.
+    #[inline]
+    fn meta_words(&self) -> (u64, u64) {
+        let meta = u64::from(self.src_port)
+            | u64::from(self.dst_port) << 16
+            | u64::from(self.zone) << 32
+            | u64::from(self.proto) << 48
+            | u64::from(self.v6) << 56;
+        (
+            meta,
+            u64::from(self.src_type) | u64::from(self.dst_type) << 8,
+        )
+    }
+}
+
+/// Six words (the two addresses, ports/zone/protocol, types) for the NAT
+/// side maps' [`MapState`]; equal keys write equal words.
+impl core::hash::Hash for Key {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        let (meta, types) = self.meta_words();
+        for w in [
+            word(&self.src, 0),
+            word(&self.src, 1),
+            word(&self.dst, 0),
+            word(&self.dst, 1),
+            meta,
+            types,
+        ] {
+            h.write_u64(w);
+        }
+    }
+}
+
+/// The hasher of the per-shard NAT maps (`HashMap<Key, …>`): the folded
+/// multiply of [`KeyHasher`] chained over the key's words, seeded from the
+/// tracker's random seed (so guests cannot aim aliases at one chain).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MapState {
+    seed: [u64; 2],
+}
+
+/// One hashing of a key: see [`MapState`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MapHasher {
+    acc: u64,
+    k: u64,
+}
+
+impl std::hash::BuildHasher for MapState {
+    type Hasher = MapHasher;
+    fn build_hasher(&self) -> MapHasher {
+        MapHasher {
+            acc: self.seed[0],
+            k: self.seed[1],
+        }
+    }
+}
+
+impl std::hash::Hasher for MapHasher {
+    #[inline]
+    fn write_u64(&mut self, w: u64) {
+        self.acc = fold_mul(self.acc ^ w, self.k);
+        self.k = self.k.rotate_left(29) ^ MUL;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_ne_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        fold_mul(self.acc, MUL ^ self.k)
+    }
+}
+
 impl KeyHasher {
+    /// The seeded state of the NAT side maps' hashers.
+    pub fn map_state(&self) -> MapState {
+        MapState {
+            seed: [self.seed[3].rotate_left(7), self.seed[2] ^ MUL | 1],
+        }
+    }
+
     /// A hasher with a random seed (from `std`'s `RandomState`, which asks
     /// the OS once per process and then increments).
     pub fn random() -> KeyHasher {
@@ -245,12 +365,7 @@ impl KeyHasher {
     /// 64 bits: the high ones pick the shard, the low 32 the bucket.
     #[inline]
     pub fn hash(&self, k: &Key) -> u64 {
-        let meta = u64::from(k.src_port)
-            | u64::from(k.dst_port) << 16
-            | u64::from(k.zone) << 32
-            | u64::from(k.proto) << 48
-            | u64::from(k.v6) << 56;
-        let types = u64::from(k.src_type) | u64::from(k.dst_type) << 8;
+        let (meta, types) = k.meta_words();
         let [s0, s1, s2, s3] = self.seed;
         let a = fold_mul(word(&k.src, 0) ^ s0, word(&k.src, 1) ^ s1);
         let b = fold_mul(word(&k.dst, 0) ^ s2, word(&k.dst, 1) ^ s3);
@@ -285,6 +400,8 @@ mod tests {
         assert_eq!(k1.tuple(s1).src, o.src);
         assert_eq!(k1.tuple(s1).src_port, 1000);
         assert_eq!(k1.tuple(s2).src, o.dst);
+        assert_eq!(k1.oriented(s1).canonical(7), (k1, s1));
+        assert_eq!(k1.oriented(s2).src_port, 80);
     }
 
     #[test]

@@ -93,6 +93,7 @@ mod expire;
 mod key;
 mod limits;
 mod lookup;
+mod nat;
 pub mod packet;
 mod parse;
 mod table;
@@ -109,7 +110,10 @@ pub use parse::{parse, Checksums, ParseError, MAX_EXTENSION_HEADERS};
 pub use tcp::TcpState;
 pub use timeouts::{Timeout, Timeouts};
 pub use tracker::{Conntrack, Prepared, MAX_SHARDS};
-pub use verdict::{CtAction, CtResult, CtState, InvalidReason, Masked, Refused};
+pub use verdict::{
+    CtAction, CtResult, CtState, Endpoints, InvalidReason, Masked, Nat, NatRange, NatResult,
+    Refused,
+};
 
 /// Open vSwitch's default global maximum (`ct-set-maxconns`).
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 3_000_000;

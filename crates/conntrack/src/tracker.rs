@@ -17,34 +17,41 @@
 //! per conntrack step). Waiting only happens when two threads meet on a shard:
 //! the holder keeps it for one step or one bounded sweep chunk.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
 
 use crate::conn::{self, Conn};
-use crate::key::KeyHasher;
+use crate::key::{Key, KeyHasher, MapState};
 use crate::limits::Limits;
 use crate::lookup::Lookup;
+use crate::nat::{self, Alias, NatInfo, NatMaps};
 use crate::packet::Packet;
 use crate::parse::{self, Checksums, ParseError};
 use crate::table::{tag, Table};
 use crate::tcp::Update;
 use crate::timeouts::{LiveTimeouts, Timeouts};
-use crate::verdict::{CtAction, CtResult, CtState, InvalidReason, Refused};
+use crate::verdict::{
+    CtAction, CtResult, CtState, InvalidReason, Nat, NatRange, NatResult, Refused,
+};
 use crate::{Config, Error};
 
 /// Largest shard count accepted by [`Conntrack::new`].
 pub const MAX_SHARDS: usize = 4096;
 
-/// One shard: its table and its counters (plain integers, written under
-/// the shard's lock, summed on read).
-#[derive(Debug, Default)]
+/// One shard: its table, its NAT maps and its counters (plain integers,
+/// written under the shard's lock, summed on read).
+#[derive(Debug)]
 pub(crate) struct Shard {
     pub table: Table,
     pub counters: Counters,
+    pub nat: NatMaps,
 }
+
+/// A locked shard.
+pub(crate) type Guard<'a> = SpinMutexGuard<'a, Shard>;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counters {
@@ -55,13 +62,41 @@ pub(crate) struct Counters {
     pub invalid: [u64; InvalidReason::COUNT],
     pub table_full: u64,
     pub zone_full: u64,
+    pub nat_exhausted: u64,
 }
 
 /// A shard's lock on its own pair of cache lines, so that two PMDs taking
 /// neighbouring shards do not share a line.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[repr(align(128))]
 pub(crate) struct ShardCell(SpinMutex<Shard, Yield>);
+
+impl ShardCell {
+    fn new(state: MapState) -> ShardCell {
+        ShardCell(SpinMutex::new(Shard {
+            table: Table::default(),
+            counters: Counters::default(),
+            nat: NatMaps::new(state),
+        }))
+    }
+}
+
+/// How a packet found its connection: by the connection's own key, or by
+/// the alias of its translated reply tuple.
+#[derive(Debug, Clone, Copy)]
+enum Via {
+    Key,
+    Alias { reply_swap: bool },
+}
+
+/// Why no translation was set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoTranslation {
+    /// No free tuple in the range.
+    Exhausted,
+    /// A candidate's shard was locked by another thread: step again.
+    Busy,
+}
 
 /// A packet's lookup, made once for all the zones it passes
 /// ([`Conntrack::execute_prepared`]): its tuple in canonical order, or why the
@@ -91,6 +126,15 @@ pub struct Conntrack {
     /// malformed input): rare, so shared atomics.
     early_invalid: [AtomicU64; InvalidReason::COUNT],
     pub(crate) sweep_cursor: Mutex<(usize, usize)>,
+    /// NAT'd connections in the table: a lookup that misses the table
+    /// consults the aliases only while this is non-zero.
+    nat_conns: AtomicUsize,
+    /// The last [`NatInfo::serial`] given.
+    nat_serial: AtomicU64,
+    /// Aliases (key, serial) whose connection was removed while their
+    /// shard was locked by another thread; removed by the next sweep,
+    /// flush or NAT retry. A leaf lock: never held while taking a shard's.
+    orphans: Mutex<Vec<(Key, u64)>>,
 }
 
 /// A summary: the table itself is read with [`Conntrack::dump`].
@@ -114,20 +158,24 @@ impl Conntrack {
         if !n.is_power_of_two() || n > MAX_SHARDS {
             return Err(Error::ShardCount(n));
         }
+        let hasher = KeyHasher::random();
         Ok(Conntrack {
-            shards: (0..n).map(|_| ShardCell::default()).collect(),
+            shards: (0..n).map(|_| ShardCell::new(hasher.map_state())).collect(),
             shard_shift: 64 - n.trailing_zeros(),
-            hasher: KeyHasher::random(),
+            hasher,
             timeouts: LiveTimeouts::new(&config.timeouts),
             limits: Limits::new(config.max_connections, config.default_zone_limit),
             tcp_liberal: AtomicBool::new(config.tcp_liberal),
             tcp_loose: AtomicBool::new(config.tcp_loose),
             early_invalid: Default::default(),
             sweep_cursor: Mutex::new((0, 0)),
+            nat_conns: AtomicUsize::new(0),
+            nat_serial: AtomicU64::new(0),
+            orphans: Mutex::new(Vec::new()),
         })
     }
 
-    pub(crate) fn lock_shard(&self, i: usize) -> SpinMutexGuard<'_, Shard> {
+    pub(crate) fn lock_shard(&self, i: usize) -> Guard<'_> {
         self.shards[i].0.lock()
     }
 
@@ -154,8 +202,14 @@ impl Conntrack {
     ///   `commit` it creates the connection unless a limit refuses it
     ///   ([`CtResult::refused`]).
     /// - With `commit`, the mark and label writes apply to the connection.
+    /// - NAT ([`CtAction::nat`], see the crate docs): a commit creating a
+    ///   connection with [`Nat::Src`]/[`Nat::Dst`] sets up its
+    ///   translation (or refuses, [`Refused::NatExhausted`]); a step with
+    ///   any `nat` translates a packet of a NAT'd connection that arrives
+    ///   untranslated ([`CtResult::nat`], `snat`/`dnat`).
     ///
-    /// No allocation unless the commit grows a table.
+    /// No allocation unless the commit grows a table or sets up a
+    /// translation.
     pub fn execute(&self, pkt: &Packet, act: &CtAction, now_ms: u64) -> CtResult {
         self.execute_prepared(pkt, &Prepared::of(pkt), act, now_ms)
     }
@@ -177,8 +231,22 @@ impl Conntrack {
         };
         lk.key.zone = act.zone;
         let h = self.hasher.hash(&lk.key);
-        let mut shard = self.lock_shard(self.shard_index(h));
-        self.step(&mut shard, pkt, &lk, tag(h), act, now_ms)
+        loop {
+            let shard = self.lock_shard(self.shard_index(h));
+            if let Some(r) = self.step(shard, pkt, &lk, h, act, now_ms) {
+                return r;
+            }
+            // A NAT set-up met a locked shard, or an alias was stale.
+            self.back_off();
+        }
+    }
+
+    /// Between two tries of a step: lets the other thread finish, and
+    /// removes the aliases left behind meanwhile.
+    #[cold]
+    fn back_off(&self) {
+        std::thread::yield_now();
+        self.drain_orphans();
     }
 
     /// [`execute`](Self::execute) for a packet that already went through
@@ -223,20 +291,17 @@ impl Conntrack {
         lk.key.zone = act.zone;
         let h = self.hasher.hash(&lk.key);
         let mut shard = self.lock_shard(self.shard_index(h));
-        let Some(i) = shard.table.find(tag(h), &lk.key) else {
-            // Removed in between (flush): a fresh step.
-            drop(shard);
-            return self.execute_prepared(pkt, prep, act, now_ms);
-        };
-        let c = shard.table.get_mut(i);
-        if act.commit {
-            apply_writes(c, act);
+        if let Some(i) = shard.table.find(tag(h), &lk.key) {
+            return next_on(&mut shard, i, act, prev);
         }
-        CtResult {
-            mark: c.mark,
-            label: c.label(),
-            ..*prev
+        // A translated packet finds its connection through the alias.
+        let alias = self.alias_of(&shard, &lk.key);
+        drop(shard);
+        if let Some((mut p, i)) = alias.and_then(|a| self.primary_of(&a, now_ms)) {
+            return next_on(&mut p, i, act, prev);
         }
+        // Removed in between (flush): a fresh step.
+        self.execute_prepared(pkt, prep, act, now_ms)
     }
 
     /// Parses `l3` ([`parse::parse`]) and runs [`execute`](Self::execute);
@@ -261,22 +326,82 @@ impl Conntrack {
         CtResult::of_invalid(zone, r)
     }
 
-    /// The step under the shard lock.
+    /// The step, from the lock of the shard of `lk`'s hash `h`; `None`:
+    /// step again (see [`back_off`](Self::back_off)).
     fn step(
         &self,
-        s: &mut Shard,
+        mut s: Guard<'_>,
         pkt: &Packet,
         lk: &Lookup,
-        tag: u32,
+        h: u64,
         act: &CtAction,
         now_ms: u64,
-    ) -> CtResult {
-        if let Some(i) = self.find_live(s, tag, lk, now_ms) {
-            if let Some(r) = self.on_conn(s, i, pkt, lk, act, now_ms) {
-                return r;
+    ) -> Option<CtResult> {
+        if let Some(i) = self.find_live(&mut s, tag(h), lk, now_ms) {
+            if let Some(r) = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms) {
+                return Some(r);
+            }
+        } else if let Some(a) = self.alias_of(&s, &lk.key) {
+            drop(s);
+            return self.step_alias(a, pkt, lk, h, act, now_ms);
+        }
+        self.on_miss(s, pkt, lk, h, act, now_ms)
+    }
+
+    /// The alias `key` names in `s`, if the tracker holds NAT'd
+    /// connections at all (one predictable branch otherwise).
+    #[inline]
+    pub(crate) fn alias_of(&self, s: &Shard, key: &Key) -> Option<Alias> {
+        if self.nat_conns.load(Relaxed) == 0 {
+            return None;
+        }
+        s.nat.aliases.get(key).copied()
+    }
+
+    /// The step of a packet whose key is alias `a` (its shard's lock
+    /// already released: one lock at a time), on the primary in its own
+    /// shard. `None` (step again) when the alias was stale, now removed, or
+    /// a SYN reopened the connection.
+    fn step_alias(
+        &self,
+        a: Alias,
+        pkt: &Packet,
+        lk: &Lookup,
+        h: u64,
+        act: &CtAction,
+        now_ms: u64,
+    ) -> Option<CtResult> {
+        if let Some((mut p, i)) = self.primary_of(&a, now_ms) {
+            let via = Via::Alias {
+                reply_swap: a.reply_swap,
+            };
+            if let Some(r) = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms) {
+                return Some(r);
             }
         }
-        self.on_miss(s, pkt, lk, tag, act, now_ms)
+        self.lock_shard(self.shard_index(h))
+            .nat
+            .remove_alias(&lk.key, a.serial);
+        None
+    }
+
+    /// The primary of alias `a`, locked, with its slot: `None` if it is
+    /// gone, no longer has `a`'s translation, or expired (then removed).
+    pub(crate) fn primary_of(&self, a: &Alias, now_ms: u64) -> Option<(Guard<'_>, usize)> {
+        let hp = self.hasher.hash(&a.primary);
+        let mut p = self.lock_shard(self.shard_index(hp));
+        let i = p.table.find(tag(hp), &a.primary)?;
+        if p.table.get(i).expired(now_ms) {
+            self.remove_at(&mut p, i);
+            p.counters.expired += 1;
+            return None;
+        }
+        let live = p.table.get(i).nat
+            && p.nat
+                .info
+                .get(&a.primary)
+                .is_some_and(|n| n.serial == a.serial);
+        live.then_some((p, i))
     }
 
     /// The slot of `lk`'s connection; an expired one is removed on the way
@@ -291,26 +416,73 @@ impl Conntrack {
         None
     }
 
+    /// Removes slot `i`'s connection, its translation and its alias.
     pub(crate) fn remove_at(&self, s: &mut Shard, i: usize) -> Conn {
         let c = s.table.remove(i);
         self.limits.release(c.key.zone);
+        if c.nat {
+            self.drop_nat(s, &c.key);
+        }
         c
     }
 
-    /// A packet of an existing connection; `None` when a SYN reopens a
-    /// closed TCP connection (removed here, then handled as a miss).
+    /// Forgets the translation of `key` (just removed from `s`) and removes
+    /// its alias: at once if the alias lives in `s` or its shard's lock is
+    /// free (`try_lock`: never wait for a second shard while holding one),
+    /// else later ([`drain_orphans`](Self::drain_orphans)).
+    #[cold]
+    fn drop_nat(&self, s: &mut Shard, key: &Key) {
+        self.nat_conns.fetch_sub(1, Relaxed);
+        let Some(NatInfo {
+            alias: Some((ka, _)),
+            serial,
+            ..
+        }) = s.nat.info.remove(key)
+        else {
+            return;
+        };
+        let q = self.shard_index(self.hasher.hash(&ka));
+        if q == self.shard_index(self.hasher.hash(key)) {
+            s.nat.remove_alias(&ka, serial);
+        } else if let Some(mut g) = self.shards[q].0.try_lock() {
+            g.nat.remove_alias(&ka, serial);
+        } else {
+            let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+            orphans.push((ka, serial));
+        }
+    }
+
+    /// Removes the aliases [`drop_nat`](Self::drop_nat) left behind, one
+    /// shard lock at a time. Until then such an alias is stale: a lookup
+    /// treats it as absent (and removes it), a new translation avoids it.
+    pub(crate) fn drain_orphans(&self) {
+        let orphans = core::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
+        for (ka, serial) in orphans {
+            let q = self.shard_index(self.hasher.hash(&ka));
+            self.lock_shard(q).nat.remove_alias(&ka, serial);
+        }
+    }
+
+    /// A packet of an existing connection, found `via` its key or alias;
+    /// `None` when a SYN reopens a closed TCP connection (removed here,
+    /// then handled as a miss).
+    #[allow(clippy::too_many_arguments)]
     fn on_conn(
         &self,
         s: &mut Shard,
         i: usize,
         pkt: &Packet,
         lk: &Lookup,
+        via: Via,
         act: &CtAction,
         now_ms: u64,
     ) -> Option<CtResult> {
         let liberal = self.tcp_liberal.load(Relaxed);
         let c = s.table.get_mut(i);
-        let reply = lk.flipped != c.flipped;
+        let reply = match via {
+            Via::Key => lk.flipped != c.flipped,
+            Via::Alias { reply_swap } => lk.flipped == reply_swap,
+        };
         let rpl = if reply { CtState::RPL } else { CtState(0) };
         let state = if lk.related {
             CtState::REL | rpl
@@ -319,12 +491,23 @@ impl Conntrack {
                 Update::Valid => CtState::EST | rpl,
                 Update::ValidNew => CtState::NEW,
                 Update::Invalid(r) => {
-                    let out = CtResult {
+                    let mut out = CtResult {
                         mark: c.mark,
                         label: c.label(),
                         ..CtResult::of_invalid(act.zone, r)
                     };
+                    let (key, flipped, nat) = (c.key, c.flipped, c.nat);
                     s.counters.invalid[r.index()] += 1;
+                    if nat {
+                        // Reported, not translated.
+                        let p = Passage {
+                            via,
+                            reply,
+                            related: false,
+                            translate: false,
+                        };
+                        report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+                    }
                     return Some(out);
                 }
                 Update::Reopen => {
@@ -337,24 +520,37 @@ impl Conntrack {
         if act.commit {
             apply_writes(c, act);
         }
-        Some(CtResult {
+        let mut out = CtResult {
             mark: c.mark,
             label: c.label(),
             has_conn: true,
             ..CtResult::new(act.zone, state)
-        })
+        };
+        if c.nat {
+            let (key, flipped) = (c.key, c.flipped);
+            let p = Passage {
+                via,
+                reply,
+                related: lk.related,
+                translate: act.nat.is_some(),
+            };
+            report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+        }
+        Some(out)
     }
 
-    /// A packet of no connection: `inv`, or `new` (created on commit).
+    /// A packet of no connection: `inv`, or `new` (created on commit, with
+    /// its translation if asked). `None`: step again (a NAT set-up met a
+    /// locked shard; nothing was created).
     fn on_miss(
         &self,
-        s: &mut Shard,
+        mut s: Guard<'_>,
         pkt: &Packet,
         lk: &Lookup,
-        tag: u32,
+        h: u64,
         act: &CtAction,
         now_ms: u64,
-    ) -> CtResult {
+    ) -> Option<CtResult> {
         let opens = if lk.related {
             Err(InvalidReason::IcmpUnrelated)
         } else {
@@ -362,30 +558,188 @@ impl Conntrack {
         };
         if let Err(r) = opens {
             s.counters.invalid[r.index()] += 1;
-            return CtResult::of_invalid(act.zone, r);
+            return Some(CtResult::of_invalid(act.zone, r));
         }
         let mut out = CtResult::new(act.zone, CtState::NEW);
         if !act.commit {
-            return out;
+            return Some(out);
         }
         if let Err(refused) = self.limits.admit(act.zone) {
             match refused {
                 Refused::TableFull => s.counters.table_full += 1,
-                Refused::ZoneFull => s.counters.zone_full += 1,
+                _ => s.counters.zone_full += 1,
             }
             out.refused = Some(refused);
-            return out;
+            return Some(out);
         }
         let mut c = Conn::new(pkt, lk.key, lk.flipped, &self.timeouts, now_ms);
         apply_writes(&mut c, act);
-        s.table.insert(tag, c);
+        if let Some(Nat::Src(range) | Nat::Dst(range)) = act.nat {
+            let src_nat = matches!(act.nat, Some(Nat::Src(_)));
+            match self.set_up_nat(&mut s, lk, h, src_nat, &range) {
+                Ok(info) => {
+                    c.nat = true;
+                    s.nat.info.insert(lk.key, info);
+                    self.nat_conns.fetch_add(1, Relaxed);
+                }
+                Err(NoTranslation::Busy) => {
+                    self.limits.release(act.zone);
+                    return None;
+                }
+                Err(NoTranslation::Exhausted) => {
+                    self.limits.release(act.zone);
+                    s.counters.nat_exhausted += 1;
+                    out.refused = Some(Refused::NatExhausted);
+                    return Some(out);
+                }
+            }
+        }
+        s.table.insert(tag(h), c);
         s.counters.created += 1;
-        CtResult {
+        out = CtResult {
             mark: c.mark,
             label: c.label(),
             has_conn: true,
             ..out
+        };
+        if c.nat {
+            let p = Passage {
+                via: Via::Key,
+                reply: false,
+                related: false,
+                translate: true,
+            };
+            report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out);
         }
+        Some(out)
+    }
+
+    /// A new translation for the connection `lk` is creating (in `s`, the
+    /// shard of its hash `h`), as Open vSwitch's `nat_get_unique_tuple`:
+    /// the first candidate of [`nat::probe`] whose translated reply tuple is
+    /// neither a connection's key nor an alias in its zone. Its alias is
+    /// inserted here; the caller inserts the connection before it releases
+    /// `s`, so no thread sees one without the other.
+    fn set_up_nat(
+        &self,
+        s: &mut Shard,
+        lk: &Lookup,
+        h: u64,
+        src_nat: bool,
+        range: &NatRange,
+    ) -> Result<NatInfo, NoTranslation> {
+        let o = lk.key.oriented(lk.flipped);
+        let home = self.shard_index(h);
+        let serial = self.nat_serial.fetch_add(1, Relaxed) + 1;
+        let found = nat::probe(&o, src_nat, range, h, |addr, port| {
+            let t = nat::translate(&o, src_nat, addr, port);
+            let (ka, reply_swap) = t.reversed().canonical(lk.key.zone);
+            if ka == lk.key {
+                // A translation to itself: no alias.
+                return Some(Ok((addr, port, None)));
+            }
+            let alias = Alias {
+                primary: lk.key,
+                reply_swap,
+                serial,
+            };
+            match self.claim_alias(s, home, &ka, alias) {
+                Ok(true) => Some(Ok((addr, port, Some((ka, reply_swap))))),
+                Ok(false) => None,
+                Err(busy) => Some(Err(busy)),
+            }
+        });
+        let (addr, port, alias) = found.ok_or(NoTranslation::Exhausted)??;
+        Ok(NatInfo {
+            src_nat,
+            addr,
+            port,
+            alias,
+            serial,
+        })
+    }
+
+    /// Inserts `alias` under `ka` unless a connection or an alias holds
+    /// that key (`Ok(false)`). `s` is the locked shard `home`; another
+    /// shard is only tried (`try_lock`), never waited for.
+    fn claim_alias(
+        &self,
+        s: &mut Shard,
+        home: usize,
+        ka: &Key,
+        alias: Alias,
+    ) -> Result<bool, NoTranslation> {
+        let hq = self.hasher.hash(ka);
+        let q = self.shard_index(hq);
+        let claim = |s: &mut Shard| {
+            let free = s.table.find(tag(hq), ka).is_none() && !s.nat.aliases.contains_key(ka);
+            if free {
+                s.nat.aliases.insert(*ka, alias);
+            }
+            free
+        };
+        if q == home {
+            return Ok(claim(s));
+        }
+        match self.shards[q].0.try_lock() {
+            Some(mut g) => Ok(claim(&mut g)),
+            None => Err(NoTranslation::Busy),
+        }
+    }
+}
+
+/// How a packet passed its NAT'd connection: found `via` which key, in
+/// which direction, whether an ICMP error, whether the step asks for NAT.
+#[derive(Debug, Clone, Copy)]
+struct Passage {
+    via: Via,
+    reply: bool,
+    related: bool,
+    translate: bool,
+}
+
+/// Fills `out.nat` for a packet of the NAT'd connection `key` (original
+/// direction: `flipped`) and translates it if the step asks for NAT and
+/// the packet arrived untranslated: an original-direction packet by the
+/// key, a reply by the alias (with no alias, a translation to itself,
+/// every packet). A packet that arrived translated is left as it is, so a
+/// second step in the zone does not translate it back.
+fn report_nat(
+    maps: &NatMaps,
+    key: &Key,
+    flipped: bool,
+    pkt: &Packet,
+    p: Passage,
+    out: &mut CtResult,
+) {
+    let Some(info) = maps.info.get(key) else {
+        return;
+    };
+    let original = nat::key_endpoints(key, flipped);
+    let own = nat::packet_endpoints(pkt);
+    let untranslated = match p.via {
+        Via::Key => !p.reply || info.alias.is_none(),
+        Via::Alias { .. } => p.reply,
+    };
+    let packet = if p.translate && untranslated {
+        out.state |= info.state();
+        info.rewrite(original, own, p.reply, p.related)
+    } else {
+        own
+    };
+    out.nat = Some(NatResult { packet, original });
+}
+
+/// [`Conntrack::execute_next`]'s step on a known connection: the writes.
+fn next_on(s: &mut Shard, i: usize, act: &CtAction, prev: &CtResult) -> CtResult {
+    let c = s.table.get_mut(i);
+    if act.commit {
+        apply_writes(c, act);
+    }
+    CtResult {
+        mark: c.mark,
+        label: c.label(),
+        ..*prev
     }
 }
 

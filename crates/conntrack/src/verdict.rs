@@ -3,6 +3,7 @@
 //! `ct_zone`, `ct_mark` and `ct_label` fields it sets.
 
 use core::fmt;
+use core::net::IpAddr;
 
 /// `ct_state` bits, with Open vSwitch's values (`lib/packets.h` `CS_*`),
 /// so a matcher of OVN's `ct.new`, `ct.est`, … can test them as OVS does.
@@ -24,9 +25,11 @@ impl CtState {
     pub const INV: CtState = CtState(1 << 4);
     /// `ct.trk`: the packet went through the tracker (always set).
     pub const TRK: CtState = CtState(1 << 5);
-    /// Source NAT applied (reserved for NAT, never set yet).
+    /// `ct.snat`: the step translated the packet of a source-NAT'd
+    /// connection (either direction; see [`Nat`]).
     pub const SNAT: CtState = CtState(1 << 6);
-    /// Destination NAT applied (reserved for NAT, never set yet).
+    /// `ct.dnat`: the step translated the packet of a destination-NAT'd
+    /// connection (either direction).
     pub const DNAT: CtState = CtState(1 << 7);
 
     const NAMES: [&'static str; 8] = ["new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"];
@@ -113,7 +116,7 @@ masked_apply!(u128);
 /// `ct_commit { ct_mark.… = …; ct_label.… = …; }` compile to.
 ///
 /// Build it with [`CtAction::lookup`] or [`CtAction::commit`] and the
-/// `with_*` methods; fields are added (NAT next) without breaking callers.
+/// `with_*` methods; fields can be added without breaking callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CtAction {
@@ -127,6 +130,10 @@ pub struct CtAction {
     pub mark: Option<Masked<u32>>,
     /// `ct_label` write (only with `commit`).
     pub label: Option<Masked<u128>>,
+    /// `nat`, `nat(src=…)`, `nat(dst=…)`: translate the packet by its
+    /// connection's translation, and set one up when a commit creates the
+    /// connection.
+    pub nat: Option<Nat>,
 }
 
 impl CtAction {
@@ -137,6 +144,7 @@ impl CtAction {
             commit: false,
             mark: None,
             label: None,
+            nat: None,
         }
     }
 
@@ -159,6 +167,77 @@ impl CtAction {
         self.label = Some(Masked { value, mask });
         self
     }
+
+    /// Adds a NAT request: `ct(nat)`, `ct(commit, nat(src=…))`, …
+    pub fn with_nat(mut self, nat: Nat) -> CtAction {
+        self.nat = Some(nat);
+        self
+    }
+}
+
+/// A NAT request of a `ct()` step: Open vSwitch's `nat`, `nat(src=…)`,
+/// `nat(dst=…)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nat {
+    /// `ct(nat)`: translate the packet by its connection's translation, if
+    /// it has one; sets none up.
+    Existing,
+    /// `ct(commit, nat(src=…))`: source NAT, set up when the commit creates
+    /// the connection.
+    Src(NatRange),
+    /// `ct(commit, nat(dst=…))`: destination NAT, likewise.
+    Dst(NatRange),
+}
+
+/// Addresses `min..=max` (one family) and, optionally, ports `lo..=hi` to
+/// translate to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NatRange {
+    /// Lowest address.
+    pub min: IpAddr,
+    /// Highest address (same family as `min`, not below it).
+    pub max: IpAddr,
+    /// Ports `(lo, hi)`, inclusive; `None`: keep the packet's port
+    /// (source NAT takes another from 1024..=65535 if it collides).
+    pub ports: Option<(u16, u16)>,
+}
+
+/// Addresses and ports of one direction of a connection (ports: TCP/UDP
+/// ports, the ICMP query id in both, 0 for other protocols).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Endpoints {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Source port (ICMP query: the id).
+    pub src_port: u16,
+    /// Destination port (ICMP query: the id).
+    pub dst_port: u16,
+}
+
+impl Endpoints {
+    /// The same endpoints seen from the other end.
+    pub fn reversed(self) -> Endpoints {
+        Endpoints {
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+        }
+    }
+}
+
+/// What NAT did for a packet of a NAT'd connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NatResult {
+    /// The packet's addresses and ports after the step (what the caller
+    /// writes into the packet; equal to the packet's own unless the step
+    /// translated it).
+    pub packet: Endpoints,
+    /// The connection's original-direction tuple before translation (OVS
+    /// `ct_nw_src`, `ct_nw_dst`, `ct_tp_src`, `ct_tp_dst`).
+    pub original: Endpoints,
 }
 
 /// Why a packet is `ct.inv`. Each reason has its own counter
@@ -232,10 +311,13 @@ pub enum Refused {
     TableFull,
     /// The zone holds its maximum (`ct_zone_full`).
     ZoneFull,
+    /// No free address/port in the range for a new translation (counted as
+    /// `nat_exhausted` in [`Stats`](crate::Stats)).
+    NatExhausted,
 }
 
 /// The answer to one conntrack step: the packet's `ct_state`, `ct_zone`,
-/// `ct_mark` and `ct_label` afterwards. 48 bytes, `Copy`.
+/// `ct_mark` and `ct_label` afterwards, and the packet's NAT. `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CtResult {
     /// `ct_state`; always has [`CtState::TRK`].
@@ -251,6 +333,10 @@ pub struct CtResult {
     /// Set when a commit of a `ct.new` packet created nothing (the packet
     /// keeps `trk|new`, as in Open vSwitch).
     pub refused: Option<Refused>,
+    /// Set whenever the packet's connection has a translation, with or
+    /// without `nat` in the action: the packet's endpoints after the step
+    /// and the connection's original tuple.
+    pub nat: Option<NatResult>,
     /// A connection was found or created (see
     /// [`Conntrack::execute_next`](crate::Conntrack::execute_next)).
     pub(crate) has_conn: bool,
@@ -265,6 +351,7 @@ impl CtResult {
             label: 0,
             invalid: None,
             refused: None,
+            nat: None,
             has_conn: false,
         }
     }

@@ -85,6 +85,7 @@ fn racing_commits_never_pass_a_limit() {
                     match commit(&ct, &p, zone, 0).refused {
                         Some(Refused::ZoneFull) => refused[0] += 1,
                         Some(Refused::TableFull) => refused[1] += 1,
+                        Some(Refused::NatExhausted) => unreachable!("no NAT here"),
                         None => {}
                     }
                 }
