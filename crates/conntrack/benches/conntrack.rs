@@ -8,7 +8,11 @@
 //! - `hit_hot4k`: the same among 4,096 active flows of the 1M;
 //! - `hit_tcp`: an established TCP data segment, window tracking included;
 //! - `miss`: a packet of no connection, without commit (`ct.new`);
-//! - `parse`: an IPv4 TCP segment from bytes.
+//! - `parse`: an IPv4 TCP segment from bytes;
+//! - `nat_hit` / `plain_hit` (group `nat`, 1k and 100k): an established
+//!   UDP connection, SNAT'd or not, both directions alternately, with
+//!   `ct(nat)` (the NAT'd reply arrives translated and finds its connection
+//!   through the alias: `cargo bench -p conntrack -- nat/`).
 //!
 //! Bytes per connection at 1M are printed before the runs (the tracker's
 //! own count of its heap, which `tests/memory.rs` checks against a
@@ -18,7 +22,9 @@ use std::hint::black_box;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use conntrack::{Config, Conntrack, CtAction, Packet, TcpFlags, TcpSegment, L4};
+use conntrack::{
+    Config, Conntrack, CtAction, Endpoints, Nat, NatRange, Packet, TcpFlags, TcpSegment, L4,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const SIZES: [(u32, &str); 2] = [(1 << 10, "1k"), (1 << 20, "1M")];
@@ -196,9 +202,76 @@ fn bench_tcp(c: &mut Criterion) {
     g.finish();
 }
 
+/// `p` with `e`'s addresses and ports (UDP).
+fn with_endpoints(p: &Packet, e: Endpoints) -> Packet {
+    Packet {
+        src: e.src,
+        dst: e.dst,
+        l4: L4::Udp {
+            src_port: e.src_port,
+            dst_port: e.dst_port,
+        },
+        ..*p
+    }
+}
+
+/// `n` established UDP connections, SNAT'd (to 256 addresses, ports
+/// preserved unless they collide) or not, and the packets of both
+/// directions as they arrive: originals untranslated, replies translated.
+fn filled_nat(n: u32, nat: bool) -> (Conntrack, Vec<Packet>) {
+    let ct = Conntrack::new(Config::default()).unwrap();
+    let snat = Nat::Src(NatRange {
+        min: Ipv4Addr::new(203, 0, 113, 0).into(),
+        max: Ipv4Addr::new(203, 0, 113, 255).into(),
+        ports: None,
+    });
+    let commit = if nat {
+        CtAction::commit(1).with_nat(snat)
+    } else {
+        CtAction::commit(1)
+    };
+    let mut packets = Vec::with_capacity(2 * n as usize);
+    for i in 0..n {
+        let out = udp(i, false);
+        let r = ct.execute(&out, &commit, 0);
+        let back = match r.nat {
+            Some(x) => with_endpoints(&out, x.packet.reversed()),
+            None => udp(i, true),
+        };
+        ct.execute(&back, &CtAction::lookup(1), 0);
+        packets.push(out);
+        packets.push(back);
+    }
+    assert_eq!(ct.len(), n as usize);
+    (ct, packets)
+}
+
+fn bench_nat(c: &mut Criterion) {
+    let mut g = c.benchmark_group("nat");
+    g.throughput(Throughput::Elements(1));
+    let act = CtAction::lookup(1).with_nat(Nat::Existing);
+    for (n, name) in [(1u32 << 10, "1k"), (100_000, "100k")] {
+        for (nat, case) in [(false, "plain_hit"), (true, "nat_hit")] {
+            let (ct, packets) = filled_nat(n, nat);
+            let len = packets.len() as u64;
+            let mut j = 0u64;
+            g.bench_function(BenchmarkId::new(case, name), |b| {
+                b.iter(|| {
+                    j = (j + u64::from(STRIDE)) % len;
+                    let r = ct.execute(black_box(&packets[j as usize]), &act, 1);
+                    debug_assert!(r.state.contains(conntrack::CtState::EST));
+                    debug_assert_eq!(r.nat.is_some(), nat);
+                    r
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = bench_hit_miss, bench_tcp
+    targets = bench_hit_miss, bench_tcp, bench_nat
 }
 criterion_main!(benches);

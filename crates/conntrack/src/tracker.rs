@@ -851,6 +851,103 @@ mod tests {
         assert_eq!(r.state, CtState::TRK | CtState::NEW);
     }
 
+    fn udp(src: [u8; 4], sp: u16, dst: [u8; 4], dp: u16) -> Packet {
+        Packet {
+            src: src.into(),
+            dst: dst.into(),
+            fragment: false,
+            l4: crate::L4::Udp {
+                src_port: sp,
+                dst_port: dp,
+            },
+        }
+    }
+
+    fn snat(addr: [u8; 4]) -> CtAction {
+        let a = addr.into();
+        CtAction::commit(1).with_nat(Nat::Src(NatRange {
+            min: a,
+            max: a,
+            ports: None,
+        }))
+    }
+
+    /// Aliases and translations over all shards.
+    fn nat_entries(ct: &Conntrack) -> (usize, usize) {
+        (0..ct.shards.len()).fold((0, 0), |(a, n), i| {
+            let s = ct.lock_shard(i);
+            (a + s.nat.aliases.len(), n + s.nat.info.len())
+        })
+    }
+
+    #[test]
+    fn aliases_follow_their_connections() {
+        let ct = Conntrack::new(Config::default()).unwrap();
+        ct.execute(
+            &udp([10, 0, 0, 1], 5000, [192, 0, 2, 1], 53),
+            &snat([10, 0, 0, 1]),
+            0,
+        );
+        assert_eq!(nat_entries(&ct), (0, 1), "a translation to itself");
+        ct.execute(
+            &udp([10, 0, 0, 2], 5000, [192, 0, 2, 1], 53),
+            &snat([203, 0, 113, 1]),
+            0,
+        );
+        assert_eq!(nat_entries(&ct), (1, 2));
+        assert_eq!(ct.nat_conns.load(Relaxed), 2);
+        ct.flush(None);
+        assert_eq!(nat_entries(&ct), (0, 0));
+        assert_eq!(ct.nat_conns.load(Relaxed), 0);
+    }
+
+    /// An alias whose shard is locked when its connection goes becomes an
+    /// orphan: stale to lookups (removed by the one that meets it while NAT
+    /// is in use), and drained by the next sweep.
+    #[test]
+    fn a_busy_alias_shard_leaves_an_orphan() {
+        let ct = Conntrack::new(Config::default()).unwrap();
+        let x = [203, 0, 113, 1];
+        // A client whose connection and alias live in different shards.
+        let (client, q) = (1..=255u8)
+            .find_map(|n| {
+                let p = udp([10, 0, 0, n], 5000, [192, 0, 2, 1], 53);
+                let lk = Lookup::of(&p, 1).unwrap();
+                let back = Lookup::of(&udp([192, 0, 2, 1], 53, x, 5000), 1).unwrap();
+                let (hp, hq) = (ct.hash_key(&lk.key), ct.hash_key(&back.key));
+                let q = ct.shard_index(hq);
+                (ct.shard_index(hp) != q).then_some(([10, 0, 0, n], q))
+            })
+            .unwrap();
+        ct.execute(&udp(client, 5000, [192, 0, 2, 1], 53), &snat(x), 0);
+        let held = ct.lock_shard(q);
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                let tuple = crate::Tuple::ports(client.into(), [192, 0, 2, 1].into(), 17, 5000, 53);
+                assert!(ct.flush_tuple(1, &tuple));
+            });
+        });
+        drop(held);
+        assert_eq!(ct.orphans.lock().unwrap().len(), 1);
+        assert_eq!(nat_entries(&ct), (1, 0));
+        // Stale: the translated reply is of no connection.
+        let back = udp([192, 0, 2, 1], 53, x, 5000);
+        assert_eq!(
+            ct.execute(&back, &CtAction::lookup(1), 1).state,
+            CtState::TRK | CtState::NEW
+        );
+        // With NAT in use the lookup follows it, finds it stale, removes it.
+        ct.execute(&udp([10, 9, 9, 9], 1, [192, 0, 2, 1], 53), &snat(x), 1);
+        assert_eq!(nat_entries(&ct), (2, 1));
+        assert_eq!(
+            ct.execute(&back, &CtAction::lookup(1), 1).state,
+            CtState::TRK | CtState::NEW
+        );
+        assert_eq!(nat_entries(&ct), (1, 1));
+        ct.sweep(1, 16);
+        assert!(ct.orphans.lock().unwrap().is_empty());
+    }
+
     #[test]
     fn shard_counts_are_checked() {
         for bad in [0, 3, 8192] {
