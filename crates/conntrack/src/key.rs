@@ -7,8 +7,8 @@
 //! is in a connection's reply direction when its swap flag differs from the
 //! one the connection was created with. Open vSwitch keeps two keys per
 //! connection in its `cmap` for the same purpose; NAT, whose reply tuple is
-//! not the reverse of the original one, will add a second entry for the
-//! translated reply tuple (see the crate docs).
+//! not the reverse of the original one, adds a second key for the
+//! translated reply tuple, an alias in a side map (see `nat.rs`).
 //!
 //! ICMP queries key as Open vSwitch does (`extract_l4_icmp`): both ports are
 //! the identifier, and each endpoint carries the type it sends (an echo

@@ -6,7 +6,7 @@
 //!   in two zones is two connections), keyed so that both directions find
 //!   one entry. It is `Send + Sync`: PMD threads share it through an `Arc`,
 //!   and a reply may arrive on any thread.
-//! - [`Conntrack::execute`] is one `ct(zone, [commit], [mark], [label])`
+//! - [`Conntrack::execute`] is one `ct(zone, [commit], [mark], [label], [nat])`
 //!   step ([`CtAction`]) on a [`Packet`], answering a [`CtResult`]:
 //!   `ct_state` bits ([`CtState`]: `new`, `est`, `rel`, `rpl`, `inv`,
 //!   `trk`), `ct_mark`, `ct_label`, and why a packet is invalid or a commit
@@ -25,11 +25,14 @@
 //!   thread; [`Conntrack::flush`], [`Conntrack::dump`], [`Conntrack::stats`].
 //! - A global maximum and per-zone maxima; a refused commit is
 //!   [`Refused::TableFull`] or [`Refused::ZoneFull`] and counted.
+//! - NAT: source and destination NAT with address and port ranges, as
+//!   Open vSwitch's `ct(nat)` (see [NAT](#nat) below).
 //! - [`parse()`] turns L3 bytes (IPv4, IPv6 with extension headers) into a
 //!   [`Packet`]; callers that already have a flow key fill `Packet` directly.
 //!
 //! No I/O, no clock reads (callers pass `now_ms`, milliseconds of any
-//! monotonic clock), no `unsafe`, no allocation on the lookup path.
+//! monotonic clock), no `unsafe`, no allocation on the lookup path (NAT
+//! allocates when a commit sets up a translation).
 //!
 //! # Example
 //!
@@ -69,14 +72,67 @@
 //! assert!(r.state.contains(CtState::INV));
 //! ```
 //!
-//! # NAT (next)
+//! # NAT
 //!
-//! Keys are canonical (both directions map to one key), so a connection
-//! without NAT is one table entry. NAT keeps a translation with the
-//! connection and a second entry for the translated reply tuple, pointing
-//! back to the first by key; [`CtAction`] is `#[non_exhaustive]` for the
-//! NAT request, [`CtState`] has `snat`/`dnat`, and [`ConnEntry::reply`]
-//! already reports a reply tuple of its own.
+//! Open vSwitch's `ct(nat)`, `ct(commit, nat(src=…))` and
+//! `ct(commit, nat(dst=…))` ([`CtAction::with_nat`], [`Nat`]), with the
+//! semantics of its userspace `lib/conntrack.c`:
+//!
+//! - A commit that *creates* a connection with [`Nat::Src`] /
+//!   [`Nat::Dst`] sets up its translation: the source (destination) becomes
+//!   an address of [`NatRange`] `min..=max` and, with `ports`, a port of
+//!   `lo..=hi`; without `ports` the packet's port is kept (RFC 4787 §4.1
+//!   port preservation) unless that collides, when source NAT of TCP/UDP
+//!   takes another from 1024..=65535. The address and port start at a hash
+//!   of the original tuple and are probed linearly (OVS's "hash"
+//!   selection) until the translated reply tuple is unique in the zone;
+//!   none free (or at most 65,536 candidates tried): the commit creates
+//!   nothing, [`Refused::NatExhausted`], counted as
+//!   [`Stats::nat_exhausted`]. ICMP queries keep their id (address only);
+//!   other protocols are translated by address only. A connection's
+//!   translation never changes: a later commit with `Src`/`Dst` applies
+//!   the existing one.
+//! - Both directions find the connection: its original tuple (its key, as
+//!   always) and its translated reply tuple (a second key, the *alias*;
+//!   none when the translation maps the tuple to itself). A NAT'd
+//!   connection counts once in limits, [`Conntrack::len`] and
+//!   [`Conntrack::dump`] (whose [`ConnEntry::reply`] is the translated
+//!   reply tuple).
+//! - A step with `nat` translates the packet of a NAT'd connection once
+//!   per zone: an original-direction packet that arrives with the original
+//!   tuple gets the translated source/destination, a reply that arrives
+//!   with the translated reply tuple gets the original tuple's reverse
+//!   (un-NAT). A packet that arrives already translated (found through the
+//!   alias in the original direction, or through the key in the reply
+//!   direction) is left as it is. [`CtResult::nat`] gives the packet's
+//!   endpoints after the step ([`NatResult::packet`], what the caller
+//!   writes into the packet) and the original tuple; `snat`/`dnat` is set
+//!   when the step translated the packet, by the connection's kind of
+//!   translation (in both directions).
+//! - A step without `nat` finds the connection by either tuple and reports
+//!   [`CtResult::nat`] with the packet's own endpoints, translating nothing.
+//!   [`Conntrack::execute_next`] takes the translated packet as well.
+//!
+//! Storage: a NAT'd connection is a normal 96-byte entry with a flag; its
+//! translation lives in a per-shard side map and its alias in the shard of
+//! the alias's own hash. A lookup consults the aliases only after a table
+//! miss and only while the tracker holds a NAT'd connection, so connections
+//! without NAT pay one predictable branch (and [`CtResult`] is larger by
+//! the `nat` field). No step ever waits for a second shard lock while
+//! holding one: a packet found through an alias releases the alias's shard
+//! before it locks its connection's; creating a translation only *tries*
+//! the alias's shard lock (and steps again from scratch if it is busy);
+//! removing a connection tries to remove its alias at once and otherwise
+//! leaves it to the next sweep, flush or retry (until then a lookup that
+//! meets it sees a stale alias, treats it as absent and removes it).
+//!
+//! Limits: ICMP errors related to a NAT'd connection are found (`rel`) and
+//! their outer address on the translated side is reported rewritten, but
+//! the header they embed is not translated. No ALGs (FTP, TFTP), no
+//! `persistent`/`random` range flags (selection is always by hash), no
+//! port-range classes as OVS keeps for source ports below 1024, no
+//! source-port change for destination NAT: a DNAT without ports whose
+//! translated tuple collides is exhausted.
 //!
 //! # Features
 //!

@@ -16,6 +16,17 @@
 //! read-modify-write on release (a PMD takes two to four locks per packet, one
 //! per conntrack step). Waiting only happens when two threads meet on a shard:
 //! the holder keeps it for one step or one bounded sweep chunk.
+//!
+//! NAT adds a second key per connection (the alias of its translated reply
+//! tuple), which may hash to another shard. No thread ever waits for a
+//! shard lock while it holds one, so two PMDs cannot deadlock: a packet
+//! found through an alias releases that shard before it locks the
+//! connection's (and checks there, by serial, that the connection still
+//! owns the alias); a commit setting up a translation holds its own shard
+//! and only `try_lock`s the candidate alias's, stepping again from scratch
+//! when it is busy; a removal `try_lock`s the alias's shard and otherwise
+//! queues the alias as an orphan, removed by the next sweep, flush or
+//! retry.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
