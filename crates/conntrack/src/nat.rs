@@ -102,9 +102,11 @@ impl NatMaps {
 }
 
 impl NatInfo {
-    /// `ct.snat` or `ct.dnat`.
-    pub fn state(&self) -> CtState {
-        if self.src_nat {
+    /// `ct.snat` or `ct.dnat` for a packet translated in the original direction; a
+    /// reply un-NATed gets the other (Open vSwitch `un_nat_packet`: the reply of a
+    /// source-NAT'd connection has its destination rewritten, `CS_DST_NAT`).
+    pub fn state(&self, reply: bool) -> CtState {
+        if self.src_nat != reply {
             CtState::SNAT
         } else {
             CtState::DNAT

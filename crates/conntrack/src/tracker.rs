@@ -733,7 +733,7 @@ fn report_nat(
         Via::Alias { .. } => p.reply,
     };
     let packet = if p.translate && untranslated {
-        out.state |= info.state();
+        out.state |= info.state(p.reply);
         info.rewrite(original, own, p.reply, p.related)
     } else {
         own

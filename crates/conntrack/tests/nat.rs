@@ -123,7 +123,16 @@ fn snat_tcp_handshake_data_and_fin_both_ways() {
     ];
     for (i, (p, after, state)) in trace.into_iter().enumerate() {
         let r = nat_step(&ct, &p, 1 + i as u64);
-        assert_eq!(r.state, state | SNAT, "packet {i}");
+        assert_eq!(
+            r.state,
+            state
+                | if state.contains(CtState::RPL) {
+                    DNAT
+                } else {
+                    SNAT
+                },
+            "packet {i}"
+        );
         let nat = r.nat.unwrap();
         assert_eq!(nat.packet, after, "packet {i}");
         assert_eq!(nat.original, ep(A, 40000, S, 80));
@@ -150,7 +159,7 @@ fn dnat_udp_both_ways() {
     assert_eq!(r.state, NEW | DNAT);
     assert_eq!(r.nat.unwrap().packet, ep(A, 5353, backend, 53));
     let r = nat_step(&ct, &udp(backend, 53, A, 5353), 1);
-    assert_eq!(r.state, EST_RPL | DNAT);
+    assert_eq!(r.state, EST_RPL | SNAT);
     assert_eq!(r.nat.unwrap().packet, ep(vip, 53, A, 5353));
     assert_eq!(r.nat.unwrap().original, ep(A, 5353, vip, 53));
     let r = nat_step(&ct, &q, 2);
@@ -223,7 +232,7 @@ fn a_translation_to_itself_has_no_alias() {
     assert_eq!(r.state, NEW | SNAT);
     assert_eq!(r.nat.unwrap().packet, ep(A, 5000, S, 53));
     let r = nat_step(&ct, &udp(S, 53, A, 5000), 1);
-    assert_eq!(r.state, EST_RPL | SNAT);
+    assert_eq!(r.state, EST_RPL | DNAT);
     assert_eq!(r.nat.unwrap().packet, ep(S, 53, A, 5000));
     let e = ct.dump(1, None).next().unwrap();
     assert_eq!(e.reply, Tuple::ports(ip(S), ip(A), 17, 53, 5000));
@@ -268,7 +277,7 @@ fn a_packet_is_translated_once_in_a_zone() {
     // Reply direction: un-NAT'd, then the un-NAT'd packet again.
     let back = udp(S, 53, X, 5000);
     let r = nat_step(&ct, &back, 2);
-    assert_eq!(r.state, EST_RPL | SNAT);
+    assert_eq!(r.state, EST_RPL | DNAT);
     let once = rewritten(&back, r.nat.unwrap().packet);
     assert_eq!(once, udp(S, 53, A, 5000));
     let r = nat_step(&ct, &once, 2);
@@ -370,13 +379,13 @@ fn ipv6_snat_of_udp_and_icmpv6_echo() {
     assert!((2000..=2999).contains(&got.src_port), "{got:?}");
     assert!(got.src >= ip(x) && got.src <= ip("2001:db8:ff::ffff"));
     let r = nat_step(&ct, &udp(s, 53, &got.src.to_string(), got.src_port), 1);
-    assert_eq!(r.state, EST_RPL | SNAT);
+    assert_eq!(r.state, EST_RPL | DNAT);
     assert_eq!(r.nat.unwrap().packet, ep(s, 53, a, 5000));
     // ICMPv6 echo: the address is translated, the id kept.
     let r = commit_nat(&ct, &echo(a, s, 77, true), snat_to(x), 2);
     assert_eq!(r.nat.unwrap().packet, ep(x, 77, s, 77));
     let r = nat_step(&ct, &echo(s, x, 77, false), 3);
-    assert_eq!(r.state, EST_RPL | SNAT);
+    assert_eq!(r.state, EST_RPL | DNAT);
     assert_eq!(r.nat.unwrap().packet, ep(s, 77, a, 77));
     // A family mismatch between packet and range: no translation.
     let r = commit_nat(&ct, &udp(a, 6000, s, 53), snat_to(X), 4);
@@ -391,7 +400,7 @@ fn icmp_errors_are_related_but_their_embedded_header_is_not_translated() {
     let inner = Tuple::ports(ip(X), ip(S), 6, 40000, 80);
     let err = icmp_error("198.51.100.254", X, icmp::DEST_UNREACH, inner);
     let r = nat_step(&ct, &err, 1);
-    assert_eq!(r.state, REL_RPL | SNAT);
+    assert_eq!(r.state, REL_RPL | DNAT);
     // The outer destination goes back to A; ports (none) and router stay.
     assert_eq!(r.nat.unwrap().packet, ep("198.51.100.254", 0, A, 0));
 }
@@ -428,10 +437,15 @@ fn two_threads_race_on_nat_without_deadlock() {
                         translated += 1;
                         let back = rewritten(&p, n.packet.reversed());
                         let r = ct.execute(&back, &CtAction::lookup(Z).with_nat(Nat::Existing), 0);
-                        // The other thread may have flushed it meanwhile.
+                        // The other thread may have flushed it meanwhile, and
+                        // another client's connection taken its translation since.
                         if let Some(b) = r.nat {
-                            assert_eq!(b.packet, n.original.reversed());
-                            assert!(r.state.contains(CtState::RPL | SNAT));
+                            let back_to = n.original.reversed();
+                            assert_eq!(
+                                (b.packet.src, b.packet.src_port),
+                                (back_to.src, back_to.src_port)
+                            );
+                            assert!(r.state.contains(CtState::RPL | DNAT));
                         }
                     } else {
                         assert_eq!(r.refused, Some(Refused::NatExhausted));

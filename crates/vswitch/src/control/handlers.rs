@@ -495,6 +495,7 @@ fn conntrack(ctl: &Control) -> ConntrackReply {
         ("flushed", s.flushed),
         ("table_full", s.table_full),
         ("zone_full", s.zone_full),
+        ("nat_exhausted", s.nat_exhausted),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

@@ -66,7 +66,9 @@ pub mod cs {
     pub const TRK: u32 = 0x20;
 }
 
-/// What connection tracking said of a packet: `ct_state`, `ct_mark`, `ct_label`.
+/// What connection tracking said of a packet: `ct_state`, `ct_mark`, `ct_label`, and
+/// for a connection with a translation, the packet's addresses and ports after the step
+/// and the connection's original tuple (`ct_nw_dst`, `ct_tp_dst`...).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct CtResult {
     /// State bits ([`cs`]).
@@ -75,6 +77,87 @@ pub struct CtResult {
     pub mark: u32,
     /// The connection's label.
     pub label: u128,
+    /// The connection's translation, when it has one.
+    pub nat: Option<NatSeen>,
+}
+
+/// A translated connection as a step saw it ([`conntrack::NatResult`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NatSeen {
+    /// The packet's addresses and ports after the step.
+    pub packet: conntrack::Endpoints,
+    /// The connection's original-direction tuple.
+    pub original: conntrack::Endpoints,
+}
+
+impl From<conntrack::NatResult> for NatSeen {
+    fn from(n: conntrack::NatResult) -> Self {
+        NatSeen {
+            packet: n.packet,
+            original: n.original,
+        }
+    }
+}
+
+/// One connection tracking step the pipeline asks for: OVS `ct(zone=…[, commit][,
+/// nat…][, exec(…)])`, which `ct_next`, `ct_commit`, `ct_dnat`, `ct_snat`, `ct_lb_mark`
+/// and `ct_commit_nat` compile to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CtReq {
+    /// The zone.
+    pub zone: u16,
+    /// Create the connection if the packet may open one, and write `writes`.
+    pub commit: bool,
+    /// Translate (`nat`, `nat(src=…)`, `nat(dst=…)`).
+    pub nat: Option<conntrack::Nat>,
+    /// Mark and label writes (with `commit`).
+    pub writes: Commit,
+}
+
+impl CtReq {
+    /// `ct(zone)`: a lookup.
+    pub fn lookup(zone: u16) -> CtReq {
+        CtReq {
+            zone,
+            ..CtReq::default()
+        }
+    }
+
+    /// `ct(commit, zone, exec(writes))`.
+    pub fn commit(zone: u16, writes: Commit) -> CtReq {
+        CtReq {
+            zone,
+            commit: true,
+            writes,
+            nat: None,
+        }
+    }
+
+    /// A `ct_commit`: a commit that translates nothing and after which the pipeline
+    /// does not resume elsewhere ([`Step::Commit`]; every other request is a
+    /// [`Step::Ct`]).
+    pub fn is_plain_commit(&self) -> bool {
+        self.commit && self.nat.is_none()
+    }
+
+    /// The conntrack action it is.
+    pub fn action(&self) -> conntrack::CtAction {
+        let mut a = if self.commit {
+            conntrack::CtAction::commit(self.zone)
+        } else {
+            conntrack::CtAction::lookup(self.zone)
+        };
+        if self.commit && self.writes.mark.1 != 0 {
+            a = a.with_mark(self.writes.mark.0, self.writes.mark.1);
+        }
+        if self.commit && self.writes.label.1 != 0 {
+            a = a.with_label(self.writes.label.0, self.writes.label.1);
+        }
+        if let Some(n) = self.nat {
+            a = a.with_nat(n);
+        }
+        a
+    }
 }
 
 /// A `ct_commit`'s writes: bits of the mark and the label (value, mask).
@@ -88,17 +171,21 @@ pub struct Commit {
 
 /// What the interpreter asks of connection tracking.
 pub trait Tracker {
-    /// The state in `zone` of the packet with fields `flow`, made as `origin` says (the
-    /// received frame, or one a controller action builds); with `commit`, its
-    /// connection is committed first (`ct_commit_nat`).
-    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult;
-    /// Commits the packet's connection in `zone` with `commit`'s writes (the packet as
-    /// for [`Tracker::lookup`]).
-    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit);
-    /// The zone of logical port `port` of datapath `dp` (`port` 0: the datapath's own
-    /// zone, for routers).
+    /// Runs `req` on the packet with fields `flow`, made as `origin` says (the received
+    /// frame, or one a controller action builds), and answers its state afterwards.
+    fn ct(&mut self, req: &CtReq, pkt: (&Flow, &Origin)) -> CtResult;
+    /// The zone of logical port `port` of datapath `dp` ([`DNAT_ZONE`] and
+    /// [`SNAT_ZONE`]: the datapath's own NAT zones).
     fn zone(&mut self, dp: u32, port: u16) -> u16;
 }
+
+/// The port key that names a datapath's DNAT zone (`<datapath>_dnat` in
+/// ovn-controller; OVN's `MFF_LOG_DNAT_ZONE`: a router's `ct_next` and `ct_dnat`).
+pub const DNAT_ZONE: u16 = 0;
+/// The port key that names a datapath's SNAT zone (`<datapath>_snat`;
+/// `MFF_LOG_SNAT_ZONE`: `ct_snat`, a router's `ct_commit`). Logical port keys stay
+/// under 32768 and multicast groups never own a zone.
+pub const SNAT_ZONE: u16 = u16::MAX;
 
 /// How an output's frame is made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,12 +261,10 @@ pub struct Output {
 /// One thing the pipeline did, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// A connection tracking lookup and its result (what follows depends on it).
+    /// A connection tracking step and its result (what follows depends on it).
     Ct {
-        /// The zone.
-        zone: u16,
-        /// `ct_commit_nat`: committed first.
-        commit: bool,
+        /// The request.
+        req: CtReq,
         /// The result.
         result: CtResult,
     },

@@ -91,11 +91,14 @@ pub enum DropReason {
     /// A frame for the slow path (ARP/ND, DHCP, ICMP errors, TCP resets) while its
     /// queue was full or its rate limit reached.
     SlowPathBusy,
+    /// A new connection to translate (SNAT, DNAT, a load balancer) while every address
+    /// and port of its range was taken.
+    NatExhausted,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::NoRxBuffer,
         DropReason::BadDescriptor,
         DropReason::FrameTooBig,
@@ -121,6 +124,7 @@ impl DropReason {
         DropReason::CtZoneFull,
         DropReason::CtTableFull,
         DropReason::SlowPathBusy,
+        DropReason::NatExhausted,
     ];
 
     /// The snake_case name used in `vswitchctl stats` and metrics.
@@ -151,6 +155,7 @@ impl DropReason {
             DropReason::CtZoneFull => "ct_zone_full",
             DropReason::CtTableFull => "ct_table_full",
             DropReason::SlowPathBusy => "slow_path_busy",
+            DropReason::NatExhausted => "nat_exhausted",
         }
     }
 }

@@ -147,10 +147,12 @@ impl crate::control::ops::OvnChassis for Status {
     fn zone_owner(&self, dp: u32, port: u16) -> Option<String> {
         let p = self.pipelines()?;
         let d = p.datapath(dp)?;
-        Some(if port == 0 {
-            d.name.clone()
-        } else {
-            d.name_of(port).to_string()
+        use crate::model::lflow::{DNAT_ZONE, SNAT_ZONE};
+        Some(match port {
+            // ovn-controller's names: `<datapath>_dnat`, `<datapath>_snat`.
+            DNAT_ZONE => format!("{}_dnat", d.name),
+            SNAT_ZONE => format!("{}_snat", d.name),
+            _ => d.name_of(port).to_string(),
         })
     }
 }

@@ -7,12 +7,17 @@
 //! `ct_commit` in the stateful stage) takes the cached-connection path
 //! ([`conntrack::Conntrack::execute_next`]): TCP's state machine runs once per zone
 //! and packet, as in Open vSwitch. A commit the table's or the zone's limit refuses
-//! is remembered: the frame is dropped and counted (`ct_table_full`, `ct_zone_full`).
+//! is remembered: the frame is dropped and counted (`ct_table_full`, `ct_zone_full`,
+//! `nat_exhausted`).
+//!
+//! A step that translates the packet (NAT) changes the packet the following steps
+//! see: the tracker keeps the packet as translated so far, as the frame will be once
+//! its outputs are rewritten.
 
-use conntrack::{Checksums, Conntrack, CtAction, Packet, Prepared, Refused, L4};
+use conntrack::{Checksums, Conntrack, CtAction, CtState, Endpoints, Packet, Prepared, Refused, L4};
 use ovn_lflow::Flow;
 
-use crate::model::lflow::{Commit, CtResult, Origin, Tracker, Zones};
+use crate::model::lflow::{CtReq, CtResult, Origin, Tracker, Zones};
 
 /// Milliseconds on a clock that starts with the process (the tracker's timeouts).
 pub fn now_ms() -> u64 {
@@ -27,7 +32,10 @@ pub fn now_ms() -> u64 {
 pub struct LiveCt<'a> {
     ct: &'a Conntrack,
     zones: &'a Zones,
-    /// The frame's IP packet (`None`: not IP, or it did not parse: every step `inv`).
+    /// The frame's IP packet as received (`None`: not IP, or it did not parse: every
+    /// step `inv`).
+    received: Option<Packet>,
+    /// The packet as the steps so far translated it.
     pkt: Option<Packet>,
     /// The frame's lookup, made at its first step and used in every zone.
     prep: Option<Prepared>,
@@ -48,6 +56,7 @@ impl<'a> LiveCt<'a> {
         LiveCt {
             ct,
             zones,
+            received: pkt,
             pkt,
             prep: None,
             now_ms,
@@ -66,6 +75,7 @@ impl<'a> LiveCt<'a> {
         LiveCt {
             ct: self.ct,
             zones: self.zones,
+            received: self.received,
             pkt: self.pkt,
             prep: self.prep,
             now_ms: self.now_ms,
@@ -83,7 +93,7 @@ impl<'a> LiveCt<'a> {
         };
         let same = matches!(origin, Origin::Received) && same_tuple(flow, fields);
         if same {
-            return self.pkt;
+            return self.received;
         }
         let made = match origin {
             Origin::Received => {
@@ -105,6 +115,14 @@ impl<'a> LiveCt<'a> {
         if p == self.pkt {
             return self.step(act);
         }
+        if p == self.received {
+            // Back to the packet as received (a branch of the pipeline before a NAT
+            // step): its own steps from here.
+            self.pkt = self.received;
+            self.prep = None;
+            self.last = None;
+            return self.step(act);
+        }
         // Another packet: its own step (no cached connection of the frame's applies).
         let Some(p) = p else {
             return CtResult {
@@ -116,11 +134,7 @@ impl<'a> LiveCt<'a> {
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        CtResult {
-            state: u32::from(r.state.bits()),
-            mark: r.mark,
-            label: r.label,
-        }
+        result_of(&r)
     }
 
     /// Runs `act`: the cached-connection path after a step in the same zone.
@@ -148,38 +162,53 @@ impl<'a> LiveCt<'a> {
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        CtResult {
-            state: u32::from(r.state.bits()),
-            mark: r.mark,
-            label: r.label,
+        let out = result_of(r);
+        let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
+        if let Some(n) = r.nat.filter(|_| translated) {
+            self.translate(&n.packet);
         }
+        out
+    }
+
+    /// The packet now has `e`'s addresses and ports.
+    fn translate(&mut self, e: &Endpoints) {
+        let Some(p) = &mut self.pkt else { return };
+        if (p.src, p.dst) == (e.src, e.dst) && ports(p) == Some((e.src_port, e.dst_port)) {
+            return;
+        }
+        p.src = e.src;
+        p.dst = e.dst;
+        match &mut p.l4 {
+            L4::Tcp(seg) => (seg.src_port, seg.dst_port) = (e.src_port, e.dst_port),
+            L4::Udp { src_port, dst_port } => (*src_port, *dst_port) = (e.src_port, e.dst_port),
+            L4::Icmp(_) | L4::Other { .. } => {}
+        }
+        self.prep = None;
     }
 }
 
-/// The conntrack action of `ct_commit` with `c`'s writes.
-pub fn commit_action(zone: u16, c: &Commit) -> CtAction {
-    let mut a = CtAction::commit(zone);
-    if c.mark.1 != 0 {
-        a = a.with_mark(c.mark.0, c.mark.1);
+/// The TCP or UDP ports of `p`.
+fn ports(p: &Packet) -> Option<(u16, u16)> {
+    match p.l4 {
+        L4::Tcp(seg) => Some((seg.src_port, seg.dst_port)),
+        L4::Udp { src_port, dst_port } => Some((src_port, dst_port)),
+        _ => None,
     }
-    if c.label.1 != 0 {
-        a = a.with_label(c.label.0, c.label.1);
+}
+
+/// The pipeline's view of a conntrack result.
+fn result_of(r: &conntrack::CtResult) -> CtResult {
+    CtResult {
+        state: u32::from(r.state.bits()),
+        mark: r.mark,
+        label: r.label,
+        nat: r.nat.map(Into::into),
     }
-    a
 }
 
 impl Tracker for LiveCt<'_> {
-    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult {
-        let act = if commit {
-            CtAction::commit(zone)
-        } else {
-            CtAction::lookup(zone)
-        };
-        self.step_on(pkt, &act)
-    }
-
-    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit) {
-        self.step_on(pkt, &commit_action(zone, commit));
+    fn ct(&mut self, req: &CtReq, pkt: (&Flow, &Origin)) -> CtResult {
+        self.step_on(pkt, &req.action())
     }
 
     fn zone(&mut self, dp: u32, port: u16) -> u16 {

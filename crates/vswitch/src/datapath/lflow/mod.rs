@@ -457,6 +457,7 @@ fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
         Decided::Drop(match r {
             conntrack::Refused::ZoneFull => DropReason::CtZoneFull,
             conntrack::Refused::TableFull => DropReason::CtTableFull,
+            conntrack::Refused::NatExhausted => DropReason::NatExhausted,
         })
     })
 }
@@ -493,7 +494,8 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         let got = burst.read(p, 0, &mut lf.buf[start..]);
         lf.buf.truncate(start + got);
         let (_, off) = parse::flow_of(&lf.buf[start..], 0);
-        if rewrite::apply(&mut lf.buf[start..], &off, &o.rewrite).is_err() {
+        let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+        if rewrite::apply(&mut lf.buf[start..], &off, &o.rewrite, partial).is_err() {
             lf.buf.truncate(start);
             counters.drop(DropReason::OvnPipeline, 1);
             n -= 1;

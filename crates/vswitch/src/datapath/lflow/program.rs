@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use flowcache::FlowKey;
 use ovn_lflow::{Field, Flow};
 
-use super::ct::{commit_action, LiveCt};
+use super::ct::LiveCt;
 use crate::model::fdb::PortId;
-use crate::model::lflow::{Commit, CtResult, Dest, Origin, Outcome, Step, Tracker};
+use crate::model::lflow::{Commit, CtReq, CtResult, Dest, Origin, Outcome, Step, Tracker};
 use crate::model::stats::DropReason;
 use crate::model::tunnel::RemoteId;
 use crate::switch::topology::Topology;
@@ -78,13 +78,9 @@ pub struct Out {
 /// One step of a program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PStep {
-    /// A conntrack lookup (with commit: `ct_commit_nat`).
-    Ct {
-        /// Zone.
-        zone: u16,
-        /// Commit first.
-        commit: bool,
-    },
+    /// A conntrack step whose result the rest depends on (`ct_next`, `ct_dnat`,
+    /// `ct_lb_mark`...).
+    Ct(CtReq),
     /// A `ct_commit`.
     Commit {
         /// Zone.
@@ -237,16 +233,11 @@ pub fn run<'v>(
     for i in 0.. {
         let Some(step) = v.steps.get(i) else { break };
         match step {
-            PStep::Ct { zone, commit } => {
-                let act = if *commit {
-                    conntrack::CtAction::commit(*zone)
-                } else {
-                    conntrack::CtAction::lookup(*zone)
-                };
+            PStep::Ct(req) => {
                 if k == MAX_CT_STEPS {
                     return Err((results.to_vec(), commits));
                 }
-                results[k] = ct.step(&act);
+                results[k] = ct.step(&req.action());
                 k += 1;
                 if v.ct.get(..k) != Some(&results[..k]) {
                     // Another variant with these results took the same steps so far.
@@ -260,7 +251,7 @@ pub fn run<'v>(
                 }
             }
             PStep::Commit { zone, commit } => {
-                ct.step(&commit_action(*zone, commit));
+                ct.step(&CtReq::commit(*zone, *commit).action());
                 commits += 1;
             }
             PStep::Out(_) => {}
@@ -294,20 +285,17 @@ impl<'a, 'b> Replay<'a, 'b> {
 }
 
 impl Tracker for Replay<'_, '_> {
-    fn lookup(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: bool) -> CtResult {
-        if let Some(r) = self.done.get(self.next) {
+    fn ct(&mut self, req: &CtReq, pkt: (&Flow, &Origin)) -> CtResult {
+        if req.is_plain_commit() {
+            if self.commits > 0 {
+                self.commits -= 1;
+                return CtResult::default();
+            }
+        } else if let Some(r) = self.done.get(self.next) {
             self.next += 1;
             return *r;
         }
-        self.live.lookup(zone, pkt, commit)
-    }
-
-    fn commit(&mut self, zone: u16, pkt: (&Flow, &Origin), commit: &Commit) {
-        if self.commits > 0 {
-            self.commits -= 1;
-            return;
-        }
-        self.live.commit(zone, pkt, commit);
+        self.live.ct(req, pkt)
     }
 
     fn zone(&mut self, dp: u32, port: u16) -> u16 {
@@ -349,16 +337,9 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
     let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
     for s in &outcome.steps {
         match s {
-            Step::Ct {
-                zone,
-                commit,
-                result,
-            } => {
+            Step::Ct { req, result } => {
                 v.ct.push(*result);
-                v.steps.push(PStep::Ct {
-                    zone: *zone,
-                    commit: *commit,
-                });
+                v.steps.push(PStep::Ct(*req));
             }
             Step::Commit { zone, commit } => v.steps.push(PStep::Commit {
                 zone: *zone,

@@ -2,10 +2,12 @@
 //! Ethernet addresses, the IPv4 TTL and TOS, the IPv6 hop limit and traffic class,
 //! ARP's fields (the replies `ls_in_arp_rsp` and `lr_in_ip_input` build in place), IP
 //! addresses and ICMP type and code of ICMP and ICMPv6 messages (a router's echo
-//! reply), every checksum updated incrementally (RFC 1624). What a frame's bytes
-//! cannot take here (addresses and ports under a TCP, UDP or SCTP checksum, which a
-//! sender may have left partial; VLAN tags) is refused, and the caller hands the frame
-//! to the slow path.
+//! reply), IP addresses and TCP and UDP ports (NAT), every checksum updated
+//! incrementally (RFC 1624). A TCP or UDP checksum the sender left partial (virtio's
+//! `NEEDS_CSUM`, a TSO frame's) holds the pseudo-header's sum, not complemented: an
+//! address moves it as Linux's `inet_proto_csum_replace4` does, a port not at all.
+//! What a frame's bytes cannot take here (SCTP ports, VLAN tags) is refused, and the
+//! caller hands the frame to the slow path.
 
 use ovn_lflow::{Field, Flow};
 
@@ -71,25 +73,31 @@ pub fn supported(changes: &[(Field, u128)]) -> Result<(), Unsupported> {
             | Field::Icmpv4Code
             | Field::Icmpv6Type
             | Field::Icmpv6Code => {}
-            // Under an ICMP checksum only ([`apply`] refuses them over TCP or UDP).
-            Field::Ipv4Src | Field::Ipv4Dst | Field::Ipv6Src | Field::Ipv6Dst
-                if changes.iter().all(|(f, _)| {
-                    !matches!(
-                        f,
-                        Field::TcpSrc | Field::TcpDst | Field::UdpSrc | Field::UdpDst
-                    )
-                }) => {}
+            Field::Ipv4Src
+            | Field::Ipv4Dst
+            | Field::Ipv6Src
+            | Field::Ipv6Dst
+            | Field::TcpSrc
+            | Field::TcpDst
+            | Field::UdpSrc
+            | Field::UdpDst => {}
             other => return Err(Unsupported(other)),
         }
     }
     Ok(())
 }
 
-/// Applies `changes` ([`supported`] ones) to frame `f` whose headers are at `off`.
+/// Applies `changes` ([`supported`] ones) to frame `f` whose headers are at `off`;
+/// `partial`: its TCP or UDP checksum is partial (virtio `NEEDS_CSUM`).
 ///
 /// # Errors
 /// A change the frame's headers cannot take (say, a TTL on a frame without IP).
-pub fn apply(f: &mut [u8], off: &Offsets, changes: &[(Field, u128)]) -> Result<(), Unsupported> {
+pub fn apply(
+    f: &mut [u8],
+    off: &Offsets,
+    changes: &[(Field, u128)],
+    partial: bool,
+) -> Result<(), Unsupported> {
     for &(field, v) in changes {
         let ok = match field {
             Field::EthDst => put_mac(f, 0, v),
@@ -98,8 +106,17 @@ pub fn apply(f: &mut [u8], off: &Offsets, changes: &[(Field, u128)]) -> Result<(
             Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha => {
                 arp(f, off, field, v)
             }
+            Field::Ipv4Src | Field::Ipv4Dst if off.proto != 1 => {
+                transport_ipv4_addr(f, off, field, v as u32, partial)
+            }
+            Field::Ipv6Src | Field::Ipv6Dst if off.proto != 58 => {
+                transport_ipv6_addr(f, off, field, v, partial)
+            }
             Field::Ipv4Src | Field::Ipv4Dst => ipv4_addr(f, off, field, v as u32),
             Field::Ipv6Src | Field::Ipv6Dst => ipv6_addr(f, off, field, v),
+            Field::TcpSrc | Field::TcpDst | Field::UdpSrc | Field::UdpDst => {
+                port(f, off, field, v as u16, partial)
+            }
             Field::Icmpv4Type | Field::Icmpv4Code | Field::Icmpv6Type | Field::Icmpv6Code => {
                 icmp(f, off, field, v as u8)
             }
@@ -237,6 +254,125 @@ fn ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128) -> bool {
     put(f, at, &new) && update_csum_bytes(f, l4 + 2, &old, &new)
 }
 
+/// Where the TCP or UDP checksum of `off`'s frame is, `None` for other protocols or
+/// a UDP datagram without one (IPv4's 0).
+fn l4_csum_at(f: &[u8], off: &Offsets) -> Option<usize> {
+    let l4 = off.l4?;
+    let at = match off.proto {
+        6 => l4 + 16,
+        17 => l4 + 6,
+        _ => return None,
+    };
+    let c = f.get(at..at + 2)?;
+    (off.proto != 17 || c != [0, 0]).then_some(at)
+}
+
+/// Updates a partial checksum (the pseudo-header's sum, not complemented) at `at` for
+/// bytes `old` changed to `new`: Linux `inet_proto_csum_replace4` on CHECKSUM_PARTIAL.
+fn update_partial_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool {
+    let Some(c) = f.get(at..at + 2) else {
+        return false;
+    };
+    let mut sum = u32::from(u16::from_be_bytes([c[0], c[1]]));
+    for (o, n) in old.chunks(2).zip(new.chunks(2)) {
+        sum += u32::from(!u16::from_be_bytes([o[0], o[1]]));
+        sum += u32::from(u16::from_be_bytes([n[0], n[1]]));
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    put(f, at, &(sum as u16).to_be_bytes())
+}
+
+/// Moves the TCP or UDP checksum for an address (in its pseudo-header) changed from
+/// `old` to `new`; a UDP checksum that comes out 0 is sent as 0xffff (RFC 768).
+fn l4_addr_csum(f: &mut [u8], off: &Offsets, old: &[u8], new: &[u8], partial: bool) -> bool {
+    let Some(at) = l4_csum_at(f, off) else {
+        // No checksum to move: another protocol, a later fragment, UDP without one.
+        return true;
+    };
+    let ok = if partial {
+        update_partial_bytes(f, at, old, new)
+    } else {
+        update_csum_bytes(f, at, old, new)
+    };
+    if ok && !partial && off.proto == 17 && f[at..at + 2] == [0, 0] {
+        f[at..at + 2].copy_from_slice(&[0xff, 0xff]);
+    }
+    ok
+}
+
+/// An IPv4 address of a packet other than ICMP: the header checksum moves, and a TCP
+/// or UDP checksum (its pseudo-header holds the address).
+fn transport_ipv4_addr(f: &mut [u8], off: &Offsets, field: Field, v: u32, partial: bool) -> bool {
+    let Some(l3) = off.l3.filter(|_| off.eth_type == 0x0800) else {
+        return false;
+    };
+    let at = if field == Field::Ipv4Src {
+        l3 + 12
+    } else {
+        l3 + 16
+    };
+    let Some(old) = f.get(at..at + 4).map(|b| [b[0], b[1], b[2], b[3]]) else {
+        return false;
+    };
+    let new = v.to_be_bytes();
+    put(f, at, &new)
+        && update_csum_bytes(f, l3 + 10, &old, &new)
+        && l4_addr_csum(f, off, &old, &new, partial)
+}
+
+/// An IPv6 address of a packet other than ICMPv6: a TCP or UDP checksum moves.
+fn transport_ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128, partial: bool) -> bool {
+    let Some(l3) = off.l3.filter(|_| off.eth_type == 0x86dd) else {
+        return false;
+    };
+    let at = if field == Field::Ipv6Src {
+        l3 + 8
+    } else {
+        l3 + 24
+    };
+    let Some(old) = f.get(at..at + 16).map(|b| b.to_vec()) else {
+        return false;
+    };
+    let new = v.to_be_bytes();
+    put(f, at, &new) && l4_addr_csum(f, off, &old, &new, partial)
+}
+
+/// A TCP or UDP port: the checksum moves unless partial (ports are not in the
+/// pseudo-header the partial sum holds).
+fn port(f: &mut [u8], off: &Offsets, field: Field, v: u16, partial: bool) -> bool {
+    let Some(l4) = off.l4 else { return false };
+    let proto = match field {
+        Field::TcpSrc | Field::TcpDst => 6,
+        _ => 17,
+    };
+    if off.proto != proto {
+        return false;
+    }
+    let at = match field {
+        Field::TcpSrc | Field::UdpSrc => l4,
+        _ => l4 + 2,
+    };
+    let Some(old) = f.get(at..at + 2).map(|b| [b[0], b[1]]) else {
+        return false;
+    };
+    let new = v.to_be_bytes();
+    if !put(f, at, &new) {
+        return false;
+    }
+    match l4_csum_at(f, off) {
+        Some(c) if !partial => {
+            let ok = update_csum_bytes(f, c, &old, &new);
+            if ok && proto == 17 && f[c..c + 2] == [0, 0] {
+                f[c..c + 2].copy_from_slice(&[0xff, 0xff]);
+            }
+            ok
+        }
+        _ => true,
+    }
+}
+
 /// ICMP or ICMPv6 type or code: the message's checksum moves.
 fn icmp(f: &mut [u8], off: &Offsets, field: Field, v: u8) -> bool {
     let Some(l4) = off.l4.filter(|_| matches!(off.proto, 1 | 58)) else {
@@ -309,7 +445,7 @@ mod tests {
         let d = diff(&before, &after);
         assert_eq!(d.len(), 3);
         assert_eq!(supported(&d), Ok(()));
-        apply(&mut f, &off, &d).unwrap();
+        apply(&mut f, &off, &d, false).unwrap();
         assert_eq!(&f[..12], &[0x50, 0x54, 0, 0, 1, 4, 0, 0, 0, 0, 0xff, 2]);
         assert_eq!(f[22], 63);
         assert_eq!(csum(&f[14..34]), 0, "the IPv4 header checksum verifies");
@@ -317,16 +453,85 @@ mod tests {
         assert_eq!(diff(&after, &reparsed), vec![]);
     }
 
-    #[test]
-    fn addresses_under_a_udp_checksum_are_refused() {
+    /// The UDP checksum over the pseudo-header and the datagram of an IPv4 frame.
+    fn udp_csum(f: &[u8]) -> u16 {
+        let mut b = f[26..34].to_vec();
+        b.extend_from_slice(&[0, 17]);
+        b.extend_from_slice(&f[38..40]);
+        b.extend_from_slice(&f[34..]);
+        csum(&b)
+    }
+
+    /// A UDP frame with a full checksum and 4 bytes of payload.
+    fn udp_frame() -> Vec<u8> {
         let mut f = ipv4_frame();
+        f.extend_from_slice(&[1, 2, 3, 4]);
+        f[16..18].copy_from_slice(&32u16.to_be_bytes());
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = csum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f[34..36].copy_from_slice(&4000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&53u16.to_be_bytes());
+        f[38..40].copy_from_slice(&12u16.to_be_bytes());
+        let u = udp_csum(&f);
+        f[40..42].copy_from_slice(&u.to_be_bytes());
+        f
+    }
+
+    /// DNAT and SNAT of a UDP datagram: addresses and ports in place, the IPv4 header
+    /// and UDP checksums still verify.
+    #[test]
+    fn nat_of_a_udp_datagram_keeps_its_checksums() {
+        let mut f = udp_frame();
+        assert_eq!(udp_csum(&f), 0);
+        let (before, off) = flow_of(&f, 1);
+        let mut after = before.clone();
+        after.set(Field::Ipv4Src, 0xc633_6405);
+        after.set(Field::Ipv4Dst, 0x0a00_0002);
+        after.set(Field::UdpSrc, 61000);
+        after.set(Field::UdpDst, 8053);
+        let d = diff(&before, &after);
+        assert_eq!(supported(&d), Ok(()));
+        apply(&mut f, &off, &d, false).unwrap();
+        assert_eq!(csum(&f[14..34]), 0, "IPv4 header checksum");
+        assert_eq!(udp_csum(&f), 0, "UDP checksum");
+        let (reparsed, _) = flow_of(&f, 1);
+        assert_eq!(diff(&after, &reparsed), vec![]);
+    }
+
+    /// A partial checksum (the pseudo-header's sum, as a VM with checksum offload
+    /// leaves it) follows the addresses and ignores the ports.
+    #[test]
+    fn nat_of_a_partial_checksum_moves_only_the_pseudo_header_sum() {
+        let mut f = udp_frame();
+        // The partial sum: the pseudo-header, folded, not complemented.
+        let mut ph = f[26..34].to_vec();
+        ph.extend_from_slice(&[0, 17]);
+        ph.extend_from_slice(&f[38..40]);
+        f[40..42].copy_from_slice(&(!csum(&ph)).to_be_bytes());
+        let (before, off) = flow_of(&f, 1);
+        let mut after = before.clone();
+        after.set(Field::Ipv4Dst, 0x0a00_0002);
+        after.set(Field::UdpDst, 8053);
+        apply(&mut f, &off, &diff(&before, &after), true).unwrap();
+        let mut ph = f[26..34].to_vec();
+        ph.extend_from_slice(&[0, 17]);
+        ph.extend_from_slice(&f[38..40]);
+        assert_eq!(f[40..42], (!csum(&ph)).to_be_bytes(), "the new pseudo-header sum");
+        assert_eq!(csum(&f[14..34]), 0);
+    }
+
+    #[test]
+    fn a_udp_datagram_without_checksum_keeps_none() {
+        let mut f = udp_frame();
+        f[40..42].copy_from_slice(&[0, 0]);
         let (before, off) = flow_of(&f, 1);
         let mut after = before.clone();
         after.set(Field::Ipv4Dst, 1);
-        assert_eq!(
-            apply(&mut f, &off, &diff(&before, &after)),
-            Err(Unsupported(Field::Ipv4Dst))
-        );
+        after.set(Field::UdpDst, 9);
+        apply(&mut f, &off, &diff(&before, &after), false).unwrap();
+        assert_eq!(f[40..42], [0, 0]);
+        assert_eq!(csum(&f[14..34]), 0);
     }
 
     /// A router's echo reply: addresses exchanged, type 8 -> 0, TTL 255; both
@@ -351,7 +556,7 @@ mod tests {
         after.set(Field::IpTtl, 255);
         let d = diff(&before, &after);
         assert_eq!(supported(&d), Ok(()));
-        apply(&mut f, &off, &d).unwrap();
+        apply(&mut f, &off, &d, false).unwrap();
         assert_eq!(&f[26..34], &[10, 0, 1, 14, 10, 0, 0, 11]);
         assert_eq!((f[22], f[34]), (255, 0));
         assert_eq!(csum(&f[14..34]), 0, "IPv4 header checksum");

@@ -32,9 +32,22 @@ use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 
 use super::tables::{Datapath, Location, Pipelines};
 use crate::config::MacAddr;
+use super::nat;
 pub use crate::model::lflow::{
-    cs, Awaited, Commit, CtResult, Dest, Origin, Outcome, Output, Step, Tracker,
+    cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker,
+    DNAT_ZONE, SNAT_ZONE,
 };
+
+/// Which of a datapath's zones a step runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ZoneOf {
+    /// `MFF_LOG_CT_ZONE` on a switch (the logical port's), the DNAT zone on a router.
+    Ct,
+    /// `MFF_LOG_DNAT_ZONE` (also the common zone of `_in_czone`).
+    Dnat,
+    /// `MFF_LOG_SNAT_ZONE`.
+    Snat,
+}
 
 /// What a trace node says (`ovn-trace`'s node types).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +100,10 @@ const MAX_TABLES: u32 = 4096;
 struct Pkt {
     flow: Flow,
     origin: Origin,
+    /// The original tuple of the packet's translated connection, from its last
+    /// connection tracking step (OVS `ct_nw_dst`, `ct_tp_dst`...): `ct_snat_to_vip`
+    /// reads the VIP there.
+    ct_orig: Option<conntrack::Endpoints>,
 }
 
 /// Where in the pipelines an action runs.
@@ -173,6 +190,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let pkt = Pkt {
             flow,
             origin: Origin::Received,
+            ct_orig: None,
         };
         let (field, name) = match pipeline {
             Pipeline::Ingress => (Field::LogInport, "inport"),
@@ -308,9 +326,33 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 write(&mut pkt.flow, f, v);
             }
             DecTtl => self.dec_ttl(pkt, tr),
-            CtNext(t) => self.ct_next(at, *t, false, "ct_next", pkt, tr),
-            CtLb(lb) | CtLbMark(lb) => self.ct_next(at, lb.table, false, a.name(), pkt, tr),
-            CtCommitNat(t) => self.ct_next(at, *t, true, "ct_commit_nat", pkt, tr),
+            CtNext(t) => {
+                let req = CtReq::lookup(self.zone(at, &pkt.flow, ZoneOf::Ct));
+                self.ct_next(at, *t, req, a, pkt, tr)
+            }
+            CtLb(lb) | CtLbMark(lb) => {
+                let zone = self.zone(at, &pkt.flow, ZoneOf::Ct);
+                let req = nat::lb_request(zone, lb, matches!(a, CtLbMark(_)), &pkt.flow);
+                match req {
+                    Some(req) => self.ct_next(at, lb.table, req, a, pkt, tr),
+                    None => self.error(tr, "no load balancing backend of the packet's family".into()),
+                }
+            }
+            CtCommitNat(t) => {
+                let mut req = CtReq::commit(self.zone(at, &pkt.flow, ZoneOf::Ct), Commit::default());
+                req.nat = Some(conntrack::Nat::Existing);
+                self.ct_next(at, *t, req, a, pkt, tr)
+            }
+            CtDnat(n) | CtSnat(n) | CtDnatInCzone(n) | CtSnatInCzone(n) => {
+                let (dst, which) = match a {
+                    CtDnat(_) => (true, ZoneOf::Dnat),
+                    CtSnat(_) => (false, ZoneOf::Snat),
+                    CtDnatInCzone(_) => (true, ZoneOf::Dnat),
+                    _ => (false, ZoneOf::Dnat),
+                };
+                let req = nat::nat_request(self.zone(at, &pkt.flow, which), n, dst);
+                self.ct_next(at, n.table, req, a, pkt, tr)
+            }
             CtCommitV1(c) => {
                 let commit = Commit {
                     mark: (c.mark, c.mark_mask),
@@ -322,7 +364,17 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 let commit = commit_of(nested, &pkt.flow);
                 self.commit(at, commit, pkt);
             }
-            CtClear => clear_ct(&mut pkt.flow),
+            CtClear => {
+                clear_ct(&mut pkt.flow);
+                pkt.ct_orig = None;
+            }
+            ChkLbHairpin(dst) => {
+                let hairpin = nat::is_hairpin(&pkt.flow);
+                modify(tr, dst, || format!("{dst} = {}", u8::from(hairpin)));
+                write(&mut pkt.flow, dst, u128::from(hairpin));
+            }
+            ChkLbHairpinReply(dst) => self.chk_lb_hairpin_reply(at, dst, pkt, tr),
+            CtSnatToVip => self.ct_snat_to_vip(at, pkt, tr),
             Clone(nested) => {
                 let mut copy = pkt.clone();
                 let mut sub = push(tr, NodeKind::Transformation, || "clone".into());
@@ -511,62 +563,100 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
     }
 
     /// The zone connection tracking uses at `at` for `flow`.
-    fn zone(&mut self, at: At<'p>, flow: &Flow) -> u16 {
-        if at.dp.router {
-            return self.ct.zone(at.dp.key, 0);
-        }
-        let field = match at.pipeline {
-            Pipeline::Ingress => Field::LogInport,
-            Pipeline::Egress => Field::LogOutport,
+    /// The zone a step of `which` kind runs in: a switch's own port zone for
+    /// `ct_next`, `ct_commit`, `ct_lb_mark` (`inport` in ingress, `outport` in egress),
+    /// a router's DNAT zone for those; the datapath's DNAT or SNAT zone for `ct_dnat`
+    /// and `ct_snat` (OVN 23.03 `actions.c`, `encode_CT_*`).
+    fn zone(&mut self, at: At<'p>, flow: &Flow, which: ZoneOf) -> u16 {
+        let port = match which {
+            ZoneOf::Dnat => DNAT_ZONE,
+            ZoneOf::Snat => SNAT_ZONE,
+            ZoneOf::Ct if at.dp.router => DNAT_ZONE,
+            ZoneOf::Ct => {
+                let field = match at.pipeline {
+                    Pipeline::Ingress => Field::LogInport,
+                    Pipeline::Egress => Field::LogOutport,
+                };
+                flow.get(field) as u16
+            }
         };
-        self.ct.zone(at.dp.key, flow.get(field) as u16)
+        self.ct.zone(at.dp.key, port)
     }
 
-    /// `ct_next`, `ct_lb_mark` without backends, `ct_commit_nat`: the packet with
-    /// its tracked state resumes at table `resume`; the actions after it see the
-    /// original (the pipeline forked, as in OVS).
-    #[allow(clippy::too_many_arguments)]
+    /// A connection tracking step that resumes at table `resume` (`ct_next`,
+    /// `ct_lb_mark`, `ct_dnat`, `ct_snat`, `ct_commit_nat`): the packet with its
+    /// tracked state, and translated when the step translated it; the actions after it
+    /// see the original (the pipeline forked, as in OVS).
     fn ct_next(
         &mut self,
         at: At<'p>,
         resume: u8,
-        commit: bool,
-        name: &str,
+        req: CtReq,
+        a: &Action,
         pkt: &mut Pkt,
         tr: &mut Tr<'_>,
     ) {
-        let zone = self.zone(at, &pkt.flow);
-        let mut r = if commit && pkt.flow.get(Field::CtState) & u128::from(cs::TRK) != 0 {
-            // ct(nat) implies ct() only for an untracked packet.
-            CtResult {
-                state: pkt.flow.get(Field::CtState) as u32,
-                mark: pkt.flow.get(Field::CtMark) as u32,
-                label: pkt.flow.get(Field::CtLabel),
-            }
-        } else {
-            self.ct.lookup(zone, (&pkt.flow, &pkt.origin), commit)
-        };
+        let mut r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
         r.state |= cs::TRK;
-        self.out.steps.push(Step::Ct {
-            zone,
-            commit,
-            result: r,
-        });
+        self.out.steps.push(Step::Ct { req, result: r });
         let mut forked = pkt.clone();
         forked.flow.set(Field::CtState, u128::from(r.state));
         forked.flow.set(Field::CtMark, u128::from(r.mark));
         forked.flow.set(Field::CtLabel, r.label);
-        let mut sub = push(tr, NodeKind::Transformation, || match name {
-            "ct_next" => format!("ct_next(ct_state={})", ct_state_text(r.state)),
-            "ct_commit_nat" => "ct_commit_nat /* assuming no un-nat entry, so no change */".into(),
-            other => other.to_string(),
+        if let Some(n) = &r.nat {
+            nat::write_endpoints(&mut forked.flow, &n.packet);
+        }
+        forked.ct_orig = r.nat.map(|n| n.original);
+        let mut sub = push(tr, NodeKind::Transformation, || {
+            nat::step_text(a, &req, &r, &pkt.flow, &forked.flow)
         });
         self.table(at.dp, at.pipeline, resume, &mut forked, &mut sub);
     }
 
+    /// `chk_lb_hairpin_reply()`: whether the packet answers a connection a load
+    /// balancer hairpinned (a backend that reached its own VIP, whose source
+    /// `ct_snat_to_vip` made the VIP): a lookup in the datapath's SNAT zone finds it in
+    /// the reply direction of a translated connection. (ovn-controller learns a flow
+    /// from the request for the same answer; `ovn-trace` asks the packet's state.)
+    fn chk_lb_hairpin_reply(&mut self, at: At<'p>, dst: &FieldRef, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        let reply = if self.mode == Mode::Trace {
+            nat::is_hairpin(&pkt.flow)
+        } else if nat::endpoints_of(&pkt.flow).is_some() {
+            let req = CtReq::lookup(self.zone(at, &pkt.flow, ZoneOf::Snat));
+            let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
+            self.out.steps.push(Step::Ct { req, result: r });
+            r.state & cs::RPL != 0 && r.state & cs::INV == 0 && r.nat.is_some()
+        } else {
+            false
+        };
+        modify(tr, dst, || format!("{dst} = {}", u8::from(reply)));
+        write(&mut pkt.flow, dst, u128::from(reply));
+    }
+
+    /// `ct_snat_to_vip`: a hairpinned connection's source becomes the VIP it was sent
+    /// to (its original destination), committed in the datapath's SNAT zone, and the
+    /// packet goes on translated (ovn-controller's `OFTABLE_CT_SNAT_HAIRPIN`:
+    /// `ct(commit, zone=snat, nat(src=VIP))`). `ovn-trace` only notes it.
+    fn ct_snat_to_vip(&mut self, at: At<'p>, pkt: &mut Pkt, tr: &mut Tr<'_>) {
+        let Some(vip) = pkt.ct_orig.map(|o| o.dst) else {
+            return;
+        };
+        push(tr, NodeKind::Action, || format!("/* nat(src={vip}) */"));
+        if self.mode == Mode::Trace {
+            return;
+        }
+        let zone = self.zone(at, &pkt.flow, ZoneOf::Snat);
+        let req = nat::snat_to(zone, vip);
+        let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
+        self.out.steps.push(Step::Ct { req, result: r });
+        if let Some(n) = &r.nat {
+            nat::write_endpoints(&mut pkt.flow, &n.packet);
+        }
+    }
+
     fn commit(&mut self, at: At<'p>, commit: Commit, pkt: &Pkt) {
-        let zone = self.zone(at, &pkt.flow);
-        self.ct.commit(zone, (&pkt.flow, &pkt.origin), &commit);
+        let zone = self.zone(at, &pkt.flow, ZoneOf::Ct);
+        self.ct.ct(&CtReq::commit(zone, commit), (&pkt.flow, &pkt.origin));
         self.out.steps.push(Step::Commit { zone, commit });
     }
 
@@ -593,6 +683,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let mut new = Pkt {
             flow: pkt.flow.clone(),
             origin: Origin::Traced(name),
+            ct_orig: None,
         };
         f(&mut new.flow);
         let mut sub = push(tr, NodeKind::Transformation, || name.into());
@@ -629,6 +720,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 action,
                 at: Arc::new(pkt.flow.clone()),
             },
+            ct_orig: None,
         };
         let mut sub = push(tr, NodeKind::Transformation, || action.name().into());
         self.nested(at, acts, &mut new, &mut sub);
@@ -823,6 +915,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 next.flow.set(f, 0);
             }
             clear_ct(&mut next.flow);
+            next.ct_orig = None;
             next.flow.set(Field::LogInport, u128::from(peer_key));
             let mut sub = push(tr, NodeKind::Pipeline, || {
                 format!(

@@ -13,6 +13,7 @@
 
 pub mod cache;
 pub mod interp;
+pub mod nat;
 pub mod portsec;
 pub mod support;
 pub mod tables;

@@ -1,6 +1,5 @@
 //! Which logical actions vswitchd executes. A datapath whose flows use any other is
-//! not claimed (DESIGN.md §9: refused, never guessed); NAT and load balancing come in
-//! a later change.
+//! not claimed (DESIGN.md §9: refused, never guessed).
 
 use ovn_lflow::Action;
 
@@ -8,9 +7,10 @@ use ovn_lflow::Action;
 ///
 /// Executed: the pipeline's own actions (`next`, `output`, assignments, `ip.ttl--`,
 /// `clone`, port security checks, FDB and MAC binding lookups), connection tracking
-/// without NAT (`ct_next`, `ct_commit`, `ct_commit_nat` and `ct_lb_mark`/`ct_lb`
-/// without backends, which only un-NAT connections that a datapath without NAT never
-/// has, `ct_clear`), and the controller actions of switches and routers (ARP and ND
+/// with NAT (`ct_next`, `ct_commit`, `ct_commit_nat`, `ct_dnat`, `ct_snat` and their
+/// `_in_czone` forms, `ct_lb_mark`/`ct_lb` with or without backends, `ct_clear`), a
+/// load balancer's hairpin (`chk_lb_hairpin`, `chk_lb_hairpin_reply`,
+/// `ct_snat_to_vip`), and the controller actions of switches and routers (ARP and ND
 /// requests and replies, ICMP errors, TCP resets, SCTP aborts, `reject`, DHCPv4 and
 /// DHCPv6 replies, MAC binding learning). `log`, `set_meter` and `trigger_event`
 /// have no effect on forwarding and are counted; `handle_svc_check` (replies to a
@@ -20,7 +20,6 @@ use ovn_lflow::Action;
 pub fn refusal(a: &Action) -> Option<&'static str> {
     use Action::*;
     match a {
-        CtLb(lb) | CtLbMark(lb) if !lb.backends.is_empty() => Some(a.name()),
         Output
         | Next(_)
         | Load(_)
@@ -36,6 +35,13 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | CtLbMark(_)
         | CtClear
         | CtCommitNat(_)
+        | CtDnat(_)
+        | CtSnat(_)
+        | CtDnatInCzone(_)
+        | CtSnatInCzone(_)
+        | CtSnatToVip
+        | ChkLbHairpin(_)
+        | ChkLbHairpinReply(_)
         | Clone(_)
         | Arp(_)
         | Icmp4(_)
@@ -69,14 +75,7 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | GetFdb { .. }
         | LookupFdb { .. }
         | PutFdb { .. } => None,
-        CtDnat(_)
-        | CtSnat(_)
-        | CtDnatInCzone(_)
-        | CtSnatInCzone(_)
-        | Select(_)
-        | CtSnatToVip
-        | ChkLbHairpin(_)
-        | ChkLbHairpinReply(_)
+        Select(_)
         | CommitLbAff(_)
         | ChkLbAff(_)
         | CommitEcmpNh { .. }
@@ -124,14 +123,18 @@ mod tests {
     }
 
     #[test]
-    fn nat_and_load_balancing_are_refused_by_name() {
-        assert_eq!(first("ct_lb_mark;"), None, "no backends: un-NAT only");
-        assert_eq!(
-            first("ct_lb_mark(backends=10.0.0.2:80,10.0.0.3:80);"),
-            Some("ct_lb_mark")
-        );
-        assert_eq!(first("ct_dnat(10.0.0.5);"), Some("ct_dnat"));
-        assert_eq!(first("clone { ct_snat; };"), Some("ct_snat"), "nested");
+    fn nat_is_executed_and_the_rest_refused_by_name() {
+        assert_eq!(first("ct_lb_mark;"), None);
+        assert_eq!(first("ct_lb_mark(backends=10.0.0.2:80,10.0.0.3:80);"), None);
+        assert_eq!(first("ct_dnat(10.0.0.5);"), None);
+        assert_eq!(first("clone { ct_snat; };"), None);
         assert_eq!(first("ct_commit { ct_mark.blocked = 0; }; next;"), None);
+        assert_eq!(first("reg0[6] = chk_lb_hairpin();"), None);
+        assert_eq!(first("ct_snat_to_vip;"), None);
+        assert_eq!(
+            first("clone { reg0[1] = chk_lb_aff(); };"),
+            Some("chk_lb_aff"),
+            "nested"
+        );
     }
 }

@@ -4,11 +4,15 @@
 
 use ovn_lflow::{CompiledExpr, Expr, Field, Flow};
 
-use super::interp::{cs, CtResult, Mode, Node, NodeKind, Origin, Outcome, Run, Tracker};
+use super::interp::{cs, CtReq, CtResult, Mode, Node, NodeKind, Origin, Outcome, Run, Tracker};
+use crate::model::lflow::NatSeen;
 use super::tables::Pipelines;
 
 /// Connection tracking as `ovn-trace --ct` answers it: each lookup takes the next
-/// state of the list, then `est|trk`; commits change nothing.
+/// state of the list, then `est|trk`; a NAT step of a packet already tracked takes
+/// none (`ct(nat)` implies `ct()` only for an untracked packet); commits change
+/// nothing; a translation to an address is applied as asked, one without (`ct_dnat;`)
+/// changes nothing (`ovn-trace` assumes no un-NAT entry).
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedCt {
     states: Vec<u32>,
@@ -23,20 +27,38 @@ impl ScriptedCt {
 }
 
 impl Tracker for ScriptedCt {
-    fn lookup(&mut self, _zone: u16, _pkt: (&Flow, &Origin), _commit: bool) -> CtResult {
-        let state = self
-            .states
-            .get(self.next)
-            .copied()
-            .unwrap_or(cs::EST | cs::TRK);
-        self.next += 1;
+    fn ct(&mut self, req: &CtReq, (flow, _): (&Flow, &Origin)) -> CtResult {
+        let tracked = flow.get(Field::CtState) as u32 & cs::TRK != 0;
+        if req.is_plain_commit() {
+            return CtResult::default();
+        }
+        let mut state = if req.nat.is_some() && tracked {
+            flow.get(Field::CtState) as u32
+        } else {
+            let s = self
+                .states
+                .get(self.next)
+                .copied()
+                .unwrap_or(cs::EST | cs::TRK);
+            self.next += 1;
+            s
+        };
+        let nat = super::nat::traced_translation(req, flow).map(|packet| {
+            state |= match req.nat {
+                Some(conntrack::Nat::Src(_)) => 0x40,
+                _ => 0x80,
+            };
+            NatSeen {
+                packet,
+                original: super::nat::endpoints_of(flow).unwrap_or(packet),
+            }
+        });
         CtResult {
             state,
+            nat,
             ..CtResult::default()
         }
     }
-
-    fn commit(&mut self, _zone: u16, _pkt: (&Flow, &Origin), _commit: &super::interp::Commit) {}
 
     fn zone(&mut self, _dp: u32, port: u16) -> u16 {
         port

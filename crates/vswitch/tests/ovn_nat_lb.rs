@@ -1,0 +1,287 @@
+//! OVN load balancers on a vswitchd chassis (issue 41 §2): a logical switch `sw0` with
+//! a client (vm1) and three backends (vm2, vm3, vm4), each a network namespace behind
+//! a tap, and a router `lr0` the clients reach the VIPs through. `lb-tcp` maps
+//! 172.16.100.100:80 to port 8080 of each backend, `lb-udp` maps 172.16.100.100:53 to
+//! port 5353; both are on sw0, so vswitchd runs `ct_lb_mark` with backends, and the
+//! hairpin stages (`chk_lb_hairpin`, `ct_snat_to_vip`).
+//!
+//! - 1,000 TCP connections from vm1 to the TCP VIP each reach one backend and come back
+//!   from the VIP (the reply un-NATed in vm1's zone); each backend gets 20-45 %.
+//! - 100 UDP queries from as many source ports each get their backend's answer from
+//!   the VIP.
+//! - A backend that connects to the VIP and is balanced to itself (hairpin) is
+//!   answered: its request goes out with the VIP as source, the answer comes back from
+//!   the VIP.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::chassis::*;
+use common::fabric::Fabric;
+use common::ovn::OvnCentral;
+use common::*;
+
+/// (port, MAC, IPv4).
+const VMS: [(&str, &str, &str); 4] = [
+    ("vm1", "50:54:00:00:02:01", "10.0.0.11"),
+    ("vm2", "50:54:00:00:02:02", "10.0.0.12"),
+    ("vm3", "50:54:00:00:02:03", "10.0.0.13"),
+    ("vm4", "50:54:00:00:02:04", "10.0.0.14"),
+];
+
+/// The load balancers' VIP (off sw0's subnet: clients reach it through lr0).
+const VIP: &str = "172.16.100.100";
+
+/// sw0 with the VMs and a router port, lr0, and the two load balancers on sw0.
+fn build(c: &OvnCentral) {
+    c.nbctl(&["ls-add", "sw0"]);
+    for (name, mac, ip) in VMS {
+        let addrs = format!("{mac} {ip}");
+        c.nbctl(&["lsp-add", "sw0", name, "--", "lsp-set-addresses", name, &addrs]);
+    }
+    c.nbctl(&["lr-add", "lr0"]);
+    c.nbctl(&["lrp-add", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.1/24"]);
+    c.nbctl(&[
+        "lsp-add",
+        "sw0",
+        "sw0-lr0",
+        "--",
+        "lsp-set-type",
+        "sw0-lr0",
+        "router",
+        "--",
+        "lsp-set-addresses",
+        "sw0-lr0",
+        "router",
+        "--",
+        "lsp-set-options",
+        "sw0-lr0",
+        "router-port=lr0-sw0",
+    ]);
+    let backends = |port: u16| {
+        VMS[1..]
+            .iter()
+            .map(|v| format!("{}:{port}", v.2))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    c.nbctl(&[
+        "lb-add",
+        "lb-tcp",
+        &format!("{VIP}:80"),
+        &backends(8080),
+        "tcp",
+    ]);
+    c.nbctl(&[
+        "lb-add",
+        "lb-udp",
+        &format!("{VIP}:53"),
+        &backends(5353),
+        "udp",
+    ]);
+    c.nbctl(&["ls-lb-add", "sw0", "lb-tcp"]);
+    c.nbctl(&["ls-lb-add", "sw0", "lb-udp"]);
+}
+
+/// Moves tap `tap` of namespace `from` into a new namespace `ns` as VM `vm`: its MAC
+/// and address, IPv6 off, a default route through lr0.
+fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str)) -> Netns {
+    run(&["ip", "netns", "add", ns]);
+    let n = Netns(ns.to_string());
+    run(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
+    let v4 = format!("{}/24", vm.2);
+    for args in [
+        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        vec!["ip", "link", "set", "lo", "up"],
+        vec!["ip", "link", "set", tap, "address", vm.1],
+        vec!["ip", "link", "set", tap, "up"],
+        vec!["ip", "addr", "add", &v4, "dev", tap],
+        vec!["ip", "route", "add", "default", "via", "10.0.0.1"],
+    ] {
+        let mut a = vec!["ip", "netns", "exec", ns];
+        a.extend(args);
+        run(&a);
+    }
+    n
+}
+
+/// A backend in `ns` named `name`: a TCP server on 8080 that answers each connection
+/// with its name and the address it came from, a UDP server on 5353 that does the same
+/// for each datagram.
+fn backend(ns: &str, name: &str) -> KillOnDrop {
+    let script = format!(
+        "import socket,threading\n\
+         def tcp():\n\
+         \x20s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         \x20s.bind(('0.0.0.0',8080)); s.listen(128)\n\
+         \x20while True:\n\
+         \x20 c,a=s.accept(); c.sendall(('{name} %s\\n'%a[0]).encode()); c.close()\n\
+         threading.Thread(target=tcp,daemon=True).start()\n\
+         u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.bind(('0.0.0.0',5353))\n\
+         print('ready',flush=True)\n\
+         while True:\n\
+         \x20d,a=u.recvfrom(2048); u.sendto(('{name} %s'%a[0]).encode(),a)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    KillOnDrop(child)
+}
+
+/// Runs python `script` in `ns`; its stdout.
+fn py(ns: &str, script: &str) -> String {
+    let o = Command::new("ip")
+        .args(["netns", "exec", ns, "timeout", "120", "python3", "-c", script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `n` TCP connections from `ns` to the VIP's port 80: for each, the answer's first
+/// line ("vmN ADDR": the backend and the client address it saw) and the address the
+/// answer came from, or "fail".
+fn tcp_connections(ns: &str, n: u32) -> Vec<String> {
+    let script = format!(
+        "import socket\n\
+         for i in range({n}):\n\
+         \x20try:\n\
+         \x20 s=socket.create_connection(('{VIP}',80),timeout=5)\n\
+         \x20 d=s.makefile().readline().strip(); p=s.getpeername()[0]; s.close()\n\
+         \x20 print(d,p,flush=True)\n\
+         \x20except OSError as e:\n\
+         \x20 print('fail',e,flush=True)\n"
+    );
+    py(ns, &script).lines().map(str::to_string).collect()
+}
+
+/// `n` UDP queries from `ns` to the VIP's port 53, each from a new source port: for
+/// each, the answer and the address it came from, or "fail".
+fn udp_queries(ns: &str, n: u32) -> Vec<String> {
+    let script = format!(
+        "import socket\n\
+         for i in range({n}):\n\
+         \x20u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.settimeout(3)\n\
+         \x20try:\n\
+         \x20 u.sendto(b'q',('{VIP}',53)); d,a=u.recvfrom(2048); print(d.decode(),a[0],flush=True)\n\
+         \x20except OSError as e:\n\
+         \x20 print('fail',e,flush=True)\n\
+         \x20u.close()\n"
+    );
+    py(ns, &script).lines().map(str::to_string).collect()
+}
+
+/// How many answers each backend gave, failing on an answer not from the VIP or one
+/// whose backend saw another client address than `client`.
+fn tally(answers: &[String], client: &str) -> HashMap<String, u32> {
+    let mut by = HashMap::new();
+    for a in answers {
+        let w: Vec<&str> = a.split_whitespace().collect();
+        assert!(
+            w.len() == 3 && w[0] != "fail",
+            "an answer went missing: {a}"
+        );
+        assert_eq!(w[2], VIP, "the answer comes from the VIP: {a}");
+        assert_eq!(w[1], client, "the backend sees the client: {a}");
+        *by.entry(w[0].to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+#[test]
+fn load_balancers_spread_connections_and_answer_hairpins() {
+    let _g = serial();
+    setup_host();
+    let f = Fabric::new("onl", 1, 1600);
+    let dir = TempDir::new("ovn-nat-lb");
+    let c = OvnCentral::start(&dir);
+    build(&c);
+    let id = std::process::id() % 10000;
+    let taps: Vec<String> = VMS.iter().map(|v| format!("nl{id}{}", &v.0[2..])).collect();
+    let mut ports = Vec::new();
+    for (vm, t) in VMS.iter().zip(&taps) {
+        ports.extend(tap(vm.0, t, vm.0));
+    }
+    let sw = Vswitchd::start_in(
+        Some(&f.ns[0]),
+        &dir,
+        "hv1",
+        &chassis_args(&f, 0, &c, "hv1", &ports),
+    );
+    let nss: Vec<Netns> = VMS
+        .iter()
+        .zip(&taps)
+        .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
+        .collect();
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    for vm in VMS {
+        wait_for(Duration::from_secs(30), &format!("{} up", vm.0), || {
+            (c.sb_get("Port_Binding", "logical_port", vm.0, "up") == "true").then_some(())
+        });
+    }
+    let _backends: Vec<KillOnDrop> = VMS[1..]
+        .iter()
+        .zip(&nss[1..])
+        .map(|(vm, ns)| backend(&ns.0, vm.0))
+        .collect();
+    let vm1 = &nss[0].0;
+    assert!(ping_ok(vm1, "10.0.0.12", 20), "vm1 -> vm2 directly");
+
+    // 1,000 TCP connections, spread over the three backends.
+    let answers = tcp_connections(vm1, 1000);
+    assert_eq!(answers.len(), 1000);
+    let by = tally(&answers, VMS[0].2);
+    eprintln!("TCP connections by backend: {by:?}");
+    for vm in &VMS[1..] {
+        let n = by.get(vm.0).copied().unwrap_or(0);
+        assert!((200..=450).contains(&n), "{} got {n} of 1000: {by:?}", vm.0);
+    }
+
+    // 100 UDP queries from as many source ports.
+    let answers = udp_queries(vm1, 100);
+    let by = tally(&answers, VMS[0].2);
+    eprintln!("UDP queries by backend: {by:?}");
+    assert_eq!(by.values().sum::<u32>(), 100);
+    assert!(by.len() >= 2, "the queries spread: {by:?}");
+
+    // Hairpin: vm2 connects to the VIP until one connection is balanced to itself;
+    // it sees its own request coming from the VIP, and the answer from the VIP.
+    let vm2 = &nss[1].0;
+    let answers = tcp_connections(vm2, 30);
+    let mine: Vec<&String> = answers.iter().filter(|a| a.starts_with("vm2 ")).collect();
+    assert!(!mine.is_empty(), "30 connections, none to vm2 itself: {answers:?}");
+    for a in &answers {
+        let w: Vec<&str> = a.split_whitespace().collect();
+        assert_eq!(w.len(), 3, "an answer went missing: {a}");
+        assert_eq!(w[2], VIP, "from the VIP: {a}");
+        let seen = if w[0] == "vm2" { VIP } else { VMS[1].2 };
+        assert_eq!(w[1], seen, "a hairpinned request comes from the VIP: {a}");
+    }
+
+    // vswitchctl conntrack: the connections live in vm1's zone and sw0's SNAT zone
+    // (the hairpins), nothing was refused.
+    let out = vswitchctl_out(&sw.control, &["--json", "conntrack"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let zone = |owner: &str| {
+        v["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|z| z["owner"] == owner)
+            .and_then(|z| z["connections"].as_u64())
+            .unwrap_or(0)
+    };
+    assert!(zone("vm1") > 0 && zone("sw0_snat") > 0, "{v}");
+    assert_eq!(v["counters"]["nat_exhausted"], 0, "{v}");
+    assert_eq!(drops(&sw, "vm1", "nat_exhausted"), 0);
+    drop(nss);
+}
