@@ -303,13 +303,18 @@ impl Conntrack {
         let h = self.hasher.hash(&lk.key);
         let mut shard = self.lock_shard(self.shard_index(h));
         if let Some(i) = shard.table.find(tag(h), &lk.key) {
-            return next_on(&mut shard, i, act, prev);
+            return next_on(&mut shard, i, pkt, Via::Key, act, prev);
         }
         // A translated packet finds its connection through the alias.
         let alias = self.alias_of(&shard, &lk.key);
         drop(shard);
-        if let Some((mut p, i)) = alias.and_then(|a| self.primary_of(&a, now_ms)) {
-            return next_on(&mut p, i, act, prev);
+        if let Some(a) = alias {
+            if let Some((mut p, i)) = self.primary_of(&a, now_ms) {
+                let via = Via::Alias {
+                    reply_swap: a.reply_swap,
+                };
+                return next_on(&mut p, i, pkt, via, act, prev);
+            }
         }
         // Removed in between (flush): a fresh step.
         self.execute_prepared(pkt, prep, act, now_ms)
@@ -742,16 +747,39 @@ fn report_nat(
 }
 
 /// [`Conntrack::execute_next`]'s step on a known connection: the writes.
-fn next_on(s: &mut Shard, i: usize, act: &CtAction, prev: &CtResult) -> CtResult {
+///
+/// With NAT asked for, a packet of a NAT'd connection that this pass has not
+/// translated yet is translated now, as Open vSwitch's `process_one_fast`
+/// does (`ct(zone=Z)` then `ct(zone=Z, nat)`: the second translates).
+fn next_on(
+    s: &mut Shard,
+    i: usize,
+    pkt: &Packet,
+    via: Via,
+    act: &CtAction,
+    prev: &CtResult,
+) -> CtResult {
     let c = s.table.get_mut(i);
     if act.commit {
         apply_writes(c, act);
     }
-    CtResult {
+    let mut out = CtResult {
         mark: c.mark,
         label: c.label(),
         ..*prev
+    };
+    let translated = prev.state.contains(CtState::SNAT) || prev.state.contains(CtState::DNAT);
+    if act.nat.is_some() && c.nat && !translated {
+        let (key, flipped) = (c.key, c.flipped);
+        let p = Passage {
+            via,
+            reply: prev.state.contains(CtState::RPL),
+            related: prev.state.contains(CtState::REL),
+            translate: true,
+        };
+        report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
     }
+    out
 }
 
 fn apply_writes(c: &mut Conn, act: &CtAction) {

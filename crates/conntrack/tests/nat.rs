@@ -307,6 +307,29 @@ fn execute_next_takes_the_translated_packet() {
     assert_eq!(r2.mark, 9);
 }
 
+/// `ct(zone=Z)` then `ct(zone=Z, nat)` on one packet (OVN's `chk_lb_hairpin_reply`
+/// lookup, then `ct_snat`): the second step, on the cached connection, translates
+/// what the first only reported, once.
+#[test]
+fn execute_next_translates_what_the_lookup_before_it_only_reported() {
+    let ct = tracker();
+    let out = udp(A, 5000, S, 53);
+    let r = commit_nat(&ct, &out, snat_to(X), 0);
+    let port = snat_port(&r);
+    let back = udp(S, 53, X, port);
+    let seen = lookup(&ct, &back, Z, 1);
+    assert_eq!(seen.state, EST_RPL, "a lookup without nat translates nothing");
+    assert_eq!(seen.nat.unwrap().packet, ep(S, 53, X, port));
+    let act = CtAction::lookup(Z).with_nat(Nat::Existing);
+    let r = ct.execute_next(&back, &act, 1, &seen);
+    assert_eq!(r.state, EST_RPL | DNAT);
+    assert_eq!(r.nat.unwrap().packet, ep(S, 53, A, 5000));
+    // Translated now: a third step in the zone leaves it.
+    let unnat = rewritten(&back, r.nat.unwrap().packet);
+    let again = ct.execute_next(&unnat, &act, 1, &r);
+    assert_eq!(again.nat.unwrap().packet, ep(S, 53, A, 5000));
+}
+
 #[test]
 fn expiry_removes_the_alias() {
     let ct = tracker();
