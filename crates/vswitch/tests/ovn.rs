@@ -443,9 +443,9 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
 
     eprintln!("[{:>6.1?}] step 5", t0.elapsed());
     // 5. A switch with an ACL is claimed (its logical pipeline enforces it); a load
-    //    balancer on it, whose ct_lb_mark vswitchd does not execute yet, makes it
-    //    unclaimable, and vswitchctl names the action; without the load balancer it is
-    //    claimed again. The clean stop removes hv2's rows.
+    //    balancer with session affinity on it, whose commit_lb_aff and chk_lb_aff
+    //    vswitchd does not execute yet, makes it unclaimable, and vswitchctl names the
+    //    action; without the load balancer it is claimed again. The clean stop removes hv2's rows.
     c.nbctl(&["ls-add", "sw2"]);
     c.nbctl(&["lsp-add", "sw2", "lsp-acl"]);
     c.nbctl(&["lsp-set-addresses", "lsp-acl", "02:00:00:00:02:05 10.2.0.2"]);
@@ -474,6 +474,7 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
     );
     c.nbctl(&["lb-add", "lb0", "10.2.0.100:80", "10.2.0.2:80"]);
+    c.nbctl(&["set", "load_balancer", "lb0", "options:affinity_timeout=60"]);
     c.nbctl(&["ls-lb-add", "sw2", "lb0"]);
     let why = wait_for(
         Duration::from_secs(20),
@@ -483,18 +484,11 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
             (!r.why_unbound.is_empty()).then_some(r.why_unbound)
         },
     );
-    // One of the load balancer's actions (ct_lb_mark, ct_snat_to_vip,
-    // chk_lb_hairpin..., ct_snat in ls_in_nat_hairpin), named with its flow: the
-    // first such flow in row order, and row uuids are random.
-    let named = [
-        "ct_lb_mark",
-        "ct_snat_to_vip",
-        "ct_snat",
-        "chk_lb_hairpin",
-        "chk_lb_hairpin_reply",
-    ]
-    .iter()
-    .any(|a| why.contains(&format!("uses {a},")));
+    // One of the affinity actions, named with its flow: the first such flow in row
+    // order, and row uuids are random.
+    let named = ["commit_lb_aff", "chk_lb_aff"]
+        .iter()
+        .any(|a| why.contains(&format!("uses {a},")));
     assert!(named && why.contains("does not execute"), "{why}");
     wait_for(Duration::from_secs(10), "lsp-acl released", || {
         c.sb_get("Port_Binding", "logical_port", "lsp-acl", "chassis")

@@ -40,10 +40,24 @@ fn build(c: &OvnCentral) {
     c.nbctl(&["ls-add", "sw0"]);
     for (name, mac, ip) in VMS {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&["lsp-add", "sw0", name, "--", "lsp-set-addresses", name, &addrs]);
+        c.nbctl(&[
+            "lsp-add",
+            "sw0",
+            name,
+            "--",
+            "lsp-set-addresses",
+            name,
+            &addrs,
+        ]);
     }
     c.nbctl(&["lr-add", "lr0"]);
-    c.nbctl(&["lrp-add", "lr0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.1/24"]);
+    c.nbctl(&[
+        "lrp-add",
+        "lr0",
+        "lr0-sw0",
+        "00:00:00:00:ff:01",
+        "10.0.0.1/24",
+    ]);
     c.nbctl(&[
         "lsp-add",
         "sw0",
@@ -140,7 +154,9 @@ fn backend(ns: &str, name: &str) -> KillOnDrop {
 /// Runs python `script` in `ns`; its stdout.
 fn py(ns: &str, script: &str) -> String {
     let o = Command::new("ip")
-        .args(["netns", "exec", ns, "timeout", "120", "python3", "-c", script])
+        .args([
+            "netns", "exec", ns, "timeout", "120", "python3", "-c", script,
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{o:?}");
@@ -258,7 +274,10 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     let vm2 = &nss[1].0;
     let answers = tcp_connections(vm2, 30);
     let mine: Vec<&String> = answers.iter().filter(|a| a.starts_with("vm2 ")).collect();
-    assert!(!mine.is_empty(), "30 connections, none to vm2 itself: {answers:?}");
+    assert!(
+        !mine.is_empty(),
+        "30 connections, none to vm2 itself: {answers:?}"
+    );
     for a in &answers {
         let w: Vec<&str> = a.split_whitespace().collect();
         assert_eq!(w.len(), 3, "an answer went missing: {a}");

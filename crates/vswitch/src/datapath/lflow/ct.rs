@@ -14,7 +14,9 @@
 //! see: the tracker keeps the packet as translated so far, as the frame will be once
 //! its outputs are rewritten.
 
-use conntrack::{Checksums, Conntrack, CtAction, CtState, Endpoints, Packet, Prepared, Refused, L4};
+use conntrack::{
+    Checksums, Conntrack, CtAction, CtState, Endpoints, Packet, Prepared, Refused, L4,
+};
 use ovn_lflow::Flow;
 
 use crate::model::lflow::{CtReq, CtResult, Origin, Tracker, Zones};

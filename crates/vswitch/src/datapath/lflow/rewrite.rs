@@ -517,7 +517,11 @@ mod tests {
         let mut ph = f[26..34].to_vec();
         ph.extend_from_slice(&[0, 17]);
         ph.extend_from_slice(&f[38..40]);
-        assert_eq!(f[40..42], (!csum(&ph)).to_be_bytes(), "the new pseudo-header sum");
+        assert_eq!(
+            f[40..42],
+            (!csum(&ph)).to_be_bytes(),
+            "the new pseudo-header sum"
+        );
         assert_eq!(csum(&f[14..34]), 0);
     }
 

@@ -30,12 +30,12 @@ use std::sync::Arc;
 use ovn_lflow::actions::Pipeline;
 use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 
+use super::nat;
 use super::tables::{Datapath, Location, Pipelines};
 use crate::config::MacAddr;
-use super::nat;
 pub use crate::model::lflow::{
-    cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker,
-    DNAT_ZONE, SNAT_ZONE,
+    cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker, DNAT_ZONE,
+    SNAT_ZONE,
 };
 
 /// Which of a datapath's zones a step runs in.
@@ -335,11 +335,15 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 let req = nat::lb_request(zone, lb, matches!(a, CtLbMark(_)), &pkt.flow);
                 match req {
                     Some(req) => self.ct_next(at, lb.table, req, a, pkt, tr),
-                    None => self.error(tr, "no load balancing backend of the packet's family".into()),
+                    None => self.error(
+                        tr,
+                        "no load balancing backend of the packet's family".into(),
+                    ),
                 }
             }
             CtCommitNat(t) => {
-                let mut req = CtReq::commit(self.zone(at, &pkt.flow, ZoneOf::Ct), Commit::default());
+                let mut req =
+                    CtReq::commit(self.zone(at, &pkt.flow, ZoneOf::Ct), Commit::default());
                 req.nat = Some(conntrack::Nat::Existing);
                 self.ct_next(at, *t, req, a, pkt, tr)
             }
@@ -656,7 +660,8 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
 
     fn commit(&mut self, at: At<'p>, commit: Commit, pkt: &Pkt) {
         let zone = self.zone(at, &pkt.flow, ZoneOf::Ct);
-        self.ct.ct(&CtReq::commit(zone, commit), (&pkt.flow, &pkt.origin));
+        self.ct
+            .ct(&CtReq::commit(zone, commit), (&pkt.flow, &pkt.origin));
         self.out.steps.push(Step::Commit { zone, commit });
     }
 

@@ -42,7 +42,11 @@ pub fn nat_request(zone: u16, n: &CtNat, dst: bool) -> CtReq {
         ports: n.ports.map(|(lo, hi)| (lo, hi.unwrap_or(lo))),
     };
     CtReq {
-        nat: Some(if dst { Nat::Dst(range) } else { Nat::Src(range) }),
+        nat: Some(if dst {
+            Nat::Dst(range)
+        } else {
+            Nat::Src(range)
+        }),
         ..CtReq::commit(zone, Commit::default())
     }
 }
@@ -57,7 +61,11 @@ pub fn lb_request(zone: u16, lb: &CtLb, mark: bool, flow: &Flow) -> Option<CtReq
         });
     }
     let v6 = flow.get(Field::EthType) == 0x86dd;
-    let family: Vec<_> = lb.backends.iter().filter(|b| b.ip.is_ipv6() == v6).collect();
+    let family: Vec<_> = lb
+        .backends
+        .iter()
+        .filter(|b| b.ip.is_ipv6() == v6)
+        .collect();
     if family.is_empty() {
         return None;
     }
@@ -108,8 +116,7 @@ pub fn snat_to(zone: u16, ip: IpAddr) -> CtReq {
 /// load balancers to the same effect).
 pub fn is_hairpin(flow: &Flow) -> bool {
     const DNAT: u128 = 0x80;
-    flow.get(Field::CtState) & DNAT != 0
-        && endpoints_of(flow).is_some_and(|e| e.src == e.dst)
+    flow.get(Field::CtState) & DNAT != 0 && endpoints_of(flow).is_some_and(|e| e.src == e.dst)
 }
 
 /// A hash of the fields a load balancer selects by: `hash_fields` names OVS fields
@@ -250,7 +257,11 @@ pub fn step_text(a: &Action, req: &CtReq, r: &CtResult, before: &Flow, after: &F
 /// `ip4.dst=10.0.0.5` when the step changed the `dir` address.
 fn changed_address(before: &Flow, after: &Flow, dir: &str) -> Option<String> {
     let (b, a) = (endpoints_of(before)?, endpoints_of(after)?);
-    let (was, now) = if dir == "dst" { (b.dst, a.dst) } else { (b.src, a.src) };
+    let (was, now) = if dir == "dst" {
+        (b.dst, a.dst)
+    } else {
+        (b.src, a.src)
+    };
     (was != now).then(|| {
         let v = if now.is_ipv6() { "ip6" } else { "ip4" };
         format!("{v}.{dir}={now}")
@@ -296,7 +307,9 @@ mod tests {
             assert_eq!(req, lb_request(9, &lb(3), true, &f).unwrap(), "stable");
             assert!(req.commit);
             assert_eq!(req.writes.mark, (NATTED | SKIP_SNAT, NATTED | SKIP_SNAT));
-            let Some(Nat::Dst(r)) = req.nat else { panic!("{req:?}") };
+            let Some(Nat::Dst(r)) = req.nat else {
+                panic!("{req:?}")
+            };
             assert_eq!(r.ports, Some((8080, 8080)));
             let IpAddr::V4(ip) = r.min else { panic!() };
             counts[usize::from(ip.octets()[3] - 1)] += 1;

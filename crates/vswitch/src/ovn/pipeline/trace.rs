@@ -5,8 +5,8 @@
 use ovn_lflow::{CompiledExpr, Expr, Field, Flow};
 
 use super::interp::{cs, CtReq, CtResult, Mode, Node, NodeKind, Origin, Outcome, Run, Tracker};
-use crate::model::lflow::NatSeen;
 use super::tables::Pipelines;
+use crate::model::lflow::NatSeen;
 
 /// Connection tracking as `ovn-trace --ct` answers it: each lookup takes the next
 /// state of the list, then `est|trk`; a NAT step of a packet already tracked takes
