@@ -113,13 +113,22 @@ fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str)) -> Netns {
         vec!["ip", "link", "set", tap, "address", vm.1],
         vec!["ip", "link", "set", tap, "up"],
         vec!["ip", "addr", "add", &v4, "dev", tap],
-        vec!["ip", "route", "add", "default", "via", "10.0.0.1"],
+        vec!["ip", "route", "add", "default", "via", gateway_of(vm.2)],
     ] {
         let mut a = vec!["ip", "netns", "exec", ns];
         a.extend(args);
         run(&a);
     }
     n
+}
+
+/// The router's address on the network of `ip`.
+fn gateway_of(ip: &str) -> &'static str {
+    if ip.starts_with("172.16.0.") {
+        "172.16.0.1"
+    } else {
+        "10.0.0.1"
+    }
 }
 
 /// A backend in `ns` named `name`: a TCP server on 8080 that answers each connection
@@ -302,5 +311,181 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     assert!(zone("vm1") > 0 && zone("sw0_snat") > 0, "{v}");
     assert_eq!(v["counters"]["nat_exhausted"], 0, "{v}");
     assert_eq!(drops(&sw, "vm1", "nat_exhausted"), 0);
+    drop(nss);
+}
+
+/// The gateway router's networks: (VM, MAC, IPv4) inside, the upstream host outside.
+const INSIDE: [(&str, &str, &str); 2] = [
+    ("vm1", "50:54:00:00:03:01", "10.0.0.11"),
+    ("vm2", "50:54:00:00:03:02", "10.0.0.12"),
+];
+const UPSTREAM: (&str, &str, &str) = ("upstream", "50:54:00:00:03:fe", "172.16.0.254");
+/// The router's SNAT address for sw0, and vm1's floating IP.
+const SNAT_IP: &str = "172.16.0.1";
+const FLOATING_IP: &str = "172.16.0.50";
+
+/// A gateway router `gw` bound to chassis `chassis` between sw0 (vm1, vm2) and the
+/// external switch `ext` (the upstream host): SNAT of 10.0.0.0/24 to its own address,
+/// and a floating IP for vm1 (`dnat_and_snat`).
+fn build_gateway(c: &OvnCentral, chassis: &str) {
+    c.nbctl(&["ls-add", "sw0", "--", "ls-add", "ext"]);
+    for (name, mac, ip) in INSIDE {
+        let addrs = format!("{mac} {ip}");
+        c.nbctl(&[
+            "lsp-add",
+            "sw0",
+            name,
+            "--",
+            "lsp-set-addresses",
+            name,
+            &addrs,
+        ]);
+    }
+    let up = format!("{} {}", UPSTREAM.1, UPSTREAM.2);
+    c.nbctl(&[
+        "lsp-add",
+        "ext",
+        UPSTREAM.0,
+        "--",
+        "lsp-set-addresses",
+        UPSTREAM.0,
+        &up,
+    ]);
+    c.nbctl(&[
+        "lr-add",
+        "gw",
+        "--",
+        "set",
+        "logical_router",
+        "gw",
+        &format!("options:chassis={chassis}"),
+    ]);
+    for (sw, lrp, mac, net) in [
+        ("sw0", "gw-sw0", "00:00:00:00:ff:01", "10.0.0.1/24"),
+        ("ext", "gw-ext", "00:00:00:00:ff:02", "172.16.0.1/24"),
+    ] {
+        c.nbctl(&["lrp-add", "gw", lrp, mac, net]);
+        let lsp = format!("{sw}-gw");
+        c.nbctl(&[
+            "lsp-add",
+            sw,
+            &lsp,
+            "--",
+            "lsp-set-type",
+            &lsp,
+            "router",
+            "--",
+            "lsp-set-addresses",
+            &lsp,
+            "router",
+            "--",
+            "lsp-set-options",
+            &lsp,
+            &format!("router-port={lrp}"),
+        ]);
+    }
+    c.nbctl(&["lr-nat-add", "gw", "snat", SNAT_IP, "10.0.0.0/24"]);
+    c.nbctl(&[
+        "lr-nat-add",
+        "gw",
+        "dnat_and_snat",
+        FLOATING_IP,
+        INSIDE[0].2,
+    ]);
+}
+
+/// The address a TCP server on `ip`:`port` in `to_ns` saw a connection from `from_ns`
+/// come from (the server answers with the peer's address), or "fail".
+fn seen_from(from_ns: &str, to_ns: &str, ip: &str, port: u16) -> String {
+    let server = format!(
+        "import socket\n\
+         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('0.0.0.0',{port})); s.listen(8); print('ready',flush=True)\n\
+         c,a=s.accept(); c.sendall((a[0]+'\\n').encode()); c.close()\n"
+    );
+    let mut child = Command::new("ip")
+        .args([
+            "netns", "exec", to_ns, "timeout", "60", "python3", "-c", &server,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let _k = KillOnDrop(child);
+    let client = format!(
+        "import socket\n\
+         try:\n\
+         \x20s=socket.create_connection(('{ip}',{port}),timeout=10); print(s.makefile().readline().strip())\n\
+         except OSError as e:\n\
+         \x20print('fail',e)\n"
+    );
+    py(from_ns, &client).trim().to_string()
+}
+
+#[test]
+fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
+    let _g = serial();
+    setup_host();
+    let f = Fabric::new("ong", 1, 1600);
+    let dir = TempDir::new("ovn-nat-gw");
+    let c = OvnCentral::start(&dir);
+    build_gateway(&c, "hv1");
+    let id = std::process::id() % 10000;
+    let hosts = [INSIDE[0], INSIDE[1], UPSTREAM];
+    let taps: Vec<String> = (0..hosts.len()).map(|i| format!("ng{id}{i}")).collect();
+    let mut ports = Vec::new();
+    for (h, t) in hosts.iter().zip(&taps) {
+        ports.extend(tap(h.0, t, h.0));
+    }
+    let sw = Vswitchd::start_in(
+        Some(&f.ns[0]),
+        &dir,
+        "hv1",
+        &chassis_args(&f, 0, &c, "hv1", &ports),
+    );
+    let nss: Vec<Netns> = hosts
+        .iter()
+        .zip(&taps)
+        .map(|(h, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], h.0), *h))
+        .collect();
+    // The upstream host has no route to 10.0.0.0/24: only translated packets come back.
+    let up = &nss[2].0;
+    run(&["ip", "netns", "exec", up, "ip", "route", "del", "default"]);
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    for h in hosts {
+        wait_for(Duration::from_secs(30), &format!("{} up", h.0), || {
+            (c.sb_get("Port_Binding", "logical_port", h.0, "up") == "true").then_some(())
+        });
+    }
+    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
+
+    // Outbound: vm2 leaves as the router's SNAT address, vm1 as its floating IP.
+    assert!(ping_ok(vm2, UPSTREAM.2, 20), "vm2 -> upstream (SNAT)");
+    assert_eq!(seen_from(vm2, up, UPSTREAM.2, 7001), SNAT_IP);
+    assert_eq!(seen_from(vm1, up, UPSTREAM.2, 7002), FLOATING_IP);
+    // Inbound: the floating IP reaches vm1, which sees the upstream host.
+    assert!(
+        ping_ok(up, FLOATING_IP, 20),
+        "upstream -> vm1's floating IP"
+    );
+    assert_eq!(seen_from(up, vm1, FLOATING_IP, 7003), UPSTREAM.2);
+    // Nothing reaches vm2 from outside: it has no floating IP.
+    assert!(seen_from(up, vm2, INSIDE[1].2, 7004).starts_with("fail"));
+
+    let out = vswitchctl_out(&sw.control, &["--json", "conntrack"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let zone = |owner: &str| {
+        v["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|z| z["owner"] == owner)
+            .and_then(|z| z["connections"].as_u64())
+            .unwrap_or(0)
+    };
+    assert!(zone("gw_snat") > 0 && zone("gw_dnat") > 0, "{v}");
     drop(nss);
 }
