@@ -318,7 +318,10 @@ fn execute_next_translates_what_the_lookup_before_it_only_reported() {
     let port = snat_port(&r);
     let back = udp(S, 53, X, port);
     let seen = lookup(&ct, &back, Z, 1);
-    assert_eq!(seen.state, EST_RPL, "a lookup without nat translates nothing");
+    assert_eq!(
+        seen.state, EST_RPL,
+        "a lookup without nat translates nothing"
+    );
     assert_eq!(seen.nat.unwrap().packet, ep(S, 53, X, port));
     let act = CtAction::lookup(Z).with_nat(Nat::Existing);
     let r = ct.execute_next(&back, &act, 1, &seen);

@@ -332,7 +332,8 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             }
             CtLb(lb) | CtLbMark(lb) => {
                 let zone = self.zone(at, &pkt.flow, ZoneOf::Ct);
-                let req = nat::lb_request(zone, lb, matches!(a, CtLbMark(_)), &pkt.flow);
+                let mark = matches!(a, CtLbMark(_));
+                let req = nat::lb_request(zone, lb, mark, &pkt.flow);
                 match req {
                     Some(req) => self.ct_next(at, lb.table, req, a, pkt, tr),
                     None => self.error(
@@ -373,8 +374,14 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 pkt.ct_orig = None;
             }
             ChkLbHairpin(dst) => {
-                let hairpin = nat::is_hairpin(&pkt.flow);
-                modify(tr, dst, || format!("{dst} = {}", u8::from(hairpin)));
+                // ovn-trace also asks that the connection's original destination be
+                // a VIP (`get_lb_vip_data`): one the pipeline translated.
+                let hairpin = nat::is_hairpin(&pkt.flow)
+                    && (self.mode == Mode::Chassis || pkt.ct_orig.is_some());
+                // ovn-trace shows the register written, whatever its value.
+                push(tr, NodeKind::Modify, || {
+                    format!("{dst} = {}", u8::from(hairpin))
+                });
                 write(&mut pkt.flow, dst, u128::from(hairpin));
             }
             ChkLbHairpinReply(dst) => self.chk_lb_hairpin_reply(at, dst, pkt, tr),
@@ -600,7 +607,18 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         pkt: &mut Pkt,
         tr: &mut Tr<'_>,
     ) {
-        let mut r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
+        let tracked = pkt.flow.get(Field::CtState) & u128::from(cs::TRK) != 0;
+        let mut r = if self.mode == Mode::Trace && tracked && implies_ct_when_untracked(a) {
+            // ovn-trace: ct(nat) implies ct() only for an untracked packet.
+            let state = pkt.flow.get(Field::CtState) as u32;
+            super::trace::traced_result(&req, &pkt.flow, state)
+        } else {
+            self.ct.ct(&req, (&pkt.flow, &pkt.origin))
+        };
+        if self.mode == Mode::Trace && matches!(a, Action::CtLb(_) | Action::CtLbMark(_)) {
+            // ovn-trace.c `execute_ct_lb` adds the new state to the packet's old one.
+            r.state |= pkt.flow.get(Field::CtState) as u32;
+        }
         r.state |= cs::TRK;
         self.out.steps.push(Step::Ct { req, result: r });
         let mut forked = pkt.clone();
@@ -610,7 +628,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         if let Some(n) = &r.nat {
             nat::write_endpoints(&mut forked.flow, &n.packet);
         }
-        forked.ct_orig = r.nat.map(|n| n.original);
+        if let Some(n) = &r.nat {
+            forked.ct_orig = Some(n.original);
+        }
         let mut sub = push(tr, NodeKind::Transformation, || {
             nat::step_text(a, &req, &r, &pkt.flow, &forked.flow)
         });
@@ -624,7 +644,10 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
     /// from the request for the same answer; `ovn-trace` asks the packet's state.)
     fn chk_lb_hairpin_reply(&mut self, at: At<'p>, dst: &FieldRef, pkt: &mut Pkt, tr: &mut Tr<'_>) {
         let reply = if self.mode == Mode::Trace {
-            nat::is_hairpin(&pkt.flow)
+            // ovn-trace.c `execute_chk_lb_hairpin` with `dir_orig` false: the VIP's
+            // port is the packet's destination port.
+            let dport = nat::endpoints_of(&pkt.flow).map(|e| e.dst_port);
+            nat::is_hairpin(&pkt.flow) && pkt.ct_orig.map(|o| o.dst_port) == dport
         } else if nat::endpoints_of(&pkt.flow).is_some() {
             let req = CtReq::lookup(self.zone(at, &pkt.flow, ZoneOf::Snat));
             let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
@@ -633,7 +656,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         } else {
             false
         };
-        modify(tr, dst, || format!("{dst} = {}", u8::from(reply)));
+        push(tr, NodeKind::Modify, || {
+            format!("{dst} = {}", u8::from(reply))
+        });
         write(&mut pkt.flow, dst, u128::from(reply));
     }
 
@@ -919,8 +944,12 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             ] {
                 next.flow.set(f, 0);
             }
-            clear_ct(&mut next.flow);
-            next.ct_orig = None;
+            // OVN clears the connection tracking state before the peer's ingress
+            // (physical.c); ovn-trace keeps it, and its `ct_lb` adds to it.
+            if self.mode == Mode::Chassis {
+                clear_ct(&mut next.flow);
+                next.ct_orig = None;
+            }
             next.flow.set(Field::LogInport, u128::from(peer_key));
             let mut sub = push(tr, NodeKind::Pipeline, || {
                 format!(
@@ -1029,6 +1058,16 @@ fn read(flow: &Flow, f: &FieldRef) -> u128 {
 
 fn write(flow: &mut Flow, f: &FieldRef, v: u128) {
     flow.write(f, v);
+}
+
+/// Whether `ovn-trace` tracks the packet for action `a` only when it is not tracked
+/// yet (`execute_ct_nat`, `execute_ct_commit_nat`), keeping its state otherwise.
+fn implies_ct_when_untracked(a: &Action) -> bool {
+    use Action::*;
+    matches!(
+        a,
+        CtDnat(_) | CtSnat(_) | CtDnatInCzone(_) | CtSnatInCzone(_) | CtCommitNat(_)
+    )
 }
 
 fn clear_ct(flow: &mut Flow) {

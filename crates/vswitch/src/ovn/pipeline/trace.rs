@@ -8,11 +8,13 @@ use super::interp::{cs, CtReq, CtResult, Mode, Node, NodeKind, Origin, Outcome, 
 use super::tables::Pipelines;
 use crate::model::lflow::NatSeen;
 
-/// Connection tracking as `ovn-trace --ct` answers it: each lookup takes the next
-/// state of the list, then `est|trk`; a NAT step of a packet already tracked takes
-/// none (`ct(nat)` implies `ct()` only for an untracked packet); commits change
-/// nothing; a translation to an address is applied as asked, one without (`ct_dnat;`)
-/// changes nothing (`ovn-trace` assumes no un-NAT entry).
+/// Connection tracking as `ovn-trace --ct` answers it: each step takes the next state
+/// of the list, then `est|trk` (the interpreter does not ask for a NAT step of a packet
+/// already tracked: `ct(nat)` implies `ct()` only for an untracked packet); commits
+/// change nothing; a translation to an address is applied as asked, one without
+/// (`ct_dnat;`) changes nothing (`ovn-trace` assumes no un-NAT entry). A load
+/// balancer picks its backend by hash (`ovn-trace` at random: they agree where there
+/// is one backend).
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedCt {
     states: Vec<u32>,
@@ -26,38 +28,38 @@ impl ScriptedCt {
     }
 }
 
+/// What a tracer that does not track answers for `req` on `flow` in `state`: the
+/// translation a request with an address asks for (and its `snat`/`dnat` bit).
+pub fn traced_result(req: &CtReq, flow: &Flow, mut state: u32) -> CtResult {
+    let nat = super::nat::traced_translation(req, flow).map(|packet| {
+        state |= match req.nat {
+            Some(conntrack::Nat::Src(_)) => 0x40,
+            _ => 0x80,
+        };
+        NatSeen {
+            packet,
+            original: super::nat::endpoints_of(flow).unwrap_or(packet),
+        }
+    });
+    CtResult {
+        state,
+        nat,
+        ..CtResult::default()
+    }
+}
+
 impl Tracker for ScriptedCt {
     fn ct(&mut self, req: &CtReq, (flow, _): (&Flow, &Origin)) -> CtResult {
-        let tracked = flow.get(Field::CtState) as u32 & cs::TRK != 0;
         if req.is_plain_commit() {
             return CtResult::default();
         }
-        let mut state = if req.nat.is_some() && tracked {
-            flow.get(Field::CtState) as u32
-        } else {
-            let s = self
-                .states
-                .get(self.next)
-                .copied()
-                .unwrap_or(cs::EST | cs::TRK);
-            self.next += 1;
-            s
-        };
-        let nat = super::nat::traced_translation(req, flow).map(|packet| {
-            state |= match req.nat {
-                Some(conntrack::Nat::Src(_)) => 0x40,
-                _ => 0x80,
-            };
-            NatSeen {
-                packet,
-                original: super::nat::endpoints_of(flow).unwrap_or(packet),
-            }
-        });
-        CtResult {
-            state,
-            nat,
-            ..CtResult::default()
-        }
+        let state = self
+            .states
+            .get(self.next)
+            .copied()
+            .unwrap_or(cs::EST | cs::TRK);
+        self.next += 1;
+        traced_result(req, flow, state)
     }
 
     fn zone(&mut self, _dp: u32, port: u16) -> u16 {
