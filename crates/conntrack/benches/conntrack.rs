@@ -9,7 +9,7 @@
 //! - `hit_tcp`: an established TCP data segment, window tracking included;
 //! - `miss`: a packet of no connection, without commit (`ct.new`);
 //! - `parse`: an IPv4 TCP segment from bytes;
-//! - `nat_hit` / `plain_hit` (group `nat`, 1k and 100k): an established
+//! - `nat_hit` / `plain_hit` (group `nat`, 1k, 100k and 1M): an established
 //!   UDP connection, SNAT'd or not, both directions alternately, with
 //!   `ct(nat)` (the NAT'd reply arrives translated and finds its connection
 //!   through the alias: `cargo bench -p conntrack -- nat/`).
@@ -250,7 +250,7 @@ fn bench_nat(c: &mut Criterion) {
     let mut g = c.benchmark_group("nat");
     g.throughput(Throughput::Elements(1));
     let act = CtAction::lookup(1).with_nat(Nat::Existing);
-    for (n, name) in [(1u32 << 10, "1k"), (100_000, "100k")] {
+    for (n, name) in [(1u32 << 10, "1k"), (100_000, "100k"), (1_000_000, "1M")] {
         for (nat, case) in [(false, "plain_hit"), (true, "nat_hit")] {
             let (ct, packets) = filled_nat(n, nat);
             let len = packets.len() as u64;

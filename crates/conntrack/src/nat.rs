@@ -94,11 +94,29 @@ impl NatMaps {
         }
     }
 
-    /// Heap bytes held (approximate: entries and control bytes).
+    /// Heap bytes held: each map's buckets (entries and a control byte each).
     pub fn bytes(&self) -> usize {
-        self.info.capacity() * (core::mem::size_of::<(Key, NatInfo)>() + 1)
-            + self.aliases.capacity() * (core::mem::size_of::<(Key, Alias)>() + 1)
+        map_bytes(self.info.capacity(), core::mem::size_of::<(Key, NatInfo)>())
+            + map_bytes(
+                self.aliases.capacity(),
+                core::mem::size_of::<(Key, Alias)>(),
+            )
     }
+}
+
+/// The heap bytes of a std `HashMap` (hashbrown) holding `capacity` entries of
+/// `entry` bytes: its buckets are a power of two with at most 7/8 of them used,
+/// each with a control byte, plus a group's worth (16) of control bytes.
+fn map_bytes(capacity: usize, entry: usize) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    let buckets = if capacity < 8 {
+        (capacity + 1).next_power_of_two()
+    } else {
+        (capacity * 8 / 7).next_power_of_two()
+    };
+    buckets * (entry + 1) + 16
 }
 
 impl NatInfo {

@@ -236,14 +236,17 @@ impl Conntrack {
         act: &CtAction,
         now_ms: u64,
     ) -> CtResult {
-        let mut lk = match prep.0 {
+        let lk0 = match &prep.0 {
             Ok(lk) => lk,
-            Err(r) => return self.early(act.zone, r),
+            Err(r) => return self.early(act.zone, *r),
         };
-        lk.key.zone = act.zone;
-        let h = self.hasher.hash(&lk.key);
+        let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
         loop {
             let shard = self.lock_shard(self.shard_index(h));
+            // The zone's key is written once the lock is taken: stores still in
+            // flight would hold the lock's atomic back.
+            let mut lk = *lk0;
+            lk.key.zone = act.zone;
             if let Some(r) = self.step(shard, pkt, &lk, h, act, now_ms) {
                 return r;
             }
@@ -296,11 +299,12 @@ impl Conntrack {
         if !prev.has_conn {
             return self.execute_prepared(pkt, prep, act, now_ms);
         }
-        let Ok(mut lk) = prep.0 else {
+        let Ok(lk0) = &prep.0 else {
             return *prev;
         };
+        let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
+        let mut lk = *lk0;
         lk.key.zone = act.zone;
-        let h = self.hasher.hash(&lk.key);
         let mut shard = self.lock_shard(self.shard_index(h));
         if let Some(i) = shard.table.find(tag(h), &lk.key) {
             return next_on(&mut shard, i, pkt, Via::Key, act, prev);
@@ -378,6 +382,8 @@ impl Conntrack {
     /// already released: one lock at a time), on the primary in its own
     /// shard. `None` (step again) when the alias was stale, now removed, or
     /// a SYN reopened the connection.
+    #[cold]
+    #[inline(never)]
     fn step_alias(
         &self,
         a: Alias,
@@ -558,6 +564,7 @@ impl Conntrack {
     /// A packet of no connection: `inv`, or `new` (created on commit, with
     /// its translation if asked). `None`: step again (a NAT set-up met a
     /// locked shard; nothing was created).
+    #[inline(never)]
     fn on_miss(
         &self,
         mut s: Guard<'_>,
@@ -636,6 +643,8 @@ impl Conntrack {
     /// neither a connection's key nor an alias in its zone. Its alias is
     /// inserted here; the caller inserts the connection before it releases
     /// `s`, so no thread sees one without the other.
+    #[cold]
+    #[inline(never)]
     fn set_up_nat(
         &self,
         s: &mut Shard,
@@ -678,6 +687,8 @@ impl Conntrack {
     /// Inserts `alias` under `ka` unless a connection or an alias holds
     /// that key (`Ok(false)`). `s` is the locked shard `home`; another
     /// shard is only tried (`try_lock`), never waited for.
+    #[cold]
+    #[inline(never)]
     fn claim_alias(
         &self,
         s: &mut Shard,
@@ -720,6 +731,8 @@ struct Passage {
 /// key, a reply by the alias (with no alias, a translation to itself,
 /// every packet). A packet that arrived translated is left as it is, so a
 /// second step in the zone does not translate it back.
+#[cold]
+#[inline(never)]
 fn report_nat(
     maps: &NatMaps,
     key: &Key,
