@@ -247,7 +247,8 @@ impl Conntrack {
             // flight would hold the lock's atomic back.
             let mut lk = *lk0;
             lk.key.zone = act.zone;
-            if let Some(r) = self.step(shard, pkt, &lk, h, act, now_ms) {
+            let r = self.step(shard, pkt, &lk, h, act, now_ms);
+            if !r.is_again() {
                 return r;
             }
             // A NAT set-up met a locked shard, or an alias was stale.
@@ -346,8 +347,9 @@ impl Conntrack {
         CtResult::of_invalid(zone, r)
     }
 
-    /// The step, from the lock of the shard of `lk`'s hash `h`; `None`:
-    /// step again (see [`back_off`](Self::back_off)).
+    /// The step, from the lock of the shard of `lk`'s hash `h`;
+    /// [`CtResult::AGAIN`]: step again (see [`back_off`](Self::back_off)).
+    #[inline(never)]
     fn step(
         &self,
         mut s: Guard<'_>,
@@ -356,10 +358,11 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
-    ) -> Option<CtResult> {
+    ) -> CtResult {
         if let Some(i) = self.find_live(&mut s, tag(h), lk, now_ms) {
-            if let Some(r) = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms) {
-                return Some(r);
+            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms);
+            if !r.is_again() {
+                return r;
             }
         } else if let Some(a) = self.alias_of(&s, &lk.key) {
             drop(s);
@@ -380,7 +383,7 @@ impl Conntrack {
 
     /// The step of a packet whose key is alias `a` (its shard's lock
     /// already released: one lock at a time), on the primary in its own
-    /// shard. `None` (step again) when the alias was stale, now removed, or
+    /// shard. [`CtResult::AGAIN`] (step again) when the alias was stale, now removed, or
     /// a SYN reopened the connection.
     #[cold]
     #[inline(never)]
@@ -392,19 +395,20 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
-    ) -> Option<CtResult> {
+    ) -> CtResult {
         if let Some((mut p, i)) = self.primary_of(&a, now_ms) {
             let via = Via::Alias {
                 reply_swap: a.reply_swap,
             };
-            if let Some(r) = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms) {
-                return Some(r);
+            let r = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms);
+            if !r.is_again() {
+                return r;
             }
         }
         self.lock_shard(self.shard_index(h))
             .nat
             .remove_alias(&lk.key, a.serial);
-        None
+        CtResult::AGAIN
     }
 
     /// The primary of alias `a`, locked, with its slot: `None` if it is
@@ -486,8 +490,8 @@ impl Conntrack {
     }
 
     /// A packet of an existing connection, found `via` its key or alias;
-    /// `None` when a SYN reopens a closed TCP connection (removed here,
-    /// then handled as a miss).
+    /// [`CtResult::AGAIN`] when a SYN reopens a closed TCP connection
+    /// (removed here, then handled as a miss).
     #[allow(clippy::too_many_arguments)]
     fn on_conn(
         &self,
@@ -498,7 +502,7 @@ impl Conntrack {
         via: Via,
         act: &CtAction,
         now_ms: u64,
-    ) -> Option<CtResult> {
+    ) -> CtResult {
         let liberal = self.tcp_liberal.load(Relaxed);
         let c = s.table.get_mut(i);
         let reply = match via {
@@ -530,39 +534,44 @@ impl Conntrack {
                         };
                         report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
                     }
-                    return Some(out);
+                    return out;
                 }
                 Update::Reopen => {
                     self.remove_at(s, i);
                     s.counters.reopened += 1;
-                    return None;
+                    return CtResult::AGAIN;
                 }
             }
         };
         if act.commit {
             apply_writes(c, act);
         }
-        let mut out = CtResult {
-            mark: c.mark,
-            label: c.label(),
-            has_conn: true,
-            ..CtResult::new(act.zone, state)
-        };
         if c.nat {
-            let (key, flipped) = (c.key, c.flipped);
             let p = Passage {
                 via,
                 reply,
                 related: lk.related,
                 translate: act.nat.is_some(),
             };
-            report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+            return nat_conn_result(s, i, pkt, p, act.zone, state);
         }
-        Some(out)
+        // Built in place, field by field: a result built in a temporary and copied
+        // whole stalls on the copy's wide loads (store forwarding), which doubled
+        // the cost of a hit once the result grew by the NAT fields.
+        CtResult {
+            state: state | CtState::TRK,
+            zone: act.zone,
+            mark: c.mark,
+            label: c.label(),
+            invalid: None,
+            refused: None,
+            nat: None,
+            has_conn: true,
+        }
     }
 
     /// A packet of no connection: `inv`, or `new` (created on commit, with
-    /// its translation if asked). `None`: step again (a NAT set-up met a
+    /// its translation if asked). [`CtResult::AGAIN`]: step again (a NAT set-up met a
     /// locked shard; nothing was created).
     #[inline(never)]
     fn on_miss(
@@ -573,7 +582,7 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
-    ) -> Option<CtResult> {
+    ) -> CtResult {
         let opens = if lk.related {
             Err(InvalidReason::IcmpUnrelated)
         } else {
@@ -581,11 +590,11 @@ impl Conntrack {
         };
         if let Err(r) = opens {
             s.counters.invalid[r.index()] += 1;
-            return Some(CtResult::of_invalid(act.zone, r));
+            return CtResult::of_invalid(act.zone, r);
         }
         let mut out = CtResult::new(act.zone, CtState::NEW);
         if !act.commit {
-            return Some(out);
+            return out;
         }
         if let Err(refused) = self.limits.admit(act.zone) {
             match refused {
@@ -593,7 +602,7 @@ impl Conntrack {
                 _ => s.counters.zone_full += 1,
             }
             out.refused = Some(refused);
-            return Some(out);
+            return out;
         }
         let mut c = Conn::new(pkt, lk.key, lk.flipped, &self.timeouts, now_ms);
         apply_writes(&mut c, act);
@@ -607,13 +616,13 @@ impl Conntrack {
                 }
                 Err(NoTranslation::Busy) => {
                     self.limits.release(act.zone);
-                    return None;
+                    return CtResult::AGAIN;
                 }
                 Err(NoTranslation::Exhausted) => {
                     self.limits.release(act.zone);
                     s.counters.nat_exhausted += 1;
                     out.refused = Some(Refused::NatExhausted);
-                    return Some(out);
+                    return out;
                 }
             }
         }
@@ -634,7 +643,7 @@ impl Conntrack {
             };
             report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out);
         }
-        Some(out)
+        out
     }
 
     /// A new translation for the connection `lk` is creating (in `s`, the
@@ -757,6 +766,29 @@ fn report_nat(
         own
     };
     out.nat = Some(NatResult { packet, original });
+}
+
+/// The result of a step on NAT'd connection `i` of `s` (its writes applied).
+#[cold]
+#[inline(never)]
+fn nat_conn_result(
+    s: &mut Shard,
+    i: usize,
+    pkt: &Packet,
+    p: Passage,
+    zone: u16,
+    state: CtState,
+) -> CtResult {
+    let c = s.table.get(i);
+    let (key, flipped) = (c.key, c.flipped);
+    let mut out = CtResult {
+        mark: c.mark,
+        label: c.label(),
+        has_conn: true,
+        ..CtResult::new(zone, state)
+    };
+    report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+    out
 }
 
 /// [`Conntrack::execute_next`]'s step on a known connection: the writes.

@@ -356,6 +356,27 @@ impl CtResult {
         }
     }
 
+    /// Not a result: the step runs again (a NAT set-up met a busy shard, an
+    /// alias was stale, a SYN reopened its connection). A real result always
+    /// has [`CtState::TRK`]. Passed back in place of a result rather than in an
+    /// `Option`, so each result is written once where the caller wants it.
+    pub(crate) const AGAIN: CtResult = CtResult {
+        state: CtState(0),
+        zone: 0,
+        mark: 0,
+        label: 0,
+        invalid: None,
+        refused: None,
+        nat: None,
+        has_conn: false,
+    };
+
+    /// Whether this is [`CtResult::AGAIN`].
+    #[inline]
+    pub(crate) fn is_again(&self) -> bool {
+        self.state.0 == 0
+    }
+
     pub(crate) fn of_invalid(zone: u16, reason: InvalidReason) -> CtResult {
         CtResult {
             invalid: Some(reason),
