@@ -58,23 +58,7 @@ fn build(c: &OvnCentral) {
         "00:00:00:00:ff:01",
         "10.0.0.1/24",
     ]);
-    c.nbctl(&[
-        "lsp-add",
-        "sw0",
-        "sw0-lr0",
-        "--",
-        "lsp-set-type",
-        "sw0-lr0",
-        "router",
-        "--",
-        "lsp-set-addresses",
-        "sw0-lr0",
-        "router",
-        "--",
-        "lsp-set-options",
-        "sw0-lr0",
-        "router-port=lr0-sw0",
-    ]);
+    c.attach_router("sw0", "sw0-lr0", "lr0-sw0");
     let backends = |port: u16| {
         VMS[1..]
             .iter()
@@ -148,16 +132,7 @@ fn backend(ns: &str, name: &str) -> KillOnDrop {
          while True:\n\
          \x20d,a=u.recvfrom(2048); u.sendto(('{name} %s'%a[0]).encode(),a)\n"
     );
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "python3", "-c", &script])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    KillOnDrop(child)
+    python_ready(ns, &script).0
 }
 
 /// Runs python `script` in `ns`; its stdout.
@@ -222,37 +197,50 @@ fn tally(answers: &[String], client: &str) -> HashMap<String, u32> {
     by
 }
 
+/// One vswitchd chassis `hv1` in a one-host fabric (tag `tag`) with a tap per host of
+/// `hosts` (port, MAC, IPv4), each moved into its own namespace; returns once every
+/// port is up.
+fn one_chassis(
+    tag: &str,
+    dir: &TempDir,
+    c: &OvnCentral,
+    hosts: &[(&str, &str, &str)],
+) -> (Fabric, Vswitchd, Vec<Netns>) {
+    let f = Fabric::new(tag, 1, 1600);
+    let id = std::process::id() % 10000;
+    let taps: Vec<String> = (0..hosts.len()).map(|i| format!("{tag}{id}{i}")).collect();
+    let mut ports = Vec::new();
+    for (h, t) in hosts.iter().zip(&taps) {
+        ports.extend(tap(h.0, t, h.0));
+    }
+    let sw = Vswitchd::start_in(
+        Some(&f.ns[0]),
+        dir,
+        "hv1",
+        &chassis_args(&f, 0, c, "hv1", &ports),
+    );
+    let nss: Vec<Netns> = hosts
+        .iter()
+        .zip(&taps)
+        .map(|(h, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], h.0), *h))
+        .collect();
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    for h in hosts {
+        wait_for(Duration::from_secs(30), &format!("{} up", h.0), || {
+            (c.sb_get("Port_Binding", "logical_port", h.0, "up") == "true").then_some(())
+        });
+    }
+    (f, sw, nss)
+}
+
 #[test]
 fn load_balancers_spread_connections_and_answer_hairpins() {
     let _g = serial();
     setup_host();
-    let f = Fabric::new("onl", 1, 1600);
     let dir = TempDir::new("ovn-nat-lb");
     let c = OvnCentral::start(&dir);
     build(&c);
-    let id = std::process::id() % 10000;
-    let taps: Vec<String> = VMS.iter().map(|v| format!("nl{id}{}", &v.0[2..])).collect();
-    let mut ports = Vec::new();
-    for (vm, t) in VMS.iter().zip(&taps) {
-        ports.extend(tap(vm.0, t, vm.0));
-    }
-    let sw = Vswitchd::start_in(
-        Some(&f.ns[0]),
-        &dir,
-        "hv1",
-        &chassis_args(&f, 0, &c, "hv1", &ports),
-    );
-    let nss: Vec<Netns> = VMS
-        .iter()
-        .zip(&taps)
-        .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
-        .collect();
-    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
-    for vm in VMS {
-        wait_for(Duration::from_secs(30), &format!("{} up", vm.0), || {
-            (c.sb_get("Port_Binding", "logical_port", vm.0, "up") == "true").then_some(())
-        });
-    }
+    let (_f, sw, nss) = one_chassis("onl", &dir, &c, &VMS);
     let _backends: Vec<KillOnDrop> = VMS[1..]
         .iter()
         .zip(&nss[1..])
@@ -365,24 +353,7 @@ fn build_gateway(c: &OvnCentral, chassis: &str) {
         ("ext", "gw-ext", "00:00:00:00:ff:02", "172.16.0.1/24"),
     ] {
         c.nbctl(&["lrp-add", "gw", lrp, mac, net]);
-        let lsp = format!("{sw}-gw");
-        c.nbctl(&[
-            "lsp-add",
-            sw,
-            &lsp,
-            "--",
-            "lsp-set-type",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-addresses",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-options",
-            &lsp,
-            &format!("router-port={lrp}"),
-        ]);
+        c.attach_router(sw, &format!("{sw}-gw"), lrp);
     }
     c.nbctl(&["lr-nat-add", "gw", "snat", SNAT_IP, "10.0.0.0/24"]);
     c.nbctl(&[
@@ -403,18 +374,7 @@ fn seen_from(from_ns: &str, to_ns: &str, ip: &str, port: u16) -> String {
          s.bind(('0.0.0.0',{port})); s.listen(8); print('ready',flush=True)\n\
          c,a=s.accept(); c.sendall((a[0]+'\\n').encode()); c.close()\n"
     );
-    let mut child = Command::new("ip")
-        .args([
-            "netns", "exec", to_ns, "timeout", "60", "python3", "-c", &server,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let _k = KillOnDrop(child);
+    let _server = python_ready(to_ns, &server);
     let client = format!(
         "import socket\n\
          try:\n\
@@ -429,37 +389,13 @@ fn seen_from(from_ns: &str, to_ns: &str, ip: &str, port: u16) -> String {
 fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     let _g = serial();
     setup_host();
-    let f = Fabric::new("ong", 1, 1600);
     let dir = TempDir::new("ovn-nat-gw");
     let c = OvnCentral::start(&dir);
     build_gateway(&c, "hv1");
-    let id = std::process::id() % 10000;
-    let hosts = [INSIDE[0], INSIDE[1], UPSTREAM];
-    let taps: Vec<String> = (0..hosts.len()).map(|i| format!("ng{id}{i}")).collect();
-    let mut ports = Vec::new();
-    for (h, t) in hosts.iter().zip(&taps) {
-        ports.extend(tap(h.0, t, h.0));
-    }
-    let sw = Vswitchd::start_in(
-        Some(&f.ns[0]),
-        &dir,
-        "hv1",
-        &chassis_args(&f, 0, &c, "hv1", &ports),
-    );
-    let nss: Vec<Netns> = hosts
-        .iter()
-        .zip(&taps)
-        .map(|(h, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], h.0), *h))
-        .collect();
+    let (_f, sw, nss) = one_chassis("ong", &dir, &c, &[INSIDE[0], INSIDE[1], UPSTREAM]);
     // The upstream host has no route to 10.0.0.0/24: only translated packets come back.
     let up = &nss[2].0;
     run(&["ip", "netns", "exec", up, "ip", "route", "del", "default"]);
-    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
-    for h in hosts {
-        wait_for(Duration::from_secs(30), &format!("{} up", h.0), || {
-            (c.sb_get("Port_Binding", "logical_port", h.0, "up") == "true").then_some(())
-        });
-    }
     let (vm1, vm2) = (&nss[0].0, &nss[1].0);
 
     // Outbound: vm2 leaves as the router's SNAT address, vm1 as its floating IP.

@@ -163,15 +163,24 @@ pub fn tcp_sink_on(
          while True:\n d=c.recv(1<<20)\n if not d: break\n h.update(d); n+=len(d)\n\
          print(n,h.hexdigest(),flush=True)\n"
     );
+    python_ready(ns, &script)
+}
+
+/// Python `script` running in namespace `ns`, once it printed `ready`: the process
+/// (killed when dropped) and the rest of its output.
+pub fn python_ready(
+    ns: &str,
+    script: &str,
+) -> (KillOnDrop, std::io::BufReader<std::process::ChildStdout>) {
     let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .args(["netns", "exec", ns, "python3", "-c", script])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    assert_eq!(line.trim(), "ready", "{script}");
     (KillOnDrop(child), out)
 }
 

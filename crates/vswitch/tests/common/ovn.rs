@@ -161,6 +161,29 @@ impl OvnCentral {
             .join(",")
     }
 
+    /// Attaches router port `lrp` to switch `sw` through switch port `lsp` (type
+    /// `router`, addresses `router`), as Neutron and ovn-kubernetes do.
+    pub fn attach_router(&self, sw: &str, lsp: &str, lrp: &str) {
+        let peer = format!("router-port={lrp}");
+        self.nbctl(&[
+            "lsp-add",
+            sw,
+            lsp,
+            "--",
+            "lsp-set-type",
+            lsp,
+            "router",
+            "--",
+            "lsp-set-addresses",
+            lsp,
+            "router",
+            "--",
+            "lsp-set-options",
+            lsp,
+            &peer,
+        ]);
+    }
+
     /// `ovn-nbctl ARGS` against the Northbound database.
     pub fn nbctl(&self, args: &[&str]) -> String {
         let db = format!("--db={}", self.nb_remote());

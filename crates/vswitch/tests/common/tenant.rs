@@ -99,23 +99,7 @@ pub fn build(c: &OvnCentral) {
             &format!("{ip4}/24"),
             &format!("{ip6}/64"),
         ]);
-        c.nbctl(&[
-            "lsp-add",
-            sw,
-            &lsp,
-            "--",
-            "lsp-set-type",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-addresses",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-options",
-            &lsp,
-            &format!("router-port={lrp}"),
-        ]);
+        c.attach_router(sw, &lsp, &lrp);
     }
     for vm in VMS {
         let addrs = format!("{} {} {}", vm.mac, vm.ip4, vm.ip6);

@@ -106,14 +106,8 @@ pub fn apply(
             Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha => {
                 arp(f, off, field, v)
             }
-            Field::Ipv4Src | Field::Ipv4Dst if off.proto != 1 => {
-                transport_ipv4_addr(f, off, field, v as u32, partial)
-            }
-            Field::Ipv6Src | Field::Ipv6Dst if off.proto != 58 => {
-                transport_ipv6_addr(f, off, field, v, partial)
-            }
-            Field::Ipv4Src | Field::Ipv4Dst => ipv4_addr(f, off, field, v as u32),
-            Field::Ipv6Src | Field::Ipv6Dst => ipv6_addr(f, off, field, v),
+            Field::Ipv4Src | Field::Ipv4Dst => ipv4_addr(f, off, field, v as u32, partial),
+            Field::Ipv6Src | Field::Ipv6Dst => ipv6_addr(f, off, field, v, partial),
             Field::TcpSrc | Field::TcpDst | Field::UdpSrc | Field::UdpDst => {
                 port(f, off, field, v as u16, partial)
             }
@@ -217,43 +211,6 @@ fn update_csum_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool {
     })
 }
 
-/// An IPv4 address of an ICMP message (no pseudo-header): the header checksum moves.
-fn ipv4_addr(f: &mut [u8], off: &Offsets, field: Field, v: u32) -> bool {
-    let Some(l3) = off.l3.filter(|_| off.eth_type == 0x0800 && off.proto == 1) else {
-        return false;
-    };
-    let at = if field == Field::Ipv4Src {
-        l3 + 12
-    } else {
-        l3 + 16
-    };
-    let Some(old) = f.get(at..at + 4).map(|b| [b[0], b[1], b[2], b[3]]) else {
-        return false;
-    };
-    let new = v.to_be_bytes();
-    put(f, at, &new) && update_csum_bytes(f, l3 + 10, &old, &new)
-}
-
-/// An IPv6 address of an ICMPv6 message: its checksum covers it (pseudo-header).
-fn ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128) -> bool {
-    let (Some(l3), Some(l4)) = (off.l3, off.l4) else {
-        return false;
-    };
-    if off.eth_type != 0x86dd || off.proto != 58 {
-        return false;
-    }
-    let at = if field == Field::Ipv6Src {
-        l3 + 8
-    } else {
-        l3 + 24
-    };
-    let Some(old) = f.get(at..at + 16).map(|b| b.to_vec()) else {
-        return false;
-    };
-    let new = v.to_be_bytes();
-    put(f, at, &new) && update_csum_bytes(f, l4 + 2, &old, &new)
-}
-
 /// Where the TCP or UDP checksum of `off`'s frame is, `None` for other protocols or
 /// a UDP datagram without one (IPv4's 0).
 fn l4_csum_at(f: &[u8], off: &Offsets) -> Option<usize> {
@@ -284,13 +241,25 @@ fn update_partial_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool
     put(f, at, &(sum as u16).to_be_bytes())
 }
 
-/// Moves the TCP or UDP checksum for an address (in its pseudo-header) changed from
-/// `old` to `new`; a UDP checksum that comes out 0 is sent as 0xffff (RFC 768).
-fn l4_addr_csum(f: &mut [u8], off: &Offsets, old: &[u8], new: &[u8], partial: bool) -> bool {
+/// Moves the TCP or UDP checksum for bytes it covers changed from `old` to `new`:
+/// an address (`pseudo`: in its pseudo-header, which a partial checksum holds) or a
+/// port (which a partial checksum leaves to the device). A UDP checksum that comes
+/// out 0 is sent as 0xffff (RFC 768).
+fn l4_csum(
+    f: &mut [u8],
+    off: &Offsets,
+    old: &[u8],
+    new: &[u8],
+    partial: bool,
+    pseudo: bool,
+) -> bool {
     let Some(at) = l4_csum_at(f, off) else {
         // No checksum to move: another protocol, a later fragment, UDP without one.
         return true;
     };
+    if partial && !pseudo {
+        return true;
+    }
     let ok = if partial {
         update_partial_bytes(f, at, old, new)
     } else {
@@ -302,9 +271,9 @@ fn l4_addr_csum(f: &mut [u8], off: &Offsets, old: &[u8], new: &[u8], partial: bo
     ok
 }
 
-/// An IPv4 address of a packet other than ICMP: the header checksum moves, and a TCP
-/// or UDP checksum (its pseudo-header holds the address).
-fn transport_ipv4_addr(f: &mut [u8], off: &Offsets, field: Field, v: u32, partial: bool) -> bool {
+/// An IPv4 address: the header checksum moves, and a TCP or UDP checksum (its
+/// pseudo-header holds the address; ICMP's does not).
+fn ipv4_addr(f: &mut [u8], off: &Offsets, field: Field, v: u32, partial: bool) -> bool {
     let Some(l3) = off.l3.filter(|_| off.eth_type == 0x0800) else {
         return false;
     };
@@ -319,13 +288,19 @@ fn transport_ipv4_addr(f: &mut [u8], off: &Offsets, field: Field, v: u32, partia
     let new = v.to_be_bytes();
     put(f, at, &new)
         && update_csum_bytes(f, l3 + 10, &old, &new)
-        && l4_addr_csum(f, off, &old, &new, partial)
+        && (off.proto == 1 || l4_csum(f, off, &old, &new, partial, true))
 }
 
-/// An IPv6 address of a packet other than ICMPv6: a TCP or UDP checksum moves.
-fn transport_ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128, partial: bool) -> bool {
+/// An IPv6 address: the checksum of ICMPv6, TCP or UDP moves (their pseudo-header
+/// holds it).
+fn ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128, partial: bool) -> bool {
     let Some(l3) = off.l3.filter(|_| off.eth_type == 0x86dd) else {
         return false;
+    };
+    let icmp6 = match (off.proto, off.l4) {
+        (58, Some(l4)) => Some(l4 + 2),
+        (58, None) => return false,
+        _ => None,
     };
     let at = if field == Field::Ipv6Src {
         l3 + 8
@@ -336,7 +311,11 @@ fn transport_ipv6_addr(f: &mut [u8], off: &Offsets, field: Field, v: u128, parti
         return false;
     };
     let new = v.to_be_bytes();
-    put(f, at, &new) && l4_addr_csum(f, off, &old, &new, partial)
+    put(f, at, &new)
+        && match icmp6 {
+            Some(c) => update_csum_bytes(f, c, &old, &new),
+            None => l4_csum(f, off, &old, &new, partial, true),
+        }
 }
 
 /// A TCP or UDP port: the checksum moves unless partial (ports are not in the
@@ -358,19 +337,7 @@ fn port(f: &mut [u8], off: &Offsets, field: Field, v: u16, partial: bool) -> boo
         return false;
     };
     let new = v.to_be_bytes();
-    if !put(f, at, &new) {
-        return false;
-    }
-    match l4_csum_at(f, off) {
-        Some(c) if !partial => {
-            let ok = update_csum_bytes(f, c, &old, &new);
-            if ok && proto == 17 && f[c..c + 2] == [0, 0] {
-                f[c..c + 2].copy_from_slice(&[0xff, 0xff]);
-            }
-            ok
-        }
-        _ => true,
-    }
+    put(f, at, &new) && l4_csum(f, off, &old, &new, partial, false)
 }
 
 /// ICMP or ICMPv6 type or code: the message's checksum moves.

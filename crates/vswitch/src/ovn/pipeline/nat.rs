@@ -157,24 +157,24 @@ pub fn endpoints_of(flow: &Flow) -> Option<Endpoints> {
         ),
         _ => return None,
     };
-    let (sp, dp) = match flow.get(Field::IpProto) {
-        6 => (Field::TcpSrc, Field::TcpDst),
-        17 => (Field::UdpSrc, Field::UdpDst),
-        _ => {
-            return Some(Endpoints {
-                src,
-                dst,
-                src_port: 0,
-                dst_port: 0,
-            })
-        }
-    };
+    let (src_port, dst_port) = port_fields(flow).map_or((0, 0), |(sp, dp)| {
+        (flow.get(sp) as u16, flow.get(dp) as u16)
+    });
     Some(Endpoints {
         src,
         dst,
-        src_port: flow.get(sp) as u16,
-        dst_port: flow.get(dp) as u16,
+        src_port,
+        dst_port,
     })
+}
+
+/// The fields of the packet's ports that NAT translates: TCP's or UDP's.
+fn port_fields(flow: &Flow) -> Option<(Field, Field)> {
+    match flow.get(Field::IpProto) {
+        6 => Some((Field::TcpSrc, Field::TcpDst)),
+        17 => Some((Field::UdpSrc, Field::UdpDst)),
+        _ => None,
+    }
 }
 
 /// Writes `e` into the packet's addresses and, for TCP and UDP, ports.
@@ -190,13 +190,10 @@ pub fn write_endpoints(flow: &mut Flow, e: &Endpoints) {
         }
         _ => return,
     }
-    let (sp, dp) = match flow.get(Field::IpProto) {
-        6 => (Field::TcpSrc, Field::TcpDst),
-        17 => (Field::UdpSrc, Field::UdpDst),
-        _ => return,
-    };
-    flow.set(sp, u128::from(e.src_port));
-    flow.set(dp, u128::from(e.dst_port));
+    if let Some((sp, dp)) = port_fields(flow) {
+        flow.set(sp, u128::from(e.src_port));
+        flow.set(dp, u128::from(e.dst_port));
+    }
 }
 
 /// The packet `flow` as a request with a range translates it, for a tracker that does
