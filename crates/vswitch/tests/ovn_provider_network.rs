@@ -83,20 +83,57 @@ fn tags_inline(f: &Fabric, ns: &str, dev: &str) {
 
 #[test]
 fn a_provider_network_is_bridged_to_its_uplink() {
-    provider_network(false);
+    provider_network(false, false);
 }
 
 #[test]
 fn a_provider_network_shares_the_tunnel_uplink() {
-    provider_network(true);
+    provider_network(true, false);
+}
+
+/// With a security group on lsp-a, sw0 runs OVN's logical pipeline on hv2: the
+/// localnet port is an input and an output of the pipeline, frames to hv1's port go
+/// through it (physical.c's `PORT_LOCALNET`), and the ACLs hold for frames from the
+/// physical network.
+#[test]
+fn a_provider_network_runs_the_logical_pipeline() {
+    provider_network(false, true);
+}
+
+/// Port group `pg_a` (lsp-a) with a security group: IP out, ICMP and TCP in,
+/// related replies, nothing else in.
+fn security_group(c: &OvnCentral) {
+    c.nbctl(&["pg-add", "pg_a", "lsp-a"]);
+    for (dir, prio, m, verdict) in [
+        (
+            "from-lport",
+            "1002",
+            "inport == @pg_a && ip4",
+            "allow-related",
+        ),
+        (
+            "to-lport",
+            "1002",
+            "outport == @pg_a && ip4 && (icmp4 || tcp)",
+            "allow-related",
+        ),
+        ("to-lport", "1001", "outport == @pg_a && ip", "drop"),
+    ] {
+        c.nbctl(&["acl-add", "pg_a", dir, prio, m, verdict]);
+    }
 }
 
 /// The test, hv2's physical network on its own uplink or (`shared`) on the uplink of
-/// its Geneve endpoint.
-fn provider_network(shared: bool) {
+/// its Geneve endpoint; (`acl`) with a security group on hv2's port.
+fn provider_network(shared: bool, acl: bool) {
     let _g = serial();
     setup_host();
-    let f = Fabric::new(if shared { "opns" } else { "opn" }, 3, 1600);
+    let prefix = match (shared, acl) {
+        (true, _) => "opns",
+        (false, true) => "opna",
+        (false, false) => "opn",
+    };
+    let f = Fabric::new(prefix, 3, 1600);
     let dir = TempDir::new("ovn-localnet");
     let c = OvnCentral::start(&dir);
     c.nbctl(&["ls-add", "sw0"]);
@@ -112,6 +149,9 @@ fn provider_network(shared: bool) {
     c.nbctl(&["lsp-set-addresses", "ln-sw0", "unknown"]);
     c.nbctl(&["lsp-set-options", "ln-sw0", "network_name=physnet1"]);
     c.nbctl(&["set", "logical_switch_port", "ln-sw0", "tag=100"]);
+    if acl {
+        security_group(&c);
+    }
 
     // hv2's physical port: a veth of its own on the fabric bridge, or its underlay
     // link.
@@ -253,4 +293,35 @@ fn provider_network(shared: bool) {
     for reason in ["bad_descriptor", "no_destination"] {
         assert_eq!(drops(&sw, "ta", reason), 0, "ta: {reason}");
     }
+    if acl {
+        security_group_holds(&c, &sw, h, hv1_ns);
+    }
+}
+
+/// The security group decides on hv2 for frames from the physical network: a new
+/// rule that drops the host's pings to lsp-a holds at once, hv1's pings still pass,
+/// and both went through the logical pipeline.
+fn security_group_holds(c: &OvnCentral, sw: &Vswitchd, host: &str, hv1: &str) {
+    let runs: u64 = pmd_stats(&sw.control)
+        .iter()
+        .map(|r| r.lflow_hits + r.lflow_misses)
+        .sum();
+    assert!(
+        runs > 1000,
+        "sw0's frames went through the pipeline: {runs}"
+    );
+    c.nbctl(&[
+        "acl-add",
+        "pg_a",
+        "to-lport",
+        "1003",
+        "outport == @pg_a && ip4.src == 10.0.0.3 && icmp4",
+        "drop",
+    ]);
+    c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+    assert!(ping_ok(hv1, "10.0.0.2", 10), "hv1 -> hv2 still passes");
+    assert!(
+        !ping_ok(host, "10.0.0.2", 3),
+        "host -> hv2 is dropped by the new ACL"
+    );
 }

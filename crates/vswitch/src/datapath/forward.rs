@@ -32,6 +32,10 @@ pub enum TargetKind {
     /// A tunnel the logical pipeline chose (VNI and both keys of OVN's option), by its
     /// index in the burst's [`super::lflow::Lflow::tunnels`].
     Tunnel(u32),
+    /// A provider network's uplink, with the VLAN its frames carry there (0: none),
+    /// as the logical pipeline chose it: the network of the destination switch, not
+    /// of the source's.
+    Uplink(PortId, u16),
 }
 
 impl Target {
@@ -39,6 +43,14 @@ impl Target {
     const REMOTE: u64 = 1 << 32;
     /// Set for the logical pipeline's tunnels: bits 0..32 the index.
     const TUNNEL: u64 = 1 << 33;
+    /// Set for the logical pipeline's uplinks: bits 16..28 the VLAN, 0..16 the port.
+    const UPLINK: u64 = 1 << 34;
+
+    /// Uplink `p`, its frames tagged `vlan` (0: untagged).
+    #[inline]
+    pub fn uplink(p: PortId, vlan: u16) -> Self {
+        Target(Self::UPLINK | u64::from(vlan & 0x0fff) << 16 | u64::from(p))
+    }
 
     /// The logical pipeline's tunnel `i` of this burst.
     #[inline]
@@ -69,6 +81,8 @@ impl Target {
     pub fn kind(self) -> TargetKind {
         if self.0 & Self::TUNNEL != 0 {
             TargetKind::Tunnel(self.0 as u32)
+        } else if self.0 & Self::UPLINK != 0 {
+            TargetKind::Uplink(self.0 as PortId, (self.0 >> 16) as u16 & 0x0fff)
         } else if self.0 & Self::REMOTE == 0 {
             TargetKind::Port(self.0 as PortId)
         } else {
@@ -309,8 +323,9 @@ impl Pipeline {
         self.soft.reset();
         let streaming = self.groups.active >= STREAM_FANOUT;
         for g in 0..self.groups.active {
-            let port = match self.groups.groups[g].target.kind() {
-                TargetKind::Port(p) => p,
+            let (port, vlan) = match self.groups.groups[g].target.kind() {
+                TargetKind::Port(p) => (p, None),
+                TargetKind::Uplink(p, vlan) => (p, Some(vlan)),
                 TargetKind::Remote(r, egress) => {
                     let Some(vni) = src.domain_key.vni() else {
                         continue;
@@ -338,7 +353,8 @@ impl Pipeline {
                     .drop(DropReason::NoDestination, n);
                 continue;
             };
-            self.prepare(g, src, dst, burst, pkts);
+            let vid = vlan.unwrap_or_else(|| provider_vlan(src, dst.id));
+            self.prepare(g, src, (dst, vid), burst, pkts);
             let mut parts: [&[u8]; BURST] = [&[]; BURST];
             for (p, &(i, s, n)) in parts.iter_mut().zip(&self.gro.parts) {
                 let f = burst.bytes(&pkts[usize::from(i)]).unwrap_or(&[]);
@@ -412,13 +428,13 @@ impl Pipeline {
     }
 
     /// Fills `self.items` with group `g`'s frames as `dst` takes them: whole when it
-    /// takes their offloads, else made plain in software first. Hashes them when `dst`
-    /// spreads frames over its queues by flow hash.
+    /// takes their offloads, else made plain in software first, and tagged `vid` when
+    /// not 0. Hashes them when `dst` spreads frames over its queues by flow hash.
     fn prepare<'m, B: RxBurst<'m>>(
         &mut self,
         g: usize,
         src: &Source<'_>,
-        dst: &crate::ports::Port,
+        (dst, vid): (&crate::ports::Port, u16),
         burst: &B,
         pkts: &mut [Pkt],
     ) {
@@ -426,7 +442,7 @@ impl Pipeline {
         let counters = dst.counters(self.pmd);
         self.items.clear();
         self.gro.clear();
-        if src.tep.is_some() && takes.tso4 && takes.tso6 {
+        if src.tep.is_some() && takes.tso4 && takes.tso6 && vid == 0 {
             if spreads {
                 for &i in self.groups.groups[g].frames() {
                     let p = &mut pkts[usize::from(i)];
@@ -436,7 +452,6 @@ impl Pipeline {
             self.prepare_gro(g, takes, burst, pkts, counters);
             return;
         }
-        let vid = provider_vlan(src, dst.id);
         let group = &self.groups.groups[g];
         for &i in group.frames() {
             let p = &mut pkts[usize::from(i)];

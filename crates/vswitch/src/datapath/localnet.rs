@@ -158,8 +158,13 @@ impl Pipeline {
                 security: None,
                 mac_limit: tp.mac_limit,
             };
-            self.classify(topo, &src, frames, &mut pkts[i..j]);
-            self.forward(topo, &src, queue, frames, &mut pkts[i..j]);
+            if matches!(mode, Mode::Ovn(o) if o.lflow) {
+                let entry = super::lflow::Entry::Port;
+                self.lflow(topo, &src, queue, frames, &mut pkts[i..j], entry);
+            } else {
+                self.classify(topo, &src, frames, &mut pkts[i..j]);
+                self.forward(topo, &src, queue, frames, &mut pkts[i..j]);
+            }
             i = j;
         }
     }

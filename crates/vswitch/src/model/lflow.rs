@@ -364,6 +364,8 @@ impl Zones {
 pub enum SlowDest {
     /// A local port.
     Port(crate::model::fdb::PortId),
+    /// A provider network's uplink, with the network's VLAN (0: untagged).
+    Uplink(crate::model::fdb::PortId, u16),
     /// A Geneve tunnel: remote endpoint, VNI (the datapath) and OVN's option keys.
     Tunnel {
         /// The remote endpoint.

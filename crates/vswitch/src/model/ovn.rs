@@ -112,6 +112,15 @@ pub struct OvnDomain {
     pub lflow: bool,
 }
 
+/// Where a logical port is on this chassis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalOut {
+    /// A local port.
+    Port(PortId),
+    /// A provider network's uplink, with the network's VLAN (0: untagged).
+    Uplink(PortId, u16),
+}
+
 /// Where a logical switch with a `localnet` port meets the physical network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Localnet {
@@ -131,6 +140,16 @@ impl OvnDomain {
             .iter()
             .find(|(k, _)| *k == key)
             .map(|&(_, p)| p)
+    }
+
+    /// Where logical port `key` is here: a local port, or the uplink of the switch's
+    /// provider network (with its VLAN, 0: untagged) for its `localnet` port.
+    #[inline]
+    pub fn local_out(&self, key: u16) -> Option<LocalOut> {
+        match self.localnet {
+            Some(l) if l.key == key => Some(LocalOut::Uplink(l.uplink, l.tag)),
+            _ => self.local_port(key).map(LocalOut::Port),
+        }
     }
 
     /// Whether the local port with key `key` learns source MACs.
@@ -191,6 +210,13 @@ impl OvnTopo {
     pub fn local_port(&self, dp: u32, port: u16) -> Option<PortId> {
         let d = *self.by_key.get(&dp)?;
         self.domain(d)?.local_port(port)
+    }
+
+    /// Where logical port `port` of the logical switch of key `dp` is here.
+    #[inline]
+    pub fn local_out(&self, dp: u32, port: u16) -> Option<LocalOut> {
+        let d = *self.by_key.get(&dp)?;
+        self.domain(d)?.local_out(port)
     }
 
     /// The OVN logical switch domain `d` is, if it is one.

@@ -178,7 +178,12 @@ impl Pass {
         (ports, ids): (&BTreeMap<String, String>, &[PortId]),
         me: Uuid,
     ) -> Result<bool, String> {
-        self.build_pipelines(ports, me, status);
+        let networks: Vec<String> = cfg
+            .bridge_mappings
+            .iter()
+            .map(|m| m.network.clone())
+            .collect();
+        self.build_pipelines(ports, &networks, me, status);
         let sb = self.sb.as_ref().expect("rows decoded");
         let local = view::Local {
             name: &cfg.chassis,
@@ -244,7 +249,13 @@ impl Pass {
     /// Builds the logical pipelines of the local datapaths again when a row they come
     /// from changed (or the local ports did): every switch's view is then derived
     /// again, since whether it runs the pipeline may have changed.
-    fn build_pipelines(&mut self, ports: &BTreeMap<String, String>, me: Uuid, status: &Status) {
+    fn build_pipelines(
+        &mut self,
+        ports: &BTreeMap<String, String>,
+        networks: &[String],
+        me: Uuid,
+        status: &Status,
+    ) {
         if self.pipelines.is_some() && !self.touched.all && !self.touched.pipeline {
             return;
         }
@@ -256,7 +267,11 @@ impl Pass {
         let p = Pipelines::build_changed(
             sb,
             &datapaths,
-            Viewpoint::Claiming(Some(me), &lsps),
+            Viewpoint::Claiming {
+                me: Some(me),
+                ports: &lsps,
+                networks,
+            },
             &mut self.build_cache,
             (!self.touched.lflows_unknown).then_some(changed),
         );

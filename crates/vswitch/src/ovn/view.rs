@@ -284,7 +284,7 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
         v.releases.sort();
         v.leaves.sort();
     }
-    let datapaths: BTreeSet<Uuid> = v
+    let mut datapaths: BTreeSet<Uuid> = v
         .ports
         .values()
         .filter_map(|p| match p {
@@ -292,6 +292,7 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
             PortView::Unbound(_) => None,
         })
         .collect();
+    datapaths.extend(provider_networks_reached(sb, local));
     let local_of: HashMap<Uuid, Here<'_>> = v
         .ports
         .iter()
@@ -317,6 +318,23 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
         }
     }
     v
+}
+
+/// The logical switches with a `localnet` port mapped here that the local pipeline
+/// reaches through a router though no local port is on them (an external network
+/// behind a gateway): frames from their physical network enter them here.
+fn provider_networks_reached(sb: &Sb, local: &Local<'_>) -> Vec<Uuid> {
+    let Some(p) = local.pipelines else {
+        return Vec::new();
+    };
+    sb.datapaths
+        .iter()
+        .filter_map(|(u, row)| {
+            let key = u32::try_from(row.tunnel_key).ok()?;
+            let d = p.datapath(key)?;
+            (!d.router && d.localnet.is_some() && p.needs_pipeline(key)).then_some(*u)
+        })
+        .collect()
 }
 
 /// A binding held here: the local port's name, and whether it awaits activation.

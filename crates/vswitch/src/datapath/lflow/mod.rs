@@ -26,6 +26,7 @@ use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::lflow::{Dest, Injected, Learned, SlowDest, SlowJob, Step};
+use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::Topology;
@@ -311,6 +312,7 @@ impl Pipeline {
             for f in mine {
                 let dest = match f.dest {
                     SlowDest::Port(p) => super::forward::Target::port(p),
+                    SlowDest::Uplink(p, vlan) => super::forward::Target::uplink(p, vlan),
                     SlowDest::Resubmit => continue,
                     SlowDest::Tunnel {
                         remote,
@@ -422,7 +424,10 @@ fn slow_job(
         })
         .filter_map(|o| {
             let dest = match &o.dest {
-                Dest::Local { dp, port } => SlowDest::Port(topo.ovn.local_port(*dp, *port)?),
+                Dest::Local { dp, port } => match topo.ovn.local_out(*dp, *port)? {
+                    LocalOut::Port(p) => SlowDest::Port(p),
+                    LocalOut::Uplink(p, vlan) => SlowDest::Uplink(p, vlan),
+                },
                 Dest::Remote {
                     chassis,
                     dp,
@@ -478,6 +483,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         };
         let target = match o.target {
             Target::Port(port) => super::forward::Target::port(port),
+            Target::Uplink(port, vlan) => super::forward::Target::uplink(port, vlan),
             Target::Tunnel(t) => lf.tunnel(t),
             Target::Drop(r) => {
                 counters.drop(r, 1);

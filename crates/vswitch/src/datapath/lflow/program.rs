@@ -19,6 +19,7 @@ use ovn_lflow::{Field, Flow};
 use super::ct::LiveCt;
 use crate::model::fdb::PortId;
 use crate::model::lflow::{Commit, CtReq, CtResult, Dest, Origin, Outcome, Step, Tracker};
+use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
 use crate::model::tunnel::RemoteId;
 use crate::switch::topology::Topology;
@@ -60,6 +61,8 @@ pub struct Tunnel {
 pub enum Target {
     /// A local port.
     Port(PortId),
+    /// A provider network's uplink, with the network's VLAN (0: untagged).
+    Uplink(PortId, u16),
     /// A tunnel.
     Tunnel(Tunnel),
     /// Nowhere: dropped and counted.
@@ -386,10 +389,11 @@ fn keyed(flow: &Flow) -> bool {
 /// Where `dest` is in `topo`.
 fn target(dest: &Dest, topo: &Topology) -> Target {
     match dest {
-        Dest::Local { dp, port } => topo
-            .ovn
-            .local_port(*dp, *port)
-            .map_or(Target::Drop(DropReason::NoDestination), Target::Port),
+        Dest::Local { dp, port } => match topo.ovn.local_out(*dp, *port) {
+            Some(LocalOut::Port(p)) => Target::Port(p),
+            Some(LocalOut::Uplink(p, vlan)) => Target::Uplink(p, vlan),
+            None => Target::Drop(DropReason::NoDestination),
+        },
         Dest::Remote {
             chassis,
             dp,

@@ -31,7 +31,7 @@ use ovn_lflow::actions::Pipeline;
 use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 
 use super::nat;
-use super::tables::{Datapath, Location, Pipelines};
+use super::tables::{Datapath, LPort, Location, Pipelines};
 use crate::config::MacAddr;
 pub use crate::model::lflow::{
     cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker, DNAT_ZONE,
@@ -836,7 +836,10 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 if let (Mode::Chassis, Some(Location::Remote(c))) =
                     (self.mode, dp.ports.get(&m).map(|p| &p.location))
                 {
-                    if !chassis.contains(&c.as_str()) && !self.from_tunnel {
+                    // With a provider network, the localnet port's copy reaches them
+                    // (physical.c: no remote chassis for a group of such a switch).
+                    if !chassis.contains(&c.as_str()) && !self.from_tunnel && dp.localnet.is_none()
+                    {
                         chassis.push(c);
                     }
                     continue;
@@ -855,25 +858,84 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let Some(port) = dp.ports.get(&out) else {
             return self.error(tr, format!("unknown port or multicast group {out}"));
         };
-        if port.kind == "chassisredirect" {
-            return self.error(
-                tr,
-                format!("output to chassisredirect port \"{}\"", port.name),
-            );
-        }
+        let out = match self.redirect(dp, port, tr) {
+            Ok(Some(to)) => to,
+            Ok(None) => return self.tunnel_to(dp, port, in_key, pkt, tr),
+            Err(e) => return self.error(tr, e),
+        };
         if out == in_key && !loopback {
             push(tr, NodeKind::Output, || {
                 "/* omitting output because inport == outport && !flags.loopback */".into()
             });
             return;
         }
-        if let (Mode::Chassis, Location::Remote(c)) = (self.mode, &port.location) {
-            if self.from_tunnel {
-                return self.error(tr, format!("port \"{}\" is on another chassis", port.name));
-            }
-            return self.tunnel(c, dp, in_key, out, pkt, tr);
-        }
+        egress.flow.set(Field::LogOutport, u128::from(out));
         self.egress(dp, in_key, out, &egress, tr);
+    }
+
+    /// Where ingress `output` to `port` of `dp` runs the egress pipeline here: its own
+    /// key, the localnet port's when `port` is on another chassis and the switch has a
+    /// provider network here (physical.c `PORT_LOCALNET`), the distributed port's when
+    /// `port` is a gateway's `chassisredirect` port held here (or when tracing, as
+    /// ovn-trace replaces it); None when a tunnel takes it to its chassis.
+    fn redirect(
+        &self,
+        dp: &Datapath,
+        port: &LPort,
+        tr: &mut Tr<'_>,
+    ) -> Result<Option<u16>, String> {
+        let remote = self.mode == Mode::Chassis && matches!(port.location, Location::Remote(_));
+        if port.kind == "chassisredirect" {
+            let Some(d) = port.distributed else {
+                return Err(format!(
+                    "chassisredirect port \"{}\" has no distributed port",
+                    port.name
+                ));
+            };
+            if remote {
+                return Ok(None);
+            }
+            if self.mode == Mode::Chassis && port.location != Location::Local {
+                return Err(format!("no chassis holds gateway port \"{}\"", port.name));
+            }
+            push(tr, NodeKind::Output, || {
+                format!(
+                    "/* Replacing type \"chassisredirect\" outport \"{}\" with distributed port \"{}\". */",
+                    port.name,
+                    dp.name_of(d)
+                )
+            });
+            return Ok(Some(d));
+        }
+        let elsewhere = remote
+            || (self.mode == Mode::Chassis
+                && port.kind.is_empty()
+                && port.location == Location::Nowhere);
+        match dp.localnet {
+            Some(ln) if elsewhere => {
+                push(tr, NodeKind::Output, || {
+                    format!(
+                        "/* \"{}\" is not here: through localnet port \"{}\" */",
+                        port.name,
+                        dp.name_of(ln)
+                    )
+                });
+                Ok(Some(ln))
+            }
+            _ if remote => Ok(None),
+            _ => Ok(Some(port.key)),
+        }
+    }
+
+    /// Ingress `output` to `port`, which is on another chassis: a tunnel there.
+    fn tunnel_to(&mut self, dp: &Datapath, port: &LPort, in_key: u16, pkt: &Pkt, tr: &mut Tr<'_>) {
+        let Location::Remote(c) = &port.location else {
+            return;
+        };
+        if self.from_tunnel {
+            return self.error(tr, format!("port \"{}\" is on another chassis", port.name));
+        }
+        self.tunnel(c.as_str(), dp, in_key, port.key, pkt, tr);
     }
 
     fn egress(&mut self, dp: &'p Datapath, in_key: u16, out: u16, pkt: &Pkt, tr: &mut Tr<'_>) {

@@ -58,6 +58,9 @@ pub struct LPort {
     pub location: Location,
     /// Its port security (`check_in_port_sec`, `check_out_port_sec`).
     pub security: PortSecurity,
+    /// For a `chassisredirect` port: the key of its distributed gateway port
+    /// (`options:distributed-port`), which it stands for on the gateway chassis.
+    pub distributed: Option<u16>,
 }
 
 /// A multicast group of a datapath (`_MC_flood`, `_MC_unknown`, ...).
@@ -119,6 +122,10 @@ pub struct Datapath {
     pub mac_bindings: HashMap<(u16, IpAddr), MacAddr>,
     /// MACs learned behind ports (`FDB`): MAC -> port key.
     pub fdb: HashMap<MacAddr, u16>,
+    /// The key of its `localnet` port when that port's network is mapped here: the
+    /// switch reaches ports on other chassis through the physical network, not
+    /// tunnels (ovn-controller's `physical.c`, `PORT_LOCALNET`).
+    pub localnet: Option<u16>,
     /// The first flow whose action vswitchd does not execute: (action, stage, flow).
     pub unsupported: Option<(String, String, Uuid)>,
     /// Its flows do more than a logical switch's L2 forwarding: ACLs (flows derived
@@ -193,9 +200,18 @@ pub enum Viewpoint<'a> {
     Everywhere,
     /// This chassis (its `Chassis` row), with the datapaths it runs.
     Chassis(Option<Uuid>),
-    /// Bindings by chassis name are resolved through `Sb`; `local` names ports bound
-    /// here regardless of the database (a claim in flight).
-    Claiming(Option<Uuid>, &'a [String]),
+    /// This chassis as it claims ports: bindings by chassis name are resolved through
+    /// `Sb`; `ports` are bound here regardless of the database (a claim in flight);
+    /// `networks` are the physical networks mapped here (`--ovn-bridge-mappings`),
+    /// whose `localnet` ports are local.
+    Claiming {
+        /// This chassis' row.
+        me: Option<Uuid>,
+        /// Logical ports bound here.
+        ports: &'a [String],
+        /// Physical networks mapped here.
+        networks: &'a [String],
+    },
 }
 
 impl Pipelines {
@@ -689,9 +705,27 @@ fn datapath_of(sb: &Sb, u: Uuid, ports: &[&PortBinding], view: Viewpoint<'_>) ->
                 peer: None,
                 location: location(sb, pb, view),
                 security: PortSecurity::parse(&pb.port_security),
+                distributed: None,
             },
         );
     }
+    for pb in ports.iter().filter(|pb| pb.kind == "chassisredirect") {
+        let d = pb
+            .options
+            .get("distributed-port")
+            .and_then(|n| dp.names.get(n));
+        if let Some(p) = u16::try_from(pb.tunnel_key)
+            .ok()
+            .and_then(|k| dp.ports.get_mut(&k))
+        {
+            p.distributed = d.copied();
+        }
+    }
+    dp.localnet = dp
+        .ports
+        .values()
+        .find(|p| p.kind == "localnet" && p.location == Location::Local)
+        .map(|p| p.key);
     for g in sb.groups.iter().filter(|g| g.datapath == u) {
         let Ok(k) = u16::try_from(g.tunnel_key) else {
             continue;
@@ -773,16 +807,29 @@ fn add_mac_bindings(sb: &Sb, u: Uuid, dp: &mut Datapath) {
     }
 }
 
-/// Where binding `pb` is, seen from `view`.
+/// Where binding `pb` is, seen from `view`. A `localnet` port is here when its
+/// network is mapped here (ovn-controller's `update_ld_localnet_port` ignores the
+/// others), and nowhere otherwise.
 fn location(sb: &Sb, pb: &PortBinding, view: Viewpoint<'_>) -> Location {
-    if matches!(pb.kind.as_str(), "patch" | "localport" | "localnet") {
+    if pb.kind == "localnet" {
+        let network = pb.options.get("network_name");
+        return match view {
+            Viewpoint::Claiming { networks, .. }
+                if network.is_some_and(|n| networks.contains(n)) =>
+            {
+                Location::Local
+            }
+            _ => Location::Nowhere,
+        };
+    }
+    if matches!(pb.kind.as_str(), "patch" | "localport") {
         return Location::Nowhere;
     }
     let me = match view {
         Viewpoint::Everywhere => return Location::Local,
         Viewpoint::Chassis(me) => me,
-        Viewpoint::Claiming(me, local) => {
-            if local.contains(&pb.logical_port) {
+        Viewpoint::Claiming { me, ports, .. } => {
+            if ports.contains(&pb.logical_port) {
                 return Location::Local;
             }
             me
