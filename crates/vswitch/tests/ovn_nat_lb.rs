@@ -425,3 +425,167 @@ fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     assert!(zone("gw_snat") > 0 && zone("gw_dnat") > 0, "{v}");
     drop(nss);
 }
+
+/// A distributed router's VMs: vm1 with a distributed floating IP (`logical_port`,
+/// `external_mac`), vm2 with a centralized one, vm3 with SNAT only.
+const DGP_VMS: [(&str, &str, &str); 3] = [
+    ("vm1", "50:54:00:00:04:01", "10.0.0.11"),
+    ("vm2", "50:54:00:00:04:02", "10.0.0.12"),
+    ("vm3", "50:54:00:00:04:03", "10.0.0.13"),
+];
+/// The distributed floating IP and its MAC; the centralized floating IP.
+const DIST_FIP: (&str, &str) = ("172.16.0.50", "50:54:00:00:04:50");
+const CENT_FIP: &str = "172.16.0.60";
+/// The gateway port's MAC.
+const DGP_MAC: &str = "00:00:00:00:ff:02";
+
+/// sw0 (the VMs), router lr0 with a distributed gateway port `lr0-ext` on the external
+/// network `ext` (a provider network: localnet port for `physnet`, untagged), its
+/// gateway chassis `chassis` at priority 20; SNAT of 10.0.0.0/24 and the floating IPs.
+fn build_dgp(c: &OvnCentral, chassis: &str) {
+    c.nbctl(&["ls-add", "sw0", "--", "ls-add", "ext"]);
+    for (name, mac, ip) in DGP_VMS {
+        let addrs = format!("{mac} {ip}");
+        c.nbctl(&[
+            "lsp-add",
+            "sw0",
+            name,
+            "--",
+            "lsp-set-addresses",
+            name,
+            &addrs,
+        ]);
+    }
+    c.nbctl(&[
+        "lsp-add",
+        "ext",
+        "ln-ext",
+        "--",
+        "lsp-set-type",
+        "ln-ext",
+        "localnet",
+    ]);
+    c.nbctl(&["lsp-set-addresses", "ln-ext", "unknown"]);
+    c.nbctl(&["lsp-set-options", "ln-ext", "network_name=physnet"]);
+    c.nbctl(&["lr-add", "lr0"]);
+    for (sw, lrp, mac, net) in [
+        ("sw0", "lr0-sw0", "00:00:00:00:ff:01", "10.0.0.1/24"),
+        ("ext", "lr0-ext", DGP_MAC, "172.16.0.1/24"),
+    ] {
+        c.nbctl(&["lrp-add", "lr0", lrp, mac, net]);
+        c.attach_router(sw, &format!("{sw}-lr0"), lrp);
+    }
+    c.nbctl(&["lrp-set-gateway-chassis", "lr0-ext", chassis, "20"]);
+    c.nbctl(&["lr-nat-add", "lr0", "snat", SNAT_IP, "10.0.0.0/24"]);
+    c.nbctl(&[
+        "lr-nat-add",
+        "lr0",
+        "dnat_and_snat",
+        DIST_FIP.0,
+        DGP_VMS[0].2,
+        DGP_VMS[0].0,
+        DIST_FIP.1,
+    ]);
+    c.nbctl(&["lr-nat-add", "lr0", "dnat_and_snat", CENT_FIP, DGP_VMS[1].2]);
+}
+
+/// The MAC namespace `ns` resolved `ip` to (empty if none).
+fn neighbour(ns: &str, ip: &str) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ip", "neigh", "show", ip])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut words = text.split_whitespace();
+    words
+        .by_ref()
+        .find(|w| *w == "lladdr")
+        .and_then(|_| words.next())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A distributed gateway port on a vswitchd chassis (issue 41 §1): vswitchd claims its
+/// `chassisredirect` binding as the gateway chassis, answers ARP for the router's
+/// external addresses on the provider network, SNATs sw0, and serves both floating
+/// IPs: the distributed one with its own MAC, the centralized one with the router's.
+#[test]
+fn a_distributed_gateway_port_on_a_provider_network() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-dgp");
+    let c = OvnCentral::start(&dir);
+    build_dgp(&c, "hv1");
+    let f = Fabric::new("odg", 1, 1600);
+    let id = std::process::id() % 10000;
+    // The physical network: a veth from hv1's namespace to the upstream host's.
+    let up = Netns(format!("{}-up", f.ns[0]));
+    run(&["ip", "netns", "add", &up.0]);
+    let (phys, peer) = (format!("odg{id}p"), format!("odg{id}q"));
+    run(&[
+        "ip", "link", "add", &phys, "type", "veth", "peer", "name", &peer,
+    ]);
+    run(&["ip", "link", "set", &phys, "netns", &f.ns[0]]);
+    run(&["ip", "link", "set", &peer, "netns", &up.0]);
+    f.exec(&f.ns[0], &["ip", "link", "set", &phys, "up"]);
+    for args in [
+        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        vec!["ip", "link", "set", "lo", "up"],
+        vec!["ip", "link", "set", &peer, "address", UPSTREAM.1, "up"],
+        vec!["ip", "addr", "add", "172.16.0.254/24", "dev", &peer],
+        // Full checksums, as a NIC delivers them: a veth hands an AF_XDP socket the
+        // kernel's partial ones, with nothing saying so (OVS's AF_XDP guide turns
+        // the peer's offload off too).
+        vec!["ethtool", "-K", &peer, "tx", "off"],
+    ] {
+        f.exec(&up.0, &args);
+    }
+    let taps: Vec<String> = (0..DGP_VMS.len()).map(|i| format!("odg{id}{i}")).collect();
+    let mut args = chassis_args(&f, 0, &c, "hv1", &[]);
+    for (vm, t) in DGP_VMS.iter().zip(&taps) {
+        args.extend(tap(vm.0, t, vm.0));
+    }
+    args.extend([
+        "--uplink".to_string(),
+        format!("phys={phys},mode=generic"),
+        "--ovn-bridge-mappings".to_string(),
+        "physnet:phys".to_string(),
+    ]);
+    let sw = Vswitchd::start_in(Some(&f.ns[0]), &dir, "hv1", &args);
+    let nss: Vec<Netns> = DGP_VMS
+        .iter()
+        .zip(&taps)
+        .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
+        .collect();
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    let hv1 = c.sbctl(&["--bare", "--columns=_uuid", "find", "chassis", "name=hv1"]);
+    wait_for(Duration::from_secs(30), "hv1 holds cr-lr0-ext", || {
+        (c.sb_get("Port_Binding", "logical_port", "cr-lr0-ext", "chassis") == hv1.trim())
+            .then_some(())
+    });
+    let (vm1, vm2, vm3) = (&nss[0].0, &nss[1].0, &nss[2].0);
+
+    // Outbound: vm3 as the SNAT address, vm1 and vm2 as their floating IPs.
+    assert!(ping_ok(vm3, UPSTREAM.2, 20), "vm3 -> upstream (SNAT)");
+    assert_eq!(seen_from(vm3, &up.0, UPSTREAM.2, 7101), SNAT_IP);
+    assert_eq!(seen_from(vm1, &up.0, UPSTREAM.2, 7102), DIST_FIP.0);
+    assert_eq!(seen_from(vm2, &up.0, UPSTREAM.2, 7103), CENT_FIP);
+    // Inbound to both floating IPs; the upstream host learned the distributed one at
+    // its own MAC, the rest at the gateway port's.
+    assert!(
+        ping_ok(&up.0, DIST_FIP.0, 20),
+        "upstream -> vm1's floating IP"
+    );
+    assert!(
+        ping_ok(&up.0, CENT_FIP, 20),
+        "upstream -> vm2's floating IP"
+    );
+    assert_eq!(seen_from(&up.0, vm1, DIST_FIP.0, 7104), UPSTREAM.2);
+    assert_eq!(seen_from(&up.0, vm2, CENT_FIP, 7105), UPSTREAM.2);
+    assert!(seen_from(&up.0, vm3, DGP_VMS[2].2, 7106).starts_with("fail"));
+    assert_eq!(neighbour(&up.0, DIST_FIP.0), DIST_FIP.1);
+    assert_eq!(neighbour(&up.0, CENT_FIP), DGP_MAC);
+    assert_eq!(neighbour(&up.0, SNAT_IP), DGP_MAC);
+    assert_eq!(drops(&sw, "phys", "no_destination"), 0);
+    drop(nss);
+}

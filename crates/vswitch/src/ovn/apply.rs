@@ -49,6 +49,8 @@ pub struct Pass {
     pipelines_new: bool,
     /// What the last build parsed and compiled, for the next.
     build_cache: BuildCache,
+    /// The chassis whose tunnel's BFD session is up, by name.
+    active_tunnels: BTreeSet<String>,
 }
 
 impl Pass {
@@ -193,6 +195,7 @@ impl Pass {
             ports,
             mappings: &cfg.bridge_mappings,
             announced: &self.announced,
+            active_tunnels: &self.active_tunnels,
         };
         let t0 = std::time::Instant::now();
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);

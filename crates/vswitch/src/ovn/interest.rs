@@ -37,6 +37,8 @@ pub struct Interest {
     keys: BTreeSet<i64>,
     /// The logical flow datapath groups with a local datapath.
     dp_groups: BTreeSet<Uuid>,
+    /// The HA groups naming this chassis: their gateway ports' routers are local.
+    gateways: BTreeSet<Uuid>,
 }
 
 impl Interest {
@@ -51,6 +53,15 @@ impl Interest {
         for p in view.ports.values() {
             if let PortView::Bound { datapath, .. } = p {
                 i.datapaths.insert(*datapath);
+            }
+        }
+        // The routers whose gateway port this chassis may hold.
+        if let Some(me) = me {
+            i.gateways = super::gateway::groups_of(sb, me);
+        }
+        for pb in sb.ports.values() {
+            if pb.ha_chassis_group.is_some_and(|g| i.gateways.contains(&g)) {
+                i.datapaths.insert(pb.datapath);
             }
         }
         // The switches of the local ports not bound (yet): their pipelines decide
@@ -131,6 +142,11 @@ impl Interest {
                 .collect()
         };
         pb.extend(by_dp());
+        pb.extend(
+            self.gateways
+                .iter()
+                .map(|g| Condition::eq("ha_chassis_group", *g)),
+        );
         let fdb = self
             .keys
             .iter()
@@ -225,6 +241,7 @@ mod tests {
             port_security: Vec::new(),
             up: None,
             tag: None,
+            ha_chassis_group: None,
         }
     }
 

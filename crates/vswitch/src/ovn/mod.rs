@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod fdb;
+pub mod gateway;
 pub mod igmp;
 pub mod interest;
 pub mod lflow_index;
@@ -240,6 +241,8 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::StaticMacBinding>())
         .table(TableSpec::of::<sb::DhcpOptions>())
         .table(TableSpec::of::<sb::Dhcpv6Options>())
+        .table(TableSpec::of::<sb::HaChassisGroup>())
+        .table(TableSpec::of::<sb::HaChassis>())
 }
 
 /// Every table the chassis and its logical pipeline read, whole (ovn-controller's
@@ -262,6 +265,8 @@ pub fn monitor_spec_all() -> MonitorSpec {
         .table(TableSpec::of::<sb::StaticMacBinding>())
         .table(TableSpec::of::<sb::DhcpOptions>())
         .table(TableSpec::of::<sb::Dhcpv6Options>())
+        .table(TableSpec::of::<sb::HaChassisGroup>())
+        .table(TableSpec::of::<sb::HaChassis>())
 }
 
 /// No row: the conditioned tables' start ([`interest`] widens them as the view grows).

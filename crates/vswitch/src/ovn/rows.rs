@@ -9,9 +9,9 @@ use std::net::IpAddr;
 use ovsdb::{ChangeSet, Replica, Uuid};
 
 use super::sb::{
-    AddressSet, Chassis, DatapathBinding, DhcpOptions, Dhcpv6Options, Encap, Fdb, IpMulticast,
-    LogicalDpGroup, LogicalFlow, MacBinding, MulticastGroup, PortBinding, PortGroup, SbGlobal,
-    StaticMacBinding, ACL_STAGES,
+    AddressSet, Chassis, DatapathBinding, DhcpOptions, Dhcpv6Options, Encap, Fdb, HaChassis,
+    HaChassisGroup, IpMulticast, LogicalDpGroup, LogicalFlow, MacBinding, MulticastGroup,
+    PortBinding, PortGroup, SbGlobal, StaticMacBinding, ACL_STAGES,
 };
 
 /// The Southbound rows the view is derived from, by uuid.
@@ -54,6 +54,10 @@ pub struct Sb {
     pub dhcp_options: HashMap<Uuid, DhcpOptions>,
     /// The DHCPv6 options `put_dhcpv6_opts` may name.
     pub dhcpv6_options: HashMap<Uuid, Dhcpv6Options>,
+    /// Gateway chassis groups.
+    pub ha_groups: HashMap<Uuid, HaChassisGroup>,
+    /// Their members.
+    pub ha_chassis: HashMap<Uuid, HaChassis>,
 }
 
 impl Sb {
@@ -79,6 +83,8 @@ impl Sb {
             static_mac_bindings: r.rows::<StaticMacBinding>().collect(),
             dhcp_options: r.rows::<DhcpOptions>().collect(),
             dhcpv6_options: r.rows::<Dhcpv6Options>().collect(),
+            ha_groups: r.rows::<HaChassisGroup>().collect(),
+            ha_chassis: r.rows::<HaChassis>().collect(),
         };
         sb.acl_datapaths = acl_datapaths(&sb.lflows, &sb.dp_groups);
         sb.lflow_index = Some(super::lflow_index::LflowIndex::build(
@@ -182,6 +188,14 @@ impl Sb {
                 "Static_MAC_Binding" => put(&mut self.static_mac_bindings, *u, r.get(u)),
                 "DHCP_Options" => put(&mut self.dhcp_options, *u, r.get(u)),
                 "DHCPv6_Options" => put(&mut self.dhcpv6_options, *u, r.get(u)),
+                "HA_Chassis_Group" => {
+                    put(&mut self.ha_groups, *u, r.get(u));
+                    touched.all = true;
+                }
+                "HA_Chassis" => {
+                    put(&mut self.ha_chassis, *u, r.get(u));
+                    touched.all = true;
+                }
                 _ => {}
             }
         }

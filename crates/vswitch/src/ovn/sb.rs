@@ -102,6 +102,35 @@ ovsdb::model! {
         pub up: Option<bool> = "up",
         /// A `localnet` port's VLAN (1..=4094); none: the network is untagged.
         pub tag: Option<i64> = "tag",
+        /// A gateway port's (`chassisredirect`) chassis and their priorities.
+        pub ha_chassis_group: Option<Uuid> = "ha_chassis_group",
+    }
+}
+
+ovsdb::model! {
+    /// `HA_Chassis_Group`: the chassis that may hold a gateway port, by priority
+    /// (ovn-northd makes one per distributed gateway port from its `Gateway_Chassis`
+    /// rows, or copies the Northbound group).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HaChassisGroup in "HA_Chassis_Group" {
+        /// Its name (the gateway port's, for groups made from `Gateway_Chassis`).
+        pub name: String = "name",
+        /// Its `HA_Chassis` rows.
+        pub ha_chassis: Vec<Uuid> = "ha_chassis",
+        /// Chassis with ports behind the gateway (ovn-northd's reference chassis):
+        /// a candidate that still reaches one of them is alive.
+        pub ref_chassis: Vec<Uuid> = "ref_chassis",
+    }
+}
+
+ovsdb::model! {
+    /// `HA_Chassis`: one chassis of an `HA_Chassis_Group` and its priority.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HaChassis in "HA_Chassis" {
+        /// The chassis (a weak reference: empty once the chassis' row is gone).
+        pub chassis: Option<Uuid> = "chassis",
+        /// Higher wins, 0..=32767.
+        pub priority: i64 = "priority",
     }
 }
 

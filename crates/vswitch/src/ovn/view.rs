@@ -35,6 +35,9 @@ pub struct Local<'a> {
     /// activation: active here from now on, as ovn-controller unblocks a port on its
     /// RARP before the database says so.
     pub announced: &'a BTreeSet<String>,
+    /// The chassis whose tunnel's BFD session is up (by name): who is alive, for the
+    /// gateway ports' HA groups ([`super::gateway`]).
+    pub active_tunnels: &'a BTreeSet<String>,
 }
 
 /// How this chassis holds a binding.
@@ -270,6 +273,9 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
         })
         .collect();
     if let Some(me) = local.chassis {
+        let (claims, releases) = super::gateway::claims_and_releases(sb, me, local.active_tunnels);
+        v.claims.extend(claims);
+        v.releases.extend(releases);
         for (u, p) in &sb.ports {
             if !p.kind.is_empty() || claimed.contains(u) {
                 continue;
@@ -799,6 +805,7 @@ mod tests {
             port_security: Vec::new(),
             up: Some(false),
             tag: None,
+            ha_chassis_group: None,
             additional_chassis: Vec::new(),
         }
     }
@@ -889,6 +896,7 @@ mod tests {
             ports,
             mappings: &[],
             announced: &NONE_ANNOUNCED,
+            active_tunnels: &NONE_ANNOUNCED,
         }
     }
 
