@@ -20,8 +20,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::chassis::*;
-use common::fabric::Fabric;
+use common::fabric::{tunnels, Fabric};
 use common::ovn::OvnCentral;
+use common::ovs::Ovs;
 use common::*;
 
 /// (port, MAC, IPv4).
@@ -433,6 +434,8 @@ const DGP_VMS: [(&str, &str, &str); 3] = [
     ("vm2", "50:54:00:00:04:02", "10.0.0.12"),
     ("vm3", "50:54:00:00:04:03", "10.0.0.13"),
 ];
+/// A VM on the Open vSwitch chassis, SNAT only.
+const OVS_VM: (&str, &str, &str) = ("vm4", "50:54:00:00:04:04", "10.0.0.14");
 /// The distributed floating IP and its MAC; the centralized floating IP.
 const DIST_FIP: (&str, &str) = ("172.16.0.50", "50:54:00:00:04:50");
 const CENT_FIP: &str = "172.16.0.60";
@@ -444,7 +447,7 @@ const DGP_MAC: &str = "00:00:00:00:ff:02";
 /// gateway chassis `chassis` at priority 20; SNAT of 10.0.0.0/24 and the floating IPs.
 fn build_dgp(c: &OvnCentral, chassis: &str) {
     c.nbctl(&["ls-add", "sw0", "--", "ls-add", "ext"]);
-    for (name, mac, ip) in DGP_VMS {
+    for (name, mac, ip) in DGP_VMS.into_iter().chain([OVS_VM]) {
         let addrs = format!("{mac} {ip}");
         c.nbctl(&[
             "lsp-add",
@@ -505,10 +508,13 @@ fn neighbour(ns: &str, ip: &str) -> String {
         .to_string()
 }
 
-/// A distributed gateway port on a vswitchd chassis (issue 41 §1): vswitchd claims its
-/// `chassisredirect` binding as the gateway chassis, answers ARP for the router's
-/// external addresses on the provider network, SNATs sw0, and serves both floating
-/// IPs: the distributed one with its own MAC, the centralized one with the router's.
+/// A distributed gateway port on a vswitchd chassis (issue 41 §1): vswitchd (hv1)
+/// claims its `chassisredirect` binding as the gateway chassis, answers ARP for the
+/// router's external addresses on the provider network, SNATs sw0, and serves both
+/// floating IPs: the distributed one with its own MAC, the centralized one with the
+/// router's. An Open vSwitch chassis (hv2) with a VM on sw0 reaches the outside
+/// through it: OVS sends its frames to the gateway port by tunnel, vswitchd runs the
+/// router's egress there, and the answers go back by tunnel.
 #[test]
 fn a_distributed_gateway_port_on_a_provider_network() {
     let _g = serial();
@@ -516,7 +522,7 @@ fn a_distributed_gateway_port_on_a_provider_network() {
     let dir = TempDir::new("ovn-dgp");
     let c = OvnCentral::start(&dir);
     build_dgp(&c, "hv1");
-    let f = Fabric::new("odg", 1, 1600);
+    let f = Fabric::new("odg", 2, 1600);
     let id = std::process::id() % 10000;
     // The physical network: a veth from hv1's namespace to the upstream host's.
     let up = Netns(format!("{}-up", f.ns[0]));
@@ -557,6 +563,13 @@ fn a_distributed_gateway_port_on_a_provider_network() {
         .zip(&taps)
         .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
         .collect();
+    let hv2 = Ovs::ovn_chassis(&f, 1, &dir, "hv2", &c.sb_remote());
+    let vm4_addr = format!("{}/24", OVS_VM.2);
+    hv2.vif(&f, "vif4", OVS_VM.0, OVS_VM.1, &vm4_addr, 1500);
+    f.exec(
+        &f.ns[1],
+        &["ip", "route", "add", "default", "via", "10.0.0.1"],
+    );
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
     let hv1 = c.sbctl(&["--bare", "--columns=_uuid", "find", "chassis", "name=hv1"]);
     wait_for(Duration::from_secs(30), "hv1 holds cr-lr0-ext", || {
@@ -586,6 +599,14 @@ fn a_distributed_gateway_port_on_a_provider_network() {
     assert_eq!(neighbour(&up.0, DIST_FIP.0), DIST_FIP.1);
     assert_eq!(neighbour(&up.0, CENT_FIP), DGP_MAC);
     assert_eq!(neighbour(&up.0, SNAT_IP), DGP_MAC);
+    // From the OVS chassis: by tunnel to the gateway, SNATed there, and back.
+    let vm4 = &f.ns[1];
+    assert!(ping_ok(vm4, UPSTREAM.2, 20), "vm4 (on OVS) -> upstream");
+    assert_eq!(seen_from(vm4, &up.0, UPSTREAM.2, 7107), SNAT_IP);
+    assert!(tunnels(&sw)
+        .iter()
+        .any(|t| t.rx_packets > 0 && t.tx_packets > 0));
     assert_eq!(drops(&sw, "phys", "no_destination"), 0);
     drop(nss);
+    drop(hv2);
 }

@@ -298,7 +298,7 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
             PortView::Unbound(_) => None,
         })
         .collect();
-    datapaths.extend(provider_networks_reached(sb, local));
+    datapaths.extend(pipeline_only_datapaths(sb, local));
     let local_of: HashMap<Uuid, Here<'_>> = v
         .ports
         .iter()
@@ -326,19 +326,27 @@ pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: 
     v
 }
 
-/// The logical switches with a `localnet` port mapped here that the local pipeline
-/// reaches through a router though no local port is on them (an external network
-/// behind a gateway): frames from their physical network enter them here.
-fn provider_networks_reached(sb: &Sb, local: &Local<'_>) -> Vec<Uuid> {
+/// The datapaths the local pipeline reaches that get frames here though no local
+/// port is on them: logical switches with a `localnet` port mapped here (an external
+/// network behind a gateway: frames from the physical network enter them), and
+/// routers whose gateway port (`chassisredirect`) this chassis holds (other chassis
+/// send it their frames by tunnel, in the router's VNI).
+fn pipeline_only_datapaths(sb: &Sb, local: &Local<'_>) -> Vec<Uuid> {
     let Some(p) = local.pipelines else {
         return Vec::new();
+    };
+    let holds_gateway = |d: &super::pipeline::tables::Datapath| {
+        d.ports.values().any(|pt| {
+            pt.kind == "chassisredirect" && pt.location == super::pipeline::tables::Location::Local
+        })
     };
     sb.datapaths
         .iter()
         .filter_map(|(u, row)| {
             let key = u32::try_from(row.tunnel_key).ok()?;
             let d = p.datapath(key)?;
-            (!d.router && d.localnet.is_some() && p.needs_pipeline(key)).then_some(*u)
+            let provider = !d.router && d.localnet.is_some() && p.needs_pipeline(key);
+            (provider || (d.router && holds_gateway(d))).then_some(*u)
         })
         .collect()
 }

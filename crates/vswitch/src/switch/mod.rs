@@ -307,6 +307,10 @@ impl Switch {
                 out.vni_domains.insert(v, tp.domain);
             }
         }
+        // OVN datapaths with no local port (an external network, a router whose
+        // gateway port is here) take frames by tunnel too.
+        out.vni_domains
+            .extend(t.ovn.by_key.iter().map(|(&k, &d)| (k, d)));
         out.flood = vec![Vec::new(); self.domains.len()];
         for (&vni, &d) in &out.vni_domains {
             // OVN's logical switches flood to their groups' chassis, not static lists.
