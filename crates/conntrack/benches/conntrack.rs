@@ -23,7 +23,8 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use conntrack::{
-    Config, Conntrack, CtAction, Endpoints, Nat, NatRange, Packet, TcpFlags, TcpSegment, L4,
+    Config, Conntrack, CtAction, Endpoints, Nat, NatRange, Packet, Prepared, TcpFlags, TcpSegment,
+    L4,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -233,8 +234,9 @@ fn filled_nat(n: u32, nat: bool) -> (Conntrack, Vec<Packet>) {
     let mut packets = Vec::with_capacity(2 * n as usize);
     for i in 0..n {
         let out = udp(i, false);
-        let r = ct.execute(&out, &commit, 0);
-        let back = match r.nat {
+        let mut translation = None;
+        ct.execute_nat(&out, &Prepared::of(&out), &commit, 0, &mut translation);
+        let back = match translation {
             Some(x) => with_endpoints(&out, x.packet.reversed()),
             None => udp(i, true),
         };
@@ -255,13 +257,15 @@ fn bench_nat(c: &mut Criterion) {
             let (ct, packets) = filled_nat(n, nat);
             let len = packets.len() as u64;
             let mut j = 0u64;
+            let mut translation = None;
             g.bench_function(BenchmarkId::new(case, name), |b| {
                 b.iter(|| {
                     j = (j + u64::from(STRIDE)) % len;
-                    let r = ct.execute(black_box(&packets[j as usize]), &act, 1);
+                    let p = black_box(&packets[j as usize]);
+                    let r = ct.execute_nat(p, &Prepared::of(p), &act, 1, &mut translation);
                     debug_assert!(r.state.contains(conntrack::CtState::EST));
-                    debug_assert_eq!(r.nat.is_some(), nat);
-                    r
+                    debug_assert_eq!(translation.is_some(), nat);
+                    (r, black_box(&translation).is_some())
                 })
             });
         }

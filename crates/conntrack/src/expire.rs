@@ -145,7 +145,7 @@ impl Conntrack {
         drop(s);
         // `now` 0: a primary found this way is removed, expired or not.
         match alias.and_then(|a| self.primary_of(&a, 0)) {
-            Some((mut p, i)) => {
+            Some((mut p, i, _)) => {
                 self.remove_at(&mut p, i);
                 p.counters.flushed += 1;
                 true

@@ -104,21 +104,28 @@
 //!   with the translated reply tuple gets the original tuple's reverse
 //!   (un-NAT). A packet that arrives already translated (found through the
 //!   alias in the original direction, or through the key in the reply
-//!   direction) is left as it is. [`CtResult::nat`] gives the packet's
-//!   endpoints after the step ([`NatResult::packet`], what the caller
-//!   writes into the packet) and the original tuple; `snat`/`dnat` is set
-//!   when the step translated the packet, by the connection's kind of
-//!   translation (in both directions).
+//!   direction) is left as it is. `snat`/`dnat` is set when the step
+//!   translated the packet, by the connection's kind of translation (in
+//!   both directions).
+//! - What to write into the packet comes separately from the
+//!   [`CtResult`], which stays small for the packets of connections without
+//!   NAT: [`Conntrack::execute_nat`] and [`Conntrack::execute_next_nat`]
+//!   fill an `Option<`[`NatResult`]`>` for every packet of a NAT'd
+//!   connection, with the packet's endpoints after the step
+//!   ([`NatResult::packet`]) and the original tuple
+//!   ([`NatResult::original`], Open vSwitch's `ct_orig_tuple`). The other
+//!   entry points translate alike but do not report the endpoints.
 //! - A step without `nat` finds the connection by either tuple and reports
-//!   [`CtResult::nat`] with the packet's own endpoints, translating nothing.
-//!   [`Conntrack::execute_next`] takes the translated packet as well.
+//!   the [`NatResult`] with the packet's own endpoints, translating
+//!   nothing. [`Conntrack::execute_next`] takes the translated packet as
+//!   well.
 //!
 //! Storage: a NAT'd connection is a normal 96-byte entry with a flag; its
 //! translation lives in a per-shard side map and its alias in the shard of
 //! the alias's own hash. A lookup consults the aliases only after a table
 //! miss and only while the tracker holds a NAT'd connection, so connections
-//! without NAT pay one predictable branch (and [`CtResult`] is larger by
-//! the `nat` field). No step ever waits for a second shard lock while
+//! without NAT pay one predictable branch on a miss and the test of the
+//! connection's flag on a hit. No step ever waits for a second shard lock while
 //! holding one: a packet found through an alias releases the alias's shard
 //! before it locks its connection's; creating a translation only *tries*
 //! the alias's shard lock (and steps again from scratch if it is busy);

@@ -93,11 +93,12 @@ impl ShardCell {
 }
 
 /// How a packet found its connection: by the connection's own key, or by
-/// the alias of its translated reply tuple.
+/// the alias of its translated reply tuple (with the translation the alias
+/// was checked against, so that it is not looked up twice).
 #[derive(Debug, Clone, Copy)]
-enum Via {
+enum Via<'a> {
     Key,
-    Alias { reply_swap: bool },
+    Alias { reply_swap: bool, info: &'a NatInfo },
 }
 
 /// Why no translation was set up.
@@ -217,7 +218,9 @@ impl Conntrack {
     ///   connection with [`Nat::Src`]/[`Nat::Dst`] sets up its
     ///   translation (or refuses, [`Refused::NatExhausted`]); a step with
     ///   any `nat` translates a packet of a NAT'd connection that arrives
-    ///   untranslated ([`CtResult::nat`], `snat`/`dnat`).
+    ///   untranslated (`snat`/`dnat`). The packet's endpoints after the
+    ///   translation come from [`execute_nat`](Self::execute_nat), which a
+    ///   caller that rewrites packets uses instead.
     ///
     /// No allocation unless the commit grows a table or sets up a
     /// translation.
@@ -236,6 +239,64 @@ impl Conntrack {
         act: &CtAction,
         now_ms: u64,
     ) -> CtResult {
+        self.run(pkt, prep, act, now_ms, &mut None)
+    }
+
+    /// [`execute_prepared`](Self::execute_prepared), and what NAT did: `nat`
+    /// is set to the packet's [`NatResult`] when its connection has a
+    /// translation (with or without `nat` in `act`: the packet's endpoints
+    /// after the step, translated or not, and the connection's original
+    /// tuple, as Open vSwitch's `nat_packet`/`un_nat_packet` rewrite the
+    /// packet and `ct_orig_tuple` records), and to `None` otherwise.
+    ///
+    /// A step on a connection without NAT writes nothing else into `nat`:
+    /// the [`CtResult`] stays small and a plain hit pays for NAT only the
+    /// test of the connection's flag.
+    ///
+    /// ```
+    /// use std::net::Ipv4Addr;
+    /// use conntrack::{Config, Conntrack, CtAction, CtState, Nat, NatRange, Packet, Prepared, L4};
+    ///
+    /// let ct = Conntrack::new(Config::default()).unwrap();
+    /// let x = Ipv4Addr::new(203, 0, 113, 1).into();
+    /// let snat = Nat::Src(NatRange { min: x, max: x, ports: None });
+    /// let out = Packet {
+    ///     src: Ipv4Addr::new(10, 0, 0, 1).into(),
+    ///     dst: Ipv4Addr::new(192, 0, 2, 1).into(),
+    ///     fragment: false,
+    ///     l4: L4::Udp { src_port: 5000, dst_port: 53 },
+    /// };
+    /// let mut nat = None;
+    /// let act = CtAction::commit(1).with_nat(snat);
+    /// let r = ct.execute_nat(&out, &Prepared::of(&out), &act, 0, &mut nat);
+    /// assert_eq!(r.state, CtState::TRK | CtState::NEW | CtState::SNAT);
+    /// let n = nat.unwrap();
+    /// assert_eq!((n.packet.src, n.packet.src_port), (x, 5000)); // written into the packet
+    /// assert_eq!(n.original.src, out.src); // `ct_nw_src`
+    /// ```
+    pub fn execute_nat(
+        &self,
+        pkt: &Packet,
+        prep: &Prepared,
+        act: &CtAction,
+        now_ms: u64,
+        nat: &mut Option<NatResult>,
+    ) -> CtResult {
+        *nat = None;
+        self.run(pkt, prep, act, now_ms, nat)
+    }
+
+    /// The step of [`execute_nat`](Self::execute_nat), `nat` written only
+    /// for a NAT'd connection.
+    #[inline(always)]
+    fn run(
+        &self,
+        pkt: &Packet,
+        prep: &Prepared,
+        act: &CtAction,
+        now_ms: u64,
+        nat: &mut Option<NatResult>,
+    ) -> CtResult {
         let lk0 = match &prep.0 {
             Ok(lk) => lk,
             Err(r) => return self.early(act.zone, *r),
@@ -247,7 +308,7 @@ impl Conntrack {
             // flight would hold the lock's atomic back.
             let mut lk = *lk0;
             lk.key.zone = act.zone;
-            let r = self.step(shard, pkt, &lk, h, act, now_ms);
+            let r = self.step(shard, pkt, &lk, h, act, now_ms, nat);
             if !r.is_again() {
                 return r;
             }
@@ -291,14 +352,36 @@ impl Conntrack {
         now_ms: u64,
         prev: &CtResult,
     ) -> CtResult {
+        self.execute_next_nat(pkt, prep, act, now_ms, prev, &mut None)
+    }
+
+    /// [`execute_next_prepared`](Self::execute_next_prepared) with what NAT
+    /// did, as [`execute_nat`](Self::execute_nat). `pkt` is the packet as
+    /// the steps before translated it, and `nat` holds on entry what the
+    /// step that answered `prev` wrote there: it is the packet's NAT state
+    /// across the pass, as Open vSwitch keeps `ct_orig_tuple` in the packet's
+    /// metadata. A step that takes `prev`'s answer (an invalid packet, or
+    /// the same connection not translated now, Open vSwitch's
+    /// `process_one_fast`) leaves it; one that translates the packet now
+    /// (`ct(zone=Z)` then `ct(zone=Z, nat)`), or a fresh step (another zone,
+    /// no connection), writes it.
+    pub fn execute_next_nat(
+        &self,
+        pkt: &Packet,
+        prep: &Prepared,
+        act: &CtAction,
+        now_ms: u64,
+        prev: &CtResult,
+        nat: &mut Option<NatResult>,
+    ) -> CtResult {
         if prev.zone != act.zone {
-            return self.execute_prepared(pkt, prep, act, now_ms);
+            return self.execute_nat(pkt, prep, act, now_ms, nat);
         }
         if prev.state.contains(CtState::INV) {
             return *prev;
         }
         if !prev.has_conn {
-            return self.execute_prepared(pkt, prep, act, now_ms);
+            return self.execute_nat(pkt, prep, act, now_ms, nat);
         }
         let Ok(lk0) = &prep.0 else {
             return *prev;
@@ -308,21 +391,22 @@ impl Conntrack {
         lk.key.zone = act.zone;
         let mut shard = self.lock_shard(self.shard_index(h));
         if let Some(i) = shard.table.find(tag(h), &lk.key) {
-            return next_on(&mut shard, i, pkt, Via::Key, act, prev);
+            return next_on(&mut shard, i, pkt, Via::Key, act, prev, nat);
         }
         // A translated packet finds its connection through the alias.
         let alias = self.alias_of(&shard, &lk.key);
         drop(shard);
         if let Some(a) = alias {
-            if let Some((mut p, i)) = self.primary_of(&a, now_ms) {
+            if let Some((mut p, i, info)) = self.primary_of(&a, now_ms) {
                 let via = Via::Alias {
                     reply_swap: a.reply_swap,
+                    info: &info,
                 };
-                return next_on(&mut p, i, pkt, via, act, prev);
+                return next_on(&mut p, i, pkt, via, act, prev, nat);
             }
         }
         // Removed in between (flush): a fresh step.
-        self.execute_prepared(pkt, prep, act, now_ms)
+        self.execute_nat(pkt, prep, act, now_ms, nat)
     }
 
     /// Parses `l3` ([`parse::parse`]) and runs [`execute`](Self::execute);
@@ -347,9 +431,11 @@ impl Conntrack {
         CtResult::of_invalid(zone, r)
     }
 
-    /// The step, from the lock of the shard of `lk`'s hash `h`;
-    /// [`CtResult::AGAIN`]: step again (see [`back_off`](Self::back_off)).
+    /// The step, from the lock of the shard of `lk`'s hash `h`; `nat` is
+    /// written only for a NAT'd connection. [`CtResult::AGAIN`]: step again
+    /// (see [`back_off`](Self::back_off)).
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
         mut s: Guard<'_>,
@@ -358,17 +444,18 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
+        nat: &mut Option<NatResult>,
     ) -> CtResult {
         if let Some(i) = self.find_live(&mut s, tag(h), lk, now_ms) {
-            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms);
+            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms, nat);
             if !r.is_again() {
                 return r;
             }
         } else if let Some(a) = self.alias_of(&s, &lk.key) {
             drop(s);
-            return self.step_alias(a, pkt, lk, h, act, now_ms);
+            return self.step_alias(a, pkt, lk, h, act, now_ms, nat);
         }
-        self.on_miss(s, pkt, lk, h, act, now_ms)
+        self.on_miss(s, pkt, lk, h, act, now_ms, nat)
     }
 
     /// The alias `key` names in `s`, if the tracker holds NAT'd
@@ -387,6 +474,7 @@ impl Conntrack {
     /// a SYN reopened the connection.
     #[cold]
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn step_alias(
         &self,
         a: Alias,
@@ -395,12 +483,14 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
+        nat: &mut Option<NatResult>,
     ) -> CtResult {
-        if let Some((mut p, i)) = self.primary_of(&a, now_ms) {
+        if let Some((mut p, i, info)) = self.primary_of(&a, now_ms) {
             let via = Via::Alias {
                 reply_swap: a.reply_swap,
+                info: &info,
             };
-            let r = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms);
+            let r = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms, nat);
             if !r.is_again() {
                 return r;
             }
@@ -411,9 +501,10 @@ impl Conntrack {
         CtResult::AGAIN
     }
 
-    /// The primary of alias `a`, locked, with its slot: `None` if it is
-    /// gone, no longer has `a`'s translation, or expired (then removed).
-    pub(crate) fn primary_of(&self, a: &Alias, now_ms: u64) -> Option<(Guard<'_>, usize)> {
+    /// The primary of alias `a`, locked, with its slot and its translation:
+    /// `None` if it is gone, no longer has `a`'s translation, or expired
+    /// (then removed).
+    pub(crate) fn primary_of(&self, a: &Alias, now_ms: u64) -> Option<(Guard<'_>, usize, NatInfo)> {
         let hp = self.hasher.hash(&a.primary);
         let mut p = self.lock_shard(self.shard_index(hp));
         let i = p.table.find(tag(hp), &a.primary)?;
@@ -422,12 +513,11 @@ impl Conntrack {
             p.counters.expired += 1;
             return None;
         }
-        let live = p.table.get(i).nat
-            && p.nat
-                .info
-                .get(&a.primary)
-                .is_some_and(|n| n.serial == a.serial);
-        live.then_some((p, i))
+        if !p.table.get(i).nat {
+            return None;
+        }
+        let info = *p.nat.info.get(&a.primary)?;
+        (info.serial == a.serial).then_some((p, i, info))
     }
 
     /// The slot of `lk`'s connection; an expired one is removed on the way
@@ -489,9 +579,10 @@ impl Conntrack {
         }
     }
 
-    /// A packet of an existing connection, found `via` its key or alias;
-    /// [`CtResult::AGAIN`] when a SYN reopens a closed TCP connection
-    /// (removed here, then handled as a miss).
+    /// A packet of an existing connection, found `via` its key or alias
+    /// (`nat` written if the connection is NAT'd); [`CtResult::AGAIN`] when a
+    /// SYN reopens a closed TCP connection (removed here, then handled as a
+    /// miss).
     #[allow(clippy::too_many_arguments)]
     fn on_conn(
         &self,
@@ -499,15 +590,16 @@ impl Conntrack {
         i: usize,
         pkt: &Packet,
         lk: &Lookup,
-        via: Via,
+        via: Via<'_>,
         act: &CtAction,
         now_ms: u64,
+        nat: &mut Option<NatResult>,
     ) -> CtResult {
         let liberal = self.tcp_liberal.load(Relaxed);
         let c = s.table.get_mut(i);
         let reply = match via {
             Via::Key => lk.flipped != c.flipped,
-            Via::Alias { reply_swap } => lk.flipped == reply_swap,
+            Via::Alias { reply_swap, .. } => lk.flipped == reply_swap,
         };
         let rpl = if reply { CtState::RPL } else { CtState(0) };
         let state = if lk.related {
@@ -522,9 +614,9 @@ impl Conntrack {
                         label: c.label(),
                         ..CtResult::of_invalid(act.zone, r)
                     };
-                    let (key, flipped, nat) = (c.key, c.flipped, c.nat);
+                    let (key, flipped, nat_conn) = (c.key, c.flipped, c.nat);
                     s.counters.invalid[r.index()] += 1;
-                    if nat {
+                    if nat_conn {
                         // Reported, not translated.
                         let p = Passage {
                             via,
@@ -532,7 +624,7 @@ impl Conntrack {
                             related: false,
                             translate: false,
                         };
-                        report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+                        report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
                     }
                     return out;
                 }
@@ -553,11 +645,10 @@ impl Conntrack {
                 related: lk.related,
                 translate: act.nat.is_some(),
             };
-            return nat_conn_result(s, i, pkt, p, act.zone, state);
+            return nat_conn_result(s, i, pkt, p, act.zone, state, nat);
         }
         // Built in place, field by field: a result built in a temporary and copied
-        // whole stalls on the copy's wide loads (store forwarding), which doubled
-        // the cost of a hit once the result grew by the NAT fields.
+        // whole stalls on the copy's wide loads (store forwarding).
         CtResult {
             state: state | CtState::TRK,
             zone: act.zone,
@@ -565,7 +656,6 @@ impl Conntrack {
             label: c.label(),
             invalid: None,
             refused: None,
-            nat: None,
             has_conn: true,
         }
     }
@@ -574,6 +664,7 @@ impl Conntrack {
     /// its translation if asked). [`CtResult::AGAIN`]: step again (a NAT set-up met a
     /// locked shard; nothing was created).
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn on_miss(
         &self,
         mut s: Guard<'_>,
@@ -582,6 +673,7 @@ impl Conntrack {
         h: u64,
         act: &CtAction,
         now_ms: u64,
+        nat: &mut Option<NatResult>,
     ) -> CtResult {
         let opens = if lk.related {
             Err(InvalidReason::IcmpUnrelated)
@@ -641,7 +733,7 @@ impl Conntrack {
                 related: false,
                 translate: true,
             };
-            report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out);
+            report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out.state, nat);
         }
         out
     }
@@ -727,19 +819,21 @@ impl Conntrack {
 /// How a packet passed its NAT'd connection: found `via` which key, in
 /// which direction, whether an ICMP error, whether the step asks for NAT.
 #[derive(Debug, Clone, Copy)]
-struct Passage {
-    via: Via,
+struct Passage<'a> {
+    via: Via<'a>,
     reply: bool,
     related: bool,
     translate: bool,
 }
 
-/// Fills `out.nat` for a packet of the NAT'd connection `key` (original
-/// direction: `flipped`) and translates it if the step asks for NAT and
-/// the packet arrived untranslated: an original-direction packet by the
-/// key, a reply by the alias (with no alias, a translation to itself,
-/// every packet). A packet that arrived translated is left as it is, so a
-/// second step in the zone does not translate it back.
+/// Writes `nat` for a packet of the NAT'd connection `key` (original
+/// direction: `flipped`) and translates it if the step asks for NAT and the
+/// packet arrived untranslated: an original-direction packet by the key, a
+/// reply by the alias (with no alias, a translation to itself, every
+/// packet), adding `snat`/`dnat` to `state`. A packet that arrived translated
+/// is left as it is, so a second step in the zone does not translate it
+/// back. Open vSwitch's `handle_nat`: `nat_packet` one way, `un_nat_packet`
+/// the other.
 #[cold]
 #[inline(never)]
 fn report_nat(
@@ -747,11 +841,17 @@ fn report_nat(
     key: &Key,
     flipped: bool,
     pkt: &Packet,
-    p: Passage,
-    out: &mut CtResult,
+    p: Passage<'_>,
+    state: &mut CtState,
+    nat: &mut Option<NatResult>,
 ) {
-    let Some(info) = maps.info.get(key) else {
-        return;
+    // Found through the alias: its translation is at hand, checked then.
+    let info = match p.via {
+        Via::Alias { info, .. } => info,
+        Via::Key => match maps.info.get(key) {
+            Some(info) => info,
+            None => return,
+        },
     };
     let original = nat::key_endpoints(key, flipped);
     let own = nat::packet_endpoints(pkt);
@@ -760,24 +860,26 @@ fn report_nat(
         Via::Alias { .. } => p.reply,
     };
     let packet = if p.translate && untranslated {
-        out.state |= info.state(p.reply);
+        *state |= info.state(p.reply);
         info.rewrite(original, own, p.reply, p.related)
     } else {
         own
     };
-    out.nat = Some(NatResult { packet, original });
+    *nat = Some(NatResult { packet, original });
 }
 
-/// The result of a step on NAT'd connection `i` of `s` (its writes applied).
+/// The result of a step on NAT'd connection `i` of `s` (its writes
+/// applied), its NAT in `nat`.
 #[cold]
 #[inline(never)]
 fn nat_conn_result(
     s: &mut Shard,
     i: usize,
     pkt: &Packet,
-    p: Passage,
+    p: Passage<'_>,
     zone: u16,
     state: CtState,
+    nat: &mut Option<NatResult>,
 ) -> CtResult {
     let c = s.table.get(i);
     let (key, flipped) = (c.key, c.flipped);
@@ -787,7 +889,7 @@ fn nat_conn_result(
         has_conn: true,
         ..CtResult::new(zone, state)
     };
-    report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+    report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
     out
 }
 
@@ -795,14 +897,16 @@ fn nat_conn_result(
 ///
 /// With NAT asked for, a packet of a NAT'd connection that this pass has not
 /// translated yet is translated now, as Open vSwitch's `process_one_fast`
-/// does (`ct(zone=Z)` then `ct(zone=Z, nat)`: the second translates).
+/// does (`ct(zone=Z)` then `ct(zone=Z, nat)`: the second translates), and
+/// `nat` written; otherwise `nat` keeps what the step before wrote.
 fn next_on(
     s: &mut Shard,
     i: usize,
     pkt: &Packet,
-    via: Via,
+    via: Via<'_>,
     act: &CtAction,
     prev: &CtResult,
+    nat: &mut Option<NatResult>,
 ) -> CtResult {
     let c = s.table.get_mut(i);
     if act.commit {
@@ -822,7 +926,7 @@ fn next_on(
             related: prev.state.contains(CtState::REL),
             translate: true,
         };
-        report_nat(&s.nat, &key, flipped, pkt, p, &mut out);
+        report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
     }
     out
 }

@@ -8,7 +8,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use conntrack::{Config, Conntrack, CtAction, Nat, NatRange, Packet, L4};
+use conntrack::{Config, Conntrack, CtAction, Nat, NatRange, Packet, Prepared, L4};
 
 struct Counting;
 
@@ -103,9 +103,11 @@ fn a_million_snat_connections_fit_in_768_bytes_each() {
         ports: Some((1024, 65535)),
     });
     let act = CtAction::commit(1).with_nat(snat);
+    let mut nat = None;
     for i in 0..N {
-        let r = ct.execute(&flow(i), &act, 0);
-        assert!(r.has_connection() && r.nat.is_some(), "{i}: {r:?}");
+        let p = flow(i);
+        let r = ct.execute_nat(&p, &Prepared::of(&p), &act, 0, &mut nat);
+        assert!(r.has_connection() && nat.is_some(), "{i}: {r:?}");
     }
     let used = LIVE.load(Relaxed) - before;
     let per_conn = used as f64 / f64::from(N);

@@ -15,7 +15,7 @@
 //! its outputs are rewritten.
 
 use conntrack::{
-    Checksums, Conntrack, CtAction, CtState, Endpoints, Packet, Prepared, Refused, L4,
+    Checksums, Conntrack, CtAction, CtState, Endpoints, NatResult, Packet, Prepared, Refused, L4,
 };
 use ovn_lflow::Flow;
 
@@ -43,6 +43,8 @@ pub struct LiveCt<'a> {
     prep: Option<Prepared>,
     now_ms: u64,
     last: Option<conntrack::CtResult>,
+    /// What NAT did in the step of `last`, carried to the next step with it.
+    nat: Option<NatResult>,
     /// A commit refused by a limit.
     pub refused: Option<Refused>,
     /// The frame whole and its fields, when the interpreter runs: a packet the
@@ -63,6 +65,7 @@ impl<'a> LiveCt<'a> {
             prep: None,
             now_ms,
             last: None,
+            nat: None,
             refused: None,
             whole: None,
         }
@@ -82,6 +85,7 @@ impl<'a> LiveCt<'a> {
             prep: self.prep,
             now_ms: self.now_ms,
             last: self.last,
+            nat: self.nat,
             refused: self.refused,
             whole: Some((frame, fields)),
         }
@@ -132,11 +136,14 @@ impl<'a> LiveCt<'a> {
                 ..CtResult::default()
             };
         };
-        let r = self.ct.execute(&p, act, self.now_ms);
+        let mut nat = None;
+        let r = self
+            .ct
+            .execute_nat(&p, &Prepared::of(&p), act, self.now_ms, &mut nat);
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        result_of(&r)
+        result_of(&r, nat)
     }
 
     /// Runs `act`: the cached-connection path after a step in the same zone.
@@ -150,23 +157,24 @@ impl<'a> LiveCt<'a> {
         let prep = self.prep.get_or_insert_with(|| Prepared::of(pkt));
         // The result goes straight to `last` (a copy of the whole result through the
         // stack stalled the PMD: it is written field by field and read whole).
+        let nat = &mut self.nat;
         let r = match &self.last {
             Some(prev) if prev.zone == act.zone => {
                 let r = self
                     .ct
-                    .execute_next_prepared(pkt, prep, act, self.now_ms, prev);
+                    .execute_next_nat(pkt, prep, act, self.now_ms, prev, nat);
                 self.last.insert(r)
             }
             _ => self
                 .last
-                .insert(self.ct.execute_prepared(pkt, prep, act, self.now_ms)),
+                .insert(self.ct.execute_nat(pkt, prep, act, self.now_ms, nat)),
         };
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        let out = result_of(r);
+        let out = result_of(r, self.nat);
         let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
-        if let Some(n) = r.nat.filter(|_| translated) {
+        if let Some(n) = self.nat.filter(|_| translated) {
             self.translate(&n.packet);
         }
         out
@@ -198,13 +206,13 @@ fn ports(p: &Packet) -> Option<(u16, u16)> {
     }
 }
 
-/// The pipeline's view of a conntrack result.
-fn result_of(r: &conntrack::CtResult) -> CtResult {
+/// The pipeline's view of a conntrack result and what NAT did.
+fn result_of(r: &conntrack::CtResult, nat: Option<NatResult>) -> CtResult {
     CtResult {
         state: u32::from(r.state.bits()),
         mark: r.mark,
         label: r.label,
-        nat: r.nat.map(Into::into),
+        nat: nat.map(Into::into),
     }
 }
 
