@@ -342,7 +342,10 @@ mod tests {
         };
         let h = ip.header().to_header();
         assert_eq!(h.header_checksum, h.calc_header_checksum());
-        assert_eq!((h.time_to_live, h.dscp.value(), h.ecn.value()), (255, 0x30, 0));
+        assert_eq!(
+            (h.time_to_live, h.dscp.value(), h.ecn.value()),
+            (255, 0x30, 0)
+        );
         let Some(etherparse::TransportSlice::Udp(udp)) = p.transport else {
             panic!("not UDP")
         };

@@ -113,7 +113,10 @@ impl Status {
             ("diagnostic", self.diagnostic.as_str().to_string()),
             ("flap_count", self.flap_count.to_string()),
             ("remote_state", self.remote_state.as_str().to_string()),
-            ("remote_diagnostic", self.remote_diagnostic.as_str().to_string()),
+            (
+                "remote_diagnostic",
+                self.remote_diagnostic.as_str().to_string(),
+            ),
         ]
     }
 }
@@ -364,7 +367,8 @@ impl Session {
             self.set_state(State::Down, Diagnostic::ControlDetectionTimeExpired);
         }
         self.update_forwarding();
-        if self.min_tx != u64::from(self.cfg.min_tx_ms) || self.min_rx != u64::from(self.cfg.min_rx_ms)
+        if self.min_tx != u64::from(self.cfg.min_tx_ms)
+            || self.min_rx != u64::from(self.cfg.min_rx_ms)
         {
             self.start_poll();
         }
