@@ -133,7 +133,9 @@ fn comes_up_within_one_slow_interval_with_ovs_defaults() {
     assert_eq!(l.s[0].remote_state(), State::Init);
     // Before Up, packets advertise at least 1 s; A's third, sent Up, 100 ms
     // (with no Poll Sequence, as Open vSwitch).
-    assert!(l.log[..2].iter().all(|p| p.packet.desired_min_tx_us == 1_000_000));
+    assert!(l.log[..2]
+        .iter()
+        .all(|p| p.packet.desired_min_tx_us == 1_000_000));
     assert_eq!(l.log[2].packet.state, State::Up);
     assert_eq!(l.log[2].packet.desired_min_tx_us, 100_000);
     assert!(!l.log[2].packet.poll);
@@ -243,12 +245,22 @@ fn the_slower_side_sets_the_pace() {
     assert_eq!(l.s[0].tx_interval_ms(), 500);
     assert_eq!(l.s[1].rx_interval_ms(), 500);
     let a = l.sent_by(0, up + 1000);
-    assert!(a.windows(2).all(|w| (375..=500).contains(&(w[1].at - w[0].at))));
+    assert!(a
+        .windows(2)
+        .all(|w| (375..=500).contains(&(w[1].at - w[0].at))));
 }
 
 #[test]
 fn slow_transmission_while_not_up() {
-    let mut s = Session::with_seed(Config { min_tx_ms: 10, ..fast() }, disc(1), 7).unwrap();
+    let mut s = Session::with_seed(
+        Config {
+            min_tx_ms: 10,
+            ..fast()
+        },
+        disc(1),
+        7,
+    )
+    .unwrap();
     let mut times = Vec::new();
     let mut now = 0;
     while now < 10_000 {
@@ -258,7 +270,9 @@ fn slow_transmission_while_not_up() {
         now = s.next_wakeup().max(now + 1);
     }
     assert_eq!(times[0], 0, "the first packet at once");
-    assert!(times.windows(2).all(|w| (750..=1000).contains(&(w[1] - w[0]))));
+    assert!(times
+        .windows(2)
+        .all(|w| (750..=1000).contains(&(w[1] - w[0]))));
     assert_eq!(s.state(), State::Down, "nothing heard: no detection timer");
 }
 
@@ -270,7 +284,9 @@ fn goes_down_after_detection_time_when_the_remote_falls_silent() {
     let cut = l.now;
     let last_from_a = l.sent_by(0, 0).last().unwrap().at;
     l.open[0] = false; // A's packets no longer reach B
-    let t = l.run_until(1000, |l| l.s[1].state() == State::Down).unwrap();
+    let t = l
+        .run_until(1000, |l| l.s[1].state() == State::Down)
+        .unwrap();
     // Detection time: B's rx interval (max(100, A's 100)) × A's mult 3,
     // from the last packet heard (§6.8.4).
     assert_eq!(t, last_from_a + 300, "cut at {cut}");
@@ -299,7 +315,9 @@ fn detection_time_uses_the_remote_multiplier_and_slower_tx() {
     l.run_for(2000);
     let last = l.sent_by(0, 0).last().unwrap().at;
     l.open[0] = false;
-    let t = l.run_until(3000, |l| l.s[1].state() == State::Down).unwrap();
+    let t = l
+        .run_until(3000, |l| l.s[1].state() == State::Down)
+        .unwrap();
     assert_eq!(t, last + 250 * 5);
 }
 
@@ -330,7 +348,10 @@ fn poll_sequence_on_faster_rx_applies_it_only_at_the_final() {
     let b = l.sent_by(1, t0);
     assert!(b.iter().all(|p| !p.packet.poll));
     for p in &polls {
-        assert!(b.iter().any(|f| f.at == p.at && f.packet.final_), "F at once");
+        assert!(
+            b.iter().any(|f| f.at == p.at && f.packet.final_),
+            "F at once"
+        );
     }
     l.open[1] = true;
     l.run_until(2000, |l| !l.s[0].in_poll()).unwrap();
@@ -339,7 +360,10 @@ fn poll_sequence_on_faster_rx_applies_it_only_at_the_final() {
     let t1 = l.now;
     l.run_for(3000);
     let after = l.sent_by(0, t1 + 1);
-    assert!(after.iter().all(|p| !p.packet.poll && !p.packet.final_), "{after:#?}");
+    assert!(
+        after.iter().all(|p| !p.packet.poll && !p.packet.final_),
+        "{after:#?}"
+    );
     assert!(l.both(State::Up));
 }
 
@@ -364,7 +388,10 @@ fn poll_sequence_on_slower_tx_keeps_the_old_rate_until_the_final() {
         .windows(2)
         .map(|w| w[1].at - w[0].at)
         .collect();
-    assert!(gaps.iter().all(|g| (300..=400).contains(g)), "{gaps:?} after {t}");
+    assert!(
+        gaps.iter().all(|g| (300..=400).contains(g)),
+        "{gaps:?} after {t}"
+    );
     // A's detection time follows B's slower rate: no false Down.
     assert_eq!(l.s[0].rx_interval_ms(), 400);
     assert!(l.both(State::Up));
@@ -422,7 +449,9 @@ fn admin_down_takes_the_remote_down_and_ignores_it() {
     // AdminDown keeps sending, slowly (§6.8.16, §6.8.3).
     let a = l.sent_by(0, t0 + 1);
     assert!(a.iter().all(|p| p.packet.state == State::AdminDown));
-    assert!(a.iter().all(|p| p.packet.diag == Diagnostic::AdministrativelyDown));
+    assert!(a
+        .iter()
+        .all(|p| p.packet.diag == Diagnostic::AdministrativelyDown));
     assert!(a.windows(2).all(|w| w[1].at - w[0].at >= 750));
     l.s[0].set_admin_down(false);
     assert_eq!(l.s[0].state(), State::Down);
@@ -470,7 +499,8 @@ fn status_is_what_ovs_writes_to_bfd_status() {
         assert_eq!((*k, v.as_str()), (ek, ev));
     }
     l.open[1] = false;
-    l.run_until(1000, |l| l.s[0].state() == State::Down).unwrap();
+    l.run_until(1000, |l| l.s[0].state() == State::Down)
+        .unwrap();
     assert!(l.s[0].take_status_change());
     let pairs = l.s[0].status().pairs();
     assert_eq!(pairs[2].1, "Control Detection Time Expired");
