@@ -71,6 +71,31 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The configuration Open vSwitch reads from an `Interface.bfd` column
+    /// (`bfd_configure`): keys `min_tx`, `min_rx`, `mult`, `cpath_down`;
+    /// other keys ignored. As Open vSwitch, a missing or unparsable number
+    /// takes the default, intervals below 1 become 1 (and, here, above
+    /// [`MAX_INTERVAL_MS`] become that), a multiplier outside 1..=255
+    /// becomes 3, and only `true` is true. The result is always valid.
+    pub fn from_ovsdb<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Config {
+        let mut cfg = Config::default();
+        let interval = |v: &str, default: u32| {
+            v.trim()
+                .parse::<i64>()
+                .map_or(default, |ms| ms.clamp(1, i64::from(MAX_INTERVAL_MS)) as u32)
+        };
+        for (k, v) in pairs {
+            match k {
+                "min_tx" => cfg.min_tx_ms = interval(v, 100),
+                "min_rx" => cfg.min_rx_ms = interval(v, 1000),
+                "mult" => cfg.mult = v.trim().parse::<u8>().ok().filter(|&m| m > 0).unwrap_or(3),
+                "cpath_down" => cfg.cpath_down = v == "true",
+                _ => {}
+            }
+        }
+        cfg
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let ok = |ms: u32| (1..=MAX_INTERVAL_MS).contains(&ms);
         if !ok(self.min_tx_ms) || !ok(self.min_rx_ms) || self.mult == 0 {
@@ -575,5 +600,35 @@ impl Jitter {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         (z ^ (z >> 31)) % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_from_ovsdb_as_ovs_reads_it() {
+        assert_eq!(Config::from_ovsdb([("enable", "true")]), Config::default());
+        let ovn = [
+            ("enable", "true"),
+            ("min_tx", "200"),
+            ("min_rx", "300"),
+            ("mult", "5"),
+        ];
+        let cfg = Config::from_ovsdb(ovn);
+        assert_eq!((cfg.min_tx_ms, cfg.min_rx_ms, cfg.mult), (200, 300, 5));
+        let odd = [
+            ("min_tx", "0"),
+            ("min_rx", "x"),
+            ("mult", "256"),
+            ("cpath_down", "yes"),
+        ];
+        let cfg = Config::from_ovsdb(odd);
+        assert_eq!((cfg.min_tx_ms, cfg.min_rx_ms, cfg.mult), (1, 1000, 3));
+        assert!(!cfg.cpath_down);
+        let cfg = Config::from_ovsdb([("mult", "0"), ("min_rx", "99999999999")]);
+        assert_eq!((cfg.mult, cfg.min_rx_ms), (3, MAX_INTERVAL_MS));
+        assert!(Config::from_ovsdb([("cpath_down", "true")]).cpath_down);
     }
 }
