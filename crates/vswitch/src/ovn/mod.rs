@@ -58,12 +58,14 @@ impl Status {
 }
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`; docs/ovn.md).
-pub const SUPPORTED: [&str; 14] = [
+pub const SUPPORTED: [&str; 16] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
     "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
     "distributed logical routers: routing on the sending chassis, TTL, ARP and ICMP echo answered by the router's flows, MAC bindings read from MAC_Binding",
     "NAT and load balancers: ct_dnat, ct_snat (and _in_czone), ct_lb_mark/ct_lb with backends (hash of the 5-tuple or selection_fields), ct_commit_nat, hairpin (chk_lb_hairpin, chk_lb_hairpin_reply, ct_snat_to_vip); a DNAT and an SNAT zone per datapath; gateway routers bound here (options:chassis) with SNAT and floating IPs; nat_exhausted when a range is full",
+    "distributed gateway ports: the chassisredirect binding claimed and released by its HA_Chassis_Group as ovn-controller decides; SNAT, centralized and distributed floating IPs on an external provider network; other chassis' frames to the gateway taken by tunnel",
+    "provider networks (localnet ports) in switches that run the pipeline: an input and output of the pipeline, ports on other chassis reached through it",
     "OVN's controller actions, built off the PMDs as ovn-controller's pinctrl builds them (crates/ovn-pinctrl): DHCPv4 and DHCPv6 replies from DHCP_Options, ARP requests, IPv6 neighbour solicitations and advertisements, ICMP errors (TTL exceeded, unreachable), TCP resets, SCTP aborts; MAC bindings learned by put_arp/put_nd written to MAC_Binding; a frame whose router asks for its next hop (arp{}, nd_ns{}) held (4 per next hop, 10 s) and sent again once the MAC is known, as ovn-controller buffers it; at most 10,000 frames per second and PMD (slow_path_busy beyond)",
     "destinations by Port_Binding.mac, on this chassis or by Geneve to the port's chassis (OVN's option 0x0102/0x80 with ingress and egress keys)",
     "broadcast and multicast to _MC_flood: local members plus one copy per chassis with members",
@@ -77,10 +79,10 @@ pub const SUPPORTED: [&str; 14] = [
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
-    "load balancer session affinity (commit_lb_aff, chk_lb_aff) and health checks (Service_Monitor), distributed gateway ports (chassisredirect, gateway chassis failover), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
+    "load balancer session affinity (commit_lb_aff, chk_lb_aff) and health checks (Service_Monitor), BFD on tunnels (so gateway failover: vswitchd holds a gateway port when its HA group has one chassis or it is the last registered), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
     "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts and MAC binding learning (IPv6 router advertisements, DNS, service monitors, BFD): their datapaths are refused",
-    "in switches that run the pipeline: provider networks (localnet ports), IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
-    "port types other than VIF (localport, virtual, external, vtep, chassisredirect gateways) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
+    "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
+    "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
     "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
     "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers; reports from a provider network are not snooped",
 ];
