@@ -610,3 +610,138 @@ fn a_distributed_gateway_port_on_a_provider_network() {
     drop(nss);
     drop(hv2);
 }
+
+/// Gateway failover between vswitchd and Open vSwitch (issue 41 §2), decided by BFD on
+/// the tunnels as OVN decides it: lr0's gateway port has two gateway chassis, vswitchd
+/// (hv1, priority 20) and Open vSwitch (hv2, priority 10); hv3 is a second vswitchd,
+/// a compute chassis with vm3 (the reference chassis that keeps OVS's BFD alive when
+/// hv1 is gone: OVN makes a gateway that reaches no other chassis step down). The
+/// external network is the fabric's bridge, which both gateways reach (vswitchd
+/// through an uplink of its own, OVS through `br-phy`).
+///
+/// - vswitchd answers the BFD sessions ovn-controller opens to it and opens its own;
+///   hv1 holds the gateway port (OVS sees it up and leaves it), and vm3 goes out
+///   SNATed through it.
+/// - hv1 is killed (SIGKILL: its chassis row stays): the sessions to it go down, OVS
+///   claims the gateway port, and vm3's new connections leave through OVS.
+#[test]
+fn the_gateway_fails_over_from_vswitchd_to_ovs() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-ha");
+    let c = OvnCentral::start(&dir);
+    build_dgp(&c, "hv1");
+    c.nbctl(&["lrp-set-gateway-chassis", "lr0-ext", "hv2", "10"]);
+    let f = Fabric::new("oha", 3, 1600);
+    let id = std::process::id() % 10000;
+    let up = external_network(&f, id);
+    let vm1_tap = format!("oha{id}a");
+    let mut args = chassis_args(&f, 0, &c, "hv1", &tap("vm1", &vm1_tap, "vm1"));
+    args.extend([
+        "--uplink".to_string(),
+        format!("phys=oha{id}p,mode=generic"),
+        "--ovn-bridge-mappings".to_string(),
+        "physnet:phys".to_string(),
+    ]);
+    let mut hv1 = Vswitchd::start_in(Some(&f.ns[0]), &dir, "hv1", &args);
+    let _vm1 = vm_ns(&f.ns[0], &vm1_tap, &format!("{}-vm1", f.ns[0]), DGP_VMS[0]);
+    let hv2 = Ovs::ovn_chassis(&f, 1, &dir, "hv2", &c.sb_remote());
+    hv2.vsctl(&[
+        "set",
+        "open",
+        ".",
+        "external_ids:ovn-bridge-mappings=physnet:br-phy",
+    ]);
+    let vm3_tap = format!("oha{id}c");
+    let args3 = chassis_args(&f, 2, &c, "hv3", &tap("vm3", &vm3_tap, "vm3"));
+    let hv3 = Vswitchd::start_in(Some(&f.ns[2]), &dir, "hv3", &args3);
+    let vm3 = vm_ns(&f.ns[2], &vm3_tap, &format!("{}-vm3", f.ns[2]), DGP_VMS[2]);
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+
+    // The sessions come up both ways; hv1 holds the gateway port.
+    for peer in ["hv1", "hv3"] {
+        let iface = format!("ovn-{peer}-0");
+        wait_for(
+            Duration::from_secs(30),
+            &format!("hv2's BFD to {peer} up"),
+            || {
+                let s = hv2.vsctl(&["get", "interface", &iface, "bfd_status:state"]);
+                (s.trim().trim_matches('"') == "up").then_some(())
+            },
+        );
+    }
+    wait_for(Duration::from_secs(30), "hv3's BFD sessions up", || {
+        let b = ovn(&hv3).bfd;
+        let states: Vec<(String, String)> = b.into_iter().map(|b| (b.chassis, b.state)).collect();
+        (states == [("hv1".into(), "up".into()), ("hv2".into(), "up".into())]).then_some(())
+    });
+    let holder = || c.sb_get("Port_Binding", "logical_port", "cr-lr0-ext", "chassis");
+    let hv1_row = chassis_row(&c, "hv1");
+    wait_for(Duration::from_secs(30), "hv1 holds cr-lr0-ext", || {
+        (holder() == hv1_row).then_some(())
+    });
+    assert!(
+        ping_ok(&vm3.0, UPSTREAM.2, 20),
+        "vm3 -> upstream through hv1"
+    );
+    assert_eq!(seen_from(&vm3.0, &up.0, UPSTREAM.2, 7201), SNAT_IP);
+
+    // hv1 dies; OVS takes the gateway port over.
+    let t0 = std::time::Instant::now();
+    hv1.kill9();
+    let hv2_row = chassis_row(&c, "hv2");
+    wait_for(Duration::from_secs(30), "hv2 holds cr-lr0-ext", || {
+        (holder() == hv2_row).then_some(())
+    });
+    let took = t0.elapsed();
+    eprintln!("the gateway moved from vswitchd to OVS {took:?} after vswitchd was killed");
+    assert!(
+        ping_ok(&vm3.0, UPSTREAM.2, 30),
+        "vm3 -> upstream through hv2"
+    );
+    assert_eq!(seen_from(&vm3.0, &up.0, UPSTREAM.2, 7202), SNAT_IP);
+    // hv3 sees hv1 go down too, within its detection time (3 x 1 s).
+    wait_for(Duration::from_secs(10), "hv3's session to hv1 down", || {
+        let b = ovn(&hv3).bfd;
+        b.iter()
+            .any(|b| b.chassis == "hv1" && b.state == "down")
+            .then_some(())
+    });
+    drop((hv2, hv3, vm3));
+}
+
+/// The row of chassis `name`.
+fn chassis_row(c: &OvnCentral, name: &str) -> String {
+    let n = format!("name={name}");
+    c.sbctl(&["--bare", "--columns=_uuid", "find", "chassis", &n])
+        .trim()
+        .to_string()
+}
+
+/// The external network on the fabric's bridge: the upstream host (172.16.0.254, in a
+/// namespace of its own, returned) and a veth `oha{id}p` in host 0's namespace for
+/// vswitchd's provider network uplink. Full checksums from the kernel on both (a veth
+/// hands an AF_XDP socket partial ones).
+fn external_network(f: &Fabric, id: u32) -> Netns {
+    let up = Netns(format!("{}-up", f.ns[0]));
+    run(&["ip", "netns", "add", &up.0]);
+    let (up_if, up_br) = (format!("oha{id}u"), format!("oha{id}v"));
+    let (phys, phys_br) = (format!("oha{id}p"), format!("oha{id}q"));
+    for (a, b, ns) in [(&up_if, &up_br, &up.0), (&phys, &phys_br, &f.ns[0])] {
+        run(&["ip", "link", "add", a, "type", "veth", "peer", "name", b]);
+        run(&["ip", "link", "set", a, "netns", ns]);
+        run(&["ip", "link", "set", b, "netns", &f.fabric]);
+        let up_in_br = ["ip", "link", "set", b, "mtu", "1600", "master", "br0", "up"];
+        f.exec(&f.fabric, &up_in_br);
+        f.exec(ns, &["ethtool", "-K", a, "tx", "off"]);
+        f.exec(ns, &["ip", "link", "set", a, "up"]);
+    }
+    for args in [
+        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+        vec!["ip", "link", "set", &up_if, "address", UPSTREAM.1],
+        vec!["ip", "addr", "add", "172.16.0.254/24", "dev", &up_if],
+    ] {
+        f.exec(&up.0, &args);
+    }
+    up
+}

@@ -233,6 +233,15 @@ fn print_ovn(r: vswitch::control::protocol::OvnReply) {
             c.rx_packets
         );
     }
+    if !r.bfd.is_empty() {
+        println!("BFD sessions (gateway HA groups):");
+        for b in &r.bfd {
+            println!(
+                "  {}  {}  remote {}  diagnostic {}  flaps {}",
+                b.chassis, b.state, b.remote_state, b.diagnostic, b.flap_count
+            );
+        }
+    }
     let monitored: Vec<String> = r
         .monitored
         .iter()

@@ -702,6 +702,9 @@ pub struct OvnReply {
     /// This chassis' logical switches with a `localnet` port (provider networks).
     #[serde(default)]
     pub provider_networks: Vec<OvnLocalnetRow>,
+    /// BFD sessions on the tunnels to the chassis that share a gateway's HA group.
+    #[serde(default)]
+    pub bfd: Vec<OvnBfdRow>,
     /// Rows replicated of the tables monitored by interest (`Port_Binding`,
     /// `Multicast_Group`, `FDB`): this chassis' part of the deployment.
     #[serde(default)]
@@ -797,8 +800,24 @@ pub struct OvnLocalnetRow {
     pub vlan: u16,
 }
 
-/// Another chassis in `vswitchctl ovn`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// A BFD session in `vswitchctl ovn`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OvnBfdRow {
+    /// The other chassis.
+    pub chassis: String,
+    /// `up`, `down`, `init` or `admin_down` (RFC 5880 §4.1), as Open vSwitch's
+    /// `Interface.bfd_status:state`.
+    pub state: String,
+    /// The other end's state, as it last said.
+    pub remote_state: String,
+    /// Why the session last went down (`Control Detection Time Expired`...).
+    pub diagnostic: String,
+    /// Times the session went up or down.
+    pub flap_count: u64,
+}
+
+/// One other OVN chassis.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OvnChassisRow {
     /// Its name.
     pub name: String,

@@ -106,6 +106,28 @@ impl Pipeline {
                 c.decap_drops[geneve::decap::DropReason::Truncated.index()].add(1);
                 continue;
             }
+            // BFD on the tunnel (VNI 0, as Open vSwitch sends it): to the OVN chassis'
+            // sessions, never switched.
+            if d.vni == 0 {
+                if let Some(r) = bfd::FrameConfig::default().recognise(d.inner, 0) {
+                    match r {
+                        Ok(pkt)
+                            if self
+                                .switch
+                                .bfd_on
+                                .load(std::sync::atomic::Ordering::Relaxed) =>
+                        {
+                            self.switch
+                                .bfd_rx
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((d.outer_src, pkt))
+                        }
+                        _ => c.drop(TunnelDrop::BfdInvalid, 1),
+                    }
+                    continue;
+                }
+            }
             let Some(&domain) = topo.tunnels.vni_domains.get(&d.vni) else {
                 c.drop(TunnelDrop::UnknownVni, 1);
                 continue;

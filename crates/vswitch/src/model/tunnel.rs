@@ -144,11 +144,14 @@ pub enum TunnelDrop {
     /// A frame of an OVN logical switch arrived for an egress port not bound here, or a
     /// multicast group without local members.
     OvnNotHere,
+    /// A BFD frame (VNI 0, UDP port 3784) that is not a valid Control packet (TTL,
+    /// checksums, fields; RFC 5880 §6.8.6), or that came when no session runs.
+    BfdInvalid,
 }
 
 impl TunnelDrop {
     /// Every reason, in counter order.
-    pub const ALL: [TunnelDrop; 8] = [
+    pub const ALL: [TunnelDrop; 9] = [
         TunnelDrop::NoNeighbour,
         TunnelDrop::UnknownVni,
         TunnelDrop::NoEndpoint,
@@ -157,6 +160,7 @@ impl TunnelDrop {
         TunnelDrop::SplitHorizon,
         TunnelDrop::OvnNoOption,
         TunnelDrop::OvnNotHere,
+        TunnelDrop::BfdInvalid,
     ];
 
     /// The name used in `vswitchctl tunnels` and metrics.
@@ -170,6 +174,7 @@ impl TunnelDrop {
             TunnelDrop::SplitHorizon => "split_horizon",
             TunnelDrop::OvnNoOption => "ovn_no_option",
             TunnelDrop::OvnNotHere => "ovn_not_here",
+            TunnelDrop::BfdInvalid => "bfd_invalid",
         }
     }
 }

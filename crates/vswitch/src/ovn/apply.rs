@@ -54,6 +54,23 @@ pub struct Pass {
 }
 
 impl Pass {
+    /// The chassis to run BFD with, as the last pass saw the database.
+    pub fn bfd_peers(&self) -> BTreeMap<String, std::net::IpAddr> {
+        match (&self.sb, &self.settled) {
+            (Some(sb), Some((_, _, me))) => super::gateway::bfd_chassis(sb, *me),
+            _ => BTreeMap::new(),
+        }
+    }
+
+    /// Notes the chassis whose tunnel's BFD session is Up; when they changed, the
+    /// next pass derives the view again (which gateway ports are held here).
+    pub fn set_active_tunnels(&mut self, up: &BTreeSet<String>) {
+        if *up != self.active_tunnels {
+            self.active_tunnels = up.clone();
+            self.refollow = true;
+        }
+    }
+
     /// Runs one pass on the rows changed since the last (`dirty`, consumed). When
     /// nothing the view is derived from changed since a pass that completed (only
     /// `SB_Global.nb_cfg` moved, say), the view stands and only `nb_cfg` is reported.

@@ -11,7 +11,8 @@
 //!   candidate is active only while it still reaches one of the group's reference
 //!   chassis (the chassis with ports behind the gateway).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use ovsdb::Uuid;
 
@@ -86,6 +87,44 @@ pub fn groups_of(sb: &Sb, me: Uuid) -> BTreeSet<Uuid> {
         })
         .map(|(u, _)| *u)
         .collect()
+}
+
+/// The chassis this one runs BFD with, by name, with their Geneve endpoints
+/// (ovn-controller's `bfd_calculate_chassis`): for each HA group of two or more
+/// chassis, its members and reference chassis when this chassis is a member, its
+/// members when this chassis is a reference chassis.
+pub fn bfd_chassis(sb: &Sb, me: Uuid) -> BTreeMap<String, IpAddr> {
+    let mut out = BTreeMap::new();
+    for g in sb.ha_groups.values().filter(|g| g.ha_chassis.len() >= 2) {
+        let members: Vec<Uuid> = g
+            .ha_chassis
+            .iter()
+            .filter_map(|h| sb.ha_chassis.get(h)?.chassis)
+            .collect();
+        let peers: Vec<Uuid> = if members.contains(&me) {
+            members.iter().chain(&g.ref_chassis).copied().collect()
+        } else if g.ref_chassis.contains(&me) {
+            members
+        } else {
+            continue;
+        };
+        for c in peers.into_iter().filter(|c| *c != me) {
+            let Some(ch) = sb.chassis.get(&c) else {
+                continue;
+            };
+            if ch
+                .other_config
+                .get("is-remote")
+                .is_some_and(|v| v == "true")
+            {
+                continue;
+            }
+            if let Some(ip) = sb.encap_ip(ch) {
+                out.insert(ch.name.clone(), ip);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

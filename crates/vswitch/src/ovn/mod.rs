@@ -15,6 +15,7 @@
 //! learned behind `unknown` ports are written to the `FDB` table ([`fdb`]).
 
 pub mod apply;
+pub mod bfd;
 pub mod fdb;
 pub mod gateway;
 pub mod igmp;
@@ -320,6 +321,14 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
     let mut trim = Trim::default();
     let mut dirty = rows::Dirty::default();
     dirty.all = true;
+    let bfd = match bfd::spawn(ctl.clone(), status.clone()) {
+        Ok(b) => b,
+        Err(e) => {
+            warn!(error = %e, "OVN chassis: the BFD thread did not start; not started");
+            return;
+        }
+    };
+    let mut bfd_peers = BTreeMap::new();
     loop {
         let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
         tokio::select! {
@@ -368,6 +377,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 }
             }
             () = ctl.ovn_stop.notified() => {
+                bfd.stop();
                 if connected {
                     reg.unregister(&client, &ctl).await;
                 }
@@ -379,6 +389,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
         if !connected {
             continue;
         }
+        pass.set_active_tunnels(&bfd.up());
         let result = match reg.ensure(&client).await {
             Ok(()) => pass.run(&ctl, &client, &cfg, &status, &mut dirty).await,
             Err(e) => Err(format!("registering the chassis: {e}")),
@@ -387,6 +398,11 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
             Ok(()) => {
                 trim.run();
                 igmp.stale = true;
+                let peers = pass.bfd_peers();
+                if peers != bfd_peers {
+                    bfd.want(peers.clone());
+                    bfd_peers = peers;
+                }
                 None
             }
             Err(e) => {

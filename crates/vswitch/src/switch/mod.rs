@@ -90,6 +90,11 @@ pub struct Switch {
     pub injected: Mutex<Vec<crate::model::lflow::Injected>>,
     /// `injected` is not empty.
     pub injected_pending: AtomicBool,
+    /// BFD Control packets received on the tunnels, with the sender's endpoint, for
+    /// the OVN chassis' sessions ([`crate::ovn::bfd`]).
+    pub bfd_rx: Mutex<Vec<(std::net::IpAddr, bfd::ControlPacket)>>,
+    /// The OVN chassis runs BFD sessions (else BFD frames are dropped and counted).
+    pub bfd_on: AtomicBool,
     /// What the pipeline learned, for the OVN chassis to write (MAC bindings).
     pub learned: Mutex<Vec<crate::model::lflow::Learned>>,
     /// PMD thread state.
@@ -170,6 +175,8 @@ impl Switch {
             slow_stats: Default::default(),
             injected: Mutex::new(Vec::new()),
             injected_pending: AtomicBool::new(false),
+            bfd_rx: Mutex::new(Vec::new()),
+            bfd_on: AtomicBool::new(false),
             learned: Mutex::new(Vec::new()),
             pmds,
             wakers,
