@@ -207,6 +207,35 @@ mod tests {
         assert!(!is_active(&sb, &g, ids[0], &up(&["b"])));
     }
 
+    /// BFD peers: a member runs sessions with the other members and the reference
+    /// chassis; a reference chassis with the members; anyone else with nobody. A
+    /// group of one needs none.
+    #[test]
+    fn bfd_runs_with_the_group_and_its_reference_chassis() {
+        let (mut sb, g, ids) = group(&["gw1", "gw2", "hv", "other"], &[20, 10], &[2]);
+        for (i, c) in ids.iter().enumerate() {
+            let e = Uuid::from_u128(400 + i as u128);
+            let encap = crate::ovn::sb::Encap {
+                uuid: e,
+                kind: "geneve".into(),
+                ip: format!("198.51.100.{}", i + 1),
+                options: Default::default(),
+                chassis_name: String::new(),
+            };
+            sb.encaps.insert(e, encap);
+            sb.chassis.get_mut(c).unwrap().encaps = vec![e];
+        }
+        sb.ha_groups.insert(g.uuid, g.clone());
+        let names = |me: usize| -> Vec<String> { bfd_chassis(&sb, ids[me]).into_keys().collect() };
+        assert_eq!(names(0), ["gw2", "hv"]);
+        assert_eq!(names(2), ["gw1", "gw2"]);
+        assert!(names(3).is_empty());
+        let (sb1, g1, ids1) = group(&["gw1", "hv"], &[20], &[1]);
+        let mut sb1 = sb1;
+        sb1.ha_groups.insert(g1.uuid, g1);
+        assert!(bfd_chassis(&sb1, ids1[1]).is_empty(), "a group of one");
+    }
+
     /// A chassis whose row went away leaves the other the only candidate.
     #[test]
     fn the_only_registered_candidate_is_active() {
