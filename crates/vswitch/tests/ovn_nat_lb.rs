@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use common::chassis::*;
 use common::fabric::{tunnels, Fabric};
+use common::hosts::*;
 use common::ovn::OvnCentral;
 use common::ovs::Ovs;
 use common::*;
@@ -85,28 +86,6 @@ fn build(c: &OvnCentral) {
     c.nbctl(&["ls-lb-add", "sw0", "lb-udp"]);
 }
 
-/// Moves tap `tap` of namespace `from` into a new namespace `ns` as VM `vm`: its MAC
-/// and address, IPv6 off, a default route through lr0.
-fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str)) -> Netns {
-    run(&["ip", "netns", "add", ns]);
-    let n = Netns(ns.to_string());
-    run(&["ip", "-n", from, "link", "set", tap, "netns", ns]);
-    let v4 = format!("{}/24", vm.2);
-    for args in [
-        vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-        vec!["ip", "link", "set", "lo", "up"],
-        vec!["ip", "link", "set", tap, "address", vm.1],
-        vec!["ip", "link", "set", tap, "up"],
-        vec!["ip", "addr", "add", &v4, "dev", tap],
-        vec!["ip", "route", "add", "default", "via", gateway_of(vm.2)],
-    ] {
-        let mut a = vec!["ip", "netns", "exec", ns];
-        a.extend(args);
-        run(&a);
-    }
-    n
-}
-
 /// The router's address on the network of `ip`.
 fn gateway_of(ip: &str) -> &'static str {
     if ip.starts_with("172.16.0.") {
@@ -114,38 +93,6 @@ fn gateway_of(ip: &str) -> &'static str {
     } else {
         "10.0.0.1"
     }
-}
-
-/// A backend in `ns` named `name`: a TCP server on 8080 that answers each connection
-/// with its name and the address it came from, a UDP server on 5353 that does the same
-/// for each datagram.
-fn backend(ns: &str, name: &str) -> KillOnDrop {
-    let script = format!(
-        "import socket,threading\n\
-         def tcp():\n\
-         \x20s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         \x20s.bind(('0.0.0.0',8080)); s.listen(128)\n\
-         \x20while True:\n\
-         \x20 c,a=s.accept(); c.sendall(('{name} %s\\n'%a[0]).encode()); c.close()\n\
-         threading.Thread(target=tcp,daemon=True).start()\n\
-         u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.bind(('0.0.0.0',5353))\n\
-         print('ready',flush=True)\n\
-         while True:\n\
-         \x20d,a=u.recvfrom(2048); u.sendto(('{name} %s'%a[0]).encode(),a)\n"
-    );
-    python_ready(ns, &script).0
-}
-
-/// Runs python `script` in `ns`; its stdout.
-fn py(ns: &str, script: &str) -> String {
-    let o = Command::new("ip")
-        .args([
-            "netns", "exec", ns, "timeout", "120", "python3", "-c", script,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// `n` TCP connections from `ns` to the VIP's port 80: for each, the answer's first
@@ -198,42 +145,6 @@ fn tally(answers: &[String], client: &str) -> HashMap<String, u32> {
     by
 }
 
-/// One vswitchd chassis `hv1` in a one-host fabric (tag `tag`) with a tap per host of
-/// `hosts` (port, MAC, IPv4), each moved into its own namespace; returns once every
-/// port is up.
-fn one_chassis(
-    tag: &str,
-    dir: &TempDir,
-    c: &OvnCentral,
-    hosts: &[(&str, &str, &str)],
-) -> (Fabric, Vswitchd, Vec<Netns>) {
-    let f = Fabric::new(tag, 1, 1600);
-    let id = std::process::id() % 10000;
-    let taps: Vec<String> = (0..hosts.len()).map(|i| format!("{tag}{id}{i}")).collect();
-    let mut ports = Vec::new();
-    for (h, t) in hosts.iter().zip(&taps) {
-        ports.extend(tap(h.0, t, h.0));
-    }
-    let sw = Vswitchd::start_in(
-        Some(&f.ns[0]),
-        dir,
-        "hv1",
-        &chassis_args(&f, 0, c, "hv1", &ports),
-    );
-    let nss: Vec<Netns> = hosts
-        .iter()
-        .zip(&taps)
-        .map(|(h, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], h.0), *h))
-        .collect();
-    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
-    for h in hosts {
-        wait_for(Duration::from_secs(30), &format!("{} up", h.0), || {
-            (c.sb_get("Port_Binding", "logical_port", h.0, "up") == "true").then_some(())
-        });
-    }
-    (f, sw, nss)
-}
-
 #[test]
 fn load_balancers_spread_connections_and_answer_hairpins() {
     let _g = serial();
@@ -241,7 +152,7 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     let dir = TempDir::new("ovn-nat-lb");
     let c = OvnCentral::start(&dir);
     build(&c);
-    let (_f, sw, nss) = one_chassis("onl", &dir, &c, &VMS);
+    let (_f, sw, nss) = one_chassis("onl", &dir, &c, &VMS, gateway_of);
     let _backends: Vec<KillOnDrop> = VMS[1..]
         .iter()
         .zip(&nss[1..])
@@ -366,26 +277,6 @@ fn build_gateway(c: &OvnCentral, chassis: &str) {
     ]);
 }
 
-/// The address a TCP server on `ip`:`port` in `to_ns` saw a connection from `from_ns`
-/// come from (the server answers with the peer's address), or "fail".
-fn seen_from(from_ns: &str, to_ns: &str, ip: &str, port: u16) -> String {
-    let server = format!(
-        "import socket\n\
-         s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
-         s.bind(('0.0.0.0',{port})); s.listen(8); print('ready',flush=True)\n\
-         c,a=s.accept(); c.sendall((a[0]+'\\n').encode()); c.close()\n"
-    );
-    let _server = python_ready(to_ns, &server);
-    let client = format!(
-        "import socket\n\
-         try:\n\
-         \x20s=socket.create_connection(('{ip}',{port}),timeout=10); print(s.makefile().readline().strip())\n\
-         except OSError as e:\n\
-         \x20print('fail',e)\n"
-    );
-    py(from_ns, &client).trim().to_string()
-}
-
 #[test]
 fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     let _g = serial();
@@ -393,7 +284,13 @@ fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     let dir = TempDir::new("ovn-nat-gw");
     let c = OvnCentral::start(&dir);
     build_gateway(&c, "hv1");
-    let (_f, sw, nss) = one_chassis("ong", &dir, &c, &[INSIDE[0], INSIDE[1], UPSTREAM]);
+    let (_f, sw, nss) = one_chassis(
+        "ong",
+        &dir,
+        &c,
+        &[INSIDE[0], INSIDE[1], UPSTREAM],
+        gateway_of,
+    );
     // The upstream host has no route to 10.0.0.0/24: only translated packets come back.
     let up = &nss[2].0;
     run(&["ip", "netns", "exec", up, "ip", "route", "del", "default"]);
@@ -561,7 +458,15 @@ fn a_distributed_gateway_port_on_a_provider_network() {
     let nss: Vec<Netns> = DGP_VMS
         .iter()
         .zip(&taps)
-        .map(|(vm, t)| vm_ns(&f.ns[0], t, &format!("{}-{}", f.ns[0], vm.0), *vm))
+        .map(|(vm, t)| {
+            vm_ns(
+                &f.ns[0],
+                t,
+                &format!("{}-{}", f.ns[0], vm.0),
+                *vm,
+                "10.0.0.1",
+            )
+        })
         .collect();
     let hv2 = Ovs::ovn_chassis(&f, 1, &dir, "hv2", &c.sb_remote());
     let vm4_addr = format!("{}/24", OVS_VM.2);
@@ -644,7 +549,13 @@ fn the_gateway_fails_over_from_vswitchd_to_ovs() {
         "physnet:phys".to_string(),
     ]);
     let mut hv1 = Vswitchd::start_in(Some(&f.ns[0]), &dir, "hv1", &args);
-    let _vm1 = vm_ns(&f.ns[0], &vm1_tap, &format!("{}-vm1", f.ns[0]), DGP_VMS[0]);
+    let _vm1 = vm_ns(
+        &f.ns[0],
+        &vm1_tap,
+        &format!("{}-vm1", f.ns[0]),
+        DGP_VMS[0],
+        "10.0.0.1",
+    );
     let hv2 = Ovs::ovn_chassis(&f, 1, &dir, "hv2", &c.sb_remote());
     hv2.vsctl(&[
         "set",
@@ -655,7 +566,13 @@ fn the_gateway_fails_over_from_vswitchd_to_ovs() {
     let vm3_tap = format!("oha{id}c");
     let args3 = chassis_args(&f, 2, &c, "hv3", &tap("vm3", &vm3_tap, "vm3"));
     let hv3 = Vswitchd::start_in(Some(&f.ns[2]), &dir, "hv3", &args3);
-    let vm3 = vm_ns(&f.ns[2], &vm3_tap, &format!("{}-vm3", f.ns[2]), DGP_VMS[2]);
+    let vm3 = vm_ns(
+        &f.ns[2],
+        &vm3_tap,
+        &format!("{}-vm3", f.ns[2]),
+        DGP_VMS[2],
+        "10.0.0.1",
+    );
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
 
     // The sessions come up both ways; hv1 holds the gateway port.

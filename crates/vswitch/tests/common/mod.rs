@@ -9,6 +9,7 @@ pub mod fabric;
 pub mod footprint;
 pub mod hostile;
 pub mod hostile_packed;
+pub mod hosts;
 pub mod looping;
 pub mod ovn;
 pub mod ovs;

@@ -824,8 +824,14 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let in_key = pkt.flow.get(Field::LogInport) as u16;
         let loopback = pkt.flow.get_subfield(self.loopback) != 0;
         let mut egress = pkt.clone();
-        for f in [Field::Xxreg0, Field::Xxreg1, Field::Xreg4, Field::LogFlags] {
+        // OVN clears the logical registers before egress (physical.c, table 39) and
+        // keeps the flags (a gateway router's `flags.force_snat_for_lb` reaches
+        // `lr_out_snat` so); ovn-trace clears the flags too.
+        for f in [Field::Xxreg0, Field::Xxreg1, Field::Xreg4] {
             egress.flow.set(f, 0);
+        }
+        if self.mode == Mode::Trace {
+            egress.flow.set(Field::LogFlags, 0);
         }
         if let Some(g) = dp.groups.get(&out) {
             let mut sub = push(tr, NodeKind::Pipeline, || {
