@@ -214,6 +214,83 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     drop(nss);
 }
 
+/// The status vswitchd wrote for the health check of backend `ip`.
+fn health(c: &OvnCentral, ip: &str) -> String {
+    c.sb_get("Service_Monitor", "ip", ip, "status")
+}
+
+/// Load balancer health checks (issue 41 §1, §2): `lb-tcp` gets a
+/// `Load_Balancer_Health_Check` (every second, one failure makes a backend offline),
+/// its backends probe sources by `ip_port_mappings`. vswitchd, the chassis of the
+/// three backends, probes them (TCP SYNs from the `svc_monitor_mac`, answered through
+/// the pipeline's `handle_svc_check`) and writes each `Service_Monitor` status:
+/// - all three come online, and connections spread over them;
+/// - vm3's server stops (its kernel answers the probe with a reset): vm3 goes offline,
+///   ovn-northd leaves it out, and 60 connections reach only vm2 and vm4;
+/// - vm3's server starts again: online again, and it gets connections again.
+#[test]
+fn a_backend_whose_health_check_fails_stops_receiving() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-lb-hc");
+    let c = OvnCentral::start(&dir);
+    build(&c);
+    for vm in &VMS[1..] {
+        let m = format!("ip_port_mappings:{}={}:10.0.0.250", vm.2, vm.0);
+        c.nbctl(&["set", "load_balancer", "lb-tcp", &m]);
+    }
+    let vip = format!("vip=\"{VIP}:80\"");
+    c.nbctl(&[
+        "--id=@hc",
+        "create",
+        "Load_Balancer_Health_Check",
+        &vip,
+        "options:interval=1",
+        "options:timeout=2",
+        "options:success_count=1",
+        "options:failure_count=1",
+        "--",
+        "add",
+        "Load_Balancer",
+        "lb-tcp",
+        "health_check",
+        "@hc",
+    ]);
+    let (_f, _sw, nss) = one_chassis("ohc", &dir, &c, &VMS, gateway_of);
+    let mut backends: Vec<Option<KillOnDrop>> = VMS[1..]
+        .iter()
+        .zip(&nss[1..])
+        .map(|(vm, ns)| Some(backend(&ns.0, vm.0)))
+        .collect();
+    for vm in &VMS[1..] {
+        wait_for(Duration::from_secs(30), &format!("{} online", vm.0), || {
+            (health(&c, vm.2) == "online").then_some(())
+        });
+    }
+    let vm1 = &nss[0].0;
+    let spread = |n: u32| -> HashMap<String, u32> {
+        c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+        tally(&tcp_connections(vm1, n), VMS[0].2)
+    };
+    assert_eq!(spread(60).len(), 3, "all three serve");
+
+    backends[1] = None;
+    wait_for(Duration::from_secs(30), "vm3 offline", || {
+        (health(&c, VMS[2].2) == "offline").then_some(())
+    });
+    let by = spread(60);
+    eprintln!("with vm3 offline: {by:?}");
+    assert!(!by.contains_key("vm3"), "vm3 is left out: {by:?}");
+    assert_eq!(by.len(), 2, "vm2 and vm4 serve: {by:?}");
+
+    backends[1] = Some(backend(&nss[2].0, "vm3"));
+    wait_for(Duration::from_secs(30), "vm3 online again", || {
+        (health(&c, VMS[2].2) == "online").then_some(())
+    });
+    assert_eq!(spread(60).len(), 3, "vm3 serves again");
+    drop(nss);
+}
+
 /// The gateway router's networks: (VM, MAC, IPv4) inside, the upstream host outside.
 const INSIDE: [(&str, &str, &str); 2] = [
     ("vm1", "50:54:00:00:03:01", "10.0.0.11"),

@@ -299,6 +299,9 @@ pub enum Step {
     },
     /// A `log()` action ran (counted).
     Log,
+    /// `handle_svc_check`: the frame answers a load balancer health check, for the
+    /// chassis' prober ([`Learned::SvcReply`]); nothing else is done with it.
+    SvcCheck,
     /// A router asked for a next hop's MAC (`arp{}`, `nd_ns{}`): the frame is held
     /// until it is known.
     Await(Awaited),
@@ -461,4 +464,11 @@ pub enum Learned {
         /// The MAC.
         mac: MacAddr,
     },
+    /// `handle_svc_check`: a frame to the load balancers' health-check MAC (a
+    /// backend's answer to a probe), its first [`SVC_REPLY_BYTES`] bytes.
+    SvcReply(Vec<u8>),
 }
+
+/// How much of a health check's answer the chassis gets: Ethernet, IPv4 and TCP, or
+/// an ICMP error with the datagram's headers.
+pub const SVC_REPLY_BYTES: usize = 128;

@@ -22,7 +22,10 @@ pub async fn publish(client: &Client, learned: Vec<Learned>) -> Result<usize, St
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         let mut ops = Vec::new();
-        for Learned::MacBinding { dp, port, ip, mac } in learned {
+        for (dp, port, ip, mac) in learned.into_iter().filter_map(|l| match l {
+            Learned::MacBinding { dp, port, ip, mac } => Some((dp, port, ip, mac)),
+            Learned::SvcReply(_) => None,
+        }) {
             let Some((dp_uuid, _)) = dps.iter().find(|(_, d)| d.tunnel_key == i64::from(dp)) else {
                 continue;
             };

@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod registration;
 pub mod rows;
 pub mod sb;
+pub mod svc_monitor;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -59,12 +60,13 @@ impl Status {
 }
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`; docs/ovn.md).
-pub const SUPPORTED: [&str; 16] = [
+pub const SUPPORTED: [&str; 17] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
     "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
     "distributed logical routers: routing on the sending chassis, TTL, ARP and ICMP echo answered by the router's flows, MAC bindings read from MAC_Binding",
     "NAT and load balancers: ct_dnat, ct_snat (and _in_czone), ct_lb_mark/ct_lb with backends (hash of the 5-tuple or selection_fields), ct_commit_nat, hairpin (chk_lb_hairpin, chk_lb_hairpin_reply, ct_snat_to_vip); a DNAT and an SNAT zone per datapath; gateway routers bound here (options:chassis) with SNAT and floating IPs; nat_exhausted when a range is full",
+    "load balancer health checks (Service_Monitor) of the backends on this chassis: TCP SYN or UDP probes from svc_monitor_mac, answers through handle_svc_check, status written for ovn-northd to leave offline backends out",
     "distributed gateway ports: the chassisredirect binding claimed and released by its HA_Chassis_Group as ovn-controller decides, with BFD on the tunnels to the group's chassis (failover with OVS gateways); SNAT, centralized and distributed floating IPs on an external provider network; other chassis' frames to the gateway taken by tunnel",
     "provider networks (localnet ports) in switches that run the pipeline: an input and output of the pipeline, ports on other chassis reached through it",
     "OVN's controller actions, built off the PMDs as ovn-controller's pinctrl builds them (crates/ovn-pinctrl): DHCPv4 and DHCPv6 replies from DHCP_Options, ARP requests, IPv6 neighbour solicitations and advertisements, ICMP errors (TTL exceeded, unreachable), TCP resets, SCTP aborts; MAC bindings learned by put_arp/put_nd written to MAC_Binding; a frame whose router asks for its next hop (arp{}, nd_ns{}) held (4 per next hop, 10 s) and sent again once the MAC is known, as ovn-controller buffers it; at most 10,000 frames per second and PMD (slow_path_busy beyond)",
@@ -80,8 +82,8 @@ pub const SUPPORTED: [&str; 16] = [
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
-    "load balancer session affinity (commit_lb_aff, chk_lb_aff) and health checks (Service_Monitor), the BFD timers of SB_Global:options (OVS's defaults are used), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
-    "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts and MAC binding learning (IPv6 router advertisements, DNS, service monitors, BFD): their datapaths are refused",
+    "load balancer session affinity (commit_lb_aff, chk_lb_aff), the BFD timers of SB_Global:options (OVS's defaults are used), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
+    "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts, MAC binding learning and health check answers (IPv6 router advertisements, DNS, the logical router BFD of the BFD table): their datapaths are refused",
     "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
     "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
     "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
@@ -246,6 +248,7 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(TableSpec::of::<sb::Dhcpv6Options>())
         .table(TableSpec::of::<sb::HaChassisGroup>())
         .table(TableSpec::of::<sb::HaChassis>())
+        .table(TableSpec::of::<sb::ServiceMonitor>())
 }
 
 /// Every table the chassis and its logical pipeline read, whole (ovn-controller's
@@ -270,6 +273,7 @@ pub fn monitor_spec_all() -> MonitorSpec {
         .table(TableSpec::of::<sb::Dhcpv6Options>())
         .table(TableSpec::of::<sb::HaChassisGroup>())
         .table(TableSpec::of::<sb::HaChassis>())
+        .table(TableSpec::of::<sb::ServiceMonitor>())
 }
 
 /// No row: the conditioned tables' start ([`interest`] widens them as the view grows).
@@ -329,6 +333,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
         }
     };
     let mut bfd_peers = BTreeMap::new();
+    let mut prober = svc_monitor::Prober::default();
     loop {
         let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
         tokio::select! {
@@ -364,10 +369,23 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 let learned = std::mem::take(
                     &mut *ctl.switch.learned.lock().unwrap_or_else(|e| e.into_inner()),
                 );
-                if !learned.is_empty() {
-                    if let Err(e) = mac_binding::publish(&client, learned).await {
+                let (answers, bindings): (Vec<_>, Vec<_>) = learned
+                    .into_iter()
+                    .partition(|l| matches!(l, crate::model::lflow::Learned::SvcReply(_)));
+                if !bindings.is_empty() {
+                    if let Err(e) = mac_binding::publish(&client, bindings).await {
                         warn!(error = %e, "MAC_Binding update failed");
                     }
+                }
+                let answers = answers
+                    .into_iter()
+                    .filter_map(|l| match l {
+                        crate::model::lflow::Learned::SvcReply(f) => Some(f),
+                        crate::model::lflow::Learned::MacBinding { .. } => None,
+                    })
+                    .collect();
+                if let Err(e) = prober.run(&client, &ctl.switch, answers).await {
+                    warn!(error = %e, "Service_Monitor update failed");
                 }
                 continue;
             }

@@ -108,6 +108,32 @@ ovsdb::model! {
 }
 
 ovsdb::model! {
+    /// `Service_Monitor`: one load balancer backend whose health the chassis of its
+    /// logical port checks (ovn-northd makes one per backend of a load balancer with
+    /// a `Load_Balancer_Health_Check`, and leaves a backend whose status is `offline`
+    /// out of the load balancer's flows).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ServiceMonitor in "Service_Monitor" {
+        /// The backend's address.
+        pub ip: String = "ip",
+        /// `tcp` or `udp` (none: `tcp`).
+        pub protocol: Option<String> = "protocol",
+        /// The backend's port.
+        pub port: i64 = "port",
+        /// The backend's logical port: the chassis that holds it checks.
+        pub logical_port: String = "logical_port",
+        /// The probes' source MAC (`svc_monitor_mac`).
+        pub src_mac: String = "src_mac",
+        /// The probes' source address (`ip_port_mappings`).
+        pub src_ip: String = "src_ip",
+        /// `online`, `offline` or `error`, as the checking chassis writes it.
+        pub status: Option<String> = "status",
+        /// `interval`, `timeout` (seconds), `success_count`, `failure_count`.
+        pub options: BTreeMap<String, String> = "options",
+    }
+}
+
+ovsdb::model! {
     /// `HA_Chassis_Group`: the chassis that may hold a gateway port, by priority
     /// (ovn-northd makes one per distributed gateway port from its `Gateway_Chassis`
     /// rows, or copies the Northbound group).

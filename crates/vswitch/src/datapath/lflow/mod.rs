@@ -260,13 +260,18 @@ impl Pipeline {
             return d;
         }
         for s in &outcome.steps {
-            if let Step::PutMacBinding { dp, port, ip, mac } = s {
-                sw.learn_ovn(Learned::MacBinding {
+            match s {
+                Step::PutMacBinding { dp, port, ip, mac } => sw.learn_ovn(Learned::MacBinding {
                     dp: *dp,
                     port: *port,
                     ip: *ip,
                     mac: *mac,
-                });
+                }),
+                Step::SvcCheck => {
+                    let n = lf.frame.len().min(crate::model::lflow::SVC_REPLY_BYTES);
+                    sw.learn_ovn(Learned::SvcReply(lf.frame[..n].to_vec()));
+                }
+                _ => {}
             }
         }
         let (v, uncached) = program::compile(&outcome, &flow, topo);

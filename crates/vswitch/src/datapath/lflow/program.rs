@@ -360,7 +360,11 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
                     rewrite: rewrite.into_boxed_slice(),
                 }));
             }
-            Step::PutMacBinding { .. } | Step::PutFdb { .. } | Step::Log | Step::Await(_) => {
+            Step::PutMacBinding { .. }
+            | Step::PutFdb { .. }
+            | Step::Log
+            | Step::SvcCheck
+            | Step::Await(_) => {
                 why = why.or(Some(Uncached::Learns));
             }
         }

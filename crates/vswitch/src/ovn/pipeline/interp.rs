@@ -509,7 +509,8 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 write(&mut pkt.flow, dst, u128::from(refused));
             }
             Log(_) => self.out.steps.push(Step::Log),
-            SetMeter { .. } | TriggerEvent(_) | HandleSvcCheck(_) | Dhcp6Reply => {}
+            HandleSvcCheck(_) => self.out.steps.push(Step::SvcCheck),
+            SetMeter { .. } | TriggerEvent(_) | Dhcp6Reply => {}
             other => self.error(tr, format!("{} is not executed here", other.name())),
         }
     }

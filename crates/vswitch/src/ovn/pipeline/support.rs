@@ -13,10 +13,10 @@ use ovn_lflow::Action;
 /// `ct_snat_to_vip`), and the controller actions of switches and routers (ARP and ND
 /// requests and replies, ICMP errors, TCP resets, SCTP aborts, `reject`, DHCPv4 and
 /// DHCPv6 replies, MAC binding learning). `log`, `set_meter` and `trigger_event`
-/// have no effect on forwarding and are counted; `handle_svc_check` (replies to a
-/// load balancer health check, which needs `Service_Monitor` rows this chassis does
-/// not have) and `handle_dhcpv6_reply` drop the packet, as ovn-controller does when
-/// nothing waits for it.
+/// have no effect on forwarding and are counted; `handle_svc_check` hands a load
+/// balancer health check's answer to the chassis' prober (`ovn::svc_monitor`);
+/// `handle_dhcpv6_reply` drops the packet, as ovn-controller does when nothing waits
+/// for it.
 pub fn refusal(a: &Action) -> Option<&'static str> {
     use Action::*;
     match a {
