@@ -54,11 +54,15 @@ pub struct Pass {
 }
 
 impl Pass {
-    /// The chassis to run BFD with, as the last pass saw the database.
-    pub fn bfd_peers(&self) -> BTreeMap<String, std::net::IpAddr> {
+    /// The chassis to run BFD with and the sessions' timers, as the last pass saw
+    /// the database.
+    pub fn bfd_peers(&self) -> (BTreeMap<String, std::net::IpAddr>, bfd::Config) {
         match (&self.sb, &self.settled) {
-            (Some(sb), Some((_, _, me))) => super::gateway::bfd_chassis(sb, *me),
-            _ => BTreeMap::new(),
+            (Some(sb), Some((_, _, me))) => (
+                super::gateway::bfd_chassis(sb, *me),
+                super::bfd::config_of(&sb.options),
+            ),
+            _ => (BTreeMap::new(), bfd::Config::default()),
         }
     }
 

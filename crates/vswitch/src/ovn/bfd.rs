@@ -1,8 +1,9 @@
 //! BFD on the Geneve tunnels to other chassis, as ovn-controller has Open vSwitch run
 //! it (`controller/bfd.c`; the protocol is `crates/bfd`): one session per chassis that
 //! shares a gateway port's HA group with this one (`bfd_calculate_chassis`), with
-//! Open vSwitch's defaults (100 ms transmission, 1 s reception, multiplier 3;
-//! `SB_Global:options` `bfd-min-tx`, `bfd-min-rx`, `bfd-mult` are not read yet). The chassis
+//! Open vSwitch's defaults (100 ms transmission, 1 s reception, multiplier 3) unless
+//! `SB_Global:options` sets `bfd-min-tx`, `bfd-min-rx` or `bfd-mult` ([`config_of`]).
+//! The chassis
 //! whose session is Up are the "active tunnels" the gateway decision reads
 //! ([`super::gateway`]).
 //!
@@ -91,8 +92,7 @@ impl Default for Bfd {
 impl Bfd {
     /// Keeps one session per chassis of `want` (name -> Geneve endpoint) with timers
     /// `config`: new chassis get a session, chassis no longer wanted lose theirs.
-    pub fn set_peers(&mut self, want: &BTreeMap<String, IpAddr>) {
-        let config = Config::default();
+    pub fn set_peers(&mut self, want: &BTreeMap<String, IpAddr>, config: Config) {
         self.peers.retain(|name, p| want.get(name) == Some(&p.ip));
         for (name, ip) in want {
             if let Some(p) = self.peers.get_mut(name) {
@@ -219,8 +219,9 @@ impl Bfd {
 /// What the chassis task and the BFD thread share.
 #[derive(Debug, Default)]
 pub struct Shared {
-    /// The chassis to run sessions with, when the chassis task asks for a change.
-    want: Mutex<Option<BTreeMap<String, IpAddr>>>,
+    /// The chassis to run sessions with and their timers, when the chassis task asks
+    /// for a change.
+    want: Mutex<Option<(BTreeMap<String, IpAddr>, Config)>>,
     /// The chassis whose session is Up.
     up: Mutex<BTreeSet<String>>,
     /// The thread is to end.
@@ -228,9 +229,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Asks for sessions with `peers` (name -> Geneve endpoint).
-    pub fn want(&self, peers: BTreeMap<String, IpAddr>) {
-        *self.want.lock().unwrap_or_else(|e| e.into_inner()) = Some(peers);
+    /// Asks for sessions with `peers` (name -> Geneve endpoint) with timers `config`.
+    pub fn want(&self, peers: BTreeMap<String, IpAddr>, config: Config) {
+        *self.want.lock().unwrap_or_else(|e| e.into_inner()) = Some((peers, config));
     }
 
     /// The chassis whose session is Up.
@@ -258,8 +259,8 @@ pub fn spawn(ctl: Arc<Control>, status: Arc<Status>) -> std::io::Result<Arc<Shar
             let mut bfd = Bfd::default();
             while !s.stop.load(Ordering::Relaxed) {
                 let want = s.want.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(want) = want {
-                    bfd.set_peers(&want);
+                if let Some((want, config)) = want {
+                    bfd.set_peers(&want, config);
                     ctl.switch.bfd_on.store(bfd.active(), Ordering::Relaxed);
                     status.update(|r| r.bfd = bfd.rows());
                 }
@@ -277,4 +278,35 @@ pub fn spawn(ctl: Arc<Control>, status: Arc<Status>) -> std::io::Result<Arc<Shar
             }
         })?;
     Ok(shared)
+}
+
+/// The session timers `SB_Global:options` asks for (`bfd-min-tx`, `bfd-min-rx`,
+/// `bfd-mult`, as ovn-controller copies them into `Interface.bfd`), Open vSwitch's
+/// defaults for the others.
+pub fn config_of(options: &BTreeMap<String, String>) -> Config {
+    let keys = [
+        ("bfd-min-tx", "min_tx"),
+        ("bfd-min-rx", "min_rx"),
+        ("bfd-mult", "mult"),
+    ];
+    Config::from_ovsdb(
+        keys.iter()
+            .filter_map(|(sb, ovs)| Some((*ovs, options.get(*sb)?.as_str()))),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_from_sb_global_options() {
+        assert_eq!(config_of(&BTreeMap::new()), Config::default());
+        let o: BTreeMap<String, String> = [("bfd-min-rx", "300"), ("bfd-mult", "5"), ("x", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let c = config_of(&o);
+        assert_eq!((c.min_tx_ms, c.min_rx_ms, c.mult), (100, 300, 5));
+    }
 }

@@ -82,7 +82,7 @@ pub const SUPPORTED: [&str; 17] = [
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
-    "load balancer session affinity (commit_lb_aff, chk_lb_aff), the BFD timers of SB_Global:options (OVS's defaults are used), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
+    "load balancer session affinity (commit_lb_aff, chk_lb_aff), DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
     "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts, MAC binding learning and health check answers (IPv6 router advertisements, DNS, the logical router BFD of the BFD table): their datapaths are refused",
     "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
     "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
@@ -332,7 +332,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
             return;
         }
     };
-    let mut bfd_peers = BTreeMap::new();
+    let mut bfd_peers = (BTreeMap::new(), ::bfd::Config::default());
     let mut prober = svc_monitor::Prober::default();
     loop {
         let retry_at = retry.unwrap_or_else(|| tokio::time::Instant::now() + RETRY_IDLE);
@@ -418,7 +418,7 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 igmp.stale = true;
                 let peers = pass.bfd_peers();
                 if peers != bfd_peers {
-                    bfd.want(peers.clone());
+                    bfd.want(peers.0.clone(), peers.1);
                     bfd_peers = peers;
                 }
                 None

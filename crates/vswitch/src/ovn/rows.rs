@@ -19,6 +19,8 @@ use super::sb::{
 pub struct Sb {
     /// `SB_Global.nb_cfg`.
     pub nb_cfg: i64,
+    /// `SB_Global.options`.
+    pub options: std::collections::BTreeMap<String, String>,
     /// Chassis.
     pub chassis: HashMap<Uuid, Chassis>,
     /// Encaps.
@@ -66,6 +68,7 @@ impl Sb {
     pub fn from_replica(r: &Replica) -> Sb {
         let mut sb = Sb {
             nb_cfg: nb_cfg(r),
+            options: sb_options(r),
             chassis: r.rows::<Chassis>().collect(),
             encaps: r.rows::<Encap>().collect(),
             datapaths: r.rows::<DatapathBinding>().collect(),
@@ -102,7 +105,10 @@ impl Sb {
         for (table, u) in &dirty.rows {
             touched.pipeline |= PIPELINE_TABLES.contains(&table.as_str());
             match table.as_str() {
-                "SB_Global" => self.nb_cfg = nb_cfg(r),
+                "SB_Global" => {
+                    self.nb_cfg = nb_cfg(r);
+                    self.options = sb_options(r);
+                }
                 "Chassis" => {
                     put(&mut self.chassis, *u, r.get(u));
                     touched.all = true;
@@ -322,6 +328,14 @@ fn nb_cfg(r: &Replica) -> i64 {
         .map(|(_, g)| g.nb_cfg)
         .next()
         .unwrap_or(0)
+}
+
+/// `SB_Global.options` (empty before northd wrote them).
+fn sb_options(r: &Replica) -> std::collections::BTreeMap<String, String> {
+    r.rows::<SbGlobal>()
+        .map(|(_, g)| g.options)
+        .next()
+        .unwrap_or_default()
 }
 
 /// The datapaths with logical flows from ACLs, from the decoded `lflows` and their

@@ -15,6 +15,8 @@ ovsdb::model! {
     pub struct SbGlobal in "SB_Global" {
         /// The sequence number.
         pub nb_cfg: i64 = "nb_cfg",
+        /// Deployment-wide options (`bfd-min-tx`, `bfd-min-rx`, `bfd-mult`, ...).
+        pub options: BTreeMap<String, String> = "options",
     }
 }
 
