@@ -442,10 +442,10 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     });
 
     eprintln!("[{:>6.1?}] step 5", t0.elapsed());
-    // 5. A switch with an ACL is claimed (its logical pipeline enforces it); a load
-    //    balancer with session affinity on it, whose commit_lb_aff and chk_lb_aff
-    //    vswitchd does not execute yet, makes it unclaimable, and vswitchctl names the
-    //    action; without the load balancer it is claimed again. The clean stop removes hv2's rows.
+    // 5. A switch with an ACL is claimed (its logical pipeline enforces it); DNS
+    //    records on it, whose dns_lookup vswitchd does not execute yet, make it
+    //    unclaimable, and vswitchctl names the action; without them it is claimed
+    //    again. The clean stop removes hv2's rows.
     c.nbctl(&["ls-add", "sw2"]);
     c.nbctl(&["lsp-add", "sw2", "lsp-acl"]);
     c.nbctl(&["lsp-set-addresses", "lsp-acl", "02:00:00:00:02:05 10.2.0.2"]);
@@ -473,23 +473,31 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         "lsp-acl claimed: its ACL is enforced",
         || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
     );
-    c.nbctl(&["lb-add", "lb0", "10.2.0.100:80", "10.2.0.2:80"]);
-    c.nbctl(&["set", "load_balancer", "lb0", "options:affinity_timeout=60"]);
-    c.nbctl(&["ls-lb-add", "sw2", "lb0"]);
+    c.nbctl(&[
+        "--id=@d",
+        "create",
+        "DNS",
+        "records:vm.ovn=10.2.0.2",
+        "--",
+        "add",
+        "logical_switch",
+        "sw2",
+        "dns_records",
+        "@d",
+    ]);
     let why = wait_for(
         Duration::from_secs(20),
-        "t2 refused for its load balancer",
+        "t2 refused for its DNS records",
         || {
             let r = ovn(&sw).ports.into_iter().find(|p| p.port == "t2")?;
             (!r.why_unbound.is_empty()).then_some(r.why_unbound)
         },
     );
-    // One of the affinity actions, named with its flow: the first such flow in row
-    // order, and row uuids are random.
-    let named = ["commit_lb_aff", "chk_lb_aff"]
-        .iter()
-        .any(|a| why.contains(&format!("uses {a},")));
-    assert!(named && why.contains("does not execute"), "{why}");
+    // The action, named with its flow.
+    assert!(
+        why.contains("uses dns_lookup,") && why.contains("does not execute"),
+        "{why}"
+    );
     wait_for(Duration::from_secs(10), "lsp-acl released", || {
         c.sb_get("Port_Binding", "logical_port", "lsp-acl", "chassis")
             .is_empty()
@@ -497,10 +505,10 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
     });
     let text = vswitchctl_out(&sw.control, &["ovn"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("which vswitchd does not execute"));
-    c.nbctl(&["ls-lb-del", "sw2", "lb0"]);
+    c.nbctl(&["clear", "logical_switch", "sw2", "dns_records"]);
     wait_for(
         Duration::from_secs(30),
-        "lsp-acl claimed again without the load balancer",
+        "lsp-acl claimed again without the DNS records",
         || (c.sb_get("Port_Binding", "logical_port", "lsp-acl", "up") == "true").then_some(()),
     );
     assert_eq!(sw.stop(), Some(0));

@@ -214,6 +214,49 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     drop(nss);
 }
 
+/// Session affinity (issue 41 §1): with `options:affinity_timeout=60` on `lb-tcp`,
+/// every connection of one client goes to the backend its first went to (OVN's
+/// `commit_lb_aff` learns the session, `chk_lb_aff` finds it): 40 connections from
+/// vm1, one backend; the UDP load balancer, without affinity, still spreads.
+#[test]
+fn session_affinity_keeps_a_client_on_its_backend() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-lb-aff");
+    let c = OvnCentral::start(&dir);
+    build(&c);
+    c.nbctl(&[
+        "set",
+        "load_balancer",
+        "lb-tcp",
+        "options:affinity_timeout=60",
+    ]);
+    let (_f, sw, nss) = one_chassis("oaf", &dir, &c, &VMS, gateway_of);
+    let _backends: Vec<KillOnDrop> = VMS[1..]
+        .iter()
+        .zip(&nss[1..])
+        .map(|(vm, ns)| backend(&ns.0, vm.0))
+        .collect();
+    let vm1 = &nss[0].0;
+    let answers = tcp_connections(vm1, 40);
+    let by = tally(&answers, VMS[0].2);
+    eprintln!("TCP with affinity: {by:?}");
+    assert_eq!(
+        by.len(),
+        1,
+        "one backend for all of vm1's connections: {by:?}"
+    );
+    assert_eq!(by.values().sum::<u32>(), 40);
+    let by = tally(&udp_queries(vm1, 40), VMS[0].2);
+    assert!(by.len() >= 2, "UDP, without affinity, spreads: {by:?}");
+    let claimed = c.sb_get("Port_Binding", "logical_port", "vm1", "up");
+    assert_eq!(
+        claimed, "true",
+        "sw0 with an affinity load balancer is claimed"
+    );
+    drop((sw, nss));
+}
+
 /// The status vswitchd wrote for the health check of backend `ip`.
 fn health(c: &OvnCentral, ip: &str) -> String {
     c.sb_get("Service_Monitor", "ip", ip, "status")

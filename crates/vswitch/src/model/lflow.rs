@@ -177,6 +177,110 @@ pub trait Tracker {
     /// The zone of logical port `port` of datapath `dp` ([`DNAT_ZONE`] and
     /// [`SNAT_ZONE`]: the datapath's own NAT zones).
     fn zone(&mut self, dp: u32, port: u16) -> u16;
+    /// `chk_lb_aff()`: the backend (address, port) an earlier connection of `key`'s
+    /// client to its VIP went to, while the session lasts (none when tracing).
+    fn lb_affinity(&mut self, _key: &AffinityKey) -> Option<(std::net::IpAddr, u16)> {
+        None
+    }
+    /// `commit_lb_aff()`: `key`'s client goes to `backend` for as long as it keeps
+    /// connecting within `timeout_s` seconds of the last time.
+    fn commit_lb_affinity(
+        &mut self,
+        _key: AffinityKey,
+        _backend: (std::net::IpAddr, u16),
+        _timeout_s: u16,
+    ) {
+    }
+}
+
+/// A load balancer affinity session (`affinity_timeout`): what OVN's `commit_lb_aff`
+/// learns into `OFTABLE_CHK_LB_AFFINITY` and `chk_lb_aff` looks up: the datapath, the
+/// client's address, the VIP, the protocol and the VIP's port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AffinityKey {
+    /// The datapath.
+    pub dp: u32,
+    /// The client (the packet's source).
+    pub client: std::net::IpAddr,
+    /// The VIP.
+    pub vip: std::net::IpAddr,
+    /// The IP protocol (0: none).
+    pub proto: u8,
+    /// The VIP's port (0: none).
+    pub vip_port: u16,
+}
+
+/// The load balancers' affinity sessions, shared by the PMDs: a session lives while
+/// its client connects again within its timeout (OVN's learned flows have an idle
+/// timeout). At most [`LbAffinity::MAX`] sessions; a new one beyond that, after the
+/// expired ones are dropped, is not remembered (its client is balanced afresh).
+#[derive(Debug, Default)]
+pub struct LbAffinity {
+    sessions: std::sync::Mutex<std::collections::HashMap<AffinityKey, Session>>,
+}
+
+/// One affinity session: the backend, when it expires (ms) and its timeout (s).
+#[derive(Debug, Clone, Copy)]
+struct Session {
+    backend: (std::net::IpAddr, u16),
+    expires_ms: u64,
+    timeout_s: u16,
+}
+
+impl LbAffinity {
+    /// Sessions held at most.
+    pub const MAX: usize = 100_000;
+
+    /// The backend of `key`'s session at `now_ms`, which the lookup keeps alive.
+    pub fn lookup(&self, key: &AffinityKey, now_ms: u64) -> Option<(std::net::IpAddr, u16)> {
+        let mut m = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let s = m.get_mut(key)?;
+        if s.expires_ms <= now_ms {
+            m.remove(key);
+            return None;
+        }
+        s.expires_ms = now_ms + u64::from(s.timeout_s) * 1000;
+        Some(s.backend)
+    }
+
+    /// Starts (or renews) `key`'s session with `backend` for `timeout_s` seconds.
+    pub fn commit(
+        &self,
+        key: AffinityKey,
+        backend: (std::net::IpAddr, u16),
+        timeout_s: u16,
+        now_ms: u64,
+    ) {
+        let mut m = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= Self::MAX && !m.contains_key(&key) {
+            m.retain(|_, s| s.expires_ms > now_ms);
+            if m.len() >= Self::MAX {
+                return;
+            }
+        }
+        let expires_ms = now_ms + u64::from(timeout_s) * 1000;
+        m.insert(
+            key,
+            Session {
+                backend,
+                expires_ms,
+                timeout_s,
+            },
+        );
+    }
+
+    /// Sessions held (some may have expired).
+    pub fn len(&self) -> usize {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    /// Whether no session is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The port key that names a datapath's DNAT zone (`<datapath>_dnat` in
@@ -302,6 +406,9 @@ pub enum Step {
     /// `handle_svc_check`: the frame answers a load balancer health check, for the
     /// chassis' prober ([`Learned::SvcReply`]); nothing else is done with it.
     SvcCheck,
+    /// `chk_lb_aff`/`commit_lb_aff`: the decision rests on (or starts) a load
+    /// balancer affinity session, state outside the flow and its connection.
+    Affinity,
     /// A router asked for a next hop's MAC (`arp{}`, `nd_ns{}`): the frame is held
     /// until it is known.
     Await(Awaited),
@@ -472,3 +579,34 @@ pub enum Learned {
 /// How much of a health check's answer the chassis gets: Ethernet, IPv4 and TCP, or
 /// an ICMP error with the datagram's headers.
 pub const SVC_REPLY_BYTES: usize = 128;
+
+#[cfg(test)]
+mod affinity_tests {
+    use super::*;
+
+    /// A session lives while its client comes back within the timeout; each lookup
+    /// renews it; another client or VIP has none.
+    #[test]
+    fn a_session_lives_while_used_within_its_timeout() {
+        let a = LbAffinity::default();
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let key = AffinityKey {
+            dp: 1,
+            client: ip("10.0.0.11"),
+            vip: ip("172.16.100.100"),
+            proto: 6,
+            vip_port: 80,
+        };
+        let backend = (ip("10.0.0.13"), 8080);
+        a.commit(key, backend, 60, 1_000);
+        assert_eq!(a.lookup(&key, 50_000), Some(backend));
+        assert_eq!(a.lookup(&key, 109_000), Some(backend), "renewed at 50 s");
+        let other = AffinityKey {
+            client: ip("10.0.0.12"),
+            ..key
+        };
+        assert_eq!(a.lookup(&other, 2_000), None);
+        assert_eq!(a.lookup(&key, 170_000), None, "idle for 61 s");
+        assert!(a.is_empty(), "the expired session is gone");
+    }
+}

@@ -95,6 +95,8 @@ pub struct Switch {
     pub bfd_rx: Mutex<Vec<(std::net::IpAddr, bfd::ControlPacket)>>,
     /// The OVN chassis runs BFD sessions (else BFD frames are dropped and counted).
     pub bfd_on: AtomicBool,
+    /// The OVN load balancers' affinity sessions (`affinity_timeout`).
+    pub lb_affinity: crate::model::lflow::LbAffinity,
     /// What the pipeline learned, for the OVN chassis to write (MAC bindings).
     pub learned: Mutex<Vec<crate::model::lflow::Learned>>,
     /// PMD thread state.
@@ -177,6 +179,7 @@ impl Switch {
             injected_pending: AtomicBool::new(false),
             bfd_rx: Mutex::new(Vec::new()),
             bfd_on: AtomicBool::new(false),
+            lb_affinity: Default::default(),
             learned: Mutex::new(Vec::new()),
             pmds,
             wakers,

@@ -19,7 +19,7 @@ use conntrack::{
 };
 use ovn_lflow::Flow;
 
-use crate::model::lflow::{CtReq, CtResult, Origin, Tracker, Zones};
+use crate::model::lflow::{AffinityKey, CtReq, CtResult, LbAffinity, Origin, Tracker, Zones};
 
 /// Milliseconds on a clock that starts with the process (the tracker's timeouts).
 pub fn now_ms() -> u64 {
@@ -51,6 +51,8 @@ pub struct LiveCt<'a> {
     /// pipeline made of it (a controller action's, a DHCP reply) or whose addresses
     /// it changed is tracked as that packet, built from them.
     whole: Option<(&'a [u8], &'a Flow)>,
+    /// The load balancers' affinity sessions.
+    affinity: Option<&'a LbAffinity>,
 }
 
 impl<'a> LiveCt<'a> {
@@ -68,7 +70,14 @@ impl<'a> LiveCt<'a> {
             nat: None,
             refused: None,
             whole: None,
+            affinity: None,
         }
+    }
+
+    /// With the load balancers' affinity sessions `a` (`chk_lb_aff`, `commit_lb_aff`).
+    pub fn with_affinity(mut self, a: &'a LbAffinity) -> Self {
+        self.affinity = Some(a);
+        self
     }
 
     /// The tracker with the frame's whole bytes and fields at hand (the interpreter's
@@ -88,6 +97,7 @@ impl<'a> LiveCt<'a> {
             nat: self.nat,
             refused: self.refused,
             whole: Some((frame, fields)),
+            affinity: self.affinity,
         }
     }
 
@@ -223,6 +233,16 @@ impl Tracker for LiveCt<'_> {
 
     fn zone(&mut self, dp: u32, port: u16) -> u16 {
         self.zones.of(dp, port)
+    }
+
+    fn lb_affinity(&mut self, key: &AffinityKey) -> Option<(std::net::IpAddr, u16)> {
+        self.affinity?.lookup(key, self.now_ms)
+    }
+
+    fn commit_lb_affinity(&mut self, key: AffinityKey, b: (std::net::IpAddr, u16), t: u16) {
+        if let Some(a) = self.affinity {
+            a.commit(key, b, t, self.now_ms);
+        }
     }
 }
 

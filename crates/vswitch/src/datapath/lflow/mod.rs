@@ -229,7 +229,8 @@ impl Pipeline {
             _ => None,
         };
         let sw = &self.switch;
-        let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now);
+        let mut live =
+            ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now).with_affinity(&sw.lb_affinity);
         let (done, commits) = match cache.get(&key) {
             Some(vs) => match program::run(vs, &mut live) {
                 Ok(v) => {

@@ -18,7 +18,9 @@ use ovn_lflow::{Field, Flow};
 
 use super::ct::LiveCt;
 use crate::model::fdb::PortId;
-use crate::model::lflow::{Commit, CtReq, CtResult, Dest, Origin, Outcome, Step, Tracker};
+use crate::model::lflow::{
+    AffinityKey, Commit, CtReq, CtResult, Dest, Origin, Outcome, Step, Tracker,
+};
 use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
 use crate::model::tunnel::RemoteId;
@@ -304,6 +306,14 @@ impl Tracker for Replay<'_, '_> {
     fn zone(&mut self, dp: u32, port: u16) -> u16 {
         self.live.zone(dp, port)
     }
+
+    fn lb_affinity(&mut self, key: &AffinityKey) -> Option<(std::net::IpAddr, u16)> {
+        self.live.lb_affinity(key)
+    }
+
+    fn commit_lb_affinity(&mut self, key: AffinityKey, b: (std::net::IpAddr, u16), t: u16) {
+        self.live.commit_lb_affinity(key, b, t);
+    }
 }
 
 /// What an outcome needs beyond a program: the slow path builds its frames, or the
@@ -364,6 +374,7 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             | Step::PutFdb { .. }
             | Step::Log
             | Step::SvcCheck
+            | Step::Affinity
             | Step::Await(_) => {
                 why = why.or(Some(Uncached::Learns));
             }

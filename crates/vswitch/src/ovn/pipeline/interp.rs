@@ -510,6 +510,21 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             }
             Log(_) => self.out.steps.push(Step::Log),
             HandleSvcCheck(_) => self.out.steps.push(Step::SvcCheck),
+            // ovn-trace leaves both alone (no sessions to look at).
+            ChkLbAff(_) | CommitLbAff(_) if self.mode == Mode::Trace => {}
+            ChkLbAff(dst) => {
+                let dp = (at.dp.key, at.dp.router);
+                let hit = nat::chk_lb_aff(self.ct, dp, &mut pkt.flow, pkt.ct_orig.as_ref());
+                self.out.steps.push(Step::Affinity);
+                push(tr, NodeKind::Modify, || {
+                    format!("{dst} = {}", u8::from(hit))
+                });
+                write(&mut pkt.flow, dst, u128::from(hit));
+            }
+            CommitLbAff(a) => {
+                nat::commit_lb_aff(self.ct, at.dp.key, &pkt.flow, a);
+                self.out.steps.push(Step::Affinity);
+            }
             SetMeter { .. } | TriggerEvent(_) | Dhcp6Reply => {}
             other => self.error(tr, format!("{} is not executed here", other.name())),
         }

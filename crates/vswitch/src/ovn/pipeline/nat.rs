@@ -16,10 +16,11 @@ use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 
 use conntrack::{Endpoints, Nat, NatRange};
-use ovn_lflow::actions::{CtLb, CtLbFlag, CtNat};
-use ovn_lflow::{Action, Field, Flow};
+use ovn_lflow::actions::{CommitLbAff, CtLb, CtLbFlag, CtNat};
+use ovn_lflow::{Action, Field, Flow, Subfield};
 
 use super::interp::{ct_state_text, Commit, CtReq, CtResult};
+use crate::model::lflow::{AffinityKey, Tracker};
 
 /// `ct_mark.natted` / `ct_label.natted` (OVN `OVN_CT_NATTED_BIT`).
 const NATTED: u32 = 1 << 1;
@@ -263,6 +264,79 @@ fn changed_address(before: &Flow, after: &Flow, dir: &str) -> Option<String> {
         let v = if now.is_ipv6() { "ip6" } else { "ip4" };
         format!("{v}.{dir}={now}")
     })
+}
+
+/// The affinity session `flow` belongs to in datapath `dp`: its client, the VIP and
+/// port (`vip`, or the packet's destination), its protocol.
+fn affinity_key(dp: u32, flow: &Flow, vip: Option<(IpAddr, u16)>) -> Option<AffinityKey> {
+    let e = endpoints_of(flow)?;
+    let (vip, vip_port) = vip.unwrap_or((e.dst, e.dst_port));
+    Some(AffinityKey {
+        dp,
+        client: e.src,
+        vip,
+        proto: flow.get(Field::IpProto) as u8,
+        vip_port,
+    })
+}
+
+/// `chk_lb_aff()` (OVN's `OFTABLE_CHK_LB_AFFINITY`): whether the packet's client has
+/// an affinity session with its destination VIP in datapath `dp` (a router's when
+/// `router`); if so, the session's backend is loaded where OVN's learned flow loads
+/// it: the address in `reg4` (IPv6: `xxreg0` on a switch, `xxreg1` on a router), the
+/// port in `reg8[0..15]`, and `flags[14]` (`MLF_USE_LB_AFF_SESSION`) set.
+///
+/// The VIP is the connection's original destination when the packet's connection is
+/// known (`orig`), else the packet's destination. OVN's learned flow matches the
+/// packet's destination; a retransmission of a connection's first SYN (which the
+/// learn stage drops, `commit_lb_aff(...); /* drop */`) arrives translated to the
+/// backend already, and would miss its session and be dropped again.
+pub fn chk_lb_aff(
+    ct: &mut (impl Tracker + ?Sized),
+    (dp, router): (u32, bool),
+    flow: &mut Flow,
+    orig: Option<&Endpoints>,
+) -> bool {
+    let vip = orig.map(|o| (o.dst, o.dst_port));
+    let Some((ip, port)) = affinity_key(dp, flow, vip).and_then(|k| ct.lb_affinity(&k)) else {
+        return false;
+    };
+    match ip {
+        IpAddr::V4(a) => {
+            let reg4 = Subfield {
+                field: Field::Xxreg1,
+                ofs: 96,
+                n_bits: 32,
+            };
+            flow.set_subfield(reg4, u128::from(u32::from(a)));
+        }
+        IpAddr::V6(a) => {
+            let f = if router { Field::Xxreg1 } else { Field::Xxreg0 };
+            flow.set(f, u128::from(a));
+        }
+    }
+    let reg8 = Subfield {
+        field: Field::Xreg4,
+        ofs: 32,
+        n_bits: 16,
+    };
+    flow.set_subfield(reg8, u128::from(port));
+    let use_session = Subfield {
+        field: Field::LogFlags,
+        ofs: 14,
+        n_bits: 1,
+    };
+    flow.set_subfield(use_session, 1);
+    true
+}
+
+/// `commit_lb_aff(vip, backend, proto, timeout)`: starts the packet's client's
+/// affinity session with the VIP in datapath `dp`, to `a`'s backend.
+pub fn commit_lb_aff(ct: &mut (impl Tracker + ?Sized), dp: u32, flow: &Flow, a: &CommitLbAff) {
+    if let Some(mut key) = affinity_key(dp, flow, Some((a.vip, a.vip_port))) {
+        key.proto = a.proto;
+        ct.commit_lb_affinity(key, (a.backend, a.backend_port), a.timeout);
+    }
 }
 
 #[cfg(test)]

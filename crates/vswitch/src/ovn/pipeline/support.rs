@@ -10,7 +10,8 @@ use ovn_lflow::Action;
 /// with NAT (`ct_next`, `ct_commit`, `ct_commit_nat`, `ct_dnat`, `ct_snat` and their
 /// `_in_czone` forms, `ct_lb_mark`/`ct_lb` with or without backends, `ct_clear`), a
 /// load balancer's hairpin (`chk_lb_hairpin`, `chk_lb_hairpin_reply`,
-/// `ct_snat_to_vip`), and the controller actions of switches and routers (ARP and ND
+/// `ct_snat_to_vip`) and affinity sessions (`chk_lb_aff`, `commit_lb_aff`), and the
+/// controller actions of switches and routers (ARP and ND
 /// requests and replies, ICMP errors, TCP resets, SCTP aborts, `reject`, DHCPv4 and
 /// DHCPv6 replies, MAC binding learning). `log`, `set_meter` and `trigger_event`
 /// have no effect on forwarding and are counted; `handle_svc_check` hands a load
@@ -74,10 +75,10 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | CheckOutPortSec(_)
         | GetFdb { .. }
         | LookupFdb { .. }
-        | PutFdb { .. } => None,
-        Select(_)
+        | PutFdb { .. }
         | CommitLbAff(_)
-        | ChkLbAff(_)
+        | ChkLbAff(_) => None,
+        Select(_)
         | CommitEcmpNh { .. }
         | ChkEcmpNh(_)
         | ChkEcmpNhMac(_)
