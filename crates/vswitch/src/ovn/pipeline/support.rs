@@ -124,7 +124,7 @@ mod tests {
     }
 
     #[test]
-    fn nat_is_executed_and_the_rest_refused_by_name() {
+    fn nat_and_affinity_are_executed_and_the_rest_refused_by_name() {
         assert_eq!(first("ct_lb_mark;"), None);
         assert_eq!(first("ct_lb_mark(backends=10.0.0.2:80,10.0.0.3:80);"), None);
         assert_eq!(first("ct_dnat(10.0.0.5);"), None);
@@ -132,9 +132,10 @@ mod tests {
         assert_eq!(first("ct_commit { ct_mark.blocked = 0; }; next;"), None);
         assert_eq!(first("reg0[6] = chk_lb_hairpin();"), None);
         assert_eq!(first("ct_snat_to_vip;"), None);
+        assert_eq!(first("reg9[6] = chk_lb_aff(); next;"), None);
         assert_eq!(
-            first("clone { reg0[1] = chk_lb_aff(); };"),
-            Some("chk_lb_aff"),
+            first("clone { reg0[1] = dns_lookup(); };"),
+            Some("dns_lookup"),
             "nested"
         );
     }
