@@ -596,10 +596,9 @@ fn a_distributed_gateway_port_on_a_provider_network() {
         &["ip", "route", "add", "default", "via", "10.0.0.1"],
     );
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
-    let hv1 = c.sbctl(&["--bare", "--columns=_uuid", "find", "chassis", "name=hv1"]);
+    let hv1 = chassis_row(&c, "hv1");
     wait_for(Duration::from_secs(30), "hv1 holds cr-lr0-ext", || {
-        (c.sb_get("Port_Binding", "logical_port", "cr-lr0-ext", "chassis") == hv1.trim())
-            .then_some(())
+        (c.sb_get("Port_Binding", "logical_port", "cr-lr0-ext", "chassis") == hv1).then_some(())
     });
     let (vm1, vm2, vm3) = (&nss[0].0, &nss[1].0, &nss[2].0);
 
