@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::footprint::{self, Footprint, Slack};
 use common::qemu::{kv, num, Vm, VmSpec};
-use common::{serial, wait_for, KillOnDrop, TempDir, Vswitchd};
+use common::{serial, tail, wait_for, KillOnDrop, TempDir, Vswitchd};
 
 const MAC: &str = "52:54:00:00:00:0a";
 /// The second VM's (the peer's) MAC.
@@ -270,13 +270,17 @@ fn migrates_back_and_forth(packed: bool, round_trips: usize) {
         "the stream ended before the last migration did; console of vm2:\n{}",
         peer.console()
     );
+    // The rings first: they tell a guest that stopped looking at its ring (used_event
+    // far behind used.idx) from one that stopped refilling it.
     let stalled = || {
         format!(
-            "stats: {:?}\nvswitchd log:\n{}\nguest:\n{}\nvm2:\n{}",
+            "vrings of {}: {:#}\nguest:\n{}\nvm2:\n{}\nstats: {:?}\nvswitchd log:\n{}",
+            ports[at],
+            sw.show_port(ports[at])["vrings"],
+            tail(&vm.console(), 3000),
+            tail(&peer.console(), 1500),
             sw.stats(),
             sw.log(),
-            vm.console(),
-            peer.console()
         )
     };
     let got = vm

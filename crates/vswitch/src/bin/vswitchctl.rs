@@ -483,7 +483,45 @@ fn print_show(s: ShowReply) {
             .map(|(q, (m, n))| format!("q{q}->pmd{m} ({n} frames)"))
             .collect();
         println!("    pmd: {}", pmds.join(" "));
+        for v in &p.vrings {
+            println!("    {}", vring_line(v));
+        }
     }
+}
+
+/// One virtqueue of `show`: its state, where the switch stands, and (split rings) where
+/// the driver does.
+fn vring_line(v: &vswitch::ports::show::ShowVring) -> String {
+    let dir = if v.index.is_multiple_of(2) {
+        "guest rx"
+    } else {
+        "guest tx"
+    };
+    let flag = |on: bool, name: &str| {
+        if on {
+            name.to_string()
+        } else {
+            format!("no-{name}")
+        }
+    };
+    let mut line = format!(
+        "vring {} ({dir}, {}): {} {} {} {}  switch avail {} used {}",
+        v.index,
+        v.size,
+        flag(v.ready, "ready"),
+        flag(v.enabled, "enabled"),
+        flag(v.kick_fd, "kick"),
+        flag(v.call_fd, "call"),
+        v.next_avail,
+        v.next_used
+    );
+    if let (Some(a), Some(u)) = (v.avail_idx, v.used_idx) {
+        line += &format!("  driver avail.idx {a} used.idx {u}");
+    }
+    if let Some(e) = v.used_event {
+        line += &format!(" used_event {e}");
+    }
+    line
 }
 
 fn print_stats(rows: Vec<StatsRow>) {

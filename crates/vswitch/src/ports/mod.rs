@@ -311,6 +311,7 @@ impl Port {
                 })
                 .collect(),
             migration: None,
+            vrings: Vec::new(),
             iface: cfg.iface.clone(),
             afxdp: None,
             ovn: match &cfg.iface_id {

@@ -17,6 +17,42 @@ pub struct ShowMigration {
     pub announced: u64,
 }
 
+/// One virtqueue of a vhost-user port in `vswitchctl show`: where the device (the
+/// switch) and the driver (the guest) stand. Indices are free-running 16-bit positions
+/// (virtio 1.2 §2.7.6, §2.7.8).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShowVring {
+    /// Virtqueue index: even for the guest's receive queues, odd for its transmit ones.
+    pub index: u16,
+    /// The ring was started (SET_VRING_KICK) and not stopped (GET_VRING_BASE).
+    pub ready: bool,
+    /// SET_VRING_ENABLE enabled it.
+    pub enabled: bool,
+    /// The driver gave an eventfd for kicks (SET_VRING_KICK).
+    pub kick_fd: bool,
+    /// The driver gave an eventfd for interrupts (SET_VRING_CALL).
+    pub call_fd: bool,
+    /// Size in descriptors.
+    pub size: u16,
+    /// The next available position the switch takes (packed rings: the slot, with the
+    /// wrap counter in bit 15).
+    pub next_avail: u16,
+    /// The next used position the switch writes.
+    pub next_used: u16,
+    /// Split rings: the driver's `avail.idx` in guest memory. `avail_idx - next_avail`
+    /// buffers are waiting for the switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avail_idx: Option<u16>,
+    /// Split rings: `used.idx` in guest memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_idx: Option<u16>,
+    /// Split rings with EVENT_IDX: the driver's `used_event`, the used position after
+    /// which it wants an interrupt; far behind `used_idx`, the driver has not looked at
+    /// the ring since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_event: Option<u16>,
+}
+
 /// One port in `vswitchctl show`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShowPort {
@@ -73,6 +109,10 @@ pub struct ShowPort {
     /// vhost-user ports with a driver: live-migration state of the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration: Option<ShowMigration>,
+    /// vhost-user ports with a driver: the state of each virtqueue, the switch's side
+    /// and the driver's, for telling a stuck guest from a stuck switch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vrings: Vec<ShowVring>,
     /// afxdp and tap ports: the network interface.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub iface: String,

@@ -334,7 +334,16 @@ impl SimGuest {
 
     /// Gives queue `q` a call eventfd (the guest's interrupt) and returns it, non-blocking:
     /// `read()` returns the number of interrupts since the last read, or fails when none.
+    /// The interrupt the switch sends when the eventfd is set is read already.
     pub fn call_eventfd(&self, q: usize) -> vmm_sys_util::eventfd::EventFd {
+        let efd = self.new_call_eventfd(q);
+        efd.read().expect("an interrupt when the eventfd was set");
+        efd
+    }
+
+    /// As [`call_eventfd`](Self::call_eventfd), as SET_VRING_CALL leaves it: with the
+    /// interrupt the switch sends on a new eventfd unread.
+    pub fn new_call_eventfd(&self, q: usize) -> vmm_sys_util::eventfd::EventFd {
         use std::os::fd::{FromRawFd, IntoRawFd};
         let efd = vmm_sys_util::eventfd::EventFd::new(libc::EFD_NONBLOCK).expect("eventfd");
         let dup = efd.try_clone().expect("dup eventfd");

@@ -363,7 +363,7 @@ impl Output {
 }
 
 /// The last `n` bytes of `s` (or more, up to a character boundary).
-fn tail(s: &str, n: usize) -> &str {
+pub fn tail(s: &str, n: usize) -> &str {
     let mut i = s.len().saturating_sub(n);
     while !s.is_char_boundary(i) {
         i -= 1;

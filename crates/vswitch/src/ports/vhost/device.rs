@@ -29,14 +29,14 @@ use virtio_bindings::virtio_net::{
 };
 use virtio_bindings::virtio_ring::{VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC};
 use virtio_queue::{Error as QueueError, QueueT};
-use vm_memory::GuestMemoryAtomic;
+use vm_memory::{GuestAddressSpace, GuestMemoryAtomic};
 use vmm_sys_util::epoll::EventSet;
 use vmm_sys_util::eventfd::EventFd;
 
 use crate::ports::vhost::dirty_log::VHOST_F_LOG_ALL;
 use crate::ports::vhost::fault::FaultGuard;
 use crate::ports::vhost::migration::{ring_size, Migration};
-use crate::ports::vhost::virtq::{AtomicMem, Mem};
+use crate::ports::vhost::virtq::{AtomicMem, Mem, SplitRing};
 
 /// VHOST_USER_F_PROTOCOL_FEATURES (vhost-user spec): protocol features are negotiated.
 const VHOST_USER_F_PROTOCOL_FEATURES: u32 = 30;
@@ -238,6 +238,39 @@ impl Connection {
         })
     }
 
+    /// Each virtqueue's state for `vswitchctl show`: the switch's positions, and for a
+    /// split ring the driver's read from guest memory.
+    pub fn vring_views(&self) -> Vec<crate::ports::show::ShowVring> {
+        let mem = self.mem.memory();
+        let packed = self.packed();
+        self.vrings
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let st = v.get_ref();
+                let q = st.get_queue();
+                let mut view = crate::ports::show::ShowVring {
+                    index: i as u16,
+                    ready: q.ready(),
+                    enabled: st.is_enabled(),
+                    kick_fd: st.get_kick().is_some(),
+                    call_fd: st.get_call().is_some(),
+                    size: q.size(),
+                    next_avail: q.next_avail(),
+                    next_used: q.next_used(),
+                    ..Default::default()
+                };
+                if let Some(ring) = (!packed).then(|| SplitRing::new(&mem, q)).flatten() {
+                    let (avail, used, event) = ring.driver_view();
+                    view.avail_idx = Some(avail);
+                    view.used_idx = Some(used);
+                    view.used_event = event;
+                }
+                view
+            })
+            .collect()
+    }
+
     /// Link is up when the driver finished feature negotiation and queue pair 0 runs.
     pub fn link_up(&self) -> bool {
         self.features_set.load(Ordering::Relaxed) && self.vring_ready(0) && self.vring_ready(1)
@@ -382,7 +415,18 @@ impl VringT<AtomicMem> for PortVring {
         self.inner.read_kick()
     }
     fn set_call(&self, file: Option<File>) {
-        self.inner.set_call(file)
+        // One interrupt on every new call eventfd, as QEMU's libvhost-user does ("in case
+        // of I/O hang after reconnecting"): used elements published while the front-end
+        // had no eventfd here, or whose interrupt its previous process never delivered
+        // (live migration switches QEMU processes under a running guest), are otherwise
+        // never announced; with EVENT_IDX no later batch interrupts either, once the used
+        // index is past the driver's used_event, and a guest that waits for one stalls
+        // with a full ring. A spurious interrupt costs the driver one look at the ring.
+        let some = file.is_some();
+        self.inner.set_call(file);
+        if some {
+            let _ = self.inner.signal_used_queue();
+        }
     }
     fn set_err(&self, file: Option<File>) {
         self.inner.set_err(file)

@@ -225,6 +225,7 @@ impl VhostPort {
             .cloned()
             .collect();
         s.ready_queue_pairs = c.ready_pairs();
+        s.vrings = c.vring_views();
         let m = &c.migration;
         s.migration = Some(crate::ports::show::ShowMigration {
             logging: m.is_logging(),

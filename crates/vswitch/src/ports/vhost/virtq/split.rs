@@ -287,6 +287,18 @@ impl<'m> SplitRing<'m> {
         }
     }
 
+    /// The driver's side as it is in guest memory, for `vswitchctl show`:
+    /// `(avail.idx, used.idx, used_event)`, `used_event` only with EVENT_IDX.
+    pub fn driver_view(&self) -> (u16, u16, Option<u16>) {
+        let used = self.used_words.load_u16(2, Ordering::Acquire).unwrap_or(0);
+        let event = self.event_idx.then(|| {
+            self.avail
+                .load_u16(4 + 2 * usize::from(self.size), Ordering::Relaxed)
+                .unwrap_or(0)
+        });
+        (self.avail_idx(), used, event)
+    }
+
     /// The guest memory the ring lives in, with its region cache.
     pub fn mem(&self) -> &MemView<'m> {
         &self.mem
