@@ -133,9 +133,12 @@
 //! leaves it to the next sweep, flush or retry (until then a lookup that
 //! meets it sees a stale alias, treats it as absent and removes it).
 //!
-//! Limits: ICMP errors related to a NAT'd connection are found (`rel`) and
-//! their outer address on the translated side is reported rewritten, but
-//! the header they embed is not translated. No ALGs (FTP, TFTP), no
+//! ICMP errors related to a NAT'd connection are found (`rel`); their outer
+//! address on the translated side is reported rewritten, and the endpoints
+//! the header they embed must carry ([`NatResult::inner`]); the caller
+//! writes both into the packet.
+//!
+//! Limits: no ALGs (FTP, TFTP), no
 //! `persistent`/`random` range flags (selection is always by hash), no
 //! port-range classes as OVS keeps for source ports below 1024, no
 //! source-port change for destination NAT: a DNAT without ports whose

@@ -142,10 +142,23 @@ impl NatInfo {
         t
     }
 
+    /// What the header embedded in a related ICMP error becomes
+    /// ([`NatResult::inner`](crate::NatResult::inner)): an error travelling
+    /// in the reply direction (`reply`) embeds an original-direction packet,
+    /// written back to the original tuple; one in the original direction
+    /// embeds a reply, written to the translated tuple's reverse.
+    pub fn embedded(&self, original: Endpoints, reply: bool) -> Endpoints {
+        if reply {
+            original
+        } else {
+            self.translated(original).reversed()
+        }
+    }
+
     /// The packet `own` rewritten: an original-direction packet to the
     /// translated tuple, a reply to the original tuple's reverse. A related
     /// ICMP error (`related`) has only its outer address of the translated
-    /// side rewritten (its embedded header is not: a known limit).
+    /// side rewritten here; its embedded header is [`embedded`](Self::embedded)'s.
     pub fn rewrite(
         &self,
         original: Endpoints,

@@ -859,13 +859,19 @@ fn report_nat(
         Via::Key => !p.reply || info.alias.is_none(),
         Via::Alias { .. } => p.reply,
     };
-    let packet = if p.translate && untranslated {
+    let translate = p.translate && untranslated;
+    let packet = if translate {
         *state |= info.state(p.reply);
         info.rewrite(original, own, p.reply, p.related)
     } else {
         own
     };
-    *nat = Some(NatResult { packet, original });
+    let inner = (translate && p.related).then(|| info.embedded(original, p.reply));
+    *nat = Some(NatResult {
+        packet,
+        original,
+        inner,
+    });
 }
 
 /// The result of a step on NAT'd connection `i` of `s` (its writes

@@ -232,7 +232,7 @@ impl Endpoints {
 /// [`Conntrack::execute_nat`](crate::Conntrack::execute_nat) and
 /// [`Conntrack::execute_next_nat`](crate::Conntrack::execute_next_nat), kept
 /// out of [`CtResult`] so that a packet of a connection without NAT neither
-/// carries nor copies it (76 bytes). Open vSwitch writes the same into the
+/// carries nor copies it (114 bytes). Open vSwitch writes the same into the
 /// packet: the rewritten header (`nat_packet`, `un_nat_packet`) and the
 /// original tuple in its metadata (`ct_orig_tuple`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,6 +244,15 @@ pub struct NatResult {
     /// The connection's original-direction tuple before translation (OVS
     /// `ct_nw_src`, `ct_nw_dst`, `ct_tp_src`, `ct_tp_dst`).
     pub original: Endpoints,
+    /// A related ICMP error the step translated: the endpoints its embedded
+    /// header must carry, that of a packet of the connection as the error's
+    /// receiver sent or saw it (Open vSwitch's `nat_inner_packet`, RFC 5508
+    /// §7 / RFC 5382 §6: a NAT translates the embedded packet too). An error
+    /// in the reply direction embeds an original-direction packet, which
+    /// becomes the original tuple; one in the original direction embeds a
+    /// reply, which becomes the translated tuple's reverse. ICMP queries: the
+    /// id in both ports.
+    pub inner: Option<Endpoints>,
 }
 
 /// Why a packet is `ct.inv`. Each reason has its own counter

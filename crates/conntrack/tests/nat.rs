@@ -444,17 +444,37 @@ fn ipv6_snat_of_udp_and_icmpv6_echo() {
     assert_eq!(r.refused, Some(Refused::NatExhausted));
 }
 
+/// An ICMP error about a NAT'd connection's packet is `rel`; its outer address on the
+/// translated side and the header it embeds are both translated (RFC 5508 §7): the
+/// host the error reaches finds the connection it knows.
 #[test]
-fn icmp_errors_are_related_but_their_embedded_header_is_not_translated() {
+fn icmp_errors_are_related_and_their_embedded_header_is_translated() {
     let ct = tracker();
-    commit_nat(&ct, &tcp(A, 40000, S, 80, SYN, 100, 0, 0), snat_to(X), 0);
+    let (_, n) = commit_nat(&ct, &tcp(A, 40000, S, 80, SYN, 100, 0, 0), snat_to(X), 0);
+    let port = snat_port(n);
     // A router past the NAT reports the translated SYN to X.
-    let inner = Tuple::ports(ip(X), ip(S), 6, 40000, 80);
+    let inner = Tuple::ports(ip(X), ip(S), 6, port, 80);
     let err = icmp_error("198.51.100.254", X, icmp::DEST_UNREACH, inner);
     let (r, n) = nat_step(&ct, &err, 1);
     assert_eq!(r.state, REL_RPL | DNAT);
+    let n = n.unwrap();
     // The outer destination goes back to A; ports (none) and router stay.
-    assert_eq!(n.unwrap().packet, ep("198.51.100.254", 0, A, 0));
+    assert_eq!(n.packet, ep("198.51.100.254", 0, A, 0));
+    // The embedded SYN becomes the one A sent.
+    assert_eq!(n.inner, Some(ep(A, 40000, S, 80)));
+
+    // A reports S's reply (as A received it) back to S: the reply S sent, to X.
+    let inner = Tuple::ports(ip(S), ip(A), 6, 80, 40000);
+    let err = icmp_error(A, S, icmp::DEST_UNREACH, inner);
+    let (r, n) = nat_step(&ct, &err, 2);
+    assert_eq!(r.state, CtState::TRK | CtState::REL | SNAT);
+    let n = n.unwrap();
+    assert_eq!(n.packet, ep(X, 0, S, 0));
+    assert_eq!(n.inner, Some(ep(S, 80, X, port)));
+
+    // A lookup that does not translate reports no embedded header.
+    let (_, n) = lookup_nat(&ct, &err, 3);
+    assert_eq!(n.unwrap().inner, None);
 }
 
 /// Two threads create, look up and flush NAT'd connections over 16 shards

@@ -428,6 +428,11 @@ fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     assert_eq!(seen_from(up, vm1, FLOATING_IP, 7003), UPSTREAM.2);
     // Nothing reaches vm2 from outside: it has no floating IP.
     assert!(seen_from(up, vm2, INSIDE[1].2, 7004).starts_with("fail"));
+    // ICMP errors about translated packets carry the packet as its sender knows it
+    // (RFC 5508 §7): the port unreachable of the upstream host's kernel reaches vm2's
+    // socket through the SNAT, vm1's reaches the upstream host's through the floating IP.
+    assert_eq!(udp_to_closed_port(vm2, UPSTREAM.2), "refused");
+    assert_eq!(udp_to_closed_port(up, FLOATING_IP), "refused");
 
     let out = vswitchctl_out(&sw.control, &["--json", "conntrack"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -442,6 +447,28 @@ fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     };
     assert!(zone("gw_snat") > 0 && zone("gw_dnat") > 0, "{v}");
     drop(nss);
+}
+
+/// What a connected UDP socket in `ns` hears after sending to a closed port of `ip`:
+/// "refused" when the ICMP port unreachable reached it (the kernel matched the error's
+/// embedded header to the socket), "silence" when nothing did.
+fn udp_to_closed_port(ns: &str, ip: &str) -> String {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(3)\n\
+         s.connect(('{ip}',9))\n\
+         out='silence'\n\
+         for _ in range(4):\n\
+         \x20s.send(b'x')\n\
+         \x20try:\n\
+         \x20\x20s.recv(64); out='answer'; break\n\
+         \x20except ConnectionRefusedError:\n\
+         \x20\x20out='refused'; break\n\
+         \x20except socket.timeout:\n\
+         \x20\x20pass\n\
+         print(out)\n"
+    );
+    py(ns, &script).trim().to_string()
 }
 
 /// A distributed router's VMs: vm1 with a distributed floating IP (`logical_port`,

@@ -88,6 +88,9 @@ pub struct NatSeen {
     pub packet: conntrack::Endpoints,
     /// The connection's original-direction tuple.
     pub original: conntrack::Endpoints,
+    /// A related ICMP error the step translated: the endpoints of the header it
+    /// embeds ([`conntrack::NatResult::inner`]).
+    pub inner: Option<conntrack::Endpoints>,
 }
 
 impl From<conntrack::NatResult> for NatSeen {
@@ -95,6 +98,7 @@ impl From<conntrack::NatResult> for NatSeen {
         NatSeen {
             packet: n.packet,
             original: n.original,
+            inner: n.inner,
         }
     }
 }

@@ -65,7 +65,7 @@ pub const SUPPORTED: [&str; 17] = [
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
     "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
     "distributed logical routers: routing on the sending chassis, TTL, ARP and ICMP echo answered by the router's flows, MAC bindings read from MAC_Binding",
-    "NAT and load balancers: ct_dnat, ct_snat (and _in_czone), ct_lb_mark/ct_lb with backends (hash of the 5-tuple or selection_fields), ct_commit_nat, hairpin (chk_lb_hairpin, chk_lb_hairpin_reply, ct_snat_to_vip); session affinity (commit_lb_aff, chk_lb_aff); a DNAT and an SNAT zone per datapath; gateway routers bound here (options:chassis) with SNAT and floating IPs; nat_exhausted when a range is full",
+    "NAT and load balancers: ct_dnat, ct_snat (and _in_czone), ct_lb_mark/ct_lb with backends (hash of the 5-tuple or selection_fields), ct_commit_nat, hairpin (chk_lb_hairpin, chk_lb_hairpin_reply, ct_snat_to_vip); session affinity (commit_lb_aff, chk_lb_aff); a DNAT and an SNAT zone per datapath; gateway routers bound here (options:chassis) with SNAT and floating IPs; ICMP errors about translated packets translated whole, the header they embed included (RFC 5508 §7); nat_exhausted when a range is full",
     "load balancer health checks (Service_Monitor) of the backends on this chassis: TCP SYN or UDP probes from svc_monitor_mac, answers through handle_svc_check, status written for ovn-northd to leave offline backends out",
     "distributed gateway ports: the chassisredirect binding claimed and released by its HA_Chassis_Group as ovn-controller decides, with BFD on the tunnels to the group's chassis (failover with OVS gateways); SNAT, centralized and distributed floating IPs on an external provider network; other chassis' frames to the gateway taken by tunnel",
     "provider networks (localnet ports) in switches that run the pipeline: an input and output of the pipeline, ports on other chassis reached through it",
@@ -82,7 +82,7 @@ pub const SUPPORTED: [&str; 17] = [
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
 pub const UNSUPPORTED: [&str; 6] = [
-    "DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named; the embedded header of an ICMP error about a NAT'd connection is not translated",
+    "DNS, QoS meters, ECMP (select), check_pkt_larger and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named",
     "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts, MAC binding learning and health check answers (IPv6 router advertisements, DNS, the logical router BFD of the BFD table): their datapaths are refused",
     "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
     "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",

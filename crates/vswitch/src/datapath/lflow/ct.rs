@@ -186,8 +186,21 @@ impl<'a> LiveCt<'a> {
         let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
         if let Some(n) = self.nat.filter(|_| translated) {
             self.translate(&n.packet);
+            if let Some(inner) = &n.inner {
+                self.translate_embedded(inner);
+            }
         }
         out
+    }
+
+    /// An ICMP error's embedded header now has `e`'s addresses and ports: a later step
+    /// finds the connection by the header as translated.
+    fn translate_embedded(&mut self, e: &Endpoints) {
+        let Some(p) = &mut self.pkt else { return };
+        if let L4::Icmp(conntrack::IcmpMessage { inner: Some(t), .. }) = &mut p.l4 {
+            (t.src, t.dst, t.src_port, t.dst_port) = (e.src, e.dst, e.src_port, e.dst_port);
+            self.prep = None;
+        }
     }
 
     /// The packet now has `e`'s addresses and ports.

@@ -14,6 +14,7 @@
 //! A frame from a tunnel enters the egress pipeline with the keys of OVN's option.
 
 pub mod ct;
+pub mod embedded;
 pub mod parse;
 pub mod program;
 pub mod rewrite;
@@ -497,7 +498,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
             }
         };
         n += 1;
-        if o.rewrite.is_empty() {
+        if o.unchanged() {
             lf.targets.push(target);
             continue;
         }
@@ -507,7 +508,10 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.buf.truncate(start + got);
         let (_, off) = parse::flow_of(&lf.buf[start..], 0);
         let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
-        if rewrite::apply(&mut lf.buf[start..], &off, &o.rewrite, partial).is_err() {
+        let f = &mut lf.buf[start..];
+        let done = rewrite::apply(f, &off, &o.rewrite, partial).is_ok()
+            && o.embedded.is_none_or(|e| embedded::rewrite(f, &off, &e));
+        if !done {
             lf.buf.truncate(start);
             counters.drop(DropReason::OvnPipeline, 1);
             n -= 1;

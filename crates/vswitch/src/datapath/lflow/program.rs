@@ -78,6 +78,16 @@ pub struct Out {
     pub target: Target,
     /// (field, value) to write.
     pub rewrite: Box<[(Field, u128)]>,
+    /// An ICMP error about a translated connection: the endpoints its embedded header
+    /// gets ([`super::rewrite::embedded`]).
+    pub embedded: Option<conntrack::Endpoints>,
+}
+
+impl Out {
+    /// Whether the frame goes out as received.
+    pub fn unchanged(&self) -> bool {
+        self.rewrite.is_empty() && self.embedded.is_none()
+    }
 }
 
 /// One step of a program.
@@ -348,11 +358,14 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             .collect(),
     };
     let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
+    // The embedded header of an ICMP error as the last step that translated it left it.
+    let mut embedded = None;
     for s in &outcome.steps {
         match s {
             Step::Ct { req, result } => {
                 v.ct.push(*result);
                 v.steps.push(PStep::Ct(*req));
+                embedded = result.nat.and_then(|n| n.inner).or(embedded);
             }
             Step::Commit { zone, commit } => v.steps.push(PStep::Commit {
                 zone: *zone,
@@ -368,6 +381,7 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
                 v.steps.push(PStep::Out(Out {
                     target: target(&o.dest, topo),
                     rewrite: rewrite.into_boxed_slice(),
+                    embedded,
                 }));
             }
             Step::PutMacBinding { .. }

@@ -123,7 +123,7 @@ pub fn apply(
     Ok(())
 }
 
-fn put(f: &mut [u8], at: usize, b: &[u8]) -> bool {
+pub(super) fn put(f: &mut [u8], at: usize, b: &[u8]) -> bool {
     match f.get_mut(at..at + b.len()) {
         Some(d) => {
             d.copy_from_slice(b);
@@ -200,7 +200,7 @@ fn update_csum(f: &mut [u8], at: usize, old: u16, new: u16) -> bool {
 
 /// Updates the checksum at `at` for bytes `old` changed to `new` (same even length),
 /// word by word.
-fn update_csum_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool {
+pub(super) fn update_csum_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool {
     old.chunks(2).zip(new.chunks(2)).all(|(o, n)| {
         update_csum(
             f,

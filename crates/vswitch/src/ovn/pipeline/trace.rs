@@ -39,6 +39,7 @@ pub fn traced_result(req: &CtReq, flow: &Flow, mut state: u32) -> CtResult {
         NatSeen {
             packet,
             original: super::nat::endpoints_of(flow).unwrap_or(packet),
+            inner: None,
         }
     });
     CtResult {
