@@ -13,8 +13,9 @@
 use std::net::IpAddr;
 
 use conntrack::Endpoints;
+use ovn_pinctrl::wire::checksum;
 
-use super::parse::Offsets;
+use super::parse::{be16, Offsets};
 use super::rewrite::{put, update_csum_bytes};
 
 /// Writes `e` into the header that the ICMP or ICMPv6 error in `f` (headers at `off`)
@@ -93,12 +94,16 @@ impl Message {
         if !put(f, self.start + 2, &[0, 0]) {
             return false;
         }
-        let mut sum = sum16(&f[self.start..self.end]);
+        let mut sum = checksum::add(0, &f[self.start..self.end]);
         if self.v6 {
-            sum += sum16(&f[self.l3 + 8..self.l3 + 40]);
-            sum += (self.end - self.start) as u32 + 58;
+            let (src, dst) = (
+                &f[self.l3 + 8..self.l3 + 24],
+                &f[self.l3 + 24..self.l3 + 40],
+            );
+            let len = (self.end - self.start) as u32;
+            sum += checksum::pseudo_v6(src.try_into().unwrap(), dst.try_into().unwrap(), 58, len);
         }
-        put(f, self.start + 2, &fold(sum).to_be_bytes())
+        put(f, self.start + 2, &checksum::finish(sum).to_be_bytes())
     }
 }
 
@@ -176,25 +181,6 @@ impl Inner {
             _ => Vec::new(),
         }
     }
-}
-
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-/// The one's-complement sum of `b`'s 16-bit words (an odd last byte padded with 0).
-fn sum16(b: &[u8]) -> u32 {
-    b.chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum()
-}
-
-/// The Internet checksum of a sum (RFC 1071).
-fn fold(mut s: u32) -> u16 {
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    !(s as u16)
 }
 
 #[cfg(test)]

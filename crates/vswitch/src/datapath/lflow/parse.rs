@@ -23,7 +23,7 @@ pub struct Offsets {
     pub proto: u8,
 }
 
-fn be16(b: &[u8], at: usize) -> Option<u16> {
+pub(super) fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 

@@ -79,7 +79,7 @@ pub struct Out {
     /// (field, value) to write.
     pub rewrite: Box<[(Field, u128)]>,
     /// An ICMP error about a translated connection: the endpoints its embedded header
-    /// gets ([`super::rewrite::embedded`]).
+    /// gets ([`super::embedded::rewrite`]).
     pub embedded: Option<conntrack::Endpoints>,
 }
 
