@@ -558,7 +558,9 @@ fn neighbour(ns: &str, ip: &str) -> String {
 /// floating IPs: the distributed one with its own MAC, the centralized one with the
 /// router's. An Open vSwitch chassis (hv2) with a VM on sw0 reaches the outside
 /// through it: OVS sends its frames to the gateway port by tunnel, vswitchd runs the
-/// router's egress there, and the answers go back by tunnel.
+/// router's egress there, and the answers go back by tunnel. Then the gateway port gets
+/// an MTU (`options:gateway_mtu`), which vswitchd enforces
+/// ([`gateway_mtu_is_enforced`]).
 #[test]
 fn a_distributed_gateway_port_on_a_provider_network() {
     let _g = serial();
@@ -658,8 +660,66 @@ fn a_distributed_gateway_port_on_a_provider_network() {
         .iter()
         .any(|t| t.rx_packets > 0 && t.tx_packets > 0));
     assert_eq!(drops(&sw, "phys", "no_destination"), 0);
+
+    // A gateway MTU: lr0-ext carries IP packets of 1,400 bytes at most.
+    c.nbctl(&[
+        "set",
+        "Logical_Router_Port",
+        "lr0-ext",
+        "options:gateway_mtu=1400",
+    ]);
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    gateway_mtu_is_enforced(vm1, vm3, &up.0);
     drop(nss);
     drop(hv2);
+}
+
+/// The gateway port's MTU of 1,400 holds both ways (`check_pkt_larger` and the router's
+/// ICMP "fragmentation needed", RFC 1191), on hv1, where vm1, vm3 and the gateway are:
+/// a datagram of 1,400 bytes passes, one of 1,401 with DF set is answered with
+/// "fragmentation needed" and MTU 1,400 (the sender's kernel then caches that path
+/// MTU), outbound from vm3 and inbound to either floating IP; a TCP stream from vm1,
+/// sent as TSO frames of 1,448-byte segments, shrinks its segments to fit and arrives
+/// whole.
+fn gateway_mtu_is_enforced(vm1: &str, vm3: &str, up: &str) {
+    // First, while no host has learned a path MTU (the upstream host would advertise
+    // an MSS that fits from its cached one).
+    assert_eq!(path_mtu(vm1, UPSTREAM.2), None);
+    tcp_transfer(Some(up), Some(vm1), UPSTREAM.2, 8);
+    assert_eq!(path_mtu(vm1, UPSTREAM.2), Some(1400), "vm1's stream");
+    for (from, to) in [(vm3, UPSTREAM.2), (up, CENT_FIP), (up, DIST_FIP.0)] {
+        let fits = ping_df(from, to, 1400 - 28);
+        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+        assert_eq!(path_mtu(from, to), None, "{from} -> {to}");
+        let big = ping_df(from, to, 1401 - 28);
+        assert!(
+            big.contains("Frag needed") && big.contains("mtu = 1400"),
+            "{from} -> {to}: {big}"
+        );
+        assert_eq!(path_mtu(from, to), Some(1400), "{from} -> {to}");
+        // The same flow at the smaller size again: decided for its size, not the last.
+        let fits = ping_df(from, to, 1400 - 28);
+        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+    }
+}
+
+/// One ping from `ns` to `ip` with DF set and `size` bytes of payload: ping's output.
+fn ping_df(ns: &str, ip: &str, size: u32) -> String {
+    let size = size.to_string();
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "ping", "-n", "-c", "1", "-W", "5"])
+        .args(["-M", "do", "-s", &size, ip])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// The path MTU namespace `ns` has learned towards `ip` (`ip route get`), if any.
+fn path_mtu(ns: &str, ip: &str) -> Option<u32> {
+    let text = run(&["ip", "-n", ns, "-o", "route", "get", ip]);
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == "mtu")?;
+    words.next()?.parse().ok()
 }
 
 /// Gateway failover between vswitchd and Open vSwitch (issue 41 §2), decided by BFD on

@@ -18,9 +18,22 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// `dp` from the first table of its ingress pipeline (a frame from a port), or of
     /// its egress pipeline (a frame from a tunnel: its sender ran ingress), asking
     /// `ct` for connection tracking. `frame` is the frame the flow is of (its whole
-    /// bytes: DHCP options read it), or empty when not at hand.
-    fn run(&self, dp: u32, egress: bool, flow: Flow, frame: &[u8], ct: &mut dyn Tracker)
-        -> Outcome;
+    /// bytes: DHCP options read it), or empty when not at hand; `size` is the length
+    /// `check_pkt_larger` compares (bytes from the Ethernet header: the frame's, or for
+    /// a TSO frame each segment's).
+    fn run(
+        &self,
+        dp: u32,
+        egress: bool,
+        flow: Flow,
+        frame: Frame<'_>,
+        ct: &mut dyn Tracker,
+    ) -> Outcome;
+
+    /// The lengths the pipeline's `check_pkt_larger` actions compare with (bytes),
+    /// sorted, once each: frames that exceed the same number of them get the same
+    /// answers, so the data path keys its decisions by that number.
+    fn sizes(&self) -> &[u16];
 
     /// Whether the data path may cache decisions by its key (no flow tests a field the
     /// key leaves out).
@@ -34,6 +47,17 @@ pub trait LogicalPipeline: Send + Sync + std::fmt::Debug {
     /// for a frame stays valid in a new pipeline while every datapath it crossed
     /// ([`Outcome::datapaths`]) has the same version.
     fn version(&self, dp: u32) -> Option<u64>;
+}
+
+/// The frame a pipeline run is for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Frame<'a> {
+    /// Its bytes (empty when not at hand).
+    pub bytes: &'a [u8],
+    /// The length `check_pkt_larger` compares: the frame's, or for a TSO frame the
+    /// length of each segment it becomes, as OVS's `check_pkt_len` compares a GSO
+    /// packet (Linux `skb_gso_validate_mac_len`).
+    pub size: u32,
 }
 
 /// A next hop a router asked for (`arp{}`, `nd_ns{}`), under which the frame that asked

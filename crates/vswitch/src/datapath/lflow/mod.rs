@@ -26,7 +26,7 @@ use ovn_lflow::Field;
 use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
-use crate::model::lflow::{Dest, Injected, Learned, SlowDest, SlowJob, Step};
+use crate::model::lflow::{Dest, Frame, Injected, Learned, SlowDest, SlowJob, Step};
 use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
@@ -217,6 +217,7 @@ impl Pipeline {
             return Decided::Drop(DropReason::OvnUnbound);
         };
         let brief = parse::brief_of(hdr);
+        let size = wire_size(p, hdr);
         let key = LKey {
             key: FlowKey::extract(hdr, src.in_port, None),
             extra: u32::from(brief.ttl) << 24
@@ -224,6 +225,7 @@ impl Pipeline {
                 | u32::from(brief.ecn) << 16
                 | u32::from(keys.map_or(0, |k| k.1)),
             ingress: keys.map_or(0, |k| k.0),
+            size: program::size_class(pipeline.sizes(), size),
         };
         let pkt = match brief.eth_type {
             0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, len)),
@@ -256,7 +258,11 @@ impl Pipeline {
         let mut live = live.with_frame(&lf.frame, &fields);
         let outcome = {
             let mut replay = program::Replay::new(&mut live, done, commits);
-            pipeline.run(dp, keys.is_some(), flow.clone(), &lf.frame, &mut replay)
+            let frame = Frame {
+                bytes: &lf.frame,
+                size,
+            };
+            pipeline.run(dp, keys.is_some(), flow.clone(), frame, &mut replay)
         };
         if let Some(d) = refused(&live) {
             return d;
@@ -530,4 +536,20 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.dests.push(target);
     }
     n
+}
+
+/// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its
+/// own, or for a TSO frame that of each segment it becomes (its headers up to the end
+/// of TCP's, and `gso_size` bytes of payload), as OVS's `check_pkt_len` compares a GSO
+/// packet (Linux `skb_gso_validate_mac_len`).
+fn wire_size(p: &Pkt, hdr: &[u8]) -> u32 {
+    if p.vhdr.gso() == 0 {
+        return p.len;
+    }
+    // A TSO frame's partial checksum starts at its TCP header (checked on receipt).
+    let l4 = usize::from(p.vhdr.csum_start);
+    match hdr.get(l4 + 12) {
+        Some(&off) => (l4 as u32 + u32::from(off >> 4) * 4 + u32::from(p.vhdr.gso_size)).min(p.len),
+        None => p.len,
+    }
 }

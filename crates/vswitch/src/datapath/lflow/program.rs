@@ -32,8 +32,9 @@ pub const MAX_KEYS: usize = 65_536;
 pub const MAX_VARIANTS: usize = 8;
 
 /// A frame's cache key: its flow key, the IP fields the flow key leaves out that a
-/// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), and for a frame
-/// from a tunnel the keys of OVN's option.
+/// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), for a frame from
+/// a tunnel the keys of OVN's option, and its size class (what `check_pkt_larger`
+/// answers for it: [`size_class`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LKey {
     /// The flow key (ports and domain in `in_port`).
@@ -42,6 +43,17 @@ pub struct LKey {
     pub extra: u32,
     /// The ingress key of a frame from a tunnel (0: from a port).
     pub ingress: u16,
+    /// [`size_class`] of the frame.
+    pub size: u8,
+}
+
+/// How many of `sizes` (sorted: the lengths a pipeline's `check_pkt_larger` actions
+/// compare with) a frame of `size` bytes exceeds. Frames of one class get the same
+/// answer from each `check_pkt_larger`; with no such action every frame is of class 0
+/// and the check costs nothing.
+#[inline]
+pub fn size_class(sizes: &[u16], size: u32) -> u8 {
+    sizes.partition_point(|&s| u32::from(s) < size) as u8
 }
 
 /// A Geneve destination of OVN's: the remote chassis' endpoint, the datapath (the
@@ -136,6 +148,8 @@ pub struct Cache {
     last: Option<(LKey, u32)>,
     generation: u64,
     epoch: u64,
+    /// The pipeline's `check_pkt_larger` lengths the keys' size classes count.
+    sizes: Vec<u16>,
     /// Programs kept by new pipelines (their datapaths unchanged).
     pub kept: u64,
     /// Programs dropped by new pipelines or other changes.
@@ -150,8 +164,15 @@ impl Cache {
         }
         self.generation = topo.generation;
         let same_epoch = std::mem::replace(&mut self.epoch, topo.lflow_epoch) == topo.lflow_epoch;
-        match topo.ovn.pipeline.as_deref() {
-            Some(p) if same_epoch && p.cacheable() => {
+        let pipeline = topo.ovn.pipeline.as_deref();
+        // Other lengths give the size classes in the keys other meanings.
+        let sizes = pipeline.map_or(&[][..], |p| p.sizes());
+        let same_sizes = self.sizes == sizes;
+        if !same_sizes {
+            self.sizes = sizes.to_vec();
+        }
+        match pipeline {
+            Some(p) if same_epoch && same_sizes && p.cacheable() => {
                 self.retain(|v| v.dps.iter().all(|&(dp, ver)| p.version(dp) == Some(ver)))
             }
             _ => {
@@ -440,5 +461,21 @@ fn target(dest: &Dest, topo: &Topology) -> Target {
             },
         ),
         Dest::Nowhere { .. } => Target::Drop(DropReason::NoDestination),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn a_size_class_counts_the_lengths_a_frame_exceeds() {
+        assert_eq!(size_class(&[], 65_000), 0, "no check_pkt_larger: one class");
+        let sizes = [1414, 1518];
+        assert_eq!(size_class(&sizes, 60), 0);
+        assert_eq!(size_class(&sizes, 1414), 0, "not larger: equal");
+        assert_eq!(size_class(&sizes, 1415), 1);
+        assert_eq!(size_class(&sizes, 1518), 1);
+        assert_eq!(size_class(&sizes, 9014), 2);
     }
 }

@@ -38,6 +38,8 @@ pub(super) struct CompiledFlow {
     pub unkeyed: Option<Field>,
     /// The first of its actions vswitchd does not execute.
     pub refusal: Option<String>,
+    /// The lengths its `check_pkt_larger` actions compare with (bytes).
+    pub sizes: Vec<u16>,
 }
 
 /// A flow compiled for one datapath, or why not.
@@ -86,6 +88,9 @@ pub(super) struct DpOut {
     pub unsupported: Option<(String, String, Uuid)>,
     pub unkeyed: Option<(Field, String, Uuid)>,
     pub skipped: Vec<super::tables::Skipped>,
+    /// The lengths its flows' `check_pkt_larger` actions compare with, sorted, once
+    /// each.
+    pub sizes: Vec<u16>,
     /// (Datapath, flow) pairs in its tables.
     pub flows: usize,
 }

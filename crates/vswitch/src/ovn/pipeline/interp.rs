@@ -128,6 +128,9 @@ pub struct Run<'p, 't, T: Tracker + ?Sized> {
     from_tunnel: bool,
     /// The frame's bytes (DHCP options read them; empty when not at hand).
     frame: &'t [u8],
+    /// The length `check_pkt_larger` compares (`None`: unknown, as in `ovn-trace`,
+    /// which leaves the result unset).
+    size: Option<u32>,
 }
 
 /// The trace list actions append to, when tracing.
@@ -161,12 +164,20 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             loopback,
             from_tunnel: false,
             frame: &[],
+            size: None,
         }
     }
 
     /// The run with frame `frame` at hand (its whole bytes).
     pub fn with_frame(mut self, frame: &'t [u8]) -> Self {
         self.frame = frame;
+        self
+    }
+
+    /// The run with a frame of `size` bytes for `check_pkt_larger` (the frame's length
+    /// from its Ethernet header, or a TSO frame's segments').
+    pub fn with_size(mut self, size: u32) -> Self {
+        self.size = Some(size);
         self
     }
 
@@ -520,6 +531,15 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                     format!("{dst} = {}", u8::from(hit))
                 });
                 write(&mut pkt.flow, dst, u128::from(hit));
+            }
+            CheckPktLarger { dst, len } => {
+                // `ovn-trace` executes nothing here (the register keeps its value);
+                // a chassis compares the frame's length.
+                if let Some(size) = self.size {
+                    let larger = size > u32::from(*len);
+                    modify(tr, dst, || format!("{dst} = {}", u8::from(larger)));
+                    write(&mut pkt.flow, dst, u128::from(larger));
+                }
             }
             CommitLbAff(a) => {
                 nat::commit_lb_aff(self.ct, at.dp.key, &pkt.flow, a);

@@ -25,7 +25,8 @@ pub use tables::{Pipelines, Viewpoint};
 
 impl crate::model::lflow::LogicalPipeline for Pipelines {
     fn cacheable(&self) -> bool {
-        self.unkeyed.is_none()
+        // More lengths than a class holds would put different answers in one class.
+        self.unkeyed.is_none() && self.sizes.len() < usize::from(u8::MAX)
     }
 
     fn version(&self, dp: u32) -> Option<u64> {
@@ -42,7 +43,7 @@ impl crate::model::lflow::LogicalPipeline for Pipelines {
         dp: u32,
         egress: bool,
         flow: ovn_lflow::Flow,
-        frame: &[u8],
+        frame: crate::model::lflow::Frame<'_>,
         ct: &mut dyn Tracker,
     ) -> Outcome {
         let pipeline = if egress {
@@ -51,7 +52,12 @@ impl crate::model::lflow::LogicalPipeline for Pipelines {
             ovn_lflow::actions::Pipeline::Ingress
         };
         Run::new(self, ct, Mode::Chassis)
-            .with_frame(frame)
+            .with_frame(frame.bytes)
+            .with_size(frame.size)
             .run(dp, pipeline, flow, None)
+    }
+
+    fn sizes(&self) -> &[u16] {
+        &self.sizes
     }
 }

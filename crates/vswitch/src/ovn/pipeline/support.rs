@@ -17,7 +17,7 @@ use ovn_lflow::Action;
 /// have no effect on forwarding and are counted; `handle_svc_check` hands a load
 /// balancer health check's answer to the chassis' prober (`ovn::svc_monitor`);
 /// `handle_dhcpv6_reply` drops the packet, as ovn-controller does when nothing waits
-/// for it.
+/// for it; `check_pkt_larger` compares the frame's length (a TSO frame's segments').
 pub fn refusal(a: &Action) -> Option<&'static str> {
     use Action::*;
     match a {
@@ -77,14 +77,14 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | LookupFdb { .. }
         | PutFdb { .. }
         | CommitLbAff(_)
-        | ChkLbAff(_) => None,
+        | ChkLbAff(_)
+        | CheckPktLarger { .. } => None,
         Select(_)
         | CommitEcmpNh { .. }
         | ChkEcmpNh(_)
         | ChkEcmpNhMac(_)
         | FwdGroup(_)
         | BindVport { .. }
-        | CheckPktLarger { .. }
         | DnsLookup(_)
         | PutNdRaOpts(_)
         | BfdMsg
@@ -133,6 +133,7 @@ mod tests {
         assert_eq!(first("reg0[6] = chk_lb_hairpin();"), None);
         assert_eq!(first("ct_snat_to_vip;"), None);
         assert_eq!(first("reg9[6] = chk_lb_aff(); next;"), None);
+        assert_eq!(first("reg9[1] = check_pkt_larger(1418); next;"), None);
         assert_eq!(
             first("clone { reg0[1] = dns_lookup(); };"),
             Some("dns_lookup"),

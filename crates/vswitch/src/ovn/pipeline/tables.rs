@@ -184,6 +184,10 @@ pub struct Pipelines {
     pub unkeyed: Option<(ovn_lflow::Field, String, Uuid)>,
     /// Flows (per datapath) this build compiled, and those it reused from the last.
     pub compiled: (usize, usize),
+    /// The lengths `check_pkt_larger` actions compare with (bytes, an Ethernet frame or
+    /// a segment of one), sorted, once each: the data path keys its decisions by how
+    /// many a frame exceeds.
+    pub sizes: Vec<u16>,
 }
 
 /// Fields a decision may rest on that the data path's cache key leaves out: TCP
@@ -375,7 +379,10 @@ impl Pipelines {
             dp.tables = out.tables;
             dp.beyond_l2 = out.beyond_l2;
             dp.unsupported = out.unsupported;
+            self.sizes.extend(&out.sizes);
         }
+        self.sizes.sort_unstable();
+        self.sizes.dedup();
     }
 
     /// Datapath `ctx.key`'s tables from its `flows`, each compiled or reused from `b`.
@@ -393,6 +400,7 @@ impl Pipelines {
             unsupported: None,
             unkeyed: None,
             skipped: Vec::new(),
+            sizes: Vec::new(),
             flows: flows.len(),
         };
         for &(uuid, f) in flows {
@@ -405,6 +413,8 @@ impl Pipelines {
                 out.skipped.push(Skipped { uuid, stage, error });
             }
         }
+        out.sizes.sort_unstable();
+        out.sizes.dedup();
         for t in tables.iter_mut().flatten() {
             t.flows
                 .sort_by(|a, b| b.priority.cmp(&a.priority).then(a.uuid.cmp(&b.uuid)));
@@ -451,6 +461,7 @@ impl Pipelines {
                 out.unsupported = Some((a.clone(), stage.to_string(), uuid));
             }
         }
+        out.sizes.extend(&c.sizes);
         let tables = &mut tables[pipeline as usize];
         if tables.len() <= usize::from(table) {
             tables.resize_with(usize::from(table) + 1, Table::default);
@@ -580,11 +591,20 @@ fn compile(
         .into_iter()
         .find_map(refusal)
         .map(str::to_string);
+    let sizes = actions
+        .walk()
+        .into_iter()
+        .filter_map(|a| match a {
+            ovn_lflow::Action::CheckPktLarger { len, .. } => Some(*len),
+            _ => None,
+        })
+        .collect();
     Ok(Arc::new(CompiledFlow {
         matcher: Arc::new(matcher),
         actions,
         unkeyed,
         refusal,
+        sizes,
     }))
 }
 
