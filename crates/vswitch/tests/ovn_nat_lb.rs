@@ -99,11 +99,16 @@ fn gateway_of(ip: &str) -> &'static str {
 /// line ("vmN ADDR": the backend and the client address it saw) and the address the
 /// answer came from, or "fail".
 fn tcp_connections(ns: &str, n: u32) -> Vec<String> {
+    tcp_connections_to(ns, VIP, n)
+}
+
+/// [`tcp_connections`] to VIP `vip` (IPv4 or IPv6).
+fn tcp_connections_to(ns: &str, vip: &str, n: u32) -> Vec<String> {
     let script = format!(
         "import socket\n\
          for i in range({n}):\n\
          \x20try:\n\
-         \x20 s=socket.create_connection(('{VIP}',80),timeout=5)\n\
+         \x20 s=socket.create_connection(('{vip}',80),timeout=5)\n\
          \x20 d=s.makefile().readline().strip(); p=s.getpeername()[0]; s.close()\n\
          \x20 print(d,p,flush=True)\n\
          \x20except OSError as e:\n\
@@ -131,6 +136,11 @@ fn udp_queries(ns: &str, n: u32) -> Vec<String> {
 /// How many answers each backend gave, failing on an answer not from the VIP or one
 /// whose backend saw another client address than `client`.
 fn tally(answers: &[String], client: &str) -> HashMap<String, u32> {
+    tally_from(answers, client, VIP)
+}
+
+/// [`tally`] of answers from VIP `vip`.
+fn tally_from(answers: &[String], client: &str, vip: &str) -> HashMap<String, u32> {
     let mut by = HashMap::new();
     for a in answers {
         let w: Vec<&str> = a.split_whitespace().collect();
@@ -138,7 +148,7 @@ fn tally(answers: &[String], client: &str) -> HashMap<String, u32> {
             w.len() == 3 && w[0] != "fail",
             "an answer went missing: {a}"
         );
-        assert_eq!(w[2], VIP, "the answer comes from the VIP: {a}");
+        assert_eq!(w[2], vip, "the answer comes from the VIP: {a}");
         assert_eq!(w[1], client, "the backend sees the client: {a}");
         *by.entry(w[0].to_string()).or_insert(0) += 1;
     }
@@ -259,7 +269,7 @@ fn session_affinity_keeps_a_client_on_its_backend() {
 
 /// The status vswitchd wrote for the health check of backend `ip`.
 fn health(c: &OvnCentral, ip: &str) -> String {
-    c.sb_get("Service_Monitor", "ip", ip, "status")
+    c.sb_get("Service_Monitor", "ip", &format!("\"{ip}\""), "status")
 }
 
 /// Load balancer health checks (issue 41 §1, §2): `lb-tcp` gets a
@@ -331,6 +341,156 @@ fn a_backend_whose_health_check_fails_stops_receiving() {
         (health(&c, VMS[2].2) == "online").then_some(())
     });
     assert_eq!(spread(60).len(), 3, "vm3 serves again");
+    drop(nss);
+}
+
+/// The IPv6 health check test's hosts on sw0: (port, MAC, IPv4, IPv6); vm1 is the
+/// client, vm2 and vm3 the backends.
+const VMS6: [(&str, &str, &str, &str); 3] = [
+    ("vm1", "50:54:00:00:06:01", "10.0.0.11", "fd00::11"),
+    ("vm2", "50:54:00:00:06:02", "10.0.0.12", "fd00::12"),
+    ("vm3", "50:54:00:00:06:03", "10.0.0.13", "fd00::13"),
+];
+/// Its VIP, on sw0's IPv6 subnet (lr0 answers neighbour solicitations for it).
+const VIP6: &str = "fd00::a";
+
+/// sw0 with [`VMS6`] and lr0 (fd00::1/64), load balancer `lb6` from `[VIP6]:80` to
+/// port 8080 of vm2 and vm3 on both, with a health check every second whose probes
+/// come from fd00::250 (`ip_port_mappings`), as OVN's own IPv6 health check test
+/// builds it (tests/system-ovn.at, "Load balancer health checks - IPv6").
+fn build6(c: &OvnCentral) {
+    c.nbctl(&["ls-add", "sw0"]);
+    for (name, mac, v4, v6) in VMS6 {
+        let addrs = format!("{mac} {v4} {v6}");
+        c.nbctl(&[
+            "lsp-add",
+            "sw0",
+            name,
+            "--",
+            "lsp-set-addresses",
+            name,
+            &addrs,
+        ]);
+    }
+    c.nbctl(&["lr-add", "lr0"]);
+    c.nbctl(&[
+        "lrp-add",
+        "lr0",
+        "lr0-sw0",
+        "00:00:00:00:ff:01",
+        "10.0.0.1/24",
+        "fd00::1/64",
+    ]);
+    c.attach_router("sw0", "sw0-lr0", "lr0-sw0");
+    let backends: Vec<String> = VMS6[1..]
+        .iter()
+        .map(|v| format!("[{}]:8080", v.3))
+        .collect();
+    c.nbctl(&[
+        "lb-add",
+        "lb6",
+        &format!("[{VIP6}]:80"),
+        &backends.join(","),
+        "tcp",
+    ]);
+    for (name, _, _, v6) in &VMS6[1..] {
+        let m = format!("ip_port_mappings:\"[{v6}]\"=\"{name}:[fd00::250]\"");
+        c.nbctl(&["set", "load_balancer", "lb6", &m]);
+    }
+    let vip = format!("vip=\"[{VIP6}]:80\"");
+    c.nbctl(&[
+        "--id=@hc",
+        "create",
+        "Load_Balancer_Health_Check",
+        &vip,
+        "options:interval=1",
+        "options:timeout=2",
+        "options:success_count=1",
+        "options:failure_count=1",
+        "--",
+        "add",
+        "Load_Balancer",
+        "lb6",
+        "health_check",
+        "@hc",
+    ]);
+    c.nbctl(&["ls-lb-add", "sw0", "lb6", "--", "lr-lb-add", "lr0", "lb6"]);
+}
+
+/// A backend on [::]:8080 in `ns` named `name`: answers each connection with its name
+/// and the address it came from.
+fn backend6(ns: &str, name: &str) -> KillOnDrop {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('::',8080)); s.listen(128); print('ready',flush=True)\n\
+         while True:\n\
+         \x20c,a=s.accept(); c.sendall(('{name} %s\\n'%a[0]).encode()); c.close()\n"
+    );
+    python_ready(ns, &script).0
+}
+
+/// IPv6 load balancer health checks (issue 41 §1): vswitchd probes vm2 and vm3 at
+/// their IPv6 addresses (TCP SYNs from fd00::250, whose neighbour solicitations OVN's
+/// switch answers with the `svc_monitor_mac`) and writes each `Service_Monitor` status:
+/// - both come online, and 20 connections from vm1 to the VIP reach both;
+/// - vm3's server stops (its kernel resets the probe): vm3 goes offline, and 20
+///   connections reach only vm2;
+/// - vm3's server starts again: online again.
+#[test]
+fn an_ipv6_backend_whose_health_check_fails_stops_receiving() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-lb-hc6");
+    let c = OvnCentral::start(&dir);
+    build6(&c);
+    let hosts: Vec<(&str, &str, &str)> = VMS6.iter().map(|v| (v.0, v.1, v.2)).collect();
+    let (_f, _sw, nss) = one_chassis("oh6", &dir, &c, &hosts, gateway_of);
+    let id = std::process::id() % 10000;
+    for (i, (vm, ns)) in VMS6.iter().zip(&nss).enumerate() {
+        let (tap, v6) = (format!("oh6{id}{i}"), format!("{}/64", vm.3));
+        for args in [
+            vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0"],
+            vec!["ip", "-6", "addr", "add", &v6, "dev", &tap, "nodad"],
+            vec!["ip", "-6", "route", "add", "default", "via", "fd00::1"],
+        ] {
+            let mut a = vec!["ip", "netns", "exec", &ns.0];
+            a.extend(args);
+            run(&a);
+        }
+    }
+    let mut backends: Vec<Option<KillOnDrop>> = VMS6[1..]
+        .iter()
+        .zip(&nss[1..])
+        .map(|(vm, ns)| Some(backend6(&ns.0, vm.0)))
+        .collect();
+    for vm in &VMS6[1..] {
+        wait_for(Duration::from_secs(30), &format!("{} online", vm.0), || {
+            (health(&c, vm.3) == "online").then_some(())
+        });
+    }
+    let vm1 = &nss[0].0;
+    let spread = |n: u32| -> HashMap<String, u32> {
+        c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+        tally_from(&tcp_connections_to(vm1, VIP6, n), VMS6[0].3, VIP6)
+    };
+    assert_eq!(spread(20).len(), 2, "both serve");
+
+    backends[1] = None;
+    wait_for(Duration::from_secs(30), "vm3 offline", || {
+        (health(&c, VMS6[2].3) == "offline").then_some(())
+    });
+    let by = spread(20);
+    assert_eq!(
+        by.keys().collect::<Vec<_>>(),
+        ["vm2"],
+        "vm3 is left out: {by:?}"
+    );
+
+    backends[1] = Some(backend6(&nss[2].0, "vm3"));
+    wait_for(Duration::from_secs(30), "vm3 online again", || {
+        (health(&c, VMS6[2].3) == "online").then_some(())
+    });
     drop(nss);
 }
 

@@ -1,9 +1,10 @@
 //! Load balancer health checks on this chassis, as ovn-controller's pinctrl runs them
 //! (`svc_monitors_run`): for each `Service_Monitor` row whose backend's logical port is
 //! here, a probe every `interval` seconds from the row's `src_mac`/`src_ip` into the
-//! port: a TCP SYN to the backend's port (a SYN-ACK is a success, answered with a
-//! reset; a reset or `timeout` seconds of silence a failure), or a UDP datagram (an
-//! ICMP port unreachable is a failure, `timeout` seconds of silence a success).
+//! port, over IPv4 or IPv6 as the backend's address is: a TCP SYN to the backend's port
+//! (a SYN-ACK is a success, answered with a reset; a reset or `timeout` seconds of
+//! silence a failure), or a UDP datagram (an ICMP or ICMPv6 port unreachable is a
+//! failure, `timeout` seconds of silence a success).
 //! `success_count` successes in a row make the backend `online`, `failure_count`
 //! failures `offline` (defaults 5 s, 20 s, 1, 1); the status is written to the row,
 //! and ovn-northd leaves an offline backend out of its load balancer's flows.
@@ -13,10 +14,12 @@
 //! [`Learned::SvcReply`](crate::model::lflow::Learned::SvcReply).
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use etherparse::{LaxNetSlice, LaxSlicedPacket, PacketBuilder, TransportSlice};
+use etherparse::{
+    IpHeaders, LaxNetSlice, LaxSlicedPacket, PacketBuilder, PacketBuilderStep, TransportSlice,
+};
 use ovsdb::{Client, Condition, Operation, Row, Uuid};
 
 use super::sb::{PortBinding, ServiceMonitor};
@@ -206,16 +209,35 @@ fn mac(text: &str) -> Option<[u8; 6]> {
     text.parse::<MacAddr>().ok().map(|m| m.0)
 }
 
-fn v4(text: &str) -> Option<[u8; 4]> {
-    text.parse::<Ipv4Addr>().ok().map(|a| a.octets())
+/// A monitor's address: IPv4, or IPv6 with or without brackets (`ip_port_mappings`
+/// writes them; ovn-northd strips them).
+fn addr(text: &str) -> Option<IpAddr> {
+    text.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
 }
 
-/// The probe of monitor `m` to the backend at `dst_mac`, from source port `sport`.
+/// Ethernet and IP headers from `(smac, src)` to `(dmac, dst)`, hop limit 63 as
+/// pinctrl's probes have; `None` for addresses of two families.
+fn headers(
+    (smac, src): ([u8; 6], IpAddr),
+    (dmac, dst): ([u8; 6], IpAddr),
+) -> Option<PacketBuilderStep<IpHeaders>> {
+    let b = PacketBuilder::ethernet2(smac, dmac);
+    match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => Some(b.ipv4(s.octets(), d.octets(), 63)),
+        (IpAddr::V6(s), IpAddr::V6(d)) => Some(b.ipv6(s.octets(), d.octets(), 63)),
+        _ => None,
+    }
+}
+
+/// The probe of monitor `m` to the backend at `dst_mac`, from source port `sport`
+/// (pinctrl's `svc_monitor_send_tcp_health_check`, `..._udp_health_check`).
 fn probe(m: &ServiceMonitor, dst_mac: &str, sport: u16, udp: bool) -> Option<Vec<u8>> {
-    let (src, dst) = (mac(&m.src_mac)?, mac(dst_mac)?);
-    let (sip, dip) = (v4(&m.src_ip)?, v4(&m.ip)?);
+    let src = (mac(&m.src_mac)?, addr(&m.src_ip)?);
+    let b = headers(src, (mac(dst_mac)?, addr(&m.ip)?))?;
     let dport = u16::try_from(m.port).ok()?;
-    let b = PacketBuilder::ethernet2(src, dst).ipv4(sip, dip, 64);
     let mut out = Vec::new();
     if udp {
         let b = b.udp(sport, dport);
@@ -229,19 +251,27 @@ fn probe(m: &ServiceMonitor, dst_mac: &str, sport: u16, udp: bool) -> Option<Vec
 
 /// What answer `frame` says of the probe of `m` from source port `sport`, if it is
 /// one: a SYN-ACK (success) or reset (failure) from the backend's port, or an ICMP
-/// port unreachable about the UDP probe (failure).
+/// or ICMPv6 port unreachable about the UDP probe (failure).
 fn judge(frame: &[u8], m: &ServiceMonitor, sport: u16, udp: bool) -> Option<Verdict> {
     let p = LaxSlicedPacket::from_ethernet(frame).ok()?;
-    let Some(LaxNetSlice::Ipv4(ip)) = &p.net else {
-        return None;
+    let (src, dst): (IpAddr, IpAddr) = match &p.net {
+        Some(LaxNetSlice::Ipv4(ip)) => {
+            let h = ip.header();
+            (h.source_addr().into(), h.destination_addr().into())
+        }
+        Some(LaxNetSlice::Ipv6(ip)) => {
+            let h = ip.header();
+            (h.source_addr().into(), h.destination_addr().into())
+        }
+        None => return None,
     };
-    let (src, dst) = (ip.header().source(), ip.header().destination());
-    if dst != v4(&m.src_ip)? {
+    let backend = addr(&m.ip)?;
+    if dst != addr(&m.src_ip)? {
         return None;
     }
     match &p.transport {
         Some(TransportSlice::Tcp(t)) if !udp => {
-            let ours = src == v4(&m.ip)?
+            let ours = src == backend
                 && i64::from(t.source_port()) == m.port
                 && t.destination_port() == sport;
             if !ours {
@@ -254,19 +284,33 @@ fn judge(frame: &[u8], m: &ServiceMonitor, sport: u16, udp: bool) -> Option<Verd
                 None
             }
         }
+        // Destination unreachable, port unreachable (ICMP 3/3, ICMPv6 1/4), about our
+        // datagram: its IP header (IPv4 without options) and UDP ports follow.
         Some(TransportSlice::Icmpv4(i)) if udp => {
-            // Destination unreachable (3), port unreachable (3), about our datagram:
-            // its IPv4 header (20 bytes without options) and UDP ports follow.
-            let (t, c) = (i.type_u8(), i.code_u8());
-            let inner = i.payload();
-            let about = inner.len() >= 24
-                && inner[16..20] == v4(&m.ip)?
-                && u16::from_be_bytes([inner[20], inner[21]]) == sport
-                && i64::from(u16::from_be_bytes([inner[22], inner[23]])) == m.port;
-            (t == 3 && c == 3 && about).then_some(Verdict::Failure)
+            let unreachable = (i.type_u8(), i.code_u8()) == (3, 3);
+            (unreachable && about(i.payload(), backend, sport, m.port)).then_some(Verdict::Failure)
+        }
+        Some(TransportSlice::Icmpv6(i)) if udp => {
+            let unreachable = (i.type_u8(), i.code_u8()) == (1, 4);
+            (unreachable && about(i.payload(), backend, sport, m.port)).then_some(Verdict::Failure)
         }
         _ => None,
     }
+}
+
+/// Whether the datagram an ICMP error quotes (`inner`: its IP header on) went from
+/// port `sport` to `backend`:`port`.
+fn about(inner: &[u8], backend: IpAddr, sport: u16, port: i64) -> bool {
+    let (dst, udp) = match backend {
+        IpAddr::V4(b) => (inner.get(16..20).map(|d| d == b.octets()), 20),
+        IpAddr::V6(b) => (inner.get(24..40).map(|d| d == b.octets()), 40),
+    };
+    let be16 = |at: usize| {
+        inner
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    dst == Some(true) && be16(udp) == Some(sport) && be16(udp + 2).map(i64::from) == Some(port)
 }
 
 /// A reset answering the SYN-ACK `frame` (the backend's half-open connection closed,
@@ -280,8 +324,8 @@ fn reset(frame: &[u8], m: &ServiceMonitor) -> Option<Vec<u8>> {
     let Some(TransportSlice::Tcp(t)) = &p.transport else {
         return None;
     };
-    let b = PacketBuilder::ethernet2(mac(&m.src_mac)?, e.source())
-        .ipv4(v4(&m.src_ip)?, v4(&m.ip)?, 64)
+    let src = (mac(&m.src_mac)?, addr(&m.src_ip)?);
+    let b = headers(src, (e.source(), addr(&m.ip)?))?
         .tcp(
             t.destination_port(),
             t.source_port(),
@@ -363,5 +407,85 @@ mod tests {
         b.write(&mut f, &datagram[..28]).unwrap();
         assert_eq!(judge(&f, &m, 40000, true), Some(Verdict::Failure));
         assert_eq!(judge(&f, &m, 40001, true), None);
+    }
+
+    fn monitor6(proto: &str) -> ServiceMonitor {
+        ServiceMonitor {
+            ip: "fd00::12".into(),
+            src_ip: "fd00::250".into(),
+            ..monitor(proto)
+        }
+    }
+
+    const BACKEND6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12];
+    const SOURCE6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x50];
+
+    /// Over IPv6 (a backend at an IPv6 address, `ip_port_mappings:"[fd00::12]"`): the
+    /// SYN goes from the monitor's IPv6 source with hop limit 63 and a valid checksum,
+    /// the SYN-ACK is a success, the reset goes back over IPv6.
+    #[test]
+    fn ipv6_tcp_probe_answers() {
+        let m = monitor6("tcp");
+        let syn = probe(&m, "50:54:00:00:02:02", 40000, false).unwrap();
+        let p = etherparse::SlicedPacket::from_ethernet(&syn).unwrap();
+        let Some(etherparse::NetSlice::Ipv6(ip)) = &p.net else {
+            panic!("{p:?}")
+        };
+        assert_eq!(ip.header().source(), SOURCE6);
+        assert_eq!(ip.header().destination(), BACKEND6);
+        assert_eq!(ip.header().hop_limit(), 63);
+        let Some(TransportSlice::Tcp(t)) = &p.transport else {
+            panic!()
+        };
+        let sum = t
+            .to_header()
+            .calc_checksum_ipv6_raw(SOURCE6, BACKEND6, t.payload());
+        assert_eq!(sum.unwrap(), t.checksum());
+        assert!(t.syn() && t.destination_port() == 8080);
+        let mut synack = Vec::new();
+        PacketBuilder::ethernet2([0x50, 0x54, 0, 0, 2, 2], [0x0a, 0, 0, 0, 0, 1])
+            .ipv6(BACKEND6, SOURCE6, 64)
+            .tcp(8080, 40000, 7, 100)
+            .syn()
+            .ack(0x9c40_0001)
+            .write(&mut synack, &[])
+            .unwrap();
+        assert_eq!(judge(&synack, &m, 40000, false), Some(Verdict::Success));
+        assert_eq!(
+            judge(&synack, &monitor("tcp"), 40000, false),
+            None,
+            "IPv4's"
+        );
+        let rst = reset(&synack, &m).unwrap();
+        let p = LaxSlicedPacket::from_ethernet(&rst).unwrap();
+        assert!(matches!(p.net, Some(LaxNetSlice::Ipv6(_))));
+        let Some(TransportSlice::Tcp(t)) = p.transport else {
+            panic!()
+        };
+        assert!(t.rst() && t.sequence_number() == 0x9c40_0001);
+    }
+
+    /// A UDP probe's ICMPv6 port unreachable (type 1, code 4) is a failure; another
+    /// code is not.
+    #[test]
+    fn ipv6_udp_port_unreachable_is_a_failure() {
+        let m = monitor6("udp");
+        let probe = probe(&m, "50:54:00:00:02:02", 40000, true).unwrap();
+        let datagram = &probe[14..];
+        let error = |code| {
+            let mut f = Vec::new();
+            PacketBuilder::ethernet2([0x50, 0x54, 0, 0, 2, 2], [0x0a, 0, 0, 0, 0, 1])
+                .ipv6(BACKEND6, SOURCE6, 64)
+                .icmpv6(etherparse::Icmpv6Type::DestinationUnreachable(code))
+                .write(&mut f, &datagram[..48])
+                .unwrap();
+            f
+        };
+        use etherparse::icmpv6::DestUnreachableCode;
+        let port = error(DestUnreachableCode::Port);
+        assert_eq!(judge(&port, &m, 40000, true), Some(Verdict::Failure));
+        assert_eq!(judge(&port, &m, 40001, true), None, "another probe's");
+        let prohibited = error(DestUnreachableCode::Prohibited);
+        assert_eq!(judge(&prohibited, &m, 40000, true), None);
     }
 }
