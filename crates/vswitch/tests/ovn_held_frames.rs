@@ -56,24 +56,7 @@ fn build(c: &OvnCentral) {
         let (lrp, lsp) = (format!("lr0-{sw}"), format!("{sw}-lr0"));
         let (v4, v6) = (format!("{ip4}/24"), format!("{ip6}/64"));
         c.nbctl(&["lrp-add", "lr0", &lrp, mac, &v4, &v6]);
-        let opt = format!("router-port={lrp}");
-        c.nbctl(&[
-            "lsp-add",
-            sw,
-            &lsp,
-            "--",
-            "lsp-set-type",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-addresses",
-            &lsp,
-            "router",
-            "--",
-            "lsp-set-options",
-            &lsp,
-            &opt,
-        ]);
+        c.attach_router(sw, &lsp, &lrp);
     }
     for (name, sw, mac, ip4, ip6, known) in VMS {
         let addrs = if known {
@@ -81,7 +64,7 @@ fn build(c: &OvnCentral) {
         } else {
             "unknown".to_string()
         };
-        c.nbctl(&["lsp-add", sw, name, "--", "lsp-set-addresses", name, &addrs]);
+        c.add_vif(sw, name, &addrs);
     }
 }
 

@@ -44,26 +44,10 @@ fn build(c: &OvnCentral) {
     }
     for (name, mac, ip) in PODS {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&[
-            "lsp-add",
-            "node1",
-            name,
-            "--",
-            "lsp-set-addresses",
-            name,
-            &addrs,
-        ]);
+        c.add_vif("node1", name, &addrs);
     }
     let up = format!("{} {}", UPSTREAM.1, UPSTREAM.2);
-    c.nbctl(&[
-        "lsp-add",
-        "ext_node1",
-        UPSTREAM.0,
-        "--",
-        "lsp-set-addresses",
-        UPSTREAM.0,
-        &up,
-    ]);
+    c.add_vif("ext_node1", UPSTREAM.0, &up);
     c.nbctl(&["lr-add", "ovn_cluster_router"]);
     c.nbctl(&[
         "lr-add",

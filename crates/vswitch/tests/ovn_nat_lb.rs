@@ -42,15 +42,7 @@ fn build(c: &OvnCentral) {
     c.nbctl(&["ls-add", "sw0"]);
     for (name, mac, ip) in VMS {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&[
-            "lsp-add",
-            "sw0",
-            name,
-            "--",
-            "lsp-set-addresses",
-            name,
-            &addrs,
-        ]);
+        c.add_vif("sw0", name, &addrs);
     }
     c.nbctl(&["lr-add", "lr0"]);
     c.nbctl(&[
@@ -267,6 +259,82 @@ fn session_affinity_keeps_a_client_on_its_backend() {
     drop((sw, nss));
 }
 
+/// A health check of VIP `vip` (`ADDR:PORT`, `[ADDR]:PORT` for IPv6) on load balancer
+/// `lb`: every second, a failure within 2 s makes a backend offline, one success
+/// online again.
+fn add_health_check(c: &OvnCentral, lb: &str, vip: &str) {
+    let vip = format!("vip=\"{vip}\"");
+    c.nbctl(&[
+        "--id=@hc",
+        "create",
+        "Load_Balancer_Health_Check",
+        &vip,
+        "options:interval=1",
+        "options:timeout=2",
+        "options:success_count=1",
+        "options:failure_count=1",
+        "--",
+        "add",
+        "Load_Balancer",
+        lb,
+        "health_check",
+        "@hc",
+    ]);
+}
+
+/// The health check scenario on `hosts` (name, address; the client first, then the
+/// backends, each in its namespace of `nss`) behind VIP `vip`, whose backends' servers
+/// `serve` starts:
+/// - every backend comes online, and connections from the client reach each;
+/// - the second backend's server stops (its kernel resets the probe): it goes offline,
+///   ovn-northd leaves it out, and connections reach only the others;
+/// - its server starts again: online again, and it gets connections again.
+fn a_dead_backend_is_left_out(
+    c: &OvnCentral,
+    nss: &[Netns],
+    hosts: &[(&str, &str)],
+    vip: &str,
+    serve: fn(&str, &str) -> KillOnDrop,
+) {
+    let mut servers: Vec<Option<KillOnDrop>> = hosts[1..]
+        .iter()
+        .zip(&nss[1..])
+        .map(|(h, ns)| Some(serve(&ns.0, h.0)))
+        .collect();
+    for h in &hosts[1..] {
+        wait_for(Duration::from_secs(30), &format!("{} online", h.0), || {
+            (health(c, h.1) == "online").then_some(())
+        });
+    }
+    let spread = || -> HashMap<String, u32> {
+        c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
+        let n = 20 * (hosts.len() as u32 - 1);
+        tally_from(&tcp_connections_to(&nss[0].0, vip, n), hosts[0].1, vip)
+    };
+    let n = hosts.len() - 1;
+    assert_eq!(spread().len(), n, "every backend serves");
+
+    let dead = hosts[2];
+    servers[1] = None;
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{} offline", dead.0),
+        || (health(c, dead.1) == "offline").then_some(()),
+    );
+    let by = spread();
+    eprintln!("with {} offline: {by:?}", dead.0);
+    assert!(!by.contains_key(dead.0), "{} is left out: {by:?}", dead.0);
+    assert_eq!(by.len(), n - 1, "the others serve: {by:?}");
+
+    servers[1] = Some(serve(&nss[2].0, dead.0));
+    wait_for(
+        Duration::from_secs(30),
+        &format!("{} online again", dead.0),
+        || (health(c, dead.1) == "online").then_some(()),
+    );
+    assert_eq!(spread().len(), n, "{} serves again", dead.0);
+}
+
 /// The status vswitchd wrote for the health check of backend `ip`.
 fn health(c: &OvnCentral, ip: &str) -> String {
     c.sb_get("Service_Monitor", "ip", &format!("\"{ip}\""), "status")
@@ -292,55 +360,10 @@ fn a_backend_whose_health_check_fails_stops_receiving() {
         let m = format!("ip_port_mappings:{}={}:10.0.0.250", vm.2, vm.0);
         c.nbctl(&["set", "load_balancer", "lb-tcp", &m]);
     }
-    let vip = format!("vip=\"{VIP}:80\"");
-    c.nbctl(&[
-        "--id=@hc",
-        "create",
-        "Load_Balancer_Health_Check",
-        &vip,
-        "options:interval=1",
-        "options:timeout=2",
-        "options:success_count=1",
-        "options:failure_count=1",
-        "--",
-        "add",
-        "Load_Balancer",
-        "lb-tcp",
-        "health_check",
-        "@hc",
-    ]);
+    add_health_check(&c, "lb-tcp", &format!("{VIP}:80"));
     let (_f, _sw, nss) = one_chassis("ohc", &dir, &c, &VMS, gateway_of);
-    let mut backends: Vec<Option<KillOnDrop>> = VMS[1..]
-        .iter()
-        .zip(&nss[1..])
-        .map(|(vm, ns)| Some(backend(&ns.0, vm.0)))
-        .collect();
-    for vm in &VMS[1..] {
-        wait_for(Duration::from_secs(30), &format!("{} online", vm.0), || {
-            (health(&c, vm.2) == "online").then_some(())
-        });
-    }
-    let vm1 = &nss[0].0;
-    let spread = |n: u32| -> HashMap<String, u32> {
-        c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
-        tally(&tcp_connections(vm1, n), VMS[0].2)
-    };
-    assert_eq!(spread(60).len(), 3, "all three serve");
-
-    backends[1] = None;
-    wait_for(Duration::from_secs(30), "vm3 offline", || {
-        (health(&c, VMS[2].2) == "offline").then_some(())
-    });
-    let by = spread(60);
-    eprintln!("with vm3 offline: {by:?}");
-    assert!(!by.contains_key("vm3"), "vm3 is left out: {by:?}");
-    assert_eq!(by.len(), 2, "vm2 and vm4 serve: {by:?}");
-
-    backends[1] = Some(backend(&nss[2].0, "vm3"));
-    wait_for(Duration::from_secs(30), "vm3 online again", || {
-        (health(&c, VMS[2].2) == "online").then_some(())
-    });
-    assert_eq!(spread(60).len(), 3, "vm3 serves again");
+    let hosts: Vec<(&str, &str)> = VMS.iter().map(|v| (v.0, v.2)).collect();
+    a_dead_backend_is_left_out(&c, &nss, &hosts, VIP, backend);
     drop(nss);
 }
 
@@ -362,15 +385,7 @@ fn build6(c: &OvnCentral) {
     c.nbctl(&["ls-add", "sw0"]);
     for (name, mac, v4, v6) in VMS6 {
         let addrs = format!("{mac} {v4} {v6}");
-        c.nbctl(&[
-            "lsp-add",
-            "sw0",
-            name,
-            "--",
-            "lsp-set-addresses",
-            name,
-            &addrs,
-        ]);
+        c.add_vif("sw0", name, &addrs);
     }
     c.nbctl(&["lr-add", "lr0"]);
     c.nbctl(&[
@@ -397,23 +412,7 @@ fn build6(c: &OvnCentral) {
         let m = format!("ip_port_mappings:\"[{v6}]\"=\"{name}:[fd00::250]\"");
         c.nbctl(&["set", "load_balancer", "lb6", &m]);
     }
-    let vip = format!("vip=\"[{VIP6}]:80\"");
-    c.nbctl(&[
-        "--id=@hc",
-        "create",
-        "Load_Balancer_Health_Check",
-        &vip,
-        "options:interval=1",
-        "options:timeout=2",
-        "options:success_count=1",
-        "options:failure_count=1",
-        "--",
-        "add",
-        "Load_Balancer",
-        "lb6",
-        "health_check",
-        "@hc",
-    ]);
+    add_health_check(c, "lb6", &format!("[{VIP6}]:80"));
     c.nbctl(&["ls-lb-add", "sw0", "lb6", "--", "lr-lb-add", "lr0", "lb6"]);
 }
 
@@ -432,11 +431,8 @@ fn backend6(ns: &str, name: &str) -> KillOnDrop {
 
 /// IPv6 load balancer health checks (issue 41 §1): vswitchd probes vm2 and vm3 at
 /// their IPv6 addresses (TCP SYNs from fd00::250, whose neighbour solicitations OVN's
-/// switch answers with the `svc_monitor_mac`) and writes each `Service_Monitor` status:
-/// - both come online, and 20 connections from vm1 to the VIP reach both;
-/// - vm3's server stops (its kernel resets the probe): vm3 goes offline, and 20
-///   connections reach only vm2;
-/// - vm3's server starts again: online again.
+/// switch answers with the `svc_monitor_mac`) and writes each `Service_Monitor`
+/// status; vm3 dies and comes back as in [`a_dead_backend_is_left_out`].
 #[test]
 fn an_ipv6_backend_whose_health_check_fails_stops_receiving() {
     let _g = serial();
@@ -459,38 +455,8 @@ fn an_ipv6_backend_whose_health_check_fails_stops_receiving() {
             run(&a);
         }
     }
-    let mut backends: Vec<Option<KillOnDrop>> = VMS6[1..]
-        .iter()
-        .zip(&nss[1..])
-        .map(|(vm, ns)| Some(backend6(&ns.0, vm.0)))
-        .collect();
-    for vm in &VMS6[1..] {
-        wait_for(Duration::from_secs(30), &format!("{} online", vm.0), || {
-            (health(&c, vm.3) == "online").then_some(())
-        });
-    }
-    let vm1 = &nss[0].0;
-    let spread = |n: u32| -> HashMap<String, u32> {
-        c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
-        tally_from(&tcp_connections_to(vm1, VIP6, n), VMS6[0].3, VIP6)
-    };
-    assert_eq!(spread(20).len(), 2, "both serve");
-
-    backends[1] = None;
-    wait_for(Duration::from_secs(30), "vm3 offline", || {
-        (health(&c, VMS6[2].3) == "offline").then_some(())
-    });
-    let by = spread(20);
-    assert_eq!(
-        by.keys().collect::<Vec<_>>(),
-        ["vm2"],
-        "vm3 is left out: {by:?}"
-    );
-
-    backends[1] = Some(backend6(&nss[2].0, "vm3"));
-    wait_for(Duration::from_secs(30), "vm3 online again", || {
-        (health(&c, VMS6[2].3) == "online").then_some(())
-    });
+    let hosts: Vec<(&str, &str)> = VMS6.iter().map(|v| (v.0, v.3)).collect();
+    a_dead_backend_is_left_out(&c, &nss, &hosts, VIP6, backend6);
     drop(nss);
 }
 
@@ -511,26 +477,10 @@ fn build_gateway(c: &OvnCentral, chassis: &str) {
     c.nbctl(&["ls-add", "sw0", "--", "ls-add", "ext"]);
     for (name, mac, ip) in INSIDE {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&[
-            "lsp-add",
-            "sw0",
-            name,
-            "--",
-            "lsp-set-addresses",
-            name,
-            &addrs,
-        ]);
+        c.add_vif("sw0", name, &addrs);
     }
     let up = format!("{} {}", UPSTREAM.1, UPSTREAM.2);
-    c.nbctl(&[
-        "lsp-add",
-        "ext",
-        UPSTREAM.0,
-        "--",
-        "lsp-set-addresses",
-        UPSTREAM.0,
-        &up,
-    ]);
+    c.add_vif("ext", UPSTREAM.0, &up);
     c.nbctl(&[
         "lr-add",
         "gw",
@@ -653,15 +603,7 @@ fn build_dgp(c: &OvnCentral, chassis: &str) {
     c.nbctl(&["ls-add", "sw0", "--", "ls-add", "ext"]);
     for (name, mac, ip) in DGP_VMS.into_iter().chain([OVS_VM]) {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&[
-            "lsp-add",
-            "sw0",
-            name,
-            "--",
-            "lsp-set-addresses",
-            name,
-            &addrs,
-        ]);
+        c.add_vif("sw0", name, &addrs);
     }
     c.nbctl(&[
         "lsp-add",

@@ -38,7 +38,7 @@ fn build(c: &OvnCentral) {
     c.nbctl(&["ls-add", "sw0", "--", "ls-add", "sw1"]);
     for (name, sw, mac, ip) in VMS {
         let addrs = format!("{mac} {ip}");
-        c.nbctl(&["lsp-add", sw, name, "--", "lsp-set-addresses", name, &addrs]);
+        c.add_vif(sw, name, &addrs);
     }
     for sw in ["sw0", "sw1"] {
         c.nbctl(&["acl-add", sw, "to-lport", "1", "1", "allow"]);

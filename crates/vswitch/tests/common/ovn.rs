@@ -161,6 +161,19 @@ impl OvnCentral {
             .join(",")
     }
 
+    /// Adds VIF port `name` to switch `sw` with `addresses` ("MAC IP...").
+    pub fn add_vif(&self, sw: &str, name: &str, addresses: &str) {
+        self.nbctl(&[
+            "lsp-add",
+            sw,
+            name,
+            "--",
+            "lsp-set-addresses",
+            name,
+            addresses,
+        ]);
+    }
+
     /// Attaches router port `lrp` to switch `sw` through switch port `lsp` (type
     /// `router`, addresses `router`), as Neutron and ovn-kubernetes do.
     pub fn attach_router(&self, sw: &str, lsp: &str, lrp: &str) {

@@ -26,8 +26,7 @@ use ovn_lflow::Field;
 use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
-use crate::model::lflow::{Dest, Frame, Injected, Learned, SlowDest, SlowJob, Step};
-use crate::model::ovn::LocalOut;
+use crate::model::lflow::{Frame, Injected, Learned, SlowDest, SlowJob, Step};
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::Topology;
@@ -436,24 +435,7 @@ fn slow_job(
             o.origin.is_built() || rewrite::supported(&rewrite::diff(flow, &o.flow)).is_err()
         })
         .filter_map(|o| {
-            let dest = match &o.dest {
-                Dest::Local { dp, port } => match topo.ovn.local_out(*dp, *port)? {
-                    LocalOut::Port(p) => SlowDest::Port(p),
-                    LocalOut::Uplink(p, vlan) => SlowDest::Uplink(p, vlan),
-                },
-                Dest::Remote {
-                    chassis,
-                    dp,
-                    inport,
-                    outport,
-                } => SlowDest::Tunnel {
-                    remote: *topo.ovn.remote_of.get(chassis)?,
-                    vni: *dp,
-                    ingress: *inport,
-                    egress: *outport,
-                },
-                Dest::Nowhere { .. } => return None,
-            };
+            let dest = program::target(&o.dest, topo).slow_dest()?;
             Some((dest, o.origin.clone(), o.flow.clone()))
         })
         .collect();

@@ -19,7 +19,7 @@ use ovn_lflow::{Field, Flow};
 use super::ct::LiveCt;
 use crate::model::fdb::PortId;
 use crate::model::lflow::{
-    AffinityKey, Commit, CtReq, CtResult, Dest, Origin, Outcome, Step, Tracker,
+    AffinityKey, Commit, CtReq, CtResult, Dest, Origin, Outcome, SlowDest, Step, Tracker,
 };
 use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
@@ -81,6 +81,23 @@ pub enum Target {
     Tunnel(Tunnel),
     /// Nowhere: dropped and counted.
     Drop(DropReason),
+}
+
+impl Target {
+    /// Where the slow path sends a frame it made for this target (`None`: dropped).
+    pub fn slow_dest(self) -> Option<SlowDest> {
+        Some(match self {
+            Target::Port(p) => SlowDest::Port(p),
+            Target::Uplink(p, vlan) => SlowDest::Uplink(p, vlan),
+            Target::Tunnel(t) => SlowDest::Tunnel {
+                remote: t.remote,
+                vni: t.vni,
+                ingress: t.ingress,
+                egress: t.egress,
+            },
+            Target::Drop(_) => return None,
+        })
+    }
 }
 
 /// One output: where, and the header fields to rewrite (none: the frame as received).
@@ -437,7 +454,7 @@ fn keyed(flow: &Flow) -> bool {
 }
 
 /// Where `dest` is in `topo`.
-fn target(dest: &Dest, topo: &Topology) -> Target {
+pub fn target(dest: &Dest, topo: &Topology) -> Target {
     match dest {
         Dest::Local { dp, port } => match topo.ovn.local_out(*dp, *port) {
             Some(LocalOut::Port(p)) => Target::Port(p),
