@@ -33,6 +33,24 @@
 #   vswitchd-sg/vswitchd). With --json, a run with -sg switches writes scenario "sg"
 #   records: switches "vswitchd" and "ovs" for the -sg ones, "vswitchd-l2" for plain
 #   vswitchd
+#   ovs-lb, vswitchd-lb  the same two chassis with a load balancer: logical switch pvplb,
+#             ports lb-a and lb-b (198.18.0.1, .2; port security on each one's own MAC and
+#             IP only), security groups of the -sg shape, and a UDP load balancer from
+#             VIP 198.18.0.100:9 to 198.18.0.2:9. The guest runs in 5tswap mode on a loop
+#             topology (each port answers what it receives, addresses and ports swapped)
+#             and port a's frames go to the VIP (--tx-ip 198.18.0.1,198.18.0.100): each a
+#             -> VIP frame is DNAT'd to b (in a's zone) and each answer un-DNAT'd back from
+#             the VIP (in a's zone on the way out), every frame through conntrack twice.
+#             Port b's own tx_first frames (source 198.18.0.1) fail its port security and
+#             are dropped before the measured window. With --json: scenario "lb",
+#             switches "vswitchd" and "ovs"
+#   ovs-fip, vswitchd-fip  the same two chassis with a floating IP on a gateway router
+#             bound to them (scripts/lib/ovn-sg.sh fip_tenant): port a is an external
+#             client 203.0.113.1 on switch fipout, port b a VM 198.18.1.2 on switch fipin,
+#             dnat_and_snat 203.0.113.100 -> 198.18.1.2. The guest runs in 5tswap mode on a
+#             loop topology, port a sending to the floating IP through the router's MAC:
+#             each frame crosses a switch, the router (DNAT or SNAT in its zones: conntrack
+#             twice) and the other switch. With --json: scenario "fip"
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (run another build as "vswitchd")
@@ -124,9 +142,9 @@ if [ -n "$flowgen" ] && { [ -n "$flows" ] || [ -n "$multiflow" ]; }; then
     echo "bench-pvp.sh: --flowgen excludes --flows and --multi-flow" >&2; exit 2
 fi
 sg=""
-for sw in $only; do case "$sw" in *-sg) sg=1 ;; esac; done
+for sw in $only; do case "$sw" in *-sg|*-lb|*-fip) sg=1 ;; esac; done
 if [ -n "$sg" ] && { [ -n "$flows" ] || [ -n "$flowgen" ] || [ -n "$multiflow" ]; }; then
-    echo "bench-pvp.sh: the -sg switches take testpmd's one flow (198.18.0.1 -> .2): their port security drops --flows, --flowgen and --multi-flow frames" >&2; exit 2
+    echo "bench-pvp.sh: the -sg and -lb switches take testpmd's one flow (198.18.0.1 -> .2 or the VIP): their port security drops --flows, --flowgen and --multi-flow frames" >&2; exit 2
 fi
 if [ -n "$json" ]; then json=$(realpath -m "$json"); touch "$json"; fi
 aclrules=${aclrules:-$([ -n "$flows" ] && echo 100 || echo 0)}
@@ -175,7 +193,7 @@ stop_central() {
 }
 trap 'stop_all; stop_central; rm -rf "$work"' EXIT INT TERM
 
-start_guest() { # size
+start_guest() { # size switch
     mkfifo "$work/guest.in"
     # With --flows or IMIX, 1024-entry rings: the loop must hold every injected frame (with
     # the default 256 entries only about 512 frames, i.e. 512 flows, survive the injection).
@@ -183,12 +201,20 @@ start_guest() { # size
     if [ -n "$flows" ] || [ "$1" = imix ]; then q=",queue_size=$qsize"; d="--rxd=$qsize --txd=$qsize"; fi
     [ "$ring" = packed ] && q="$q,packed_vq=1"
     [ -n "$flowgen" ] && mode="--forward-mode=flowgen --flowgen-flows=$flowgen"
+    # A load balancer's client and backend: each port answers what it gets (see the header).
+    local peers="--eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01"
+    case "$2" in
+    *-lb) mode="--forward-mode=5tswap --port-topology=loop --tx-ip=198.18.0.1,$lb_vip" ;;
+    *-fip)
+        mode="--forward-mode=5tswap --port-topology=loop --tx-ip=203.0.113.1,$fip"
+        peers="--eth-peer=0,00:00:00:00:f1:02 --eth-peer=1,00:00:00:00:f1:01" ;;
+    esac
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
         --single-file-segments \
         --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01$q" \
         --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02$q" \
         -- -i --nb-cores=1 --total-num-mbufs=32768 $mode $d \
-        --eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01 $multiflow \
+        $peers $multiflow \
         <"$work/guest.in" >"$work/guest.log" 2>&1 &
     pids+=($!)
     exec 3>"$work/guest.in"
@@ -215,12 +241,15 @@ start_switch() {
         echo "start" >&4
         ;;
     ovs) start_ovs br0 ;;
-    ovs-sg) start_ovs br-int ;;
-    vswitchd-sg)
+    ovs-sg) start_ovs br-int pvp ;;
+    ovs-lb) start_ovs br-int lb ;;
+    ovs-fip) start_ovs br-int fip ;;
+    vswitchd-sg|vswitchd-lb|vswitchd-fip)
+        local lsp=${1#vswitchd-}; [ "$lsp" = sg ] && lsp=pvp
         # shellcheck disable=SC2086 # vsargs: extra flags, split on purpose
         ip netns exec pvpsg "${VSWITCHD:-$bin/vswitchd}" \
-            --vhost-user-client "a=$work/a.sock,iface_id=pvp-a" \
-            --vhost-user-client "b=$work/b.sock,iface_id=pvp-b" \
+            --vhost-user-client "a=$work/a.sock,iface_id=$lsp-a" \
+            --vhost-user-client "b=$work/b.sock,iface_id=$lsp-b" \
             --uplink u=pvpsg0 --geneve "t=198.51.100.1,uplink=u" \
             --ovn-remote "unix:$central/sb.sock" --chassis hv-pvp \
             --pmd-cpus 0 --poll busy --control "$work/ctl.sock" $vsargs 2>"$work/vswitchd.log" &
@@ -247,29 +276,32 @@ start_switch() {
     esac
 }
 
-# start_ovs BRIDGE: OVS with DPDK, the guest's two sockets dpdkvhostuserclient ports vhu0
-# and vhu1 of BRIDGE. br0 gets the NORMAL action; br-int is OVN's (system-id hv-pvp,
-# the ports' iface-ids pvp-a and pvp-b) and ovn-controller programs it.
+# start_ovs BRIDGE [LSP]: OVS with DPDK, the guest's two sockets dpdkvhostuserclient ports
+# vhu0 and vhu1 of BRIDGE. br0 gets the NORMAL action; br-int is OVN's (system-id hv-pvp,
+# the ports' iface-ids LSP-a and LSP-b) and ovn-controller programs it.
 start_ovs() {
-    local br=$1 d="$work/ovs"
+    local br=$1 d="$work/ovs" lsp=${2:-pvp}
     ovs_dpdk "$d" "$br" pvpovs
     export OVN_RUNDIR=$d OVN_LOGDIR=$d
     local vsctl="ovs-vsctl --timeout=60 --db=unix:$d/db.sock"
     local i
     for i in 0 1; do
-        local lsp=pvp-a sock=a.sock; [ $i = 1 ] && { lsp=pvp-b; sock=b.sock; }
+        local id=$lsp-a sock=a.sock; [ $i = 1 ] && { id=$lsp-b; sock=b.sock; }
         $vsctl add-port "$br" vhu$i -- set Interface vhu$i type=dpdkvhostuserclient \
-            "options:vhost-server-path=$work/$sock" "external_ids:iface-id=$lsp"
+            "options:vhost-server-path=$work/$sock" "external_ids:iface-id=$id"
     done
     if [ "$br" = br-int ]; then ovs_ovn_chassis "$vsctl" "$d" hv-pvp; fi
 }
 
-# sg_central: the OVN central of the -sg switches, the logical switch pvp with its security
-# groups (see the header; members admit UDP from each other), and namespace pvpsg with the
-# veth vswitchd-sg's uplink is on.
+# sg_central: the OVN central of the -sg and -lb switches, the logical switch pvp with its
+# security groups (see the header; members admit UDP from each other), pvplb with its load
+# balancer, and namespace pvpsg with the veth vswitchd-sg's and vswitchd-lb's uplink is on.
+lb_vip=198.18.0.100 fip=203.0.113.100
 sg_central() {
     ovn_central
     sg_tenant pvp pvp-a "02:00:00:00:00:01 198.18.0.1" pvp-b "02:00:00:00:00:02 198.18.0.2" udp
+    lb_tenant pvplb lb-a "02:00:00:00:00:01 198.18.0.1" lb-b "02:00:00:00:00:02 198.18.0.2" "$lb_vip"
+    fip_tenant hv-pvp fip-a "02:00:00:00:00:01 203.0.113.1" fip-b "02:00:00:00:00:02 198.18.1.2" "$fip"
     sg_netns pvpsg
 }
 
@@ -349,7 +381,7 @@ inject_imix() {
 
 measure() { # switch size -> prints Mpps
     local sw=$1 size=$2
-    start_guest "$size"
+    start_guest "$size" "$sw"
     start_switch "$sw"
     wait_guest
     # Wait until both virtio-user ports report link up.
@@ -358,7 +390,11 @@ measure() { # switch size -> prints Mpps
         [ "$(grep -ac 'Link status: up' "$work/guest.log")" -ge 2 ] && break
         : > "$work/guest.log"
     done
-    case "$sw" in *-sg) sg_ready pvp-a pvp-b ;; esac
+    case "$sw" in
+    *-sg) sg_ready pvp-a pvp-b ;;
+    *-lb) sg_ready lb-a lb-b ;;
+    *-fip) sg_ready fip-a fip-b ;;
+    esac
     if [ -n "$flows" ]; then
         # The loop runs first (start flushes the guest's rx queues, so never again after
         # the injection); the injector then sends the file once through port c and quits.
@@ -376,7 +412,7 @@ measure() { # switch size -> prints Mpps
     sleep 2
     local ctl=""
     case "$sw" in
-    vswitchd|vswitchd-nocache|vswitchd-sg) ctl="$bin/vswitchctl" ;;
+    vswitchd|vswitchd-nocache|vswitchd-sg|vswitchd-lb|vswitchd-fip) ctl="$bin/vswitchctl" ;;
     vswitchd-alt) ctl="$VSWITCHD_ALT/vswitchctl" ;;
     esac
     local c0="" c1=""
@@ -384,7 +420,7 @@ measure() { # switch size -> prints Mpps
     local s0=""
     [ -n "$ctl" ] && [ -n "$stages" ] && s0=$(stage_counters "$ctl")
     case "$sw" in
-    ovs|ovs-sg) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
+    ovs|ovs-sg|ovs-lb|ovs-fip) ovs_appctl dpif-netdev/pmd-stats-clear >/dev/null 2>&1 || true ;;
     limit) echo "clear fwd stats all" >&4 ;;
     esac
     echo "clear port stats all" >&3
@@ -403,7 +439,7 @@ print(json.dumps({k: round((s1[k] - s0[k]) / p, 1) for k in s1 if k != 'packets'
         echo "$stage_line" > "$work/stages.json"
     fi
     case "$sw" in
-    ovs|ovs-sg) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
+    ovs|ovs-sg|ovs-lb|ovs-fip) c0="0 0"; c1=$(ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null | awk '
             /packets received:/ { p += $3 } /processing cycles:/ { c += $3 }
             END { printf "%.0f %.0f\n", c, p }') || c1="" ;;
     limit)
@@ -452,6 +488,11 @@ elif flows:
     scenario = "acl"; params["flows"] = int(flows); params["acl_rules"] = int(acl)
     params["flow_cache"] = "off" if sw == "vswitchd-nocache" else "on"
     sw = "vswitchd" if sw == "vswitchd-nocache" else sw
+elif sw.endswith("-lb") or sw.endswith("-fip"):
+    # OVN's pipeline with a load balancer (DNAT one way, un-DNAT the other) and security
+    # groups, or a floating IP on a gateway router: bench-pvp.sh's header.
+    scenario = sw.rsplit("-", 1)[1]; params["flows"] = 1
+    sw = sw.rsplit("-", 1)[0]
 elif sg:
     # OVN's pipeline with two security groups (conntrack both ways), bench-pvp.sh's
     # header; the plain vswitchd of the same run is the reference "vswitchd-l2".
@@ -511,7 +552,8 @@ for r in rows:
 # IMIX (7:4:1 of 64/570/1518 B) after the fixed sizes, at its mean frame size.
 mean = {"imix": (7 * 64 + 4 * 570 + 1518) / 12}
 sizes = sorted({s for _, s in med}, key=lambda s: (isinstance(s, str), s if isinstance(s, int) else 0))
-order = ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache", "ovs-sg", "vswitchd-sg")
+order = ("limit", "ovs", "vswitchd-alt", "vswitchd", "vswitchd-nocache", "ovs-sg", "vswitchd-sg",
+         "ovs-lb", "vswitchd-lb", "ovs-fip", "vswitchd-fip")
 switches = [s for s in order if any(k[0] == s for k in med)]
 print("\nmedian over rounds (Mpps / Gbit/s of frames, guest RX):")
 print("size  " + "".join(f"{s:>22}" for s in switches) + "   vswitchd/ovs  vswitchd/limit  cache on/off")
@@ -533,6 +575,19 @@ if "vswitchd-sg" in switches:
         o = statistics.median(med.get(("ovs-sg", size), [float("nan")]))
         p = statistics.median(med.get(("vswitchd", size), [float("nan")]))
         print(f"{size:<6}{v / o if o else float('nan'):>12.2f}{v / p if p else float('nan'):>12.2f}")
+if "vswitchd-lb" in switches:
+    print("\nload balancer (OVN pipeline, DNAT and un-DNAT, conntrack): vswitchd-lb / ovs-lb (target >= 2), vswitchd-lb / vswitchd-sg")
+    for size in sizes:
+        v = statistics.median(med.get(("vswitchd-lb", size), [0.0]))
+        o = statistics.median(med.get(("ovs-lb", size), [float("nan")]))
+        g = statistics.median(med.get(("vswitchd-sg", size), [float("nan")]))
+        print(f"{size:<6}{v / o if o else float('nan'):>12.2f}{v / g if g else float('nan'):>12.2f}")
+if "vswitchd-fip" in switches:
+    print("\nfloating IP (OVN gateway router, DNAT and SNAT, conntrack): vswitchd-fip / ovs-fip (target >= 2)")
+    for size in sizes:
+        v = statistics.median(med.get(("vswitchd-fip", size), [0.0]))
+        o = statistics.median(med.get(("ovs-fip", size), [float("nan")]))
+        print(f"{size:<6}{v / o if o else float('nan'):>12.2f}")
 mine = switches
 if mine:
     print("\nmedian switch cycles per packet over the measured window (vswitchd pmd-stats busy, OVS processing, testpmd record-core-cycles):")

@@ -1,4 +1,5 @@
-# Shared by the benchmarks' security-group scenarios (bench-pvp.sh, bench-vm-rr.sh):
+# Shared by the benchmarks' security-group and load-balancer scenarios (bench-pvp.sh,
+# bench-vm-rr.sh):
 # Open vSwitch with DPDK, an OVN central in a directory, one logical switch of two ports with Neutron's security
 # groups, and the namespace a vswitchd chassis keeps its tunnel endpoint in. Sourced, not
 # run. The caller sets `central` (a directory) before calling any of these.
@@ -53,6 +54,57 @@ sg_tenant() {
         -- acl-add "pg_$ls" from-lport 1002 "inport == @pg_$ls && ip4" allow-related \
         -- acl-add "pg_$ls" to-lport 1002 \
         "outport == @pg_$ls && ip4 && ip4.src == \$pg_${ls}_ip4 && ($filter)" allow-related
+    nbctl --wait=sb sync
+}
+
+# lb_tenant LS PORT_A "MAC IP" PORT_B "MAC IP" VIP: logical switch LS with the two ports
+# (port security: each port its own MAC and IP, nothing else), security groups of the
+# same shape as sg_tenant's (port groups LS_drop and pg_LS; members admit UDP from each
+# other), and a UDP load balancer LS-lb from VIP:9 to PORT_B's address, port 9, on LS:
+# what PORT_A sends to the VIP reaches PORT_B DNAT'd, and PORT_B's answers reach PORT_A
+# from the VIP, un-DNAT'd. Every frame passes conntrack twice (the sender's zone and the
+# receiver's), one of them translating it.
+lb_tenant() {
+    local ls=$1 pa=$2 a=$3 pb=$4 b=$5 vip=$6
+    nbctl ls-add "$ls" \
+        -- lsp-add "$ls" "$pa" -- lsp-set-addresses "$pa" "$a" \
+        -- lsp-set-port-security "$pa" "$a" \
+        -- lsp-add "$ls" "$pb" -- lsp-set-addresses "$pb" "$b" \
+        -- lsp-set-port-security "$pb" "$b" \
+        -- pg-add "${ls}_drop" "$pa" "$pb" -- pg-add "pg_$ls" "$pa" "$pb"
+    nbctl acl-add "${ls}_drop" to-lport 1001 "outport == @${ls}_drop && ip" drop \
+        -- acl-add "${ls}_drop" from-lport 1001 "inport == @${ls}_drop && ip" drop \
+        -- acl-add "pg_$ls" from-lport 1002 "inport == @pg_$ls && ip4" allow-related \
+        -- acl-add "pg_$ls" to-lport 1002 \
+        "outport == @pg_$ls && ip4 && ip4.src == \$pg_${ls}_ip4 && udp" allow-related
+    nbctl lb-add "$ls-lb" "$vip:9" "${b#* }:9" udp -- ls-lb-add "$ls" "$ls-lb"
+    nbctl --wait=sb sync
+}
+
+# fip_tenant CHASSIS PORT_A "MAC IP" PORT_B "MAC IP" FIP: a floating IP, OpenStack's shape
+# on a gateway router: switch fipout with PORT_A (the external client, 203.0.113.0/24),
+# switch fipin with PORT_B (the VM, 198.18.1.0/24), gateway router fipgw bound to CHASSIS
+# (options:chassis) between them (fipgw-out 203.0.113.254, MAC 00:00:00:00:f1:02; fipgw-in
+# 198.18.1.254, MAC 00:00:00:00:f1:01), and dnat_and_snat FIP -> PORT_B's address. Port
+# security on each port's own MAC and IP. What PORT_A sends to FIP (through the router's
+# MAC) reaches PORT_B DNAT'd; what PORT_B sends PORT_A leaves SNAT'd to FIP.
+fip_tenant() {
+    local chassis=$1 pa=$2 a=$3 pb=$4 b=$5 fip=$6
+    nbctl ls-add fipout -- ls-add fipin \
+        -- lsp-add fipout "$pa" -- lsp-set-addresses "$pa" "$a" \
+        -- lsp-set-port-security "$pa" "$a" \
+        -- lsp-add fipin "$pb" -- lsp-set-addresses "$pb" "$b" \
+        -- lsp-set-port-security "$pb" "$b" \
+        -- lr-add fipgw -- set logical_router fipgw "options:chassis=$chassis" \
+        -- lrp-add fipgw fipgw-out 00:00:00:00:f1:02 203.0.113.254/24 \
+        -- lrp-add fipgw fipgw-in 00:00:00:00:f1:01 198.18.1.254/24
+    local sw
+    for sw in out in; do
+        nbctl lsp-add "fip$sw" "fip$sw-gw" -- lsp-set-type "fip$sw-gw" router \
+            -- lsp-set-addresses "fip$sw-gw" router \
+            -- lsp-set-options "fip$sw-gw" "router-port=fipgw-$sw"
+    done
+    nbctl lr-nat-add fipgw dnat_and_snat "$fip" "${b#* }"
     nbctl --wait=sb sync
 }
 

@@ -494,7 +494,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.buf.resize(start + p.len as usize, 0);
         let got = burst.read(p, 0, &mut lf.buf[start..]);
         lf.buf.truncate(start + got);
-        let (_, off) = parse::flow_of(&lf.buf[start..], 0);
+        let off = parse::offsets_of(&lf.buf[start..]);
         let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
         let f = &mut lf.buf[start..];
         let done = rewrite::apply(f, &off, &o.rewrite, partial).is_ok()

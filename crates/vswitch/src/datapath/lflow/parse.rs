@@ -114,7 +114,36 @@ fn fill_brief(f: &[u8], b: &mut Brief) -> Option<()> {
     Some(())
 }
 
-fn fill(f: &[u8], flow: &mut Flow, off: &mut Offsets) -> Option<()> {
+/// Where a parse puts the fields it reads: a [`Flow`], or nowhere ([`NoFields`], when
+/// only the [`Offsets`] are wanted).
+trait Fields {
+    fn set(&mut self, field: Field, value: u128);
+}
+
+impl Fields for Flow {
+    #[inline]
+    fn set(&mut self, field: Field, value: u128) {
+        Flow::set(self, field, value);
+    }
+}
+
+/// Fields read and dropped.
+struct NoFields;
+
+impl Fields for NoFields {
+    #[inline]
+    fn set(&mut self, _: Field, _: u128) {}
+}
+
+/// Where frame `f`'s headers start, as [`flow_of`] finds them, without forming its flow
+/// (for rewriting a frame whose program is cached).
+pub fn offsets_of(f: &[u8]) -> Offsets {
+    let mut off = Offsets::default();
+    let _ = fill(f, &mut NoFields, &mut off);
+    off
+}
+
+fn fill(f: &[u8], flow: &mut impl Fields, off: &mut Offsets) -> Option<()> {
     flow.set(Field::EthDst, mac(f, 0)?);
     flow.set(Field::EthSrc, mac(f, 6)?);
     let mut at = 12;
@@ -137,7 +166,7 @@ fn fill(f: &[u8], flow: &mut Flow, off: &mut Offsets) -> Option<()> {
     }
 }
 
-fn arp(f: &[u8], at: usize, flow: &mut Flow) -> Option<()> {
+fn arp(f: &[u8], at: usize, flow: &mut impl Fields) -> Option<()> {
     // Ethernet/IPv4 ARP only (hardware type 1, protocol 0x0800, lengths 6 and 4).
     if bytes::<6>(f, at)? != [0, 1, 8, 0, 6, 4] {
         return Some(());
@@ -150,7 +179,7 @@ fn arp(f: &[u8], at: usize, flow: &mut Flow) -> Option<()> {
     Some(())
 }
 
-fn ipv4(f: &[u8], at: usize, flow: &mut Flow, off: &mut Offsets) -> Option<()> {
+fn ipv4(f: &[u8], at: usize, flow: &mut impl Fields, off: &mut Offsets) -> Option<()> {
     let vihl = *f.get(at)?;
     let ihl = usize::from(vihl & 0x0f) * 4;
     if vihl >> 4 != 4 || ihl < 20 {
@@ -176,7 +205,7 @@ fn ipv4(f: &[u8], at: usize, flow: &mut Flow, off: &mut Offsets) -> Option<()> {
     l4(f, at + ihl, proto, false, flow, off)
 }
 
-fn ipv6(f: &[u8], at: usize, flow: &mut Flow, off: &mut Offsets) -> Option<()> {
+fn ipv6(f: &[u8], at: usize, flow: &mut impl Fields, off: &mut Offsets) -> Option<()> {
     let first = u32::from_be_bytes(bytes(f, at)?);
     if first >> 28 != 6 {
         return Some(());
@@ -219,7 +248,14 @@ fn ipv6(f: &[u8], at: usize, flow: &mut Flow, off: &mut Offsets) -> Option<()> {
     l4(f, h, next, true, flow, off)
 }
 
-fn l4(f: &[u8], at: usize, proto: u8, ip6: bool, flow: &mut Flow, off: &mut Offsets) -> Option<()> {
+fn l4(
+    f: &[u8],
+    at: usize,
+    proto: u8,
+    ip6: bool,
+    flow: &mut impl Fields,
+    off: &mut Offsets,
+) -> Option<()> {
     let (src, dst) = match proto {
         6 => (Field::TcpSrc, Field::TcpDst),
         17 => (Field::UdpSrc, Field::UdpDst),
@@ -254,7 +290,7 @@ fn l4(f: &[u8], at: usize, proto: u8, ip6: bool, flow: &mut Flow, off: &mut Offs
 
 /// Neighbour solicitation (135) and advertisement (136): the target and the first
 /// source or target link-layer address option (RFC 4861 §4.3, §4.4, §4.6.1).
-fn nd(f: &[u8], at: usize, flow: &mut Flow) -> Option<()> {
+fn nd(f: &[u8], at: usize, flow: &mut impl Fields) -> Option<()> {
     let ty = *f.get(at)?;
     if !matches!(ty, 135 | 136) || *f.get(at + 1)? != 0 {
         return Some(());
@@ -382,6 +418,7 @@ mod tests {
             f.truncate(cut);
             let (fl, off) = flow_of(&f, 0);
             let b = brief_of(&f);
+            proptest::prop_assert_eq!(offsets_of(&f), off);
             proptest::prop_assert_eq!((b.eth_type, b.l3), (off.eth_type, off.l3));
             proptest::prop_assert_eq!(u128::from(b.ttl), fl.get(Field::IpTtl));
             proptest::prop_assert_eq!(u128::from(b.dscp), fl.get(Field::IpDscp));

@@ -274,13 +274,13 @@ pub const MAX_CT_STEPS: usize = 8;
 
 /// Runs the cached program of a frame: each `ct` step a lookup, each commit a commit;
 /// the variant whose results match, or, on a miss, the results obtained so far and the
-/// commits done (for [`Replay`]). Allocates nothing on a hit.
+/// commits done (for [`Replay`]). Allocates nothing on a hit, and compares each step's
+/// result once: the results before it are those of the variant being followed.
 pub fn run<'v>(
     variants: &'v [Variant],
     ct: &mut LiveCt<'_>,
 ) -> Result<&'v Variant, (Vec<CtResult>, usize)> {
     let mut v = &variants[0];
-    let mut results = [CtResult::default(); MAX_CT_STEPS];
     let mut k = 0;
     let mut commits = 0;
     for i in 0.. {
@@ -288,20 +288,25 @@ pub fn run<'v>(
         match step {
             PStep::Ct(req) => {
                 if k == MAX_CT_STEPS {
-                    return Err((results.to_vec(), commits));
+                    return Err((v.ct[..k].to_vec(), commits));
                 }
-                results[k] = ct.step(&req.action());
-                k += 1;
-                if v.ct.get(..k) != Some(&results[..k]) {
+                let r = ct.step(&req.action());
+                if v.ct.get(k) != Some(&r) {
                     // Another variant with these results took the same steps so far.
+                    let seen = &v.ct[..k];
                     match variants
                         .iter()
-                        .find(|w| w.ct.get(..k) == Some(&results[..k]))
+                        .find(|w| w.ct.get(k) == Some(&r) && w.ct.get(..k) == Some(seen))
                     {
                         Some(w) => v = w,
-                        None => return Err((results[..k].to_vec(), commits)),
+                        None => {
+                            let mut done = seen.to_vec();
+                            done.push(r);
+                            return Err((done, commits));
+                        }
                     }
                 }
+                k += 1;
             }
             PStep::Commit { zone, commit } => {
                 ct.step(&CtReq::commit(*zone, *commit).action());
