@@ -45,12 +45,20 @@
 #             are dropped before the measured window. With --json: scenario "lb",
 #             switches "vswitchd" and "ovs"
 #   ovs-fip, vswitchd-fip  the same two chassis with a floating IP on a gateway router
-#             bound to them (scripts/lib/ovn-sg.sh fip_tenant): port a is an external
-#             client 203.0.113.1 on switch fipout, port b a VM 198.18.1.2 on switch fipin,
-#             dnat_and_snat 203.0.113.100 -> 198.18.1.2. The guest runs in 5tswap mode on a
-#             loop topology, port a sending to the floating IP through the router's MAC:
-#             each frame crosses a switch, the router (DNAT or SNAT in its zones: conntrack
-#             twice) and the other switch. With --json: scenario "fip"
+#             bound to them (scripts/lib/ovn-sg.sh fip_tenant). A router decrements the
+#             TTL, so a loop through it dies out: here the guest generates frames (testpmd
+#             flowgen, one flow; it also takes what it receives off its rings), whose
+#             addresses testpmd fixes (10.254.0.0 -> 10.253.0.0, UDP 1000 -> 1001; older
+#             testpmds also fix the MACs, 00:01:02:03:04:00 -> :01), so the tenant is built
+#             around them: port a (MAC 00:01:02:03:04:00) is the external client 10.254.0.0
+#             on switch fipout (10.252.0.0/14, the router at 10.255.255.254 with MAC
+#             00:01:02:03:04:01), port b a VM
+#             198.18.1.2 on switch fipin, dnat_and_snat 10.253.0.0 -> 198.18.1.2. Both ports
+#             send to the floating IP through the router's MAC; the guest counts what
+#             reaches b: each crosses fipout, the router (its DNAT and SNAT
+#             zones) and fipin, DNAT'd. Port b's own frames fail its port security and are
+#             dropped at once (the switch still reads them: its cycles per packet count
+#             them). With --json: scenario "fip"
 #
 #   scripts/bench-pvp.sh [--rounds N] [--secs S] [--sizes "64 512 1518"] [--only "vswitchd ovs limit"]
 #   VSWITCHD=/path/to/vswitchd scripts/bench-pvp.sh ...   (run another build as "vswitchd")
@@ -202,16 +210,17 @@ start_guest() { # size switch
     [ "$ring" = packed ] && q="$q,packed_vq=1"
     [ -n "$flowgen" ] && mode="--forward-mode=flowgen --flowgen-flows=$flowgen"
     # A load balancer's client and backend: each port answers what it gets (see the header).
-    local peers="--eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01"
+    local peers="--eth-peer=0,02:00:00:00:00:02 --eth-peer=1,02:00:00:00:00:01" mac_a=02:00:00:00:00:01
     case "$2" in
     *-lb) mode="--forward-mode=5tswap --port-topology=loop --tx-ip=198.18.0.1,$lb_vip" ;;
     *-fip)
-        mode="--forward-mode=5tswap --port-topology=loop --tx-ip=203.0.113.1,$fip"
-        peers="--eth-peer=0,00:00:00:00:f1:02 --eth-peer=1,00:00:00:00:f1:01" ;;
+        mode="--forward-mode=flowgen --flowgen-flows=1"
+        mac_a=00:01:02:03:04:00
+        peers="--eth-peer=0,00:01:02:03:04:01 --eth-peer=1,00:00:00:00:f1:01" ;;
     esac
     stdbuf -o0 dpdk-testpmd -l 0,1 --main-lcore 0 -m 512 --no-pci --file-prefix=pvpguest \
         --single-file-segments \
-        --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=02:00:00:00:00:01$q" \
+        --vdev "net_virtio_user0,path=$work/a.sock,queues=1,server=1,mac=$mac_a$q" \
         --vdev "net_virtio_user1,path=$work/b.sock,queues=1,server=1,mac=02:00:00:00:00:02$q" \
         -- -i --nb-cores=1 --total-num-mbufs=32768 $mode $d \
         $peers $multiflow \
@@ -296,12 +305,14 @@ start_ovs() {
 # sg_central: the OVN central of the -sg and -lb switches, the logical switch pvp with its
 # security groups (see the header; members admit UDP from each other), pvplb with its load
 # balancer, and namespace pvpsg with the veth vswitchd-sg's and vswitchd-lb's uplink is on.
-lb_vip=198.18.0.100 fip=203.0.113.100
+lb_vip=198.18.0.100
 sg_central() {
     ovn_central
     sg_tenant pvp pvp-a "02:00:00:00:00:01 198.18.0.1" pvp-b "02:00:00:00:00:02 198.18.0.2" udp
     lb_tenant pvplb lb-a "02:00:00:00:00:01 198.18.0.1" lb-b "02:00:00:00:00:02 198.18.0.2" "$lb_vip"
-    fip_tenant hv-pvp fip-a "02:00:00:00:00:01 203.0.113.1" fip-b "02:00:00:00:00:02 198.18.1.2" "$fip"
+    # testpmd flowgen's addresses (see the header).
+    fip_tenant hv-pvp fip-a "00:01:02:03:04:00 10.254.0.0" fip-b "02:00:00:00:00:02 198.18.1.2" \
+        10.253.0.0 "00:01:02:03:04:01 10.255.255.254/14"
     sg_netns pvpsg
 }
 
@@ -402,7 +413,7 @@ measure() { # switch size -> prints Mpps
         inject "$size"
     elif [ "$size" = imix ]; then
         inject_imix
-    elif [ -n "$flowgen" ]; then
+    elif [ -n "$flowgen" ] || [[ "$sw" == *-fip ]]; then
         echo "set txpkts $((size - 4))" >&3
         echo "start" >&3
     else
@@ -583,7 +594,7 @@ if "vswitchd-lb" in switches:
         g = statistics.median(med.get(("vswitchd-sg", size), [float("nan")]))
         print(f"{size:<6}{v / o if o else float('nan'):>12.2f}{v / g if g else float('nan'):>12.2f}")
 if "vswitchd-fip" in switches:
-    print("\nfloating IP (OVN gateway router, DNAT and SNAT, conntrack): vswitchd-fip / ovs-fip (target >= 2)")
+    print("\nfloating IP (OVN gateway router, DNAT'd, conntrack; frames generated, not looped): vswitchd-fip / ovs-fip (target >= 2)")
     for size in sizes:
         v = statistics.median(med.get(("vswitchd-fip", size), [0.0]))
         o = statistics.median(med.get(("ovs-fip", size), [float("nan")]))

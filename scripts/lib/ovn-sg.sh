@@ -81,22 +81,23 @@ lb_tenant() {
     nbctl --wait=sb sync
 }
 
-# fip_tenant CHASSIS PORT_A "MAC IP" PORT_B "MAC IP" FIP: a floating IP, OpenStack's shape
-# on a gateway router: switch fipout with PORT_A (the external client, 203.0.113.0/24),
-# switch fipin with PORT_B (the VM, 198.18.1.0/24), gateway router fipgw bound to CHASSIS
-# (options:chassis) between them (fipgw-out 203.0.113.254, MAC 00:00:00:00:f1:02; fipgw-in
-# 198.18.1.254, MAC 00:00:00:00:f1:01), and dnat_and_snat FIP -> PORT_B's address. Port
+# fip_tenant CHASSIS PORT_A "MAC IP" PORT_B "MAC IP" FIP OUT: a floating IP, OpenStack's
+# shape on a gateway router: switch fipout with PORT_A (the external client), switch fipin
+# with PORT_B (the VM, 198.18.1.0/24), gateway router fipgw bound to CHASSIS
+# (options:chassis) between them (fipgw-out at OUT, "MAC ADDRESS/PREFIX" on PORT_A's
+# network; fipgw-in 198.18.1.254, MAC 00:00:00:00:f1:01), and dnat_and_snat
+# FIP -> PORT_B's address. Port
 # security on each port's own MAC and IP. What PORT_A sends to FIP (through the router's
 # MAC) reaches PORT_B DNAT'd; what PORT_B sends PORT_A leaves SNAT'd to FIP.
 fip_tenant() {
-    local chassis=$1 pa=$2 a=$3 pb=$4 b=$5 fip=$6
+    local chassis=$1 pa=$2 a=$3 pb=$4 b=$5 fip=$6 out=$7
     nbctl ls-add fipout -- ls-add fipin \
         -- lsp-add fipout "$pa" -- lsp-set-addresses "$pa" "$a" \
         -- lsp-set-port-security "$pa" "$a" \
         -- lsp-add fipin "$pb" -- lsp-set-addresses "$pb" "$b" \
         -- lsp-set-port-security "$pb" "$b" \
         -- lr-add fipgw -- set logical_router fipgw "options:chassis=$chassis" \
-        -- lrp-add fipgw fipgw-out 00:00:00:00:f1:02 203.0.113.254/24 \
+        -- lrp-add fipgw fipgw-out ${out% *} "${out#* }" \
         -- lrp-add fipgw fipgw-in 00:00:00:00:f1:01 198.18.1.254/24
     local sw
     for sw in out in; do
