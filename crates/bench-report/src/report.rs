@@ -99,6 +99,28 @@ pub const SECTIONS: &[Section] = &[
         plots: &[],
     },
     Section {
+        title: "3c. NAT: a load balancer's VIP",
+        what: "Section 3b's chassis and security groups on logical switch `pvplb` (ports with port security on their own MAC and IPv4 only) with a UDP load balancer from VIP 198.18.0.100:9 to port b's 198.18.0.2:9 (`bench-pvp.sh` switches `vswitchd-lb` and `ovs-lb`). The guest runs testpmd's `5tswap` on a loop topology (each port answers what it receives, addresses and ports swapped) and port a sends to the VIP: each a→VIP frame is DNAT'd to b, each answer un-DNAT'd back from the VIP, every frame through conntrack twice. Mpps and cycles/pkt as in section 1.",
+        spec: TableSpec {
+            scenario: "lb",
+            rows: &["frame_size"],
+            metrics: &[MPPS, CPP, DROPS],
+            ratios: &[("vswitchd", "ovs", "mpps")],
+        },
+        plots: &[],
+    },
+    Section {
+        title: "3d. NAT: a floating IP on a gateway router",
+        what: "A gateway router bound to the chassis between switch `fipout` (port a, the external client) and `fipin` (port b, the VM), `dnat_and_snat` of a floating IP to b (`bench-pvp.sh` switches `vswitchd-fip` and `ovs-fip`). A router decrements the TTL, so no loop survives it: the guest generates frames on both ports (testpmd `flowgen`, one flow) to the floating IP and counts what reaches b, each frame having crossed fipout, the router (its SNAT and DNAT zones) and fipin, DNAT'd. Port b's own frames fail its port security and are dropped at once; the switch's cycles/pkt count them too.",
+        spec: TableSpec {
+            scenario: "fip",
+            rows: &["frame_size"],
+            metrics: &[MPPS, CPP, DROPS],
+            ratios: &[("vswitchd", "ovs", "mpps")],
+        },
+        plots: &[],
+    },
+    Section {
         title: "4. AF_XDP uplink ↔ vhost-user guest",
         what: "A veth pair: the device under test has an AF_XDP socket on one end (native XDP mode) and a vhost-user port to a testpmd guest; a testpmd on `net_af_xdp` on the other end generates or sinks 64-byte frames. `testpmd` is DPDK's own `net_af_xdp` + `net_vhost` io forwarding. The generator and the sink share CPU 0, the device under test polls on CPU 1. Mpps: the sink's Rx-pps.",
         spec: TableSpec {
@@ -336,6 +358,22 @@ pub const TARGETS: &[TargetSpec] = &[
         num: ("vswitchd", &[("frame_size", "64")]),
         den: ("vswitchd-l2", &[("frame_size", "64")]),
         bound: Bound::AtLeast(0.7),
+    },
+    TargetSpec {
+        name: "64 B PVP through a load balancer's VIP (DNAT): vswitchd Mpps ≥ 2× Open vSwitch + ovn-controller",
+        scenario: "lb",
+        metric: "mpps",
+        num: ("vswitchd", &[("frame_size", "64")]),
+        den: ("ovs", &[("frame_size", "64")]),
+        bound: Bound::AtLeast(2.0),
+    },
+    TargetSpec {
+        name: "64 B through a floating IP (DNAT on a gateway router): vswitchd Mpps ≥ 2× Open vSwitch + ovn-controller",
+        scenario: "fip",
+        metric: "mpps",
+        num: ("vswitchd", &[("frame_size", "64")]),
+        den: ("ovs", &[("frame_size", "64")]),
+        bound: Bound::AtLeast(2.0),
     },
     TargetSpec {
         name: "TCP_CRR through security groups: vswitchd connections/s ≥ Open vSwitch + ovn-controller",
