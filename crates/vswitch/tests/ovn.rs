@@ -124,6 +124,8 @@ fn vswitchd_chassis_beside_an_ovs_chassis() {
         "ct-no-masked-label",
         "mac-binding-timestamp",
         "datapath-type=netdev",
+        // Empty without --ovn-cms-options, as ovn-controller publishes it.
+        "ovn-cms-options=\"\"",
     ] {
         assert!(other.contains(flag), "{flag} in {other}");
     }

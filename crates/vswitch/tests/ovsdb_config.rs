@@ -936,6 +936,7 @@ fn an_ovn_chassis_configured_through_the_database() {
         "external_ids:system-id=hv0",
         "external_ids:ovn-encap-type=geneve",
         &format!("external_ids:ovn-encap-ip={}", f.addr(0)),
+        "external_ids:ovn-cms-options=enable-chassis-as-gw",
     ]);
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
     wait_for(Duration::from_secs(30), "lsp0 bound to hv0", || {
@@ -943,10 +944,12 @@ fn an_ovn_chassis_configured_through_the_database() {
         (!ch.is_empty()).then_some(())
     });
     let other = c.sb_get("Chassis", "name", "hv0", "other_config");
-    assert!(
-        other.contains("datapath-type=netdev"),
-        "hv0's Chassis: {other}"
-    );
+    for what in [
+        "datapath-type=netdev",
+        "ovn-cms-options=enable-chassis-as-gw",
+    ] {
+        assert!(other.contains(what), "{what} in hv0's Chassis: {other}");
+    }
     tap_up(&f, 0, "vm0", MAC0, "192.0.2.1/24");
     assert!(
         ping_ok(&f.ns[0], "192.0.2.2", 20),

@@ -217,6 +217,14 @@ pub struct Args {
     #[arg(long, value_name = "NETWORK:UPLINK[,...]")]
     pub ovn_bridge_mappings: Option<String>,
 
+    /// Options the cloud management system reads of this OVN chassis, published as
+    /// `Chassis.other_config:ovn-cms-options` (Open vSwitch's
+    /// `external_ids:ovn-cms-options`). Neutron schedules gateway routers only on chassis
+    /// with `enable-chassis-as-gw`; vswitchd itself reads nothing in them. Example:
+    /// `enable-chassis-as-gw,availability-zones=az0`.
+    #[arg(long, value_name = "OPTIONS")]
+    pub ovn_cms_options: Option<String>,
+
     /// IGMP (v1, v2, v3) and MLD (v1, v2) snooping in every VLAN and VNI bridge domain:
     /// on (default) or off. Reports build a group table per domain; frames to a joined
     /// group go only to its member ports and to multicast-router ports (where queries

@@ -82,6 +82,8 @@ pub struct FileConfig {
     pub chassis: Option<String>,
     /// Provider networks to uplinks, `"NETWORK:UPLINK[,...]"` (`--ovn-bridge-mappings`).
     pub ovn_bridge_mappings: Option<String>,
+    /// What the CMS reads of the chassis (`--ovn-cms-options`).
+    pub ovn_cms_options: Option<String>,
     /// IGMP/MLD snooping (`--mcast-snooping`).
     pub mcast_snooping: Option<bool>,
     /// Flood frames to unregistered groups (`--mcast-flood-unregistered`).

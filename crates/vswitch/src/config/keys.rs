@@ -128,6 +128,7 @@ pub const FILE_KEYS: &[FileKey] = &[
     key(Top, "ovsdb", "string", Restart, "Take bridges and ports from the Open vSwitch database, unix:PATH or tcp:IP:PORT, as ovs-vswitchd does (--ovsdb); no [[port]], [[uplink]] or [[tap]] tables then."),
     key(Top, "chassis", "string", Restart, "The OVN chassis name this host registers (--chassis); needed with ovn_remote."),
     key(Top, "ovn_bridge_mappings", "string \"NETWORK:UPLINK[,...]\"", Restart, "OVN provider networks bridged to AF_XDP uplinks (--ovn-bridge-mappings)."),
+    key(Top, "ovn_cms_options", "string", Restart, "What the CMS reads of this chassis, published as Chassis other_config:ovn-cms-options, e.g. \"enable-chassis-as-gw\" (--ovn-cms-options)."),
     key(Top, "mcast_snooping", "boolean", Restart, "IGMP/MLD snooping in every VLAN and VNI domain (--mcast-snooping). Default: true."),
     key(Top, "mcast_flood_unregistered", "boolean", Restart, "Flood frames to groups nobody joined; false sends them to router ports only (--mcast-flood-unregistered). Default: true."),
     key(Top, "mcast_table_size", "integer", Restart, "Groups the snooping table holds in all (--mcast-table-size). Default: 2048."),

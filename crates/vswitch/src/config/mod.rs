@@ -467,6 +467,14 @@ impl TryFrom<Args> for Config {
                         .ovn_bridge_mappings
                         .as_deref()
                         .map(|m| ("ovn_bridge_mappings", m))),
+                cms_options: args
+                    .ovn_cms_options
+                    .as_deref()
+                    .map(|o| ("--ovn-cms-options", o))
+                    .or(file
+                        .ovn_cms_options
+                        .as_deref()
+                        .map(|o| ("ovn_cms_options", o))),
             },
             &file
                 .geneve
@@ -1256,5 +1264,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("only used with --ovn-remote"), "{e}");
+    }
+
+    /// `--ovn-cms-options`: published as given, empty without it, refused without
+    /// `--ovn-remote`.
+    #[test]
+    fn cms_options_go_with_the_chassis() {
+        let with = |more: &[&str]| {
+            let mut a = vec![
+                "--uplink",
+                "u=eth0",
+                "--geneve",
+                "t=198.51.100.1,uplink=u",
+                "--ovn-remote",
+                "tcp:127.0.0.1:6642",
+                "--chassis",
+                "hv1",
+            ];
+            a.extend(more);
+            Config::try_from(args(&a)).unwrap().ovn.unwrap()
+        };
+        let o = with(&["--ovn-cms-options", "enable-chassis-as-gw"]);
+        assert_eq!(o.cms_options, "enable-chassis-as-gw");
+        assert_eq!(with(&[]).cms_options, "");
+        let e = Config::try_from(args(&["--ovn-cms-options", "enable-chassis-as-gw"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--ovn-cms-options") && e.contains("only used with --ovn-remote"),
+            "{e}"
+        );
     }
 }

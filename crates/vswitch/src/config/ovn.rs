@@ -24,6 +24,11 @@ pub struct OvnConfig {
     /// names (`options:network_name`), as Open vSwitch's `ovn-bridge-mappings` maps
     /// networks to bridges.
     pub bridge_mappings: Vec<BridgeMapping>,
+    /// What the CMS reads of this chassis (`Chassis.other_config:ovn-cms-options`, as
+    /// ovn-controller publishes Open vSwitch's `external_ids:ovn-cms-options`), e.g.
+    /// `enable-chassis-as-gw`, by which Neutron schedules gateway routers. Not read by
+    /// vswitchd itself; empty when unset.
+    pub cms_options: String,
 }
 
 /// One entry of `--ovn-bridge-mappings`: physical network `network` is reached
@@ -45,6 +50,8 @@ pub struct OvnSettings<'a> {
     pub chassis: Option<(&'a str, &'a str)>,
     /// `--ovn-bridge-mappings` / `ovn_bridge_mappings`.
     pub bridge_mappings: Option<(&'a str, &'a str)>,
+    /// `--ovn-cms-options` / `ovn_cms_options`.
+    pub cms_options: Option<(&'a str, &'a str)>,
 }
 
 /// Builds the OVN settings from the flags over the file and checks them against the
@@ -64,12 +71,19 @@ pub fn resolve(
         remote,
         chassis,
         bridge_mappings,
+        cms_options,
     } = s;
     let Some((field, remote)) = remote else {
         if let Some((field, _)) = bridge_mappings {
             return Err(invalid(
                 field,
                 "bridge mappings are only used with --ovn-remote",
+            ));
+        }
+        if let Some((field, _)) = cms_options {
+            return Err(invalid(
+                field,
+                "CMS options are only used with --ovn-remote",
             ));
         }
         if let Some((field, p)) = ports.iter().find(|(_, p)| p.iface_id.is_some()) {
@@ -147,6 +161,7 @@ pub fn resolve(
         chassis: chassis.to_string(),
         hostname: hostname(),
         bridge_mappings,
+        cms_options: cms_options.map_or_else(String::new, |(_, o)| o.to_string()),
     }))
 }
 

@@ -775,7 +775,7 @@ fn restart_needed(old: &Config, new: &Config) -> Result<(), String> {
         what.push("mcast_*");
     }
     if old.ovn != new.ovn {
-        what.push("ovn_remote, chassis, ovn_bridge_mappings");
+        what.push("ovn_remote, chassis, ovn_bridge_mappings, ovn_cms_options");
     }
     if what.is_empty() {
         Ok(())

@@ -25,6 +25,7 @@ pub struct Registration {
     ip: IpAddr,
     csum: bool,
     bridge_mappings: String,
+    cms_options: String,
 }
 
 impl Registration {
@@ -36,12 +37,14 @@ impl Registration {
             ip,
             csum,
             bridge_mappings: cfg.bridge_mappings_text(),
+            cms_options: cfg.cms_options.clone(),
         }
     }
 
     /// `Chassis.other_config`: the datapath type, interface types, the bridge mappings
-    /// (`network:uplink`) and the feature flags of the deployment's ovn-controller
-    /// ([`FEATURES`]).
+    /// (`network:uplink`), the CMS options (always, empty when unset, as
+    /// ovn-controller's `chassis_build_other_config`) and the feature flags of the
+    /// deployment's ovn-controller ([`FEATURES`]).
     fn other_config(&self) -> BTreeMap<String, String> {
         let mut m: BTreeMap<String, String> = FEATURES
             .iter()
@@ -51,6 +54,7 @@ impl Registration {
         m.insert("iface-types".into(), IFACE_TYPES.into());
         m.insert("is-interconn".into(), "false".into());
         m.insert("ovn-bridge-mappings".into(), self.bridge_mappings.clone());
+        m.insert("ovn-cms-options".into(), self.cms_options.clone());
         m
     }
 

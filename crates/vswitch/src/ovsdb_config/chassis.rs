@@ -41,6 +41,8 @@ pub struct OvnIds {
     pub bridge: String,
     /// `ovn-bridge-mappings`: (physical network, bridge).
     pub bridge_mappings: Vec<(String, String)>,
+    /// `ovn-cms-options` (empty when unset).
+    pub cms_options: String,
 }
 
 impl OvnIds {
@@ -97,6 +99,7 @@ impl OvnIds {
                 Some(m) => parse_mappings(m)?,
                 None => Vec::new(),
             },
+            cms_options: ids.get("ovn-cms-options").cloned().unwrap_or_default(),
         })
     }
 
@@ -138,6 +141,7 @@ impl OvnIds {
             chassis: self.chassis.clone(),
             hostname: self.hostname.clone(),
             bridge_mappings: mappings,
+            cms_options: self.cms_options.clone(),
         }
     }
 }
