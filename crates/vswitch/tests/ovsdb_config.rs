@@ -357,6 +357,11 @@ fn bridges_and_tags_isolate() {
         "ping crossed bridges"
     );
     assert!(!ping_ok(&ns[0].0, "198.51.100.13", 3), "ping crossed VLANs");
+    // Domains are shown with their bridge's name.
+    assert_eq!(sw.show_port("ova3")["domain"], "bridge ovbr2 vlan 10");
+    assert_eq!(sw.show_port("ovb1")["domain"], "bridge ovbr3 untagged");
+    let fdb = String::from_utf8_lossy(&vswitchctl_out(&sw.control, &["fdb"]).stdout).to_string();
+    assert!(fdb.contains("bridge ovbr2 untagged"), "{fdb}");
     // Untagging the port changes its domain in place: it now reaches ova1.
     db.vsctl(&["clear", "port", "ova3", "tag"]);
     assert!(

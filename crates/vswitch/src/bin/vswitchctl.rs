@@ -548,14 +548,20 @@ fn print_stats(rows: Vec<StatsRow>) {
 }
 
 fn print_fdb(rows: Vec<FdbRowNamed>) {
-    println!("{:>4} {:<17} {:<12} {:>8}", "vlan", "mac", "port", "age");
+    let w = rows
+        .iter()
+        .map(|r| r.domain.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    println!("{:<w$} {:<17} {:<12} {:>8}", "domain", "mac", "port", "age");
     for r in rows {
         let age = if r.is_static {
             "static".to_string()
         } else {
             format!("{}s", r.age_secs)
         };
-        println!("{:>4} {:<17} {:<12} {:>8}", r.vlan, r.mac, r.port, age);
+        println!("{:<w$} {:<17} {:<12} {:>8}", r.domain, r.mac, r.port, age);
     }
 }
 

@@ -110,7 +110,7 @@ fn mdb(sw: &Switch) -> crate::control::protocol::MdbReply {
     let domain = |d| {
         sw.domains
             .key(d)
-            .map_or_else(|| format!("domain {d}"), |k| k.to_string())
+            .map_or_else(|| format!("domain {d}"), |k| sw.domains.describe(k))
     };
     let port = |m: Member| match m {
         Member::Port(p) => topo
@@ -175,7 +175,7 @@ fn fdb(sw: &Switch) -> Vec<FdbRowNamed> {
             domain: sw
                 .domains
                 .key(r.domain)
-                .map_or_else(String::new, |k| k.to_string()),
+                .map_or_else(String::new, |k| sw.domains.describe(k)),
             mac: r.mac.to_string(),
             port: match r.dest {
                 Dest::Port(p) => topo
@@ -460,7 +460,9 @@ pub fn show(sw: &Switch) -> ShowReply {
                     .map(|q| topo.pmd_of(p.id, q).unwrap_or(usize::MAX))
                     .collect();
                 let ovn = topo.ovn.port_status.get(&p.name).map(String::as_str);
-                p.show(&tp.config, tp.domain_key, pmds, ovn)
+                let mut s = p.show(&tp.config, tp.domain_key, pmds, ovn);
+                s.domain = sw.domains.describe(tp.domain_key);
+                s
             })
             .collect(),
     }

@@ -98,6 +98,8 @@ impl fmt::Display for DomainKey {
 #[derive(Debug, Default)]
 pub struct Domains {
     inner: RwLock<(HashMap<DomainKey, DomainId>, Vec<DomainKey>)>,
+    /// The Open vSwitch database's bridges by number (`--ovsdb`), for showing domains.
+    bridge_names: RwLock<HashMap<u16, String>>,
 }
 
 /// The registry is full.
@@ -132,6 +134,30 @@ impl Domains {
         self.read().1.get(usize::from(id)).copied()
     }
 
+    /// Names bridge number `bridge` `name` (a database bridge, `--ovsdb`).
+    pub fn name_bridge(&self, bridge: u16, name: &str) {
+        let mut names = self.bridge_names.write().unwrap_or_else(|e| e.into_inner());
+        if names.get(&bridge).map(String::as_str) != Some(name) {
+            names.insert(bridge, name.to_string());
+        }
+    }
+
+    /// `key` as `vswitchctl` shows it: [`DomainKey`]'s text, with a database bridge's
+    /// name for its number (`bridge br-int vlan 10`).
+    pub fn describe(&self, key: DomainKey) -> String {
+        let DomainKey::Bridge { bridge, vlan } = key else {
+            return key.to_string();
+        };
+        let names = self.bridge_names.read().unwrap_or_else(|e| e.into_inner());
+        let Some(name) = names.get(&bridge) else {
+            return key.to_string();
+        };
+        match vlan {
+            0 => format!("bridge {name} untagged"),
+            v => format!("bridge {name} vlan {v}"),
+        }
+    }
+
     /// Domains registered so far.
     pub fn len(&self) -> usize {
         self.read().1.len()
@@ -146,5 +172,25 @@ impl Domains {
         &self,
     ) -> std::sync::RwLockReadGuard<'_, (HashMap<DomainKey, DomainId>, Vec<DomainKey>)> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_bridge_is_shown_by_name_once_named() {
+        let d = Domains::default();
+        let key = DomainKey::Bridge {
+            bridge: 3,
+            vlan: 10,
+        };
+        assert_eq!(d.describe(key), "bridge 3 vlan 10");
+        d.name_bridge(3, "br-int");
+        assert_eq!(d.describe(key), "bridge br-int vlan 10");
+        let untagged = DomainKey::Bridge { bridge: 3, vlan: 0 };
+        assert_eq!(d.describe(untagged), "bridge br-int untagged");
+        assert_eq!(d.describe(DomainKey::Vni(5001)), "vni 5001");
     }
 }

@@ -228,6 +228,9 @@ impl Session {
             iface_ids,
         };
         let mut w = wanted::derive(&db, &ctx, &mut self.numbers);
+        for (name, n) in self.numbers.iter() {
+            self.ctl.switch.domains.name_bridge(n, name);
+        }
         let failed = self.ctl.apply_ports(&w.ports).await;
         for (port, why) in &failed {
             warn!(port, error = %why, "interface from the Open vSwitch database not applied");

@@ -94,6 +94,11 @@ impl BridgeNumbers {
         self.0.get(name).copied()
     }
 
+    /// Every bridge numbered so far: (name, number).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u16)> {
+        self.0.iter().map(|(n, &k)| (n.as_str(), k))
+    }
+
     /// The number of bridge `name`, assigned when new; `None` when every number is
     /// taken.
     pub fn of(&mut self, name: &str) -> Option<u16> {
