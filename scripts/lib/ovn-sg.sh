@@ -37,23 +37,36 @@ ovn_central_stop() {
     done
 }
 
-# sg_tenant LS PORT_A "MAC IP" PORT_B "MAC IP" FILTER: logical switch LS with the two
-# ports (port security: the port's MAC and IP, plus the other port's IP as an allowed
-# source, as the PVP guests forward each other's frames), and the security groups above;
-# FILTER (an OVN match) is what a member admits from the other.
-sg_tenant() {
-    local ls=$1 pa=$2 a=$3 pb=$4 b=$5 filter=$6
-    nbctl ls-add "$ls" \
-        -- lsp-add "$ls" "$pa" -- lsp-set-addresses "$pa" "$a" \
-        -- lsp-set-port-security "$pa" "$a ${b#* }" \
-        -- lsp-add "$ls" "$pb" -- lsp-set-addresses "$pb" "$b" \
-        -- lsp-set-port-security "$pb" "$b ${a#* }" \
-        -- pg-add neutron_pg_drop "$pa" "$pb" -- pg-add "pg_$ls" "$pa" "$pb"
-    nbctl acl-add neutron_pg_drop to-lport 1001 "outport == @neutron_pg_drop && ip" drop \
-        -- acl-add neutron_pg_drop from-lport 1001 "inport == @neutron_pg_drop && ip" drop \
+# two_ports LS PORT_A "MAC IP" SECURITY_A PORT_B "MAC IP" SECURITY_B: logical switch LS
+# with the two ports, each with its addresses and port security.
+two_ports() {
+    nbctl ls-add "$1" \
+        -- lsp-add "$1" "$2" -- lsp-set-addresses "$2" "$3" -- lsp-set-port-security "$2" "$4" \
+        -- lsp-add "$1" "$5" -- lsp-set-addresses "$5" "$6" -- lsp-set-port-security "$5" "$7"
+}
+
+# sg_groups LS DROP PORT_A PORT_B FILTER: the security groups above on LS's two ports,
+# port group DROP dropping all IP both ways (1001) and pg_LS admitting (allow-related,
+# 1002) everything IPv4 a member sends and what matches FILTER (an OVN match) from the
+# other members.
+sg_groups() {
+    local ls=$1 drop=$2 pa=$3 pb=$4 filter=$5
+    nbctl pg-add "$drop" "$pa" "$pb" -- pg-add "pg_$ls" "$pa" "$pb"
+    nbctl acl-add "$drop" to-lport 1001 "outport == @$drop && ip" drop \
+        -- acl-add "$drop" from-lport 1001 "inport == @$drop && ip" drop \
         -- acl-add "pg_$ls" from-lport 1002 "inport == @pg_$ls && ip4" allow-related \
         -- acl-add "pg_$ls" to-lport 1002 \
         "outport == @pg_$ls && ip4 && ip4.src == \$pg_${ls}_ip4 && ($filter)" allow-related
+}
+
+# sg_tenant LS PORT_A "MAC IP" PORT_B "MAC IP" FILTER: logical switch LS with the two
+# ports (port security: the port's MAC and IP, plus the other port's IP as an allowed
+# source, as the PVP guests forward each other's frames), and the security groups above
+# (neutron_pg_drop); FILTER is what a member admits from the other.
+sg_tenant() {
+    local ls=$1 pa=$2 a=$3 pb=$4 b=$5 filter=$6
+    two_ports "$ls" "$pa" "$a" "$a ${b#* }" "$pb" "$b" "$b ${a#* }"
+    sg_groups "$ls" neutron_pg_drop "$pa" "$pb" "$filter"
     nbctl --wait=sb sync
 }
 
@@ -66,17 +79,8 @@ sg_tenant() {
 # receiver's), one of them translating it.
 lb_tenant() {
     local ls=$1 pa=$2 a=$3 pb=$4 b=$5 vip=$6
-    nbctl ls-add "$ls" \
-        -- lsp-add "$ls" "$pa" -- lsp-set-addresses "$pa" "$a" \
-        -- lsp-set-port-security "$pa" "$a" \
-        -- lsp-add "$ls" "$pb" -- lsp-set-addresses "$pb" "$b" \
-        -- lsp-set-port-security "$pb" "$b" \
-        -- pg-add "${ls}_drop" "$pa" "$pb" -- pg-add "pg_$ls" "$pa" "$pb"
-    nbctl acl-add "${ls}_drop" to-lport 1001 "outport == @${ls}_drop && ip" drop \
-        -- acl-add "${ls}_drop" from-lport 1001 "inport == @${ls}_drop && ip" drop \
-        -- acl-add "pg_$ls" from-lport 1002 "inport == @pg_$ls && ip4" allow-related \
-        -- acl-add "pg_$ls" to-lport 1002 \
-        "outport == @pg_$ls && ip4 && ip4.src == \$pg_${ls}_ip4 && udp" allow-related
+    two_ports "$ls" "$pa" "$a" "$a" "$pb" "$b" "$b"
+    sg_groups "$ls" "${ls}_drop" "$pa" "$pb" udp
     nbctl lb-add "$ls-lb" "$vip:9" "${b#* }:9" udp -- ls-lb-add "$ls" "$ls-lb"
     nbctl --wait=sb sync
 }
@@ -97,7 +101,7 @@ fip_tenant() {
         -- lsp-add fipin "$pb" -- lsp-set-addresses "$pb" "$b" \
         -- lsp-set-port-security "$pb" "$b" \
         -- lr-add fipgw -- set logical_router fipgw "options:chassis=$chassis" \
-        -- lrp-add fipgw fipgw-out ${out% *} "${out#* }" \
+        -- lrp-add fipgw fipgw-out "${out% *}" "${out#* }" \
         -- lrp-add fipgw fipgw-in 00:00:00:00:f1:01 198.18.1.254/24
     local sw
     for sw in out in; do

@@ -449,32 +449,19 @@ impl TryFrom<Args> for Config {
         let ovsdb = ovsdb_remote(&args, &file, &ports)?;
         let ovn = ovn::resolve(
             ovn::OvnSettings {
-                remote: args
-                    .ovn_remote
-                    .as_deref()
-                    .map(|r| ("--ovn-remote", r))
-                    .or(file.ovn_remote.as_deref().map(|r| ("ovn_remote", r))),
-                chassis: args
-                    .chassis
-                    .as_deref()
-                    .map(|c| ("--chassis", c))
-                    .or(file.chassis.as_deref().map(|c| ("chassis", c))),
-                bridge_mappings: args
-                    .ovn_bridge_mappings
-                    .as_deref()
-                    .map(|m| ("--ovn-bridge-mappings", m))
-                    .or(file
-                        .ovn_bridge_mappings
-                        .as_deref()
-                        .map(|m| ("ovn_bridge_mappings", m))),
-                cms_options: args
-                    .ovn_cms_options
-                    .as_deref()
-                    .map(|o| ("--ovn-cms-options", o))
-                    .or(file
-                        .ovn_cms_options
-                        .as_deref()
-                        .map(|o| ("ovn_cms_options", o))),
+                remote: either(
+                    ("--ovn-remote", &args.ovn_remote),
+                    ("ovn_remote", &file.ovn_remote),
+                ),
+                chassis: either(("--chassis", &args.chassis), ("chassis", &file.chassis)),
+                bridge_mappings: either(
+                    ("--ovn-bridge-mappings", &args.ovn_bridge_mappings),
+                    ("ovn_bridge_mappings", &file.ovn_bridge_mappings),
+                ),
+                cms_options: either(
+                    ("--ovn-cms-options", &args.ovn_cms_options),
+                    ("ovn_cms_options", &file.ovn_cms_options),
+                ),
             },
             &file
                 .geneve
@@ -686,6 +673,17 @@ impl TryFrom<Args> for Config {
             mcast,
         })
     }
+}
+
+/// A setting from the flag `(flag, value)`, else the file's `(key, value)`, with the
+/// name of where it came from (for errors).
+fn either<'a>(
+    (flag, a): (&'static str, &'a Option<String>),
+    (key, f): (&'static str, &'a Option<String>),
+) -> Option<(&'static str, &'a str)> {
+    a.as_deref()
+        .map(|v| (flag, v))
+        .or(f.as_deref().map(|v| (key, v)))
 }
 
 /// The Open vSwitch database remote (`--ovsdb` over the file's `ovsdb`), checked to
