@@ -211,6 +211,7 @@ fn provider_network(shared: bool, acl: bool) {
     ]);
     let sw = Vswitchd::start_in(Some(&f.ns[1]), &dir, "hv2", &args);
     tap_up(&f, 1, &ta, TAP_MAC, "10.0.0.2/24");
+    c.wait_chassis("hv2");
     c.nbctl(&["--timeout=30", "--wait=hv", "sync"]);
 
     // The database and vswitchctl say what this chassis bridges.

@@ -1074,6 +1074,7 @@ fn an_ovn_provider_network_through_a_mapped_bridge() {
         &format!("external_ids:ovn-encap-ip={}", f.addr(0)),
         "external_ids:ovn-bridge-mappings=physnet1:br-ex",
     ]);
+    c.wait_chassis("hv0");
     c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
     let mappings = c.sbctl(&["get", "chassis", "hv0", "other_config:ovn-bridge-mappings"]);
     assert_eq!(mappings.trim().trim_matches('"'), format!("physnet1:{nic}"));

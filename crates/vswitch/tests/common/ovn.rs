@@ -227,6 +227,16 @@ impl OvnCentral {
         .to_string()
     }
 
+    /// Waits (up to 30 s) until chassis `name` has registered in the Southbound
+    /// database. `ovn-nbctl --wait=hv sync` does not: with no chassis registered yet,
+    /// northd reports every chassis caught up at once.
+    pub fn wait_chassis(&self, name: &str) {
+        super::wait_for(Duration::from_secs(30), &format!("chassis {name}"), || {
+            let uuid = self.sb_get("Chassis", "name", name, "_uuid");
+            (!uuid.is_empty()).then_some(())
+        });
+    }
+
     /// The directory its databases, sockets and logs are in.
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
