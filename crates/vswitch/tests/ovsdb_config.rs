@@ -871,11 +871,35 @@ fn database_changes_under_a_running_loop_lose_nothing() {
 /// pings and TCP cross the Geneve overlay to the OVS chassis both ways.
 #[test]
 fn an_ovn_chassis_configured_through_the_database() {
+    ovn_chassis_by_the_guide(EncapIp::OnTheNic);
+}
+
+/// The same in the layout of OVS's userspace guides (`howto/userspace-tunneling`,
+/// OVN's DPDK chassis): the NIC, without an address, a port of br-phy, the Encap IP on
+/// br-phy's internal port. The kernel answers ARP for it through the bridge, non-tunnel
+/// traffic reaches it (the OVS chassis pings it), and Geneve to it is decapsulated.
+#[test]
+fn an_ovn_chassis_with_the_encap_ip_on_br_phy() {
+    ovn_chassis_by_the_guide(EncapIp::OnBrPhy);
+}
+
+/// Where the chassis' tunnel endpoint address is.
+#[derive(Clone, Copy, PartialEq)]
+enum EncapIp {
+    OnTheNic,
+    OnBrPhy,
+}
+
+fn ovn_chassis_by_the_guide(layout: EncapIp) {
     let _g = serial();
     setup_host();
     const MAC0: &str = "02:00:00:0d:b0:01";
     const MAC1: &str = "02:00:00:0d:b0:02";
-    let f = Fabric::new("odb", 2, 1600);
+    let tag = match layout {
+        EncapIp::OnTheNic => "odb",
+        EncapIp::OnBrPhy => "odbp",
+    };
+    let f = Fabric::new(tag, 2, 1600);
     let dir = TempDir::new("ovsdb-ovn");
     let c = OvnCentral::start(&dir);
     c.nbctl(&["ls-add", "sw0"]);
@@ -922,6 +946,19 @@ fn an_ovn_chassis_configured_through_the_database() {
         "type=afxdp",
         "options:xdp-mode=generic",
     ]);
+    if layout == EncapIp::OnBrPhy {
+        // The address moves from the NIC to br-phy's internal port (which add-br
+        // made: ovs-vsctl returned once vswitchd had applied it).
+        let cidr = format!("{}/24", f.addr(0));
+        f.exec(&f.ns[0], &["ip", "addr", "flush", "dev", nic]);
+        f.exec(&f.ns[0], &["ip", "addr", "add", &cidr, "dev", "br-phy"]);
+        f.exec(&f.ns[0], &["ip", "link", "set", "br-phy", "up"]);
+        assert!(
+            ping_ok(&f.ns[1], &f.addr(0), 10),
+            "hv1 -> br-phy's address, through the NIC and br-phy: {}",
+            hv0.show()
+        );
+    }
     db.vsctl(&[
         "add-port",
         "br-int",
@@ -972,10 +1009,18 @@ fn an_ovn_chassis_configured_through_the_database() {
         "hv1 -> hv0 after a reload"
     );
     let tunnels = common::fabric::tunnels(&hv0);
-    assert!(
-        tunnels.iter().any(|t| t.local == f.addr(0)),
-        "no endpoint on the encap IP: {tunnels:?}"
-    );
+    let tep = tunnels
+        .iter()
+        .find(|t| t.local == f.addr(0))
+        .unwrap_or_else(|| panic!("no endpoint on the encap IP: {tunnels:?}"));
+    assert_eq!(tep.uplink, *nic);
+    let device = (layout == EncapIp::OnBrPhy).then(|| "br-phy".to_string());
+    assert_eq!(tep.device, device, "{tep:?}");
+    assert!(tep.rx_packets > 0 && tep.tx_packets > 0, "{tep:?}");
+    if layout == EncapIp::OnBrPhy {
+        // The underlay's other traffic still crosses br-phy both ways.
+        assert!(ping_ok(&f.ns[0], &f.addr(1), 10), "br-phy -> hv1's address");
+    }
 }
 
 /// A provider network from `external_ids:ovn-bridge-mappings=physnet1:br-ex`, br-ex

@@ -299,9 +299,12 @@ fn print_tunnels(rows: Vec<vswitch::control::protocol::TunnelRow>) {
     }
     for t in rows {
         println!(
-            "tunnel {} local {} on {} (link {})  udp {}  checksum {}{}",
+            "tunnel {} local {}{} on {} (link {})  udp {}  checksum {}{}",
             t.name,
             t.local,
+            t.device
+                .as_deref()
+                .map_or(String::new(), |d| format!(" (on {d})")),
             t.uplink,
             t.link,
             t.udp_port,

@@ -102,10 +102,14 @@ pub struct Args {
     /// for LOCAL_IP to vswitchd. `remote=` lists the remote endpoints every VNI floods
     /// to (`[[vni]]` in the file gives a VNI its own list); `csum=` the outer UDP
     /// checksum (default off over IPv4, on over IPv6); `opt=CLASS:TYPE:HEX` an option
-    /// sent with every frame. Ports join a VNI with `vni=N`. Repeatable.
+    /// sent with every frame. Ports join a VNI with `vni=N`. `device=TAP` puts LOCAL_IP
+    /// on tap port TAP instead, untagged beside the uplink (Open vSwitch's userspace
+    /// layout, the address on br-phy): the uplink then stays a switch port, its Geneve
+    /// for LOCAL_IP is decapsulated and everything else switched, so the kernel answers
+    /// ARP for LOCAL_IP through the tap. Repeatable.
     #[arg(
         long = "geneve",
-        value_name = "NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]"
+        value_name = "NAME=LOCAL_IP,uplink=UPLINK[,device=TAP][,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]"
     )]
     pub geneve: Vec<String>,
 

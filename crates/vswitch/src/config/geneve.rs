@@ -20,6 +20,16 @@ pub struct GeneveConfig {
     pub local: IpAddr,
     /// The AF_XDP uplink port (`--uplink`) it sends and receives through.
     pub uplink: String,
+    /// The tap port (`--tap`, an OVS internal port) that holds `local`, when the uplink's
+    /// own interface does not: Open vSwitch's userspace layout, the NIC a port of
+    /// `br-phy` and the address on `br-phy`'s internal port. The uplink then stays a
+    /// switch port: its frames to `local`'s Geneve port are decapsulated, all others
+    /// switched (the kernel's ARP for `local` goes through the tap), and the paths to
+    /// remotes are the kernel's routes and neighbours through this interface.
+    /// Absent: the uplink's interface holds `local`, and the uplink is the underlay
+    /// only (its XDP program passes non-Geneve frames to the kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Remote endpoints every VNI floods to (static flood-and-learn), unless `[[vni]]`
     /// gives a VNI its own list.
     #[serde(default)]
@@ -117,14 +127,14 @@ pub fn parse_option(s: &str) -> Result<(u16, u8, Vec<u8>), String> {
     Ok((class, typ, data))
 }
 
-/// Parses `NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP+…][,port=6081][,csum=on|off]
-/// [,opt=CLASS:TYPE:HEX]` (`--geneve`, `vswitchctl add-port --geneve`).
+/// Parses `NAME=LOCAL_IP,uplink=UPLINK[,device=TAP][,remote=IP+IP+…][,port=6081]
+/// [,csum=on|off][,opt=CLASS:TYPE:HEX]` (`--geneve`, `vswitchctl add-port --geneve`).
 ///
 /// # Errors
 /// A malformed spec; the message names the flag.
 pub fn parse_geneve_spec(spec: &str) -> Result<GeneveConfig, ConfigError> {
     let field = format!("--geneve {spec:?}");
-    let expected = "expected NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP...][,port=6081][,csum=on|off][,opt=CLASS:TYPE:HEX]";
+    let expected = "expected NAME=LOCAL_IP,uplink=UPLINK[,device=TAP][,remote=IP+IP...][,port=6081][,csum=on|off][,opt=CLASS:TYPE:HEX]";
     let (name, rest) = spec
         .split_once('=')
         .ok_or_else(|| invalid(&field, expected))?;
@@ -140,6 +150,7 @@ pub fn parse_geneve_spec(spec: &str) -> Result<GeneveConfig, ConfigError> {
         name: name.to_string(),
         local,
         uplink: String::new(),
+        device: None,
         remotes: Vec::new(),
         port: geneve_port(),
         csum: None,
@@ -152,6 +163,7 @@ pub fn parse_geneve_spec(spec: &str) -> Result<GeneveConfig, ConfigError> {
             .ok_or_else(|| invalid(&field, format!("option {opt:?}: expected KEY=VALUE")))?;
         match k {
             "uplink" => g.uplink = v.to_string(),
+            "device" => g.device = Some(v.to_string()),
             "remote" => {
                 for r in v.split('+') {
                     g.remotes.push(
@@ -222,6 +234,9 @@ pub fn validate_tunnels(
         if u.vlan.is_some() || u.vni.is_some() {
             return Err(invalid(field, format!("uplink={}: an uplink that carries tunnels is the underlay; it cannot have vlan= or vni=", g.uplink)));
         }
+        if let Some(d) = &g.device {
+            check_device(field, d, u, ports)?;
+        }
         if !on_uplink.insert((g.uplink.clone(), g.local.is_ipv4())) {
             return Err(invalid(
                 field,
@@ -287,6 +302,49 @@ pub fn validate_tunnels(
     Ok(())
 }
 
+/// Checks an endpoint's `device=`: a tap port in the domain of uplink `u` (one
+/// bridge, untagged), so that the kernel's ARP through it reaches the uplink's network.
+fn check_device(
+    field: &str,
+    device: &str,
+    u: &PortConfig,
+    ports: &[PortConfig],
+) -> Result<(), ConfigError> {
+    let Some(d) = ports.iter().find(|p| p.name == device) else {
+        return Err(invalid(
+            field,
+            format!("device={device}: no tap port of that name (--tap, an internal port)"),
+        ));
+    };
+    if d.kind != PortType::Tap {
+        return Err(invalid(
+            field,
+            format!("device={device}: port {device:?} is not a tap (an internal port)"),
+        ));
+    }
+    if d.bridge != u.bridge || d.vlan.is_some() || d.vni.is_some() {
+        return Err(invalid(
+            field,
+            format!(
+                "device={device}: the tap must be untagged on the bridge of the uplink {}, \
+                 whose network the kernel reaches through it",
+                u.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The interface that holds endpoint `g`'s address: its `device`'s, else its uplink's
+/// (None when the port is not configured).
+pub fn address_iface<'a>(g: &GeneveConfig, ports: &'a [PortConfig]) -> Option<&'a str> {
+    let name = g.device.as_deref().unwrap_or(&g.uplink);
+    ports
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.iface.as_str())
+}
+
 /// The MTU of network interface `iface` (sysfs), if it exists.
 pub fn iface_mtu(iface: &str) -> Option<u32> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
@@ -312,7 +370,8 @@ pub fn inner_mtu(config: &super::Config) -> Option<u32> {
 }
 
 /// Checks the overlay against the host: each endpoint's address is on its uplink's
-/// interface (the kernel owns the underlay), and every port on a VNI fits the
+/// interface, or its `device`'s once that exists (the kernel owns the underlay), and
+/// every port on a VNI fits the
 /// underlay: its `mtu=` (or the overlay's inner MTU) plus the tunnel overhead at most
 /// the uplink's MTU.
 ///
@@ -323,10 +382,18 @@ pub fn check_host(config: &super::Config) -> Result<(), String> {
         let Some(u) = config.ports.iter().find(|p| p.name == g.uplink) else {
             continue;
         };
-        if !iface_has_addr(&u.iface, g.local) {
+        let holder = address_iface(g, &config.ports).unwrap_or(&u.iface);
+        // A tap vswitchd has yet to create gets its address afterwards, as OVS's
+        // guide adds it to br-phy after `add-br`.
+        let created_later = g.device.is_some() && iface_mtu(holder).is_none();
+        if !created_later && !iface_has_addr(holder, g.local) {
+            let whose = match &g.device {
+                Some(d) => format!("the tap {d}"),
+                None => format!("the uplink {}", u.name),
+            };
             return Err(format!(
-                "tunnel endpoint {}: {} is not an address of {} (the uplink {}); add it with `ip addr add {}/PREFIX dev {}`",
-                g.name, g.local, u.iface, u.name, g.local, u.iface
+                "tunnel endpoint {}: {} is not an address of {holder} ({whose}); add it with `ip addr add {}/PREFIX dev {holder}`",
+                g.name, g.local, g.local
             ));
         }
         let Some(mtu) = iface_mtu(&u.iface) else {
@@ -431,6 +498,46 @@ mod tests {
             let e = parse_geneve_spec(spec).unwrap_err().to_string();
             assert!(e.contains("--geneve") && e.contains(want), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn a_device_must_be_an_untagged_tap_beside_the_uplink() {
+        let ports = |tap: PortConfig| {
+            vec![
+                PortConfig::new(PortType::Afxdp, "up0", "eth1"),
+                tap,
+                PortConfig::new(PortType::VhostUser, "vm0", "/tmp/vm0.sock"),
+            ]
+        };
+        let tap = PortConfig::new(PortType::Tap, "br-phy", "br-phy");
+        let check = |spec: &str, ports: &[PortConfig]| {
+            let g = parse_geneve_spec(spec).unwrap();
+            validate_tunnels(&[("--geneve".into(), g)], &[], ports).map_err(|e| e.to_string())
+        };
+        let ok = "t=198.51.100.1,uplink=up0,device=br-phy";
+        assert_eq!(
+            parse_geneve_spec(ok).unwrap().device.as_deref(),
+            Some("br-phy")
+        );
+        check(ok, &ports(tap.clone())).unwrap();
+        let e = check("t=198.51.100.1,uplink=up0,device=nope", &ports(tap.clone()));
+        assert!(e.unwrap_err().contains("device=nope: no tap port"));
+        let e = check("t=198.51.100.1,uplink=up0,device=vm0", &ports(tap.clone()));
+        assert!(e.unwrap_err().contains("is not a tap"));
+        let tagged = PortConfig {
+            vlan: Some(10),
+            ..tap.clone()
+        };
+        let e = check(ok, &ports(tagged)).unwrap_err();
+        assert!(
+            e.contains("untagged on the bridge of the uplink up0"),
+            "{e}"
+        );
+        let elsewhere = PortConfig {
+            bridge: Some(2),
+            ..tap
+        };
+        assert!(check(ok, &ports(elsewhere)).is_err());
     }
 
     #[test]

@@ -182,8 +182,9 @@ pub const FILE_KEYS: &[FileKey] = &[
     key(Tap, "max_macs", "integer", Live, "MACs this port may teach the FDB."),
     // [[geneve]]
     key(Geneve, "name", "string", Live, "The endpoint's name, unique among ports and endpoints. Required."),
-    key(Geneve, "local", "string (IPv4 or IPv6)", Live, "The local address: one the host kernel has on the uplink's interface. Required."),
+    key(Geneve, "local", "string (IPv4 or IPv6)", Live, "The local address: one the host kernel has on the uplink's interface (or on device). Required."),
     key(Geneve, "uplink", "string", Live, "The AF_XDP uplink it sends and receives through. Required."),
+    key(Geneve, "device", "string", Live, "A tap port ([[tap]]) that holds local instead of the uplink's interface, untagged beside it (Open vSwitch's layout with the address on br-phy): the uplink stays a switch port, its Geneve to local is decapsulated and all else switched. Default: none."),
     key(Geneve, "remotes", "array of strings (IPs)", Live, "Remote endpoints every VNI floods to, unless [[vni]] gives a VNI its own list."),
     key(Geneve, "port", "integer", Live, "UDP destination port (RFC 8926 §3.3). Default: 6081."),
     key(Geneve, "csum", "boolean", Live, "Outer UDP checksum. Default: off over IPv4, on over IPv6."),

@@ -163,7 +163,7 @@ pub struct AddPortArgs {
     #[arg(long, value_name = "NAME=IFNAME[,vlan=V]")]
     pub tap: Option<String>,
     /// Geneve tunnel endpoint on an uplink port:
-    /// `NAME=LOCAL_IP,uplink=UPLINK[,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]`.
+    /// `NAME=LOCAL_IP,uplink=UPLINK[,device=TAP][,remote=IP+IP...][,port=6081][,csum=on|off][,opt=C:T:HEX]`.
     #[arg(long, value_name = "NAME=LOCAL_IP,uplink=UPLINK[,...]")]
     pub geneve: Option<String>,
 }

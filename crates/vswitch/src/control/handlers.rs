@@ -394,6 +394,7 @@ fn tunnels(sw: &Switch) -> Vec<super::protocol::TunnelRow> {
                     _ => "down",
                 }
                 .into(),
+                device: tep.config.device.clone(),
                 udp_port: tep.config.port,
                 udp_checksum: tep.config.udp_checksum(),
                 options: tep.config.options.clone(),

@@ -1,6 +1,7 @@
 //! The overlay's paths, kept current from the kernel's tables (DESIGN.md §6): for each
 //! local tunnel endpoint and each remote endpoint, the route the kernel would take
-//! (longest prefix, out of the endpoint's uplink; several next hops for ECMP) and each
+//! (longest prefix, out of the endpoint's uplink, or out of the tap that holds its
+//! address; several next hops for ECMP) and each
 //! next hop's MAC from the kernel's neighbour table. No home-made ARP: a missing
 //! neighbour is requested from the kernel (RTM_NEWNEIGH with NTF_USE, as a packet to it
 //! would), and frames meanwhile are dropped and counted (`tunnel_no_neighbour`).
@@ -75,11 +76,7 @@ pub fn refresh(ctl: &Control) -> Vec<(u32, IpAddr)> {
     let mut fresh: FreshPaths = Vec::new();
     for tep in &topo.tunnels.teps {
         let mut m = HashMap::new();
-        let uplink = topo.port(tep.uplink).and_then(|u| match &u.port.kind {
-            crate::ports::PortKind::Afxdp(x) => Some(x.ifindex),
-            _ => None,
-        });
-        if let Some(ifindex) = uplink {
+        if let Some(ifindex) = address_ifindex(&topo, tep) {
             let src_mac = net
                 .links
                 .get(&ifindex)
@@ -123,6 +120,22 @@ pub fn refresh(ctl: &Control) -> Vec<(u32, IpAddr)> {
     unresolved.sort_unstable();
     unresolved.dedup();
     unresolved
+}
+
+/// The interface whose routes and neighbours lead to endpoint `tep`'s remotes, and
+/// whose MAC its frames carry: the tap holding its address (`device`, OVS's `br-phy`
+/// layout: the kernel routes and resolves through it, and the frames leave by the
+/// uplink on the tap's network), else its uplink's.
+fn address_ifindex(topo: &Topology, tep: &crate::model::tunnel::Tep) -> Option<u32> {
+    let port = match &tep.config.device {
+        Some(d) => topo.by_name(d)?,
+        None => topo.port(tep.uplink)?,
+    };
+    match &port.port.kind {
+        crate::ports::PortKind::Afxdp(x) => Some(x.ifindex),
+        crate::ports::PortKind::Tap(t) => Some(t.ifindex),
+        crate::ports::PortKind::Vhost(_) => None,
+    }
 }
 
 /// Whether `fresh` differs from the topology's paths.

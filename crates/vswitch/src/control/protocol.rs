@@ -366,6 +366,10 @@ pub struct TunnelRow {
     pub uplink: String,
     /// `up` or `down`.
     pub link: String,
+    /// The tap that holds the local address, when the uplink's interface does not
+    /// (OVS's `br-phy` layout); the uplink is then a switch port too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// UDP destination port.
     pub udp_port: u16,
     /// Outer UDP checksum computed.

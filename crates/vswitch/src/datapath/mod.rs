@@ -8,6 +8,8 @@
 //! - [`offload`]: software checksum completion and segmentation;
 //! - [`gro`]: software GRO of tunnelled TCP toward guests and taps;
 //! - [`tunnel`]: Geneve decapsulation and encapsulation (the overlay);
+//! - [`shared_tep`]: an uplink that is a switch port and carries a tunnel endpoint
+//!   behind a tap (OVS's `br-phy` layout);
 //! - [`lflow`]: OVN's logical pipeline for the logical switches that run it;
 //! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out);
 //! - [`activation`]: OVN's RARP activation of a port on a migration's destination.
@@ -25,6 +27,7 @@ pub mod packet;
 pub mod pipeline;
 pub mod pmd;
 pub mod querier;
+pub mod shared_tep;
 pub mod snoop;
 #[cfg(test)]
 mod snoop_tests;

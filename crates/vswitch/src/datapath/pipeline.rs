@@ -134,6 +134,9 @@ pub struct Pipeline {
     pub(super) gro: super::gro::Gro,
     /// Frames of OVN provider networks, without their VLAN tags.
     pub(super) untagged: super::localnet::Untagged,
+    /// The tunnelled frames of an uplink shared with a tunnel endpoint
+    /// ([`super::shared_tep`]).
+    pub(super) tunnelled: Vec<Pkt>,
     /// The RARP frames of a port awaiting activation.
     pub(super) rarp: Vec<Pkt>,
     /// Multicast snooping's per-burst state.
@@ -172,6 +175,7 @@ impl Pipeline {
             encap_scratch: Vec::new(),
             gro: Default::default(),
             untagged: Default::default(),
+            tunnelled: Vec::with_capacity(BURST),
             rarp: Vec::new(),
             snoop: Default::default(),
             lflow: Default::default(),
@@ -219,6 +223,16 @@ impl BurstHandler for Run<'_> {
             debug_assert!(false, "port {} polled outside its topology", src.name);
             return;
         };
+        let mut pkts = pkts;
+        if self.topo.tunnels.shares(src.id) {
+            let n = self
+                .pipeline
+                .take_tunnelled(self.topo, src, queue, burst, pkts);
+            pkts = &mut pkts[..n];
+            if pkts.is_empty() {
+                return;
+            }
+        }
         if self.topo.ovn.bridges(src.id) {
             self.pipeline.localnet_rx(self.topo, tp, queue, burst, pkts);
             return;

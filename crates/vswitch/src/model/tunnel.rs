@@ -324,10 +324,25 @@ impl Tunnels {
             .filter(move |(_, t)| t.uplink == port)
     }
 
-    /// Whether port `port` carries a tunnel endpoint.
+    /// Whether port `port` is the underlay only: it carries a tunnel endpoint whose
+    /// address its own interface holds, so every frame vswitchd takes from it is
+    /// tunnelled (its XDP program passes the rest to the kernel), and it is in no
+    /// domain.
     #[inline]
     pub fn is_underlay(&self, port: PortId) -> bool {
-        self.teps.iter().any(|t| t.uplink == port)
+        self.teps
+            .iter()
+            .any(|t| t.uplink == port && t.config.device.is_none())
+    }
+
+    /// Whether port `port` is a switch port that also carries a tunnel endpoint whose
+    /// address a tap holds (`device`, OVS's `br-phy` layout): its frames to the
+    /// endpoint are decapsulated, the others switched.
+    #[inline]
+    pub fn shares(&self, port: PortId) -> bool {
+        self.teps
+            .iter()
+            .any(|t| t.uplink == port && t.config.device.is_some())
     }
 
     /// The remotes domain `d` floods to.

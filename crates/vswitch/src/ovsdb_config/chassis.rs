@@ -4,9 +4,10 @@
 //! - `ovn-remote`: the Southbound database (comma-separated for a cluster);
 //! - `system-id`: the chassis name; `hostname`: its host name (default: the host's);
 //! - `ovn-encap-type`: `geneve` (vswitchd carries no other);
-//! - `ovn-encap-ip`: the tunnel endpoint's address, which must be on an AF_XDP uplink
-//!   of the database (an `afxdp` or `system` interface: the NIC, with the address on
-//!   it, added to a bridge such as `br-phy`);
+//! - `ovn-encap-ip`: the tunnel endpoint's address, on an AF_XDP uplink of the
+//!   database (an `afxdp` or `system` interface: the NIC, with the address on it, added
+//!   to a bridge such as `br-phy`), or on the internal port of the NIC's bridge (OVS's
+//!   userspace layout: the address on `br-phy`, the NIC a port of it);
 //! - `ovn-bridge` (default `br-int`): the bridge whose interfaces'
 //!   `external_ids:iface-id` name logical ports;
 //! - `ovn-bridge-mappings` (`physnet1:br-ex,...`): each provider network reached
@@ -169,33 +170,68 @@ fn parse_mappings(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-/// The tunnel endpoint at `ip` on the running AF_XDP uplink among `ports` whose device
-/// has that address.
+/// The chassis' tunnel endpoint at `ip` ([`tep_named`]).
 ///
 /// # Errors
-/// No uplink has it (yet): the message says what to add.
+/// No port has it (yet): the message says what to add.
 pub fn tep_for(ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
     tep_named(TEP_NAME, ip, ports).map_err(|e| format!("external_ids:ovn-encap-ip={ip}: {e}"))
 }
 
-/// The tunnel endpoint `name` at `ip` on the running AF_XDP uplink among `ports` whose
-/// device has that address.
+/// The tunnel endpoint `name` at `ip`: on the running AF_XDP uplink among `ports` whose
+/// device has that address, else behind the internal port that has it, on the one
+/// AF_XDP uplink of that port's bridge (OVS's userspace layout: the NIC a port of
+/// `br-phy`, the address on `br-phy`'s own port).
 ///
 /// # Errors
-/// No uplink has it (yet): the message says what to add.
+/// No port has the address (yet), or its bridge has no uplink or several: the message
+/// says what to add.
 pub fn tep_named(name: &str, ip: IpAddr, ports: &[PortConfig]) -> Result<GeneveConfig, String> {
-    let uplink = ports
+    let has = |p: &&PortConfig| crate::config::geneve::iface_has_addr(&p.iface, ip);
+    let spec = if let Some(uplink) = ports.iter().filter(|p| p.kind == PortType::Afxdp).find(has) {
+        format!("{name}={ip},uplink={}", uplink.name)
+    } else if let Some(tap) = ports
         .iter()
-        .filter(|p| p.kind == PortType::Afxdp)
-        .find(|p| crate::config::geneve::iface_has_addr(&p.iface, ip))
-        .ok_or_else(|| {
-            format!(
-                "no AF_XDP uplink has the address {ip}; add the NIC that has it to a bridge \
-                 (ovs-vsctl add-port br-phy NIC)"
-            )
-        })?;
-    crate::config::parse_geneve_spec(&format!("{name}={ip},uplink={}", uplink.name))
-        .map_err(|e| e.to_string())
+        .filter(|p| p.kind == PortType::Tap && p.bridge.is_some())
+        .find(has)
+    {
+        let uplink = bridge_uplink(tap, ports)?;
+        format!("{name}={ip},uplink={uplink},device={}", tap.name)
+    } else {
+        return Err(format!(
+            "no AF_XDP uplink or internal port has the address {ip}; add the NIC that has \
+             it to a bridge (ovs-vsctl add-port br-phy NIC), or put it on the internal port \
+             of the NIC's bridge (ip addr add {ip}/PREFIX dev br-phy)"
+        ));
+    };
+    crate::config::parse_geneve_spec(&spec).map_err(|e| e.to_string())
+}
+
+/// The one AF_XDP uplink on internal port `tap`'s bridge, untagged as the tap.
+///
+/// # Errors
+/// None, or several.
+fn bridge_uplink<'a>(tap: &PortConfig, ports: &'a [PortConfig]) -> Result<&'a str, String> {
+    let uplinks: Vec<&str> = ports
+        .iter()
+        .filter(|p| p.kind == PortType::Afxdp && p.bridge == tap.bridge && p.vlan.is_none())
+        .map(|p| p.name.as_str())
+        .collect();
+    match uplinks.as_slice() {
+        [one] => Ok(one),
+        [] => Err(format!(
+            "the internal port {} has it, but its bridge has no untagged AF_XDP uplink \
+             (yet); add the NIC to that bridge",
+            tap.name
+        )),
+        more => Err(format!(
+            "the internal port {} has it, but its bridge has {} AF_XDP uplinks ({}); \
+             vswitchd sends tunnels through one",
+            tap.name,
+            more.len(),
+            more.join(", ")
+        )),
+    }
 }
 
 /// Makes the switch chassis `ids` (provider networks `mappings`) and starts the
@@ -277,6 +313,38 @@ mod tests {
             .mappings(uplinks(2))
             .unwrap_err()
             .contains("has 2 uplinks"));
+    }
+
+    /// The loopback interface has 127.0.0.1: an internal port on it holds the address.
+    #[test]
+    fn an_address_on_an_internal_port_puts_the_endpoint_behind_it_on_its_bridges_nic() {
+        let on = |kind, name: &str, iface: &str, bridge| PortConfig {
+            bridge: Some(bridge),
+            ..PortConfig::new(kind, name, iface)
+        };
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let mut ports = vec![
+            on(PortType::Tap, "br-phy", "lo", 1),
+            on(PortType::Afxdp, "eth1", "vsnonexistent1", 1),
+            on(PortType::Afxdp, "eth2", "vsnonexistent2", 2),
+        ];
+        let g = tep_named("t", ip, &ports).unwrap();
+        assert_eq!(
+            (g.uplink.as_str(), g.device.as_deref()),
+            ("eth1", Some("br-phy"))
+        );
+        ports[1].bridge = Some(2);
+        let e = tep_named("t", ip, &ports).unwrap_err();
+        assert!(e.contains("no untagged AF_XDP uplink"), "{e}");
+        ports.push(on(PortType::Afxdp, "eth3", "vsnonexistent3", 1));
+        ports.push(on(PortType::Afxdp, "eth4", "vsnonexistent4", 1));
+        let e = tep_named("t", ip, &ports).unwrap_err();
+        assert!(e.contains("2 AF_XDP uplinks (eth3, eth4)"), "{e}");
+        let e = tep_named("t", "192.0.2.254".parse().unwrap(), &ports).unwrap_err();
+        assert!(
+            e.contains("ip addr add 192.0.2.254/PREFIX dev br-phy"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -146,8 +146,8 @@ impl Topology {
     }
 
     /// Rebuilds the domain member lists from the ports (after any edit of ports or
-    /// domains); `ndomains` is the registry's size. An uplink that carries a tunnel
-    /// endpoint is the underlay, in no domain.
+    /// domains); `ndomains` is the registry's size. An uplink that is the underlay
+    /// only (a tunnel endpoint's address on its own interface) is in no domain.
     pub fn rebuild_domains(&mut self, ndomains: usize) {
         let mut d: Vec<Vec<PortId>> = vec![Vec::new(); ndomains];
         for p in self.iter() {

@@ -89,7 +89,8 @@ pub struct TepFilter {
 impl TepFilter {
     /// The XDP filter of uplink port `uplink`: the addresses and ports of the tunnel
     /// endpoints on it, and its VLAN frames when it is `bridged` (carries OVN provider
-    /// networks); None when it carries no endpoint.
+    /// networks); None when it carries no endpoint of its own (none, or only endpoints
+    /// behind a tap): every frame goes to vswitchd.
     pub fn of(
         teps: &[crate::config::GeneveConfig],
         uplink: &str,
@@ -100,7 +101,12 @@ impl TepFilter {
             ..Default::default()
         };
         let mut any = false;
-        for g in teps.iter().filter(|g| g.uplink == uplink) {
+        // An endpoint behind a tap (`device`) leaves the uplink a switch port: every
+        // frame comes to vswitchd.
+        for g in teps
+            .iter()
+            .filter(|g| g.uplink == uplink && g.device.is_none())
+        {
             any = true;
             match g.local {
                 std::net::IpAddr::V4(a) => f.v4 = Some((a.octets(), g.port)),
