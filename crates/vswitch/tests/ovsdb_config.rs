@@ -1021,6 +1021,83 @@ fn ovn_chassis_by_the_guide(layout: EncapIp) {
         // The underlay's other traffic still crosses br-phy both ways.
         assert!(ping_ok(&f.ns[0], &f.addr(1), 10), "br-phy -> hv1's address");
     }
+    settings_change_while_running(&f, &c, &db, &hv0, layout);
+}
+
+/// The chassis follows its `external_ids` while it runs, as ovn-controller does: the
+/// CMS options and host name change in place (the Chassis row shows them, lsp0 stays
+/// bound), a new `system-id` and `ovn-encap-ip` re-register it (the old row gone, lsp0
+/// bound to the new chassis, OVS's chassis tunnels to the new address).
+fn settings_change_while_running(
+    f: &Fabric,
+    c: &OvnCentral,
+    db: &OvsDb,
+    hv0: &Vswitchd,
+    layout: EncapIp,
+) {
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        "external_ids:hostname=renamed-hv0",
+        "external_ids:ovn-cms-options=enable-chassis-as-gw,availability-zones=az1",
+    ]);
+    wait_for(
+        Duration::from_secs(20),
+        "hv0's new settings in its row",
+        || {
+            let other = c.sb_get("Chassis", "name", "hv0", "other_config");
+            let host = c.sb_get("Chassis", "name", "hv0", "hostname");
+            (host == "renamed-hv0" && other.contains("availability-zones=az1")).then_some(())
+        },
+    );
+    assert!(
+        ping_ok(&f.ns[1], "192.0.2.1", 10),
+        "hv1 -> hv0 after an in-place change"
+    );
+
+    let holder = match layout {
+        EncapIp::OnTheNic => f.link[0].as_str(),
+        EncapIp::OnBrPhy => "br-phy",
+    };
+    f.exec(
+        &f.ns[0],
+        &["ip", "addr", "add", "198.51.100.11/24", "dev", holder],
+    );
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        "external_ids:system-id=hv9",
+        "external_ids:ovn-encap-ip=198.51.100.11",
+    ]);
+    c.wait_chassis("hv9");
+    c.nbctl(&["--timeout=60", "--wait=hv", "sync"]);
+    wait_for(Duration::from_secs(30), "lsp0 bound to hv9", || {
+        (common::chassis::binding_chassis(c, "lsp0", "chassis") == "hv9").then_some(())
+    });
+    assert_eq!(
+        c.sb_get("Encap", "chassis_name", "hv9", "ip"),
+        "198.51.100.11"
+    );
+    assert_eq!(
+        c.sb_get("Chassis", "name", "hv0", "_uuid"),
+        "",
+        "hv0's row removed"
+    );
+    assert!(
+        ping_ok(&f.ns[0], "192.0.2.2", 20),
+        "hv9 -> hv1 after re-registering: {}",
+        hv0.show()
+    );
+    assert!(ping_ok(&f.ns[1], "192.0.2.1", 10), "hv1 -> hv9");
+    let tunnels = common::fabric::tunnels(hv0);
+    assert!(
+        tunnels
+            .iter()
+            .any(|t| t.local == "198.51.100.11" && t.tx_packets > 0),
+        "{tunnels:?}"
+    );
 }
 
 /// A provider network from `external_ids:ovn-bridge-mappings=physnet1:br-ex`, br-ex
@@ -1130,6 +1207,35 @@ fn an_ovn_provider_network_through_a_mapped_bridge() {
     tap_up(&f, 0, "vm0", MAC0, "192.0.2.1/24");
     assert!(ping_ok(&phys.0, "192.0.2.1", 20), "physical network -> VM");
     assert!(ping_ok(&f.ns[0], "192.0.2.3", 10), "VM -> physical network");
+
+    // The mapping removed and added back while the chassis runs: the network is cut
+    // off, then bridged again, without a restart.
+    db.vsctl(&[
+        "remove",
+        "open_vswitch",
+        ".",
+        "external_ids",
+        "ovn-bridge-mappings",
+    ]);
+    wait_for(Duration::from_secs(20), "hv0 without mappings", || {
+        let m = c.sbctl(&["get", "chassis", "hv0", "other_config:ovn-bridge-mappings"]);
+        (m.trim().trim_matches('"').is_empty()).then_some(())
+    });
+    wait_for(
+        Duration::from_secs(10),
+        "the physical network cut off",
+        || (!ping_ok(&phys.0, "192.0.2.1", 1)).then_some(()),
+    );
+    db.vsctl(&[
+        "set",
+        "open_vswitch",
+        ".",
+        "external_ids:ovn-bridge-mappings=physnet1:br-ex",
+    ]);
+    assert!(
+        ping_ok(&phys.0, "192.0.2.1", 20),
+        "physical network -> VM, mapped again"
+    );
 }
 
 /// libvirt's `<interface type='bridge'><source bridge='B'/><virtualport

@@ -9,11 +9,13 @@
 //! - [`server`]: the control socket;
 //! - [`handlers`]: answers to queries and ACL edits;
 //! - [`ops`]: ports added and deleted, reloads, rebalances;
+//! - [`chassis`]: the OVN chassis' settings made and changed at run time;
 //! - [`metrics`]: Prometheus and the health check, through hyper;
 //! - [`netlink`]: links, addresses, routes and neighbours from the kernel;
 //! - [`overlay`]: the tunnels' paths (next hops, neighbours) from those tables;
 //! - [`notify`]: systemd readiness.
 
+pub mod chassis;
 pub mod cli;
 pub mod handlers;
 pub mod housekeeping;

@@ -52,6 +52,9 @@ pub struct Control {
     pub ovn_stop: tokio::sync::Notify,
     /// The OVN chassis has stopped.
     pub ovn_stopped: tokio::sync::Notify,
+    /// New settings for the running OVN chassis, taken by its task when woken
+    /// ([`Control::update_chassis`]).
+    pub ovn_update: Mutex<Option<crate::config::ovn::OvnConfig>>,
     /// The OVN chassis, when vswitchd is one (set once by the daemon).
     pub ovn: std::sync::OnceLock<Arc<dyn OvnChassis>>,
     /// The Open vSwitch database client's state (`--ovsdb`), kept by its task.
@@ -102,6 +105,7 @@ impl Control {
             ovn_wake: tokio::sync::Notify::new(),
             ovn_stop: tokio::sync::Notify::new(),
             ovn_stopped: tokio::sync::Notify::new(),
+            ovn_update: Mutex::new(None),
             ovn: std::sync::OnceLock::new(),
             ovsdb: Mutex::new(None),
         })
@@ -210,40 +214,17 @@ impl Control {
         self.set_tunnels(&old, config).await
     }
 
-    /// Makes the running switch an OVN chassis (the Open vSwitch database's
-    /// `external_ids:ovn-remote`, `--ovsdb`): `ovn` in force and the tunnel endpoint
-    /// `tep` (its `ovn` flag set) on its uplink, checked as at start. The caller starts
-    /// the chassis itself.
-    ///
-    /// # Errors
-    /// The switch is already a chassis, or the endpoint does not fit the host (its
-    /// address not on its uplink, the MTU too small); nothing changed.
-    pub async fn become_chassis(
-        self: &Arc<Self>,
-        ovn: crate::config::ovn::OvnConfig,
-        mut tep: crate::config::GeneveConfig,
-    ) -> Result<(), String> {
-        let _g = self.ops.lock().await;
-        let old = (**self.switch.config()).clone();
-        if old.ovn.is_some() {
-            return Err("vswitchd is already an OVN chassis".into());
-        }
-        tep.ovn = true;
-        let mut config = old.clone();
-        config.ovn = Some(ovn);
-        config.geneve.retain(|g| g.name != tep.name);
-        config.geneve.push(tep);
-        crate::config::geneve::check_host(&config)?;
-        self.set_tunnels(&old, config).await
-    }
-
     /// Puts `config` (with a tunnel endpoint more or less than `old`) in force: checked
     /// as a start would, the uplinks' XDP filters changed, the topology's overlay
     /// rebuilt.
-    async fn set_tunnels(self: &Arc<Self>, old: &Config, config: Config) -> Result<(), String> {
+    pub(super) async fn set_tunnels(
+        self: &Arc<Self>,
+        old: &Config,
+        config: Config,
+    ) -> Result<(), String> {
         check_overlay(&config)?;
         self.switch.set_config(config.clone());
-        self.refilter(&old.geneve, &config);
+        self.refilter(old, &config);
         let (_, generation) = self.switch.publish(|_| Ok::<_, String>(()))?;
         self.adopted(generation).await;
         self.net_changed.notify_one();
@@ -445,7 +426,7 @@ impl Control {
         crate::config::geneve::check_host(&new)
             .map_err(|e| format!("reload: {e}; nothing changed"))?;
         let plan = ReloadPlan::new(&old, &new);
-        let old_teps = old.geneve.clone();
+        let old_config = old.clone();
         // Ports that are only new are opened first: if one fails, nothing changed.
         let opened = self.open_new(&plan.added, &new).await?;
         let mut config = old;
@@ -453,7 +434,7 @@ impl Control {
         // In force before the ports are placed: the topology's overlay is built from it.
         self.switch.set_config(new.clone());
         let changed = self.publish_opened(opened, Some(&new)).await?;
-        self.refilter(&old_teps, &new);
+        self.refilter(&old_config, &new);
         for name in &changed.domain_changed {
             if let Some(p) = self.switch.topo().by_name(name) {
                 self.switch.fdb.flush_port(p.port.id, false);
@@ -551,18 +532,18 @@ impl Control {
         failed
     }
 
-    /// Gives every kept uplink whose tunnel endpoints changed (from `old` to `new`'s)
-    /// its new XDP filter.
-    fn refilter(&self, old: &[crate::config::GeneveConfig], new: &Config) {
+    /// Gives every kept uplink whose XDP filter changed from `old` to `new` (its
+    /// tunnel endpoints, or whether it carries OVN provider networks) its new one.
+    pub(super) fn refilter(&self, old: &Config, new: &Config) {
         use crate::ports::afxdp::xdp::TepFilter;
         for tp in self.switch.topo().iter() {
             let crate::ports::PortKind::Afxdp(x) = &tp.port.kind else {
                 continue;
             };
-            let bridged = new.bridges(&tp.port.name);
+            let name = &tp.port.name;
             let (a, b) = (
-                TepFilter::of(old, &tp.port.name, bridged),
-                TepFilter::of(&new.geneve, &tp.port.name, bridged),
+                TepFilter::of(&old.geneve, name, old.bridges(name)),
+                TepFilter::of(&new.geneve, name, new.bridges(name)),
             );
             if a != b {
                 if let Err(e) = x.set_filter(b.as_ref()) {
@@ -728,7 +709,7 @@ async fn serve_vhost(switch: Arc<Switch>, port: Arc<Port>) {
 
 /// A changed configuration's tunnel endpoints and VNIs, checked as a start checks them
 /// (each named by its name or id), and against the host (addresses, MTUs).
-fn check_overlay(config: &Config) -> Result<(), String> {
+pub(super) fn check_overlay(config: &Config) -> Result<(), String> {
     let teps: Vec<_> = config
         .geneve
         .iter()

@@ -284,6 +284,13 @@ fn none() -> Vec<Condition> {
 /// Starts the chassis on the current runtime; returns its status.
 pub fn spawn(ctl: Arc<Control>, cfg: OvnConfig) -> Arc<Status> {
     let status = Arc::new(Status::default());
+    spawn_with(ctl, cfg, status.clone());
+    status
+}
+
+/// Starts the chassis task for `cfg` reporting into `status` (that of a task stopped
+/// before it, when the chassis is re-registered: `vswitchctl ovn` keeps answering).
+pub fn spawn_with(ctl: Arc<Control>, cfg: OvnConfig, status: Arc<Status>) {
     let encap = ctl
         .switch
         .config()
@@ -300,17 +307,16 @@ pub fn spawn(ctl: Arc<Control>, cfg: OvnConfig) -> Arc<Status> {
     let Some(encap) = encap else {
         // Config validation refuses OVN without an IPv4 endpoint.
         warn!("OVN chassis without an IPv4 Geneve endpoint; not started");
-        return status;
+        return;
     };
-    tokio::spawn(run(ctl, cfg, encap, status.clone()));
-    status
+    tokio::spawn(run(ctl, cfg, encap, status));
 }
 
 /// The chassis task.
-async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: Arc<Status>) {
+async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), status: Arc<Status>) {
     let remotes: Vec<ovsdb::Remote> = cfg.remotes.iter().filter_map(|r| r.parse().ok()).collect();
     let (client, mut events) = Client::start(ClientConfig::new(remotes), monitor_spec());
-    let reg = registration::Registration::new(&cfg, encap);
+    let mut reg = registration::Registration::new(&cfg, encap);
     let mut pass = apply::Pass::default();
     let mut connected = false;
     // A pass that failed (a transaction refused, the connection lost midway) is tried
@@ -403,6 +409,22 @@ async fn run(ctl: Arc<Control>, cfg: OvnConfig, encap: (IpAddr, bool), status: A
                 ctl.ovn_stopped.notify_one();
                 return;
             }
+        }
+        let update = ctl
+            .ovn_update
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(new) = update {
+            info!(
+                bridge_mappings = %new.bridge_mappings_text(),
+                cms_options = %new.cms_options,
+                hostname = %new.hostname,
+                "OVN chassis settings changed in place"
+            );
+            reg = registration::Registration::new(&new, encap);
+            cfg = new;
+            dirty.all = true;
         }
         if !connected {
             continue;

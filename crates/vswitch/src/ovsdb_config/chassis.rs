@@ -13,8 +13,8 @@
 //! - `ovn-bridge-mappings` (`physnet1:br-ex,...`): each provider network reached
 //!   through the AF_XDP uplink of its bridge (a bridge holds one uplink).
 //!
-//! The chassis starts once these are complete and the uplinks run; a later change to
-//! them needs a vswitchd restart (logged).
+//! The chassis starts once these are complete and the uplinks run; later changes
+//! apply while it runs ([`change`]).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -235,8 +235,8 @@ fn bridge_uplink<'a>(tap: &PortConfig, ports: &'a [PortConfig]) -> Result<&'a st
 }
 
 /// Makes the switch chassis `ids` (provider networks `mappings`) and starts the
-/// chassis task (and the thread serving
-/// the logical pipeline's controller actions).
+/// chassis task (and the thread serving the logical pipeline's controller actions).
+/// Returns the chassis' status, for [`change`].
 ///
 /// # Errors
 /// No uplink has the encap address, or the endpoint does not fit the host.
@@ -244,7 +244,7 @@ pub async fn start(
     ctl: &Arc<Control>,
     ids: &OvnIds,
     mappings: Vec<BridgeMapping>,
-) -> Result<(), String> {
+) -> Result<Arc<crate::ovn::Status>, String> {
     let tep = tep_for(ids.encap_ip, &ctl.switch.config().ports)?;
     let cfg = ids.config(mappings);
     ctl.become_chassis(cfg.clone(), tep).await?;
@@ -253,9 +253,39 @@ pub async fn start(
         .name("slowpath".into())
         .spawn(move || crate::datapath::lflow::slow::run(sw))
         .map_err(|e| format!("cannot start thread slowpath: {e}"))?;
-    let status: Arc<dyn crate::control::ops::OvnChassis> = crate::ovn::spawn(ctl.clone(), cfg);
-    let _ = ctl.ovn.set(status);
+    let status = crate::ovn::spawn(ctl.clone(), cfg);
+    let _ = ctl.ovn.set(status.clone());
     tracing::info!(chassis = %ids.chassis, encap_ip = %ids.encap_ip, "OVN chassis from the Open vSwitch database");
+    Ok(status)
+}
+
+/// Puts the running chassis' new settings `to` (from `from`; provider networks
+/// `mappings`) in force, as ovn-controller follows its `external_ids`: a new
+/// `ovn-remote`, `system-id` or `ovn-encap-ip` re-registers the chassis (its rows
+/// removed, the endpoint moved, the task started again into `status`); provider
+/// networks, CMS options and the host name change in place; `ovn-bridge` needs nothing
+/// here (the ports' bindings follow it).
+///
+/// # Errors
+/// No port has the new encap address, or the endpoint does not fit the host: the
+/// chassis is then stopped, and the caller tries again.
+pub async fn change(
+    ctl: &Arc<Control>,
+    (from, to): (&OvnIds, &OvnIds),
+    mappings: Vec<BridgeMapping>,
+    status: &Arc<crate::ovn::Status>,
+) -> Result<(), String> {
+    let cfg = to.config(mappings);
+    let again =
+        (&from.remotes, &from.chassis, from.encap_ip) != (&to.remotes, &to.chassis, to.encap_ip);
+    if !again {
+        ctl.update_chassis(cfg).await;
+        return Ok(());
+    }
+    let tep = tep_for(to.encap_ip, &ctl.switch.config().ports)?;
+    ctl.rechassis(cfg.clone(), tep).await?;
+    crate::ovn::spawn_with(ctl.clone(), cfg, status.clone());
+    tracing::info!(chassis = %to.chassis, encap_ip = %to.encap_ip, "OVN chassis registered again with new settings");
     Ok(())
 }
 

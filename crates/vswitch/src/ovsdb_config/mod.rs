@@ -124,8 +124,14 @@ enum Chassis {
     None,
     /// Asked for, not started: why (logged once per reason; tried again every tick).
     Waiting(String),
-    /// Started with these settings; `warned`: a later change was logged.
-    Running { ids: chassis::OvnIds, warned: bool },
+    /// Running with settings `ids`, reporting into `status`; `pending`: why the
+    /// database's newer settings are not in force yet (logged once per reason; tried
+    /// again every tick).
+    Running {
+        ids: chassis::OvnIds,
+        status: Arc<crate::ovn::Status>,
+        pending: Option<String>,
+    },
 }
 
 /// The client task.
@@ -189,7 +195,14 @@ impl Session {
     /// Between passes: the chassis tried again while it waits (its encap address may
     /// have appeared on an uplink), interface state written where it changed.
     async fn tick(&mut self) {
-        if matches!(self.chassis, Chassis::Waiting(_)) {
+        if matches!(
+            self.chassis,
+            Chassis::Waiting(_)
+                | Chassis::Running {
+                    pending: Some(_),
+                    ..
+                }
+        ) {
             let ids = self
                 .client
                 .replica()
@@ -263,27 +276,27 @@ impl Session {
         self.write_back_db(&db, Some(next_cfg)).await
     }
 
-    /// Starts the OVN chassis `ids` asks for, once; logs why it cannot (once per
-    /// reason), and that a change after the start needs a restart (once).
+    /// Starts the OVN chassis `ids` asks for, or puts its changed settings in force;
+    /// logs why it cannot (once per reason; tried again every tick). Without
+    /// `ovn-remote` (`ids` None) a running chassis keeps running on its last settings.
     async fn chassis_from(&mut self, ids: Option<Result<chassis::OvnIds, String>>) {
         let Some(ids) = ids else { return };
-        if let Chassis::Running {
-            ids: running,
-            warned,
-        } = &mut self.chassis
-        {
-            if !*warned && ids.as_ref() != Ok(running) {
-                warn!("Open_vSwitch external_ids OVN settings changed; restart vswitchd to apply them");
-                *warned = true;
-            }
+        if let Chassis::Running { .. } = self.chassis {
+            self.chassis_change(ids).await;
             return;
         }
         let result = match ids.and_then(|i| Ok((i.mappings(|b| self.uplinks_of(b))?, i))) {
-            Ok((mappings, i)) => chassis::start(&self.ctl, &i, mappings).await.map(|()| i),
+            Ok((mappings, i)) => chassis::start(&self.ctl, &i, mappings)
+                .await
+                .map(|status| (i, status)),
             Err(e) => Err(e),
         };
         self.chassis = match result {
-            Ok(ids) => Chassis::Running { ids, warned: false },
+            Ok((ids, status)) => Chassis::Running {
+                ids,
+                status,
+                pending: None,
+            },
             Err(e) => {
                 if !matches!(&self.chassis, Chassis::Waiting(last) if *last == e) {
                     warn!(error = %e, "not an OVN chassis yet");
@@ -291,6 +304,43 @@ impl Session {
                 Chassis::Waiting(e)
             }
         };
+    }
+
+    /// Puts the running chassis' changed settings `new` in force (nothing when they
+    /// are those in force).
+    async fn chassis_change(&mut self, new: Result<chassis::OvnIds, String>) {
+        let Chassis::Running { ids, status, .. } = &self.chassis else {
+            return;
+        };
+        let result = if new.as_ref() == Ok(ids) {
+            Ok(None)
+        } else {
+            let (running, status) = (ids.clone(), status.clone());
+            match new.and_then(|n| Ok((n.mappings(|b| self.uplinks_of(b))?, n))) {
+                Ok((m, new)) => chassis::change(&self.ctl, (&running, &new), m, &status)
+                    .await
+                    .map(|()| Some(new)),
+                Err(e) => Err(e),
+            }
+        };
+        let Chassis::Running { ids, pending, .. } = &mut self.chassis else {
+            return;
+        };
+        match result {
+            Ok(applied) => {
+                if let Some(new) = applied {
+                    info!(chassis = %new.chassis, "Open_vSwitch external_ids OVN settings applied");
+                    *ids = new;
+                }
+                *pending = None;
+            }
+            Err(e) => {
+                if pending.as_ref() != Some(&e) {
+                    warn!(error = %e, "Open_vSwitch external_ids OVN settings changed but not applied; the chassis runs on the last ones");
+                }
+                *pending = Some(e);
+            }
+        }
     }
 
     /// Puts the geneve interfaces' endpoints and flood lists in force (once their
