@@ -15,7 +15,7 @@
 mod common;
 
 use common::chassis::*;
-use common::fabric::{tunnels, Capture, Fabric};
+use common::fabric::{tunnels, vlan_interface, Capture, Fabric};
 use common::ovn::OvnCentral;
 use common::ovs::Ovs;
 use common::*;
@@ -25,51 +25,6 @@ const TCP_MB: usize = 16;
 
 /// The host's VLAN interface.
 const HOST_IF: &str = "vlan100";
-
-/// A VLAN interface `name` for VLAN `vid` on `link` in namespace `ns`, as the kernel's
-/// 802.1Q driver makes one (`ip link add link LINK type vlan`), which this test
-/// machine's kernel lacks (no CONFIG_VLAN_8021Q): a tap whose frames a script tags onto
-/// `link` (a packet socket), and whose receive gets `link`'s frames of the VLAN
-/// untagged (the tag read from the frame, or from the packet's metadata where the
-/// kernel moved it). Runs until dropped.
-fn vlan_interface(ns: &str, link: &str, name: &str, vid: u16) -> KillOnDrop {
-    let script = format!(
-        "import fcntl,os,socket,struct,select\n\
-         tap=os.open('/dev/net/tun',os.O_RDWR)\n\
-         fcntl.ioctl(tap,0x400454ca,struct.pack('16sH',b'{name}',0x0002|0x1000))\n\
-         s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(3))\n\
-         s.bind(('{link}',0)); s.setsockopt(263,8,1)\n\
-         tag=struct.pack('!HH',0x8100,{vid})\n\
-         print('ready',flush=True)\n\
-         while True:\n\
-         \x20r,_,_=select.select([tap,s],[],[])\n\
-         \x20if tap in r:\n\
-         \x20\x20f=os.read(tap,65536); s.send(f[:12]+tag+f[12:])\n\
-         \x20if s in r:\n\
-         \x20\x20f,anc,_,addr=s.recvmsg(65536,socket.CMSG_SPACE(20))\n\
-         \x20\x20if addr[2]==4: continue\n\
-         \x20\x20v=None\n\
-         \x20\x20for l,t,d in anc:\n\
-         \x20\x20\x20st,_,_,_,_,tci,_=struct.unpack('IIIHHHH',d[:20])\n\
-         \x20\x20\x20if l==263 and t==8 and st&0x10: v=tci&0xfff\n\
-         \x20\x20if v is None and f[12:14]==b'\\x81\\x00': v=struct.unpack('!H',f[14:16])[0]&0xfff; f=f[:12]+f[16:]\n\
-         \x20\x20if v=={vid}: os.write(tap,f)\n"
-    );
-    let mut child = std::process::Command::new("ip")
-        .args(["netns", "exec", ns, "python3", "-c", &script])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-    assert_eq!(
-        line.trim(),
-        "ready",
-        "the VLAN interface script did not start"
-    );
-    KillOnDrop(child)
-}
 
 /// Turns off VLAN tag offload on `dev` in namespace `ns`: tags stay in the frames'
 /// bytes, where a generic-mode XDP program (and a capture) sees them, rather than in

@@ -385,6 +385,97 @@ fn bridges_and_tags_isolate() {
     db.vsctl(&["del-br", "ovbr3"]);
 }
 
+/// Trunks as Open vSwitch has them: an internal port without `tag` carries every VLAN
+/// of its bridge, tagged (the kernel's VLAN devices on it reach the access ports of
+/// VLANs 10 and 20); `trunks=10` leaves VLAN 20 out (dropped as `vlan_tagged`);
+/// `vlan_mode=native-untagged` with `tag=10` takes the untagged device into VLAN 10.
+#[test]
+fn trunks_and_native_vlans_carry_the_access_ports_vlans() {
+    let _g = serial();
+    let dir = TempDir::new("ovsdb-trunks");
+    let db = OvsDb::start(&dir);
+    let sw = db.vswitchd(&dir);
+    bridge_with_internal_ports(&db, "ovbr4", &["ovt1", "ovv10", "ovv20"]);
+    db.vsctl(&["set", "port", "ovv10", "tag=10"]);
+    db.vsctl(&["set", "port", "ovv20", "tag=20"]);
+    let ns: Vec<Netns> = ["t1", "t10", "t20"].iter().map(|t| Netns::new(t)).collect();
+    ns[1].take("ovv10", "198.51.100.11");
+    ns[2].take("ovv20", "198.51.100.21");
+    // The trunk's namespace: a VLAN interface per VLAN (emulated: the kernel here has
+    // no 802.1Q driver), each its own subnet.
+    let t = &ns[0].0;
+    run(&["ip", "link", "set", "ovt1", "netns", t]);
+    run(&["ip", "-n", t, "link", "set", "ovt1", "up"]);
+    let mut vlan_ifs = Vec::new();
+    for (vid, addr) in [(10, "198.51.100.10/24"), (20, "192.0.2.20/24")] {
+        let dev = format!("ovt1v{vid}");
+        vlan_ifs.push(common::fabric::vlan_interface(t, "ovt1", &dev, vid));
+        run(&["ip", "-n", t, "addr", "add", addr, "dev", &dev]);
+        run(&["ip", "-n", t, "link", "set", &dev, "up"]);
+    }
+    // VLAN 20's access port in its own subnet too.
+    run(&["ip", "-n", &ns[2].0, "addr", "flush", "dev", "ovv20"]);
+    run(&[
+        "ip",
+        "-n",
+        &ns[2].0,
+        "addr",
+        "add",
+        "192.0.2.21/24",
+        "dev",
+        "ovv20",
+    ]);
+    assert!(
+        ping_ok(t, "198.51.100.11", 10),
+        "trunk (VLAN 10) -> access 10"
+    );
+    assert!(ping_ok(t, "192.0.2.21", 10), "trunk (VLAN 20) -> access 20");
+    assert!(
+        sw.show_port("ovt1")["domain"]
+            .as_str()
+            .is_some_and(|d| d.contains("trunk of every vlan")),
+        "{}",
+        sw.show_port("ovt1")
+    );
+
+    // trunks=10: VLAN 20 no longer crosses the port.
+    db.vsctl(&["set", "port", "ovt1", "trunks=10"]);
+    assert!(ping_ok(t, "198.51.100.11", 10), "trunks=10: VLAN 10");
+    let before = common::chassis::drops(&sw, "ovt1", "vlan_tagged");
+    assert!(
+        !ping_ok(t, "192.0.2.21", 3),
+        "VLAN 20 crossed a trunks=10 port"
+    );
+    assert!(common::chassis::drops(&sw, "ovt1", "vlan_tagged") > before);
+
+    // native-untagged on VLAN 10: the untagged device is in VLAN 10.
+    drop(vlan_ifs.remove(0));
+    run(&[
+        "ip",
+        "-n",
+        t,
+        "addr",
+        "add",
+        "198.51.100.10/24",
+        "dev",
+        "ovt1",
+    ]);
+    db.vsctl(&[
+        "set",
+        "port",
+        "ovt1",
+        "tag=10",
+        "vlan_mode=native-untagged",
+        "trunks=20",
+    ]);
+    assert!(ping_ok(t, "198.51.100.11", 10), "native-untagged VLAN 10");
+    assert!(
+        ping_ok(t, "192.0.2.21", 10),
+        "VLAN 20, tagged, beside the native VLAN"
+    );
+    db.vsctl(&["del-br", "ovbr4"]);
+}
+
 /// A row vswitchd cannot apply gets `error` and `ofport` -1 (ovs-vsctl reports it),
 /// the other rows still apply, and fixing the row clears the error; a bridge of the
 /// kernel datapath is refused on its interfaces.

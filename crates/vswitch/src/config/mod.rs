@@ -26,8 +26,8 @@ pub use args::{Args, OnOff};
 pub use file::{read_file, FileConfig, StaticFdbEntry};
 pub use geneve::{parse_geneve_spec, GeneveConfig, VniConfig};
 pub use port::{
-    parse_port, validate_ports, PortConfig, PortFlag, DEFAULT_GROUP_SOCKET_MODE, MAX_UPLINK_QUEUES,
-    MAX_VNI,
+    parse_port, validate_ports, Native, PortConfig, PortFlag, TrunkConfig,
+    DEFAULT_GROUP_SOCKET_MODE, MAX_UPLINK_QUEUES, MAX_VNI,
 };
 
 /// Default control socket path, shared by `vswitchd --control` and `vswitchctl --socket`.

@@ -124,6 +124,38 @@ pub struct PortConfig {
     /// Open vSwitch would forward nothing for without flows.
     #[serde(default)]
     pub unbound: bool,
+    /// A database port that carries VLANs tagged (Open vSwitch `Port` `trunks` and
+    /// `vlan_mode`); `vlan` is then its native VLAN, if any. `None`: an access port
+    /// (`vlan`), or untagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trunk: Option<TrunkConfig>,
+}
+
+/// The VLANs a trunk port carries (vswitchd.conf.db(5), `Port` "VLAN Configuration").
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TrunkConfig {
+    /// The VLANs (0..=4095) carried tagged; empty: every VLAN of the bridge. A frame
+    /// without a tag is in VLAN 0 (or the native VLAN).
+    pub vlans: Vec<u16>,
+    /// The native VLAN's mode, the port's `vlan` being that VLAN: its frames arrive
+    /// untagged and leave tagged (`native-tagged`) or untagged (`native-untagged`).
+    pub native: Option<Native>,
+}
+
+/// How a trunk port's native VLAN leaves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Native {
+    /// Tagged (`vlan_mode=native-tagged`).
+    Tagged,
+    /// Untagged (`vlan_mode=native-untagged`).
+    Untagged,
+}
+
+impl TrunkConfig {
+    /// Whether the port carries VLAN `v` tagged (its list, or every VLAN).
+    pub fn carries(&self, v: u16) -> bool {
+        self.vlans.is_empty() || self.vlans.contains(&v)
+    }
 }
 
 impl PortConfig {
@@ -157,6 +189,7 @@ impl PortConfig {
             iface_id: None,
             bridge: None,
             unbound: false,
+            trunk: None,
         }
     }
 

@@ -463,10 +463,30 @@ pub fn show(sw: &Switch) -> ShowReply {
                 let ovn = topo.ovn.port_status.get(&p.name).map(String::as_str);
                 let mut s = p.show(&tp.config, tp.domain_key, pmds, ovn);
                 s.domain = sw.domains.describe(tp.domain_key);
+                if let (Some(t), Some(_)) = (&tp.config.trunk, &tp.trunk) {
+                    s.domain.push_str(&trunk_text(t));
+                }
                 s
             })
             .collect(),
     }
+}
+
+/// How `show` describes a trunk after its own domain: `, trunk of vlans 10,20`
+/// (or `of every vlan`), and its native VLAN's mode.
+fn trunk_text(t: &crate::config::TrunkConfig) -> String {
+    let vlans = if t.vlans.is_empty() {
+        "every vlan".to_string()
+    } else {
+        let v: Vec<String> = t.vlans.iter().map(u16::to_string).collect();
+        format!("vlans {}", v.join(","))
+    };
+    let native = match t.native {
+        Some(crate::config::Native::Tagged) => " (native-tagged)",
+        Some(crate::config::Native::Untagged) => " (native-untagged)",
+        None => "",
+    };
+    format!(", trunk of {vlans}{native}")
 }
 
 /// `vswitchctl conntrack`: the table, each zone handed out with its owner, counters.

@@ -820,10 +820,11 @@ impl ReloadPlan {
 }
 
 /// Whether two configurations of a port differ at most in what changes in place: its
-/// VLAN (and database bridge), its port security and its MAC limit.
+/// VLAN or trunk (and database bridge), its port security and its MAC limit.
 fn same_but_domain(a: &PortConfig, b: &PortConfig) -> bool {
     PortConfig {
         vlan: b.vlan,
+        trunk: b.trunk.clone(),
         bridge: b.bridge,
         unbound: b.unbound,
         mac: b.mac,
@@ -863,7 +864,7 @@ fn apply_in_place(sw: &Switch, t: &mut Topology, new: &Config, pmds: usize) -> I
             }
             continue;
         }
-        if placed.domain != tp.domain {
+        if placed.domain != tp.domain || placed.config.trunk != tp.config.trunk {
             out.domain_changed.push(cfg.name.clone());
             tp.domain = placed.domain;
             tp.domain_key = placed.domain_key;

@@ -345,7 +345,7 @@ impl Pipeline {
                     continue;
                 }
             };
-            let Some(dst) = topo.port(port).map(|tp| &tp.port) else {
+            let Some(dst_tp) = topo.port(port) else {
                 // The FDB still held a deleted port's MAC for a moment.
                 let n = self.groups.groups[g].n as u64;
                 src.port
@@ -353,7 +353,8 @@ impl Pipeline {
                     .drop(DropReason::NoDestination, n);
                 continue;
             };
-            let vid = vlan.unwrap_or_else(|| provider_vlan(src, dst.id));
+            let dst = &dst_tp.port;
+            let vid = vlan.unwrap_or_else(|| egress_vlan(src, dst_tp));
             self.prepare(g, src, (dst, vid), burst, pkts);
             let mut parts: [&[u8]; BURST] = [&[]; BURST];
             for (p, &(i, s, n)) in parts.iter_mut().zip(&self.gro.parts) {
@@ -484,14 +485,19 @@ impl Pipeline {
 }
 
 /// The VLAN a frame from `src` must carry out of port `dst` (0: none): the tag of the
-/// provider network when `dst` is the uplink of the source's OVN logical switch.
+/// provider network when `dst` is the uplink of the source's OVN logical switch, the
+/// tag of the source's domain when `dst` is a trunk.
 #[inline]
-fn provider_vlan(src: &Source<'_>, dst: PortId) -> u16 {
+fn egress_vlan(src: &Source<'_>, dst: &crate::switch::topology::TopoPort) -> u16 {
     match src.mode {
-        super::pipeline::Mode::Ovn(o) => {
-            o.localnet.filter(|l| l.uplink == dst).map_or(0, |l| l.tag)
-        }
-        _ => 0,
+        super::pipeline::Mode::Ovn(o) => o
+            .localnet
+            .filter(|l| l.uplink == dst.port.id)
+            .map_or(0, |l| l.tag),
+        _ => dst
+            .trunk
+            .as_ref()
+            .map_or(0, |t| t.egress_tag(src.domain_key)),
     }
 }
 

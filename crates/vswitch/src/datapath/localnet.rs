@@ -18,6 +18,7 @@ use super::packet::{FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::domain::{DomainId, DomainKey};
 use crate::model::fdb::Dest;
+use crate::model::trunk::Ingress;
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::{TopoPort, Topology};
 
@@ -29,13 +30,13 @@ pub const TPID_8021Q: [u8; 2] = [0x81, 0x00];
 #[derive(Debug, Default)]
 pub struct Untagged {
     /// The frames' bytes, one after another.
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     /// Each frame, in `buf` ([`IN_LINEAR`]).
-    pkts: Vec<Pkt>,
+    pub(super) pkts: Vec<Pkt>,
     /// Each frame's domain.
-    domains: Vec<DomainId>,
-    /// The uplink's other frames.
-    rest: Vec<Pkt>,
+    pub(super) domains: Vec<DomainId>,
+    /// The port's other frames.
+    pub(super) rest: Vec<Pkt>,
 }
 
 /// The VLAN of a frame whose first bytes are `hdr`: (VLAN id, tagged).
@@ -49,25 +50,35 @@ fn vlan_of(hdr: &[u8]) -> (u16, bool) {
 }
 
 impl Untagged {
-    /// Sorts `pkts` of `burst` from uplink `uplink`: provider network frames are copied
-    /// here without their tag, the rest kept in `rest`.
-    fn sort<'m, B: RxBurst<'m>>(&mut self, topo: &Topology, uplink: u16, burst: &B, pkts: &[Pkt]) {
-        let underlay = topo.tunnels.is_underlay(uplink);
+    /// Sorts `pkts` of `burst` by what `ingress` says of each frame's VLAN (None:
+    /// untagged): frames to switch in another domain are copied here without their
+    /// tag, those to switch as they are kept in `rest`, refused ones dropped. Returns
+    /// how many were refused.
+    pub(super) fn sort_by<'m, B: RxBurst<'m>>(
+        &mut self,
+        burst: &B,
+        pkts: &[Pkt],
+        mut ingress: impl FnMut(Option<u16>) -> Ingress,
+    ) -> u64 {
         self.buf.clear();
         self.pkts.clear();
         self.domains.clear();
         self.rest.clear();
+        let mut refused = 0;
         let mut hdr = [0u8; 16];
         for p in pkts {
             let n = burst.read(p, 0, &mut hdr);
             let (vlan, tagged) = vlan_of(&hdr[..n]);
-            let Some(d) = topo
-                .ovn
-                .localnet_domain(uplink, vlan)
-                .filter(|_| n >= 14 && (tagged || !underlay))
-            else {
-                self.rest.push(*p);
-                continue;
+            let d = match ingress(tagged.then_some(vlan)) {
+                Ingress::Strip(d) if n >= 14 => d,
+                Ingress::Refused => {
+                    refused += 1;
+                    continue;
+                }
+                _ => {
+                    self.rest.push(*p);
+                    continue;
+                }
             };
             let start = self.buf.len();
             let len = p.len as usize;
@@ -88,6 +99,20 @@ impl Untagged {
             });
             self.domains.push(d);
         }
+        refused
+    }
+
+    /// Sorts `pkts` of `burst` from uplink `uplink`: provider network frames are copied
+    /// here without their tag, the rest kept in `rest`.
+    fn sort<'m, B: RxBurst<'m>>(&mut self, topo: &Topology, uplink: u16, burst: &B, pkts: &[Pkt]) {
+        let underlay = topo.tunnels.is_underlay(uplink);
+        self.sort_by(burst, pkts, |vid| {
+            let tagged = vid.is_some();
+            topo.ovn
+                .localnet_domain(uplink, vid.unwrap_or(0))
+                .filter(|_| tagged || !underlay)
+                .map_or(Ingress::Own, Ingress::Strip)
+        });
     }
 }
 
@@ -122,7 +147,7 @@ impl Pipeline {
     }
 
     /// Switches `pkts` (in `frames`, each in domain `domains[i]`) in runs of one domain.
-    fn switch_untagged(
+    pub(super) fn switch_untagged(
         &mut self,
         topo: &Topology,
         tp: &TopoPort,

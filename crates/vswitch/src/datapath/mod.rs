@@ -12,6 +12,7 @@
 //!   behind a tap (OVS's `br-phy` layout);
 //! - [`lflow`]: OVN's logical pipeline for the logical switches that run it;
 //! - [`localnet`]: OVN provider networks (VLAN pop on an uplink's way in, push out);
+//! - [`trunk`]: database ports that carry several VLANs tagged;
 //! - [`activation`]: OVN's RARP activation of a port on a migration's destination.
 
 pub mod activation;
@@ -34,4 +35,5 @@ mod snoop_tests;
 pub mod stages;
 #[cfg(test)]
 mod tests;
+pub mod trunk;
 pub mod tunnel;

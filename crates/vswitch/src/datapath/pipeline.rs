@@ -241,6 +241,11 @@ impl BurstHandler for Run<'_> {
             self.pipeline.decap(self.topo, src, queue, burst, pkts);
             return;
         }
+        if let Some(plan) = &tp.trunk {
+            self.pipeline
+                .trunk_rx(self.topo, (tp, plan), queue, burst, pkts);
+            return;
+        }
         let src = Source::local(self.topo, tp);
         if let Mode::Ovn(o) = src.mode {
             if o.lflow {

@@ -8,4 +8,5 @@ pub mod lflow;
 pub mod mcast;
 pub mod ovn;
 pub mod stats;
+pub mod trunk;
 pub mod tunnel;

@@ -28,7 +28,8 @@ pub enum DropReason {
     /// The destination port's link was down (no driver attached, its rings not ready, or an
     /// AF_XDP uplink's interface down or without carrier).
     PortDown,
-    /// A VLAN-tagged frame arrived on an access (VLAN-tagged) port.
+    /// A frame of a VLAN the port does not carry: tagged on an access (VLAN-tagged)
+    /// port, or outside a trunk port's VLANs.
     VlanTagged,
     /// The destination is the port the frame came from (a MAC learned behind the source).
     SamePort,

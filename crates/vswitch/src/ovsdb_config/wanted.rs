@@ -28,7 +28,7 @@ use ovsdb::{Replica, Uuid};
 
 use super::schema::{Bridge, Interface, OpenVswitch, Port};
 use super::tunnels::{self, Tunnel};
-use crate::config::{AfXdpRequest, PortConfig, PortType};
+use crate::config::{AfXdpRequest, Native, PortConfig, PortType, TrunkConfig};
 
 /// The interface types vswitchd runs (`Open_vSwitch.iface_types`; `""` is `system`).
 pub const IFACE_TYPES: [&str; 6] = [
@@ -167,14 +167,15 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
             let cfg = bridge_ok(b)
                 .and_then(|()| number.ok_or_else(|| "too many bridges".to_string()))
                 .and_then(|n| {
-                    let vlan = port_vlan(port)?;
+                    let (vlan, trunk) = port_vlans(port)?;
                     let dir = sock_dir.as_ref().map_err(Clone::clone)?;
                     let mut cfg = iface_port(iface, dir, ctx.iface_ids.on(&b.name))?;
                     cfg.bridge = Some(n);
                     cfg.unbound =
                         b.fail_mode.as_deref() == Some("secure") && cfg.iface_id.is_none();
+                    let plain = cfg.iface_id.is_none() && !cfg.unbound;
                     if let Some(v) = vni.filter(|_| cfg.iface_id.is_none()) {
-                        if vlan.is_some() {
+                        if vlan.is_some() || trunk.as_ref().is_some_and(|t| !t.vlans.is_empty()) {
                             return Err(format!(
                                 "port {}: tag on a bridge with geneve tunnels (VNI {v}): \
                                  a port has a VLAN or a VNI",
@@ -184,6 +185,8 @@ pub fn derive(db: &Db, ctx: &Ctx<'_>, numbers: &mut BridgeNumbers) -> Wanted {
                         cfg.vni = Some(v);
                     }
                     cfg.vlan = vlan;
+                    // A logical port's VLANs are OVN's, a VNI's port has none.
+                    cfg.trunk = trunk.filter(|_| plain && cfg.vni.is_none());
                     bond_ok(port)?;
                     Ok(cfg)
                 })
@@ -274,21 +277,51 @@ fn bond_ok(p: &Port) -> Result<(), String> {
     Ok(())
 }
 
-/// The access VLAN of port `p` (`tag`; 0 or none: untagged).
+/// Port `p`'s VLAN configuration (vswitchd.conf.db(5), `Port` "VLAN Configuration"):
+/// its access or native VLAN (`tag`), and, for a trunk, the VLANs it carries tagged.
+/// Without `vlan_mode`, a port with a `tag` is an access port and one without is a
+/// trunk (of `trunks`, or of every VLAN), as in Open vSwitch.
 ///
 /// # Errors
-/// A tag out of 1..=4094, trunks, or a `vlan_mode` other than `access`.
-fn port_vlan(p: &Port) -> Result<Option<u16>, String> {
-    if !p.trunks.is_empty() || p.vlan_mode.as_deref().is_some_and(|m| m != "access") {
-        return Err(format!(
-            "port {}: trunks and vlan_mode other than access are not supported (tag only)",
-            p.name
-        ));
+/// A tag out of 1..=4094, a trunk VLAN out of 0..=4095, `trunks` on an access port, a
+/// native mode without a tag, `dot1q-tunnel` or an unknown mode.
+fn port_vlans(p: &Port) -> Result<(Option<u16>, Option<TrunkConfig>), String> {
+    let tag = match p.tag {
+        None | Some(0) => None,
+        Some(t @ 1..=4094) => Some(t as u16),
+        Some(t) => return Err(format!("port {}: tag {t}: expected 1..=4094", p.name)),
+    };
+    let mut vlans = Vec::with_capacity(p.trunks.len());
+    for &v in &p.trunks {
+        match u16::try_from(v) {
+            Ok(v @ 0..=4095) => vlans.push(v),
+            _ => return Err(format!("port {}: trunks {v}: expected 0..=4095", p.name)),
+        }
     }
-    match p.tag {
-        None | Some(0) => Ok(None),
-        Some(t @ 1..=4094) => Ok(Some(t as u16)),
-        Some(t) => Err(format!("port {}: tag {t}: expected 1..=4094", p.name)),
+    vlans.sort_unstable();
+    vlans.dedup();
+    let trunk = |native| TrunkConfig { vlans, native };
+    let mode = p.vlan_mode.as_deref();
+    match (mode, tag) {
+        (None, Some(_)) | (Some("access"), _) if !p.trunks.is_empty() => Err(format!(
+            "port {}: trunks on an access port (tag without vlan_mode): set vlan_mode \
+             native-tagged or native-untagged for a trunk with a native VLAN",
+            p.name
+        )),
+        (None, Some(t)) | (Some("access"), Some(t)) => Ok((Some(t), None)),
+        (Some("access"), None) => Ok((None, None)),
+        (None | Some("trunk"), _) => Ok((None, Some(trunk(None)))),
+        (Some("native-tagged"), Some(t)) => Ok((Some(t), Some(trunk(Some(Native::Tagged))))),
+        (Some("native-untagged"), Some(t)) => Ok((Some(t), Some(trunk(Some(Native::Untagged))))),
+        (Some(m @ ("native-tagged" | "native-untagged")), None) => Err(format!(
+            "port {}: vlan_mode {m} needs a tag (the native VLAN)",
+            p.name
+        )),
+        (Some(m), _) => Err(format!(
+            "port {}: vlan_mode {m}: expected access, trunk, native-tagged or \
+             native-untagged (dot1q-tunnel is not supported)",
+            p.name
+        )),
     }
 }
 
@@ -542,6 +575,59 @@ mod tests {
                 errors.iter().any(|e| e.contains(want)),
                 "{want}: {errors:?}"
             );
+        }
+    }
+
+    #[test]
+    fn vlan_configurations_read_as_open_vswitch_reads_them() {
+        let port = |tag: Option<i64>, trunks: &[i64], mode: Option<&str>| Port {
+            uuid: uuid(1),
+            name: "p".into(),
+            interfaces: Vec::new(),
+            tag,
+            trunks: trunks.to_vec(),
+            vlan_mode: mode.map(str::to_string),
+        };
+        let trunk = |vlans: &[u16], native| {
+            Some(TrunkConfig {
+                vlans: vlans.to_vec(),
+                native,
+            })
+        };
+        for (p, want) in [
+            (port(Some(10), &[], None), (Some(10), None)),
+            (port(None, &[], None), (None, trunk(&[], None))),
+            (
+                port(None, &[20, 10, 20], None),
+                (None, trunk(&[10, 20], None)),
+            ),
+            (
+                port(Some(5), &[10], Some("trunk")),
+                (None, trunk(&[10], None)),
+            ),
+            (
+                port(Some(5), &[10], Some("native-untagged")),
+                (Some(5), trunk(&[10], Some(Native::Untagged))),
+            ),
+            (
+                port(Some(5), &[], Some("native-tagged")),
+                (Some(5), trunk(&[], Some(Native::Tagged))),
+            ),
+            (port(None, &[], Some("access")), (None, None)),
+        ] {
+            assert_eq!(port_vlans(&p).unwrap(), want, "{p:?}");
+        }
+        for (p, want) in [
+            (port(Some(10), &[20], None), "trunks on an access port"),
+            (port(None, &[4096], None), "trunks 4096"),
+            (port(None, &[], Some("native-tagged")), "needs a tag"),
+            (
+                port(Some(3), &[], Some("dot1q-tunnel")),
+                "dot1q-tunnel is not supported",
+            ),
+        ] {
+            let e = port_vlans(&p).unwrap_err();
+            assert!(e.contains(want), "{p:?}: {e}");
         }
     }
 

@@ -271,6 +271,7 @@ impl Switch {
         });
         Ok(TopoPort {
             ovn_key: 0,
+            trunk: None,
             mac_limit,
             acl: Arc::new(PortAcl::new(acl, self.pmds.len())),
             config: Arc::new(cfg.clone()),
@@ -369,6 +370,49 @@ impl Switch {
         }
     }
 
+    /// Gives every trunk of `t` its VLANs' domains (interned here), from the VLANs
+    /// its bridge's ports use; a plan that did not change keeps its allocation.
+    fn plan_trunks(&self, t: &mut Topology) {
+        use crate::model::trunk::TrunkPlan;
+        let mut used: std::collections::BTreeMap<u16, Vec<u16>> = Default::default();
+        for p in t.iter().filter(|p| !t.tunnels.is_underlay(p.port.id)) {
+            let (Some(b), DomainKey::Bridge { vlan, .. }) = (p.config.bridge, p.domain_key) else {
+                continue;
+            };
+            let vlans = used.entry(b).or_default();
+            vlans.push(vlan);
+            if let Some(tr) = &p.config.trunk {
+                vlans.extend(&tr.vlans);
+            }
+        }
+        for vlans in used.values_mut() {
+            vlans.sort_unstable();
+            vlans.dedup();
+        }
+        let underlay: Vec<bool> = t
+            .ports
+            .iter()
+            .map(|p| p.as_ref().is_some_and(|p| t.tunnels.is_underlay(p.port.id)))
+            .collect();
+        for (i, p) in t.ports.iter_mut().enumerate() {
+            let Some(p) = p else { continue };
+            let plan = match (&p.config.trunk, p.config.bridge, p.domain_key) {
+                (Some(tr), Some(b), DomainKey::Bridge { .. }) if !underlay[i] => {
+                    let bridge_vlans = used.get(&b).map_or(&[][..], Vec::as_slice);
+                    TrunkPlan::new(tr, (p.domain, p.domain_key), bridge_vlans, |vlan| {
+                        self.domains
+                            .intern(DomainKey::Bridge { bridge: b, vlan })
+                            .ok()
+                    })
+                }
+                _ => None,
+            };
+            if p.trunk.as_deref() != plan.as_ref() {
+                p.trunk = plan.map(Arc::new);
+            }
+        }
+    }
+
     /// Applies `edit` to a copy of the topology and publishes it with the next
     /// generation (rebuilding the domains' member lists), then wakes the PMDs. Editors
     /// are serialized; readers and PMDs never wait. Returns `edit`'s result and the new
@@ -386,6 +430,7 @@ impl Switch {
         t.generation += 1;
         t.lflow_epoch = t.generation;
         t.tunnels = self.build_tunnels(&self.config(), &t);
+        self.plan_trunks(&mut t);
         t.rebuild_domains(self.domains.len());
         let generation = t.generation;
         let t = Arc::new(t);

@@ -35,6 +35,9 @@ pub struct TopoPort {
     /// Its OVN logical port key (`Port_Binding.tunnel_key`; 0: not an OVN port): the
     /// ingress key of the frames it sends to other chassis.
     pub ovn_key: u16,
+    /// A trunk's VLANs as domains (computed at each publish); None: it is in its one
+    /// domain.
+    pub trunk: Option<Arc<crate::model::trunk::TrunkPlan>>,
 }
 
 /// One snapshot of the switch's topology.
@@ -147,15 +150,20 @@ impl Topology {
 
     /// Rebuilds the domain member lists from the ports (after any edit of ports or
     /// domains); `ndomains` is the registry's size. An uplink that is the underlay
-    /// only (a tunnel endpoint's address on its own interface) is in no domain.
+    /// only (a tunnel endpoint's address on its own interface) is in no domain; a
+    /// trunk is in each of its VLANs'.
     pub fn rebuild_domains(&mut self, ndomains: usize) {
         let mut d: Vec<Vec<PortId>> = vec![Vec::new(); ndomains];
         for p in self.iter() {
             if self.tunnels.is_underlay(p.port.id) || p.domain_key == DomainKey::Detached {
                 continue;
             }
-            if let Some(m) = d.get_mut(usize::from(p.domain)) {
-                m.push(p.port.id);
+            let own = [p.domain];
+            let member_of = p.trunk.as_ref().map_or(&own[..], |t| &t.domains[..]);
+            for &domain in member_of {
+                if let Some(m) = d.get_mut(usize::from(domain)) {
+                    m.push(p.port.id);
+                }
             }
         }
         self.domains = d;
