@@ -778,6 +778,12 @@ fn kernel_devices_become_af_xdp_uplinks() {
         "the system port's rx_packets to grow",
         || (db.stat(&v1.host, "rx_packets") > before).then_some(()),
     );
+    // mtu_request sets the NIC's MTU, and the row's mtu shows it.
+    db.vsctl(&["set", "interface", &v2.host, "mtu_request=1600"]);
+    wait_for(Duration::from_secs(10), "the uplink's MTU 1600", || {
+        let mtu = std::fs::read_to_string(format!("/sys/class/net/{}/mtu", v2.host)).ok()?;
+        (mtu.trim() == "1600" && db.get("interface", &v2.host, "mtu") == "1600").then_some(())
+    });
     db.vsctl(&["del-port", &v1.host]);
     assert!(sw.find_port(&v1.host).is_none());
     assert!(

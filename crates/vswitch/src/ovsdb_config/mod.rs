@@ -448,21 +448,25 @@ impl Session {
     }
 }
 
-/// Sets the device MTU and MAC of every running internal port of `db` whose
-/// `mtu_request` or `mac` differs from its device's (in place: the port keeps running).
+/// Sets the device MTU of every running internal port and AF_XDP uplink of `db`, and
+/// the MAC of every internal port, whose `mtu_request` or `mac` differs from its
+/// device's (in place: the port keeps running; an uplink's MTU is the kernel device's,
+/// which its XDP mode may refuse: logged).
 /// A device moved to another network namespace cannot be reached by name here: logged,
 /// its `mtu` and `mac_in_use` columns keep showing what is in force.
 fn apply_device(ctl: &Control, db: &Db) {
+    use crate::ports::PortKind;
     let topo = ctl.switch.topo();
     for i in db.ifaces.values() {
-        let Some(crate::ports::PortKind::Tap(t)) = topo.by_name(&i.name).map(|tp| &tp.port.kind)
-        else {
-            continue;
+        let (ifname, ifindex, tap) = match topo.by_name(&i.name).map(|tp| &tp.port.kind) {
+            Some(PortKind::Tap(t)) => (&t.ifname, t.ifindex, true),
+            Some(PortKind::Afxdp(x)) => (&x.iface, x.ifindex, false),
+            _ => continue,
         };
-        let now = writeback::kernel_link(&t.ifname, t.ifindex);
+        let now = writeback::kernel_link(ifname, ifindex);
         if let Some(m) = i.mtu_request.and_then(|m| u32::try_from(m).ok()) {
             if now.as_ref().map(|(_, mtu)| *mtu) != Some(i64::from(m)) {
-                match crate::ports::tap::set_mtu(&t.ifname, m) {
+                match crate::ports::tap::set_mtu(ifname, m) {
                     Ok(()) => info!(port = %i.name, mtu = m, "mtu_request applied"),
                     Err(e) => {
                         warn!(port = %i.name, mtu = m, error = %e, "cannot apply mtu_request")
@@ -470,11 +474,12 @@ fn apply_device(ctl: &Control, db: &Db) {
                 }
             }
         }
+        // A NIC keeps its own address (OVS sets `mac` on internal ports).
         let Some(mac) = i.mac.as_deref().and_then(|m| m.parse::<MacAddr>().ok()) else {
             continue;
         };
-        if now.as_ref().map(|(m, _)| m.parse::<MacAddr>().ok()) != Some(Some(mac)) {
-            match crate::ports::tap::set_mac(&t.ifname, mac.0) {
+        if tap && now.as_ref().map(|(m, _)| m.parse::<MacAddr>().ok()) != Some(Some(mac)) {
+            match crate::ports::tap::set_mac(ifname, mac.0) {
                 Ok(()) => info!(port = %i.name, %mac, "mac applied"),
                 Err(e) => warn!(port = %i.name, %mac, error = %e, "cannot apply mac"),
             }
