@@ -559,6 +559,76 @@ fn a_gateway_router_snats_its_network_and_gives_a_vm_a_floating_ip() {
     drop(nss);
 }
 
+/// IPv6 through a gateway router whose external port has `options:gateway_mtu=1400`
+/// (issue 41 §2, "packet too big"): both ways, a packet of 1,400 bytes passes and one
+/// of 1,401 is answered by the router with ICMPv6 "packet too big", MTU 1,400 (OVN's
+/// `icmp6_error`, built by vswitchd's pinctrl); the sender's kernel caches that path
+/// MTU, and 1,400 bytes pass again.
+#[test]
+fn a_gateway_router_sends_packet_too_big_over_ipv6() {
+    let _g = serial();
+    setup_host();
+    let dir = TempDir::new("ovn-ptb6");
+    let c = OvnCentral::start(&dir);
+    build_gateway(&c, "hv1");
+    let (vm, up) = (("vm2", "fd00::12"), ("upstream", "fd01::fe"));
+    for (lrp, net) in [("gw-sw0", "fd00::1/64"), ("gw-ext", "fd01::1/64")] {
+        c.nbctl(&[
+            "add",
+            "logical_router_port",
+            lrp,
+            "networks",
+            &format!("\"{net}\""),
+        ]);
+    }
+    for (lsp, mac, v4, v6) in [
+        (vm.0, INSIDE[1].1, INSIDE[1].2, vm.1),
+        (up.0, UPSTREAM.1, UPSTREAM.2, up.1),
+    ] {
+        c.nbctl(&["lsp-set-addresses", lsp, &format!("{mac} {v4} {v6}")]);
+    }
+    c.nbctl(&[
+        "set",
+        "logical_router_port",
+        "gw-ext",
+        "options:gateway_mtu=1400",
+    ]);
+    let (_f, _sw, nss) = one_chassis("onp", &dir, &c, &[INSIDE[1], UPSTREAM], gateway_of);
+    let id = std::process::id() % 10000;
+    for (i, (ns, (addr, gw))) in nss
+        .iter()
+        .zip([(vm.1, "fd00::1"), (up.1, "fd01::1")])
+        .enumerate()
+    {
+        let (tap, cidr) = (format!("onp{id}{i}"), format!("{addr}/64"));
+        for args in [
+            vec!["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0"],
+            vec!["ip", "-6", "addr", "add", &cidr, "dev", &tap, "nodad"],
+            vec!["ip", "-6", "route", "add", "default", "via", gw],
+        ] {
+            let mut a = vec!["ip", "netns", "exec", &ns.0];
+            a.extend(args);
+            run(&a);
+        }
+    }
+    let (vm_ns, up_ns) = (&nss[0].0, &nss[1].0);
+    assert!(ping_ok(vm_ns, up.1, 20), "vm2 -> upstream over IPv6");
+    for (from, to) in [(vm_ns, up.1), (up_ns, vm.1)] {
+        let fits = ping_df(from, to, 1400 - 48);
+        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+        assert_eq!(path_mtu(from, to), None, "{from} -> {to}");
+        let big = ping_df(from, to, 1401 - 48);
+        assert!(
+            big.contains("Packet too big") && big.contains("mtu=1400"),
+            "{from} -> {to}: {big}"
+        );
+        assert_eq!(path_mtu(from, to), Some(1400), "{from} -> {to}");
+        let fits = ping_df(from, to, 1400 - 48);
+        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+    }
+    drop(nss);
+}
+
 /// What a connected UDP socket in `ns` hears after sending to a closed port of `ip`:
 /// "refused" when the ICMP port unreachable reached it (the kernel matched the error's
 /// embedded header to the socket), "silence" when nothing did.
