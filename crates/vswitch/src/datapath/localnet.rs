@@ -139,15 +139,26 @@ impl Pipeline {
                 self.forward(topo, &src, queue, burst, &mut u.rest);
             }
         }
-        // SAFETY: every frame described lies in `u.buf` (IN_LINEAR), which this
-        // function owns and does not change while `frames` lives; the area is empty.
-        let frames = unsafe { HostFrames::new(std::ptr::null(), 0, &u.buf) };
-        self.switch_untagged(topo, tp, queue, &frames, &mut u.pkts, &u.domains);
+        self.switch_copied(topo, tp, queue, &mut u);
         self.untagged = u;
     }
 
+    /// Switches the frames `u` copied (each in its domain), in runs of one domain.
+    pub(super) fn switch_copied(
+        &mut self,
+        topo: &Topology,
+        tp: &TopoPort,
+        queue: u16,
+        u: &mut Untagged,
+    ) {
+        // SAFETY: every frame described lies in `u.buf` (IN_LINEAR), which is not
+        // changed while `frames` lives; the area is empty.
+        let frames = unsafe { HostFrames::new(std::ptr::null(), 0, &u.buf) };
+        self.switch_untagged(topo, tp, queue, &frames, &mut u.pkts, &u.domains);
+    }
+
     /// Switches `pkts` (in `frames`, each in domain `domains[i]`) in runs of one domain.
-    pub(super) fn switch_untagged(
+    fn switch_untagged(
         &mut self,
         topo: &Topology,
         tp: &TopoPort,

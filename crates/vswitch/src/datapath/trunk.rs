@@ -8,7 +8,6 @@ use super::packet::{Pkt, RxBurst};
 use super::pipeline::{Pipeline, Source};
 use crate::model::stats::DropReason;
 use crate::model::trunk::TrunkPlan;
-use crate::ports::host::HostFrames;
 use crate::switch::topology::{TopoPort, Topology};
 
 impl Pipeline {
@@ -33,10 +32,7 @@ impl Pipeline {
             self.classify(topo, &src, burst, &mut u.rest);
             self.forward(topo, &src, queue, burst, &mut u.rest);
         }
-        // SAFETY: every frame described lies in `u.buf` (IN_LINEAR), which this
-        // function owns and does not change while `frames` lives; the area is empty.
-        let frames = unsafe { HostFrames::new(std::ptr::null(), 0, &u.buf) };
-        self.switch_untagged(topo, tp, queue, &frames, &mut u.pkts, &u.domains);
+        self.switch_copied(topo, tp, queue, &mut u);
         self.untagged = u;
     }
 }
