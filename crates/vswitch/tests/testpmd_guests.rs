@@ -441,6 +441,17 @@ fn guest_killed(packed: bool) {
     assert_eq!(pc["link"], "up");
     c.cmd("stop");
     a.cmd("stop");
+    // The switch drains both rings after the guests stop (the old c took nothing more
+    // once its link went down).
+    let ((_, a_tx), (_, c_tx)) = (a.port_stats(0), c.port_stats(0));
+    wait_for(
+        Duration::from_secs(10),
+        "the switch to drain a's and c's rings",
+        || {
+            let (a, c) = (sw.port("a").stats, sw.port("c").stats);
+            (a.rx_packets == a_tx && c.rx_packets == c_rx_before + c_tx).then_some(())
+        },
+    );
     // Nothing lost uncounted, the kill included: every frame taken from a and c (the
     // killed guest's last burst too) was delivered to b or counted as a drop.
     let settled = || {
@@ -450,10 +461,17 @@ fn guest_killed(packed: bool) {
         (taken == placed).then_some((taken, b.tx_packets))
     };
     let (taken, delivered) = wait_for(Duration::from_secs(10), "the counters to settle", settled);
-    let b_rx = wait_for(Duration::from_secs(10), "b to count every frame", || {
-        let (rx, _) = b.port_stats(0);
-        (rx == delivered).then_some(rx)
-    });
+    let mut b_rx = 0;
+    let start = Instant::now();
+    while b_rx != delivered && start.elapsed() < Duration::from_secs(10) {
+        b_rx = b.port_stats(0).0;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let xstats = b.cmd("show port xstats 0");
+    assert_eq!(
+        b_rx, delivered,
+        "b counts every frame delivered to it: {xstats}"
+    );
     eprintln!("taken from a and c: {taken}; b received {b_rx}");
     b.cmd("stop");
 }
