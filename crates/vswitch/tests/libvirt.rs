@@ -180,9 +180,12 @@ impl Domain {
         virsh_ok(&["destroy", &self.name]);
     }
 
-    /// The guest's console so far.
+    /// The guest's console so far: its complete lines (the file is read while the
+    /// guest writes it, so the last line may be half written).
     fn console(&self) -> String {
-        std::fs::read_to_string(&self.console).unwrap_or_default()
+        let mut text = std::fs::read_to_string(&self.console).unwrap_or_default();
+        text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+        text
     }
 
     /// Waits for `n` console lines starting with `prefix`; panics with the console and
