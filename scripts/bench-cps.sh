@@ -237,6 +237,7 @@ measure() { # switch round
             cat "$work/pmd-stats.txt" >&2
             "$bin/vswitchctl" --socket "$work/ctl.sock" stats >&2 || true
             "$bin/vswitchctl" --socket "$work/ctl.sock" conntrack >&2 || true
+            cp "$work/vswitchd.log" "/tmp/cps-$sw.log"
         fi ;;
     ovs-*) ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null |
         grep -E "hits|miss|lost" | sed "s/^ */    $sw: /" >&2 || true ;;

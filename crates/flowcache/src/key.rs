@@ -89,6 +89,42 @@ pub enum Fragment {
     Later,
 }
 
+/// Parts of a [`FlowKey`] a wildcarded entry leaves out ([`FlowKey::without`]): a
+/// set of the four constants, combined with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Wildcards(pub u8);
+
+impl Wildcards {
+    /// None: the exact key.
+    pub const NONE: Wildcards = Wildcards(0);
+    /// The IP source address.
+    pub const IP_SRC: Wildcards = Wildcards(1);
+    /// The IP destination address.
+    pub const IP_DST: Wildcards = Wildcards(2);
+    /// The L4 source port (ICMP: the type).
+    pub const L4_SRC: Wildcards = Wildcards(4);
+    /// The L4 destination port (ICMP: the code).
+    pub const L4_DST: Wildcards = Wildcards(8);
+
+    /// Whether no part is left out.
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl core::ops::BitOr for Wildcards {
+    type Output = Wildcards;
+    fn bitor(self, o: Wildcards) -> Wildcards {
+        Wildcards(self.0 | o.0)
+    }
+}
+
+impl core::ops::BitOrAssign for Wildcards {
+    fn bitor_assign(&mut self, o: Wildcards) {
+        self.0 |= o.0;
+    }
+}
+
 /// A compact, fixed-size (64 bytes, 8-byte aligned) exact-match flow key.
 ///
 /// Fields: ingress port, tunnel VNI (24 bits) when present, outer and inner
@@ -464,6 +500,27 @@ impl FlowKey {
         &self.bytes
     }
 
+    /// The key with the parts `wild` names zeroed (bits [`Wildcards::IP_SRC`],
+    /// [`Wildcards::IP_DST`], [`Wildcards::L4_SRC`], [`Wildcards::L4_DST`]): the
+    /// key of a wildcarded entry (Open vSwitch's megaflow) that every key equal but
+    /// in those parts shares. Presence flags stay, so a masked IPv4 key never equals
+    /// a masked IPv6 one.
+    #[inline]
+    pub fn without(&self, wild: Wildcards) -> FlowKey {
+        let mut k = *self;
+        for (bit, range) in [
+            (Wildcards::IP_SRC, field::IP_SRC),
+            (Wildcards::IP_DST, field::IP_DST),
+            (Wildcards::L4_SRC, field::L4_SRC),
+            (Wildcards::L4_DST, field::L4_DST),
+        ] {
+            if wild.0 & bit.0 != 0 {
+                k.bytes[range].fill(0);
+            }
+        }
+        k
+    }
+
     /// Builds a key from its raw bytes (the layout of [`as_bytes`](Self::as_bytes)).
     /// Any 64 bytes are accepted; accessors then report what the bytes say.
     /// Meant for tests, benches and slow paths that synthesize keys.
@@ -711,6 +768,32 @@ mod tests {
         f[30..34].copy_from_slice(&[10, 0, 0, 2]);
         f[34..38].copy_from_slice(&[0x04, 0x00, 0x13, 0x89]);
         f
+    }
+
+    #[test]
+    fn a_wildcarded_key_leaves_out_only_its_parts() {
+        let f = ipv4_udp(60);
+        let k = FlowKey::extract(&f, 3, None);
+        let mut g = f.clone();
+        g[26..30].copy_from_slice(&[10, 9, 9, 9]); // another source address
+        g[34..36].copy_from_slice(&[0x77, 0x77]); // another source port
+        let l = FlowKey::extract(&g, 3, None);
+        assert_ne!(k, l);
+        let w = Wildcards::IP_SRC | Wildcards::L4_SRC;
+        assert_eq!(k.without(w), l.without(w));
+        assert_ne!(k.without(Wildcards::L4_SRC), l.without(Wildcards::L4_SRC));
+        assert_eq!(k.without(Wildcards::NONE), k);
+        let m = k.without(Wildcards::IP_DST | Wildcards::L4_DST);
+        assert_eq!(
+            (m.in_port(), m.ip_proto(), m.is_ipv4()),
+            (3, Some(IPPROTO_UDP), true)
+        );
+        assert_eq!(
+            m.ipv4().map(|a| a.0),
+            k.ipv4().map(|a| a.0),
+            "the source stays"
+        );
+        assert_eq!(m.l4_ports(), Some((0x0400, 0)));
     }
 
     #[test]

@@ -85,7 +85,7 @@ mod prefetch;
 pub use burst::{Burst, BurstFull, Level, MAX_BURST};
 pub use emc::{EmcConfig, Entry, FlowCache, Insert, Stats, DEFAULT_ENTRIES, MAX_ENTRIES, WAYS};
 pub use key::{
-    FlowKey, Fragment, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_QINQ, ETHERTYPE_VLAN,
+    FlowKey, Fragment, Wildcards, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_QINQ, ETHERTYPE_VLAN,
     IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_SCTP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDPLITE, KEY_LEN,
     MAX_IPV6_EXT_HEADERS,
 };

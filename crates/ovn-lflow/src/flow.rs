@@ -9,10 +9,51 @@ use crate::symtab::{FieldRef, Subfield, SymbolTable};
 /// (registers, flags, `ct_state`/`ct_mark`/`ct_label`, L2-L4 headers with
 /// ARP and ND fields, the logical inport/outport keys). Values are always
 /// truncated to their field's width.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// A flow also records which fields were read ([`Flow::reads`]), in a set its
+/// clones share: what a run of a pipeline over the flow and its copies looked
+/// at, the fields its decision rests on (as Open vSwitch's classifier
+/// un-wildcards the fields a lookup consulted to build a megaflow). Equality
+/// and hashing see the values only.
+#[derive(Debug, Clone)]
 pub struct Flow {
     values: [u128; Field::COUNT],
+    reads: Reads,
 }
+
+/// The set of fields read, shared by a flow and its clones.
+#[derive(Debug, Clone, Default)]
+struct Reads(std::sync::Arc<core::sync::atomic::AtomicU64>);
+
+impl Reads {
+    #[inline]
+    fn note(&self, field: Field) {
+        use core::sync::atomic::Ordering::Relaxed;
+        // One thread runs a pipeline over a flow and its copies: a plain read then
+        // write, no read-modify-write.
+        let bit = 1u64 << field.index();
+        let set = self.0.load(Relaxed);
+        if set & bit == 0 {
+            self.0.store(set | bit, Relaxed);
+        }
+    }
+}
+
+impl PartialEq for Flow {
+    fn eq(&self, other: &Flow) -> bool {
+        self.values == other.values
+    }
+}
+
+impl Eq for Flow {}
+
+impl core::hash::Hash for Flow {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.values.hash(state);
+    }
+}
+
+const _: () = assert!(Field::COUNT <= 64, "Flow::reads is a u64 bit set");
 
 impl Default for Flow {
     fn default() -> Flow {
@@ -25,13 +66,49 @@ impl Flow {
     pub fn new() -> Flow {
         Flow {
             values: [0; Field::COUNT],
+            reads: Reads::default(),
         }
     }
 
-    /// The value of `field`.
+    /// The value of `field`, noted as read ([`Flow::reads`]).
     #[inline]
     pub fn get(&self, field: Field) -> u128 {
+        self.reads.note(field);
         self.values[field.index()]
+    }
+
+    /// The value of `field`, not noted as read: for code that handles a flow without
+    /// deciding on it (copying, comparing a copy with its original).
+    #[inline]
+    pub fn peek(&self, field: Field) -> u128 {
+        self.values[field.index()]
+    }
+
+    /// Notes `field` as read without reading it: for a decision on a value derived
+    /// from the field outside the flow.
+    #[inline]
+    pub fn note_read(&self, field: Field) {
+        self.reads.note(field);
+    }
+
+    /// The fields read through [`Flow::get`] (and the reads built on it) on this flow
+    /// and on every flow cloned from it or that it was cloned from, since the set was
+    /// last cleared: bit `i` is the field of [`Field::index`] `i`.
+    pub fn reads(&self) -> u64 {
+        self.reads.0.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Empties the set of fields read (shared with its clones).
+    pub fn clear_reads(&self) {
+        self.reads.0.store(0, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A copy with a set of fields read of its own (empty).
+    pub fn detached(&self) -> Flow {
+        Flow {
+            values: self.values,
+            reads: Reads::default(),
+        }
     }
 
     /// Sets `field`, truncating `value` to the field's width.
@@ -57,7 +134,7 @@ impl Flow {
     #[inline]
     pub fn set_subfield(&mut self, sf: Subfield, value: u128) {
         let m = low_bits(sf.n_bits) << sf.ofs;
-        let old = self.get(sf.field);
+        let old = self.peek(sf.field);
         self.set(sf.field, (old & !m) | ((value << sf.ofs) & m));
     }
 
@@ -123,5 +200,22 @@ mod tests {
         assert!(flow.get_symbol(&symtab, "ip4").is_err());
         flow.set(Field::EthType, 0x1_0800);
         assert_eq!(flow.get(Field::EthType), 0x0800);
+    }
+
+    #[test]
+    fn reads_are_noted_in_a_set_clones_share() {
+        let symtab = SymbolTable::ovn();
+        let mut flow = Flow::new().with(Field::TcpSrc, 1024);
+        flow.set_symbol(&symtab, "reg0[0..7]", 3).unwrap();
+        assert_eq!(flow.reads(), 0, "writes, a subfield's too, read nothing");
+        let copy = flow.clone();
+        assert_eq!(copy.get_symbol(&symtab, "tcp.dst").unwrap(), 0);
+        assert_eq!(flow.peek(Field::TcpSrc), 1024);
+        assert_eq!(flow.reads(), 1 << Field::TcpDst.index());
+        flow.detached().get(Field::EthSrc);
+        assert_eq!(flow.reads(), 1 << Field::TcpDst.index());
+        flow.clear_reads();
+        assert_eq!(copy.reads(), 0);
+        assert_eq!(copy, flow.detached(), "equality sees the values only");
     }
 }

@@ -8,6 +8,12 @@
 //!   run), and its datagrams still arrive.
 //! - An ACL added to sw0 that drops the flow: its program is dropped, and the next
 //!   datagrams follow the new rule (none arrives).
+//!
+//! And wildcard programs (Open vSwitch's megaflows): flows that differ only in what
+//! the pipeline never read share one program. New source ports to a peer, and to a
+//! load balancer's VIP (each DNAT'd to its one backend), run the interpreter a few
+//! times, not once per flow; an ACL that reads the source port makes each flow its
+//! own program again, so the one port it drops is dropped.
 
 mod common;
 
@@ -119,23 +125,44 @@ fn send(ns: &str, ip: &str, n: u32) {
     run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
 }
 
-/// (program hits, interpreter runs, programs kept, programs dropped) over all PMDs.
-fn lflow(sw: &Vswitchd) -> [u64; 4] {
-    pmd_stats(&sw.control).iter().fold([0; 4], |a, r| {
+/// Sends one datagram from each source port of `ports` from `ns` to `ip`:`PORT`.
+fn send_from_ports(ns: &str, ip: &str, ports: std::ops::Range<u16>) {
+    let script = format!(
+        "import socket,time\n\
+         for p in range({}, {}):\n\
+         \x20s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',p))\n\
+         \x20s.sendto(b'x'*64,('{ip}',{PORT})); s.close(); time.sleep(0.005)\n",
+        ports.start, ports.end
+    );
+    run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+}
+
+/// (program hits, interpreter runs, programs kept, programs dropped, wildcard hits)
+/// over all PMDs.
+fn lflow(sw: &Vswitchd) -> [u64; 5] {
+    pmd_stats(&sw.control).iter().fold([0; 5], |a, r| {
         [
             a[0] + r.lflow_hits,
             a[1] + r.lflow_misses,
             a[2] + r.lflow_kept,
             a[3] + r.lflow_dropped,
+            a[4] + r.lflow_wild_hits,
         ]
     })
 }
 
-#[test]
-fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
-    let _g = serial();
+/// One chassis hv1 with the three VMs in their namespaces, every port up.
+struct Setup {
+    c: OvnCentral,
+    sw: Vswitchd,
+    nss: Vec<Netns>,
+    _f: Fabric,
+    _dir: TempDir,
+}
+
+fn setup(prefix: &str) -> Setup {
     setup_host();
-    let f = Fabric::new("opc", 1, 1600);
+    let f = Fabric::new(prefix, 1, 1600);
     let dir = TempDir::new("ovn-program-cache");
     let c = OvnCentral::start(&dir);
     build(&c);
@@ -162,6 +189,25 @@ fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
             (c.sb_get("Port_Binding", "logical_port", vm.0, "up") == "true").then_some(())
         });
     }
+    Setup {
+        c,
+        sw,
+        nss,
+        _f: f,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
+    let _g = serial();
+    let Setup {
+        c,
+        sw,
+        nss,
+        _f,
+        _dir,
+    } = setup("opc");
     let (vm1, vm2) = (&nss[0].0, &nss[1].0);
     let (_sink, got) = udp_sink(vm2);
     let vm2_ip = VMS[1].3;
@@ -222,6 +268,101 @@ fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
         got.load(Relaxed),
         got1,
         "no datagram passed the new drop ACL"
+    );
+    drop(nss);
+}
+
+#[test]
+fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_port() {
+    let _g = serial();
+    let Setup {
+        c,
+        sw,
+        nss,
+        _f,
+        _dir,
+    } = setup("opw");
+    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
+    let (_sink, got) = udp_sink(vm2);
+    let vm2_ip = VMS[1].3;
+    let vip = "10.0.0.100";
+    let (lb_vip, lb_backend) = (format!("{vip}:{PORT}"), format!("{vm2_ip}:{PORT}"));
+    c.nbctl(&["lb-add", "lb0", &lb_vip, &lb_backend, "udp"]);
+    c.nbctl(&["--wait=hv", "ls-lb-add", "sw0", "lb0"]);
+    // vm1 reaches the VIP as a neighbour (no ARP: see vm_ns).
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        vm1,
+        "ip",
+        "neigh",
+        "replace",
+        vip,
+        "lladdr",
+        VMS[1].2,
+        "dev",
+        &format!("pc{}1", std::process::id() % 10000),
+        "nud",
+        "permanent",
+    ]);
+
+    // 40 new flows to vm2, then 40 to the VIP: a handful of interpreter runs each.
+    for (dst, ports, what) in [
+        (vm2_ip, 41000..41040, "vm2"),
+        (vip, 42000..42040, "the VIP"),
+    ] {
+        let (before, got0) = (lflow(&sw), got.load(Relaxed));
+        send_from_ports(vm1, dst, ports);
+        wait_for(
+            Duration::from_secs(10),
+            &format!("40 datagrams to {what} at vm2"),
+            || (got.load(Relaxed) >= got0 + 40).then_some(()),
+        );
+        let after = lflow(&sw);
+        eprintln!("40 flows to {what}: {before:?} -> {after:?}");
+        assert!(
+            after[1] - before[1] <= 4,
+            "interpreter runs: {before:?} -> {after:?}"
+        );
+        assert!(
+            after[4] - before[4] >= 36,
+            "wildcard hits: {before:?} -> {after:?}"
+        );
+    }
+
+    // An ACL on the source port: each flow is decided by its own reading of it.
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "2000",
+        "udp.src == 43003",
+        "drop",
+    ]);
+    let (before, got0) = (lflow(&sw), got.load(Relaxed));
+    send_from_ports(vm1, vm2_ip, 43000..43008);
+    wait_for(Duration::from_secs(10), "7 datagrams at vm2", || {
+        (got.load(Relaxed) >= got0 + 7).then_some(())
+    });
+    let decided = wait_for(Duration::from_secs(10), "8 datagrams decided", || {
+        let now = lflow(&sw);
+        (now[0] + now[1] >= before[0] + before[1] + 8).then_some(now)
+    });
+    eprintln!("8 flows, one dropped by port: {before:?} -> {decided:?}");
+    assert_eq!(
+        got.load(Relaxed),
+        got0 + 7,
+        "the datagram from port 43003 was dropped"
+    );
+    assert_eq!(
+        decided[4], before[4],
+        "no wildcard program after the ACL: {decided:?}"
+    );
+    assert!(
+        decided[1] - before[1] >= 8,
+        "each flow ran the interpreter: {decided:?}"
     );
     drop(nss);
 }

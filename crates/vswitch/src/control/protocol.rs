@@ -644,6 +644,11 @@ pub struct PmdStatsRow {
     /// OVN logical pipeline: cached programs dropped by new pipelines or topologies.
     #[serde(default)]
     pub lflow_dropped: u64,
+    /// OVN logical pipeline: of the frames decided by a cached program, those whose
+    /// program was a wildcard one (it holds for every source port, say: a new
+    /// connection's first packet).
+    #[serde(default)]
+    pub lflow_wild_hits: u64,
     /// TSC cycles per pipeline stage (`rx`, `classify`, `group`, `deliver`, `complete`;
     /// [`crate::datapath::stages`]), only from builds with the `stage-cycles` feature.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]

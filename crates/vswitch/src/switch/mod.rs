@@ -40,8 +40,9 @@ pub struct PmdShared {
     /// last-flow hits, EMC hits, misses, stale misses, insertions, evictions.
     pub cache_stats: [Counter; 6],
     /// OVN logical pipeline statistics, mirrored after each burst that ran it: program
-    /// cache hits, interpreter runs, programs kept and dropped by topology changes.
-    pub lflow_stats: [Counter; 4],
+    /// cache hits, interpreter runs, programs kept and dropped by topology changes,
+    /// hits of wildcard programs.
+    pub lflow_stats: [Counter; 5],
     /// Set by the control plane to ask for a dump of the PMD's cached flows.
     pub dump_request: AtomicBool,
     /// The dump, filled by the PMD.

@@ -74,6 +74,19 @@ impl<'a> LiveCt<'a> {
         }
     }
 
+    /// The endpoints of the frame's TCP or UDP packet as received (`None` for other
+    /// frames): what a wildcard program's results are relative to.
+    pub fn received_endpoints(&self) -> Option<Endpoints> {
+        let p = self.received.as_ref()?;
+        let (src_port, dst_port) = ports(p)?;
+        Some(Endpoints {
+            src: p.src,
+            dst: p.dst,
+            src_port,
+            dst_port,
+        })
+    }
+
     /// With the load balancers' affinity sessions `a` (`chk_lb_aff`, `commit_lb_aff`).
     pub fn with_affinity(mut self, a: &'a LbAffinity) -> Self {
         self.affinity = Some(a);
@@ -114,7 +127,9 @@ impl<'a> LiveCt<'a> {
         let made = match origin {
             Origin::Received => {
                 let mut f = frame.to_vec();
-                ovn_pinctrl::rewrite(&mut f, flow);
+                // Copying the fields into the frame decides nothing (the step's result
+                // is what a cached program checks): not noted as read.
+                ovn_pinctrl::rewrite(&mut f, &flow.detached());
                 Some(f)
             }
             Origin::Dhcp(reply) => Some(reply.frame(flow)),
@@ -304,5 +319,5 @@ fn same_tuple(a: &Flow, b: &Flow) -> bool {
         SctpSrc, SctpDst, Icmpv4Type, Icmpv4Code, Icmpv6Type, Icmpv6Code,
     ]
     .iter()
-    .all(|f| a.get(*f) == b.get(*f))
+    .all(|f| a.peek(*f) == b.peek(*f))
 }

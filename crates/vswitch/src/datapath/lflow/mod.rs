@@ -19,6 +19,7 @@ pub mod parse;
 pub mod program;
 pub mod rewrite;
 pub mod slow;
+pub mod wild;
 
 use flowcache::FlowKey;
 use ovn_lflow::Field;
@@ -56,6 +57,8 @@ pub struct Lflow {
     pub punted: u64,
     /// Frames whose program was found in the cache.
     pub hits: u64,
+    /// Of those, frames whose program was a wildcard key's ([`wild`]).
+    pub wild_hits: u64,
     /// Frames the interpreter ran for.
     pub misses: u64,
     /// The rate of frames handed to the slow path.
@@ -90,13 +93,21 @@ pub enum Entry<'k> {
     Resubmit,
 }
 
+/// Where a program the interpreter made is cached: under its exact key and, when it
+/// read no part of it that [`wild`] leaves out, under the wildcard key without
+/// those parts too, with its results relative to the frame's `received` endpoints.
+struct Keys {
+    exact: LKey,
+    wild: Option<(flowcache::Wildcards, conntrack::Endpoints)>,
+}
+
 /// What one frame's decision is.
 enum Decided<'c> {
     /// The outputs of a cached program.
     Cached(&'c program::Variant),
-    /// The outputs of a program the interpreter just made, its key when it is to be
+    /// The outputs of a program the interpreter just made, its keys when it is to be
     /// cached, and the frames the slow path makes.
-    Made(program::Variant, Option<LKey>, Option<Box<SlowJob>>),
+    Made(program::Variant, Option<Keys>, Option<Box<SlowJob>>),
     /// Dropped, for this reason.
     Drop(DropReason),
 }
@@ -177,14 +188,21 @@ impl Pipeline {
                 }
             }
             lf.spans.push((start, lf.targets.len() as u32 - start));
-            if let (Some(key), Some(v)) = (insert, made) {
-                cache.insert(key, v);
+            if let (Some(keys), Some(v)) = (insert, made) {
+                if let Some((w, received)) = keys.wild {
+                    if let Some(rel) = wild::relative(&v.ct, received) {
+                        let mut wv = v.clone();
+                        wv.rel = Some(rel);
+                        cache.insert_wild(&keys.exact, w, wv);
+                    }
+                }
+                cache.insert(keys.exact, v);
             }
         }
         let m = &self.shared.lflow_stats;
         for (c, v) in m
             .iter()
-            .zip([lf.hits, lf.misses, cache.kept, cache.dropped])
+            .zip([lf.hits, lf.misses, cache.kept, cache.dropped, lf.wild_hits])
         {
             c.add(v.wrapping_sub(c.get()));
         }
@@ -233,10 +251,12 @@ impl Pipeline {
         let sw = &self.switch;
         let mut live =
             ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now).with_affinity(&sw.lb_affinity);
-        let (done, commits) = match cache.get(&key) {
-            Some(vs) => match program::run(vs, &mut live) {
+        let received = live.received_endpoints();
+        let (done, commits) = match cache.find(&key, received) {
+            Some((vs, rel)) => match program::run(vs, &mut live, rel) {
                 Ok(v) => {
                     lf.hits += 1;
+                    lf.wild_hits += u64::from(rel.is_some());
                     return refused(&live).unwrap_or(Decided::Cached(v));
                 }
                 Err(partial) => partial,
@@ -253,8 +273,9 @@ impl Pipeline {
         lf.frame.resize(len, 0);
         let got = burst.read(p, 0, &mut lf.frame);
         lf.frame.truncate(got);
-        let fields = flow.clone();
+        let fields = flow.detached();
         let mut live = live.with_frame(&lf.frame, &fields);
+        flow.clear_reads();
         let outcome = {
             let mut replay = program::Replay::new(&mut live, done, commits);
             let frame = Frame {
@@ -263,6 +284,8 @@ impl Pipeline {
             };
             pipeline.run(dp, keys.is_some(), flow.clone(), frame, &mut replay)
         };
+        // What the decision rests on: the fields the run read.
+        let reads = flow.reads();
         if let Some(d) = refused(&live) {
             return d;
         }
@@ -288,7 +311,17 @@ impl Pipeline {
             .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
             .map(Box::new);
         let cached = uncached.is_none() && pipeline.cacheable();
-        Decided::Made(v, cached.then_some(key), job)
+        let w = wild::unread(reads, &key.key);
+        tracing::trace!(
+            reads = format_args!("{reads:#x}"),
+            wild = w.0,
+            "interpreter run"
+        );
+        let keys = Keys {
+            exact: key,
+            wild: received.filter(|_| !w.is_none()).map(|r| (w, r)),
+        };
+        Decided::Made(v, cached.then_some(keys), job)
     }
 
     /// Sends the frames the slow path made (PMD 0, between bursts).

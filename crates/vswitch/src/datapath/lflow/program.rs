@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 
-use flowcache::FlowKey;
+use flowcache::{FlowKey, Wildcards};
 use ovn_lflow::{Field, Flow};
 
 use super::ct::LiveCt;
+use super::wild::{self, RelResult};
 use crate::model::fdb::PortId;
 use crate::model::lflow::{
     AffinityKey, Commit, CtReq, CtResult, Dest, Origin, Outcome, SlowDest, Step, Tracker,
@@ -148,6 +149,9 @@ pub struct Variant {
     /// The datapaths it crossed, with their versions when it was made: it stays valid
     /// in a new pipeline where each has the same version.
     pub dps: Box<[(u32, u64)]>,
+    /// A wildcard program's results relative to the packet before each step
+    /// ([`wild`]), compared in their place; `None` in an exact program.
+    pub rel: Option<Box<[RelResult]>>,
 }
 
 /// A PMD's program cache. Programs live in slots named by a hash index; the last key
@@ -158,9 +162,16 @@ pub struct Variant {
 /// [`Topology::lflow_epoch`]) keeps the programs whose datapaths kept their versions:
 /// an ACL added to one switch costs the interpreter runs of that switch's flows, not of
 /// every flow. Any other change empties the cache.
+///
+/// Beside the exact keys, wildcard keys ([`wild`]): a key with the parts its program
+/// never read left out, under each set of parts left out so far (a handful: Open
+/// vSwitch's subtables), looked up when the exact key misses.
 #[derive(Debug, Default)]
 pub struct Cache {
     index: HashMap<LKey, u32, rustc_hash::FxBuildHasher>,
+    wild: HashMap<(u8, LKey), u32, rustc_hash::FxBuildHasher>,
+    /// The sets of parts left out in `wild`, in the order they came.
+    masks: Vec<Wildcards>,
     programs: Vec<Vec<Variant>>,
     last: Option<(LKey, u32)>,
     generation: u64,
@@ -203,42 +214,91 @@ impl Cache {
     fn retain(&mut self, valid: impl Fn(&Variant) -> bool) {
         let mut programs = std::mem::take(&mut self.programs);
         let index = std::mem::take(&mut self.index);
+        let wild = std::mem::take(&mut self.wild);
         self.last = None;
+        let mut keep =
+            |slot: u32, programs: &mut Vec<Vec<Variant>>, kept: &mut Vec<Vec<Variant>>| {
+                let mut vs = std::mem::take(&mut programs[slot as usize]);
+                let before = vs.len();
+                vs.retain(&valid);
+                self.kept += vs.len() as u64;
+                self.dropped += (before - vs.len()) as u64;
+                (!vs.is_empty()).then(|| {
+                    kept.push(vs);
+                    kept.len() as u32 - 1
+                })
+            };
+        let mut kept = Vec::new();
         for (key, slot) in index {
-            let mut vs = std::mem::take(&mut programs[slot as usize]);
-            let before = vs.len();
-            vs.retain(&valid);
-            self.kept += vs.len() as u64;
-            self.dropped += (before - vs.len()) as u64;
-            if !vs.is_empty() {
-                self.index.insert(key, self.programs.len() as u32);
-                self.programs.push(vs);
+            if let Some(s) = keep(slot, &mut programs, &mut kept) {
+                self.index.insert(key, s);
             }
         }
+        for (key, slot) in wild {
+            if let Some(s) = keep(slot, &mut programs, &mut kept) {
+                self.wild.insert(key, s);
+            }
+        }
+        self.programs = kept;
     }
 
     fn clear(&mut self) {
         self.index.clear();
+        self.wild.clear();
+        self.masks.clear();
         self.programs.clear();
         self.last = None;
     }
 
-    /// The variants of `key`.
-    pub fn get(&mut self, key: &LKey) -> Option<&[Variant]> {
-        let slot = match self.last {
-            Some((k, slot)) if k == *key => slot,
-            _ => {
-                let slot = *self.index.get(key)?;
-                self.last = Some((*key, slot));
+    /// Adds `v` (with its relative results) for the wildcard key of `key` without
+    /// the parts `w`.
+    pub fn insert_wild(&mut self, key: &LKey, w: Wildcards, v: Variant) {
+        if self.index.len() + self.wild.len() >= MAX_KEYS {
+            self.clear();
+        }
+        if !self.masks.contains(&w) {
+            self.masks.push(w);
+        }
+        let k = (w.0, key.without(w));
+        let slot = match self.wild.get(&k) {
+            Some(&slot) => slot,
+            None => {
+                let slot = self.programs.len() as u32;
+                self.programs.push(Vec::new());
+                self.wild.insert(k, slot);
                 slot
             }
         };
-        Some(&self.programs[slot as usize])
+        push_variant(&mut self.programs[slot as usize], v);
+    }
+
+    /// The variants of `key`, or else of the wildcard key it falls under when the
+    /// frame's endpoints are `received` (a TCP or UDP frame), with those endpoints
+    /// (for [`run`]).
+    pub fn find(
+        &mut self,
+        key: &LKey,
+        received: Option<conntrack::Endpoints>,
+    ) -> Option<(&[Variant], Option<conntrack::Endpoints>)> {
+        let exact = match self.last {
+            Some((k, slot)) if k == *key => Some(slot),
+            _ => self.index.get(key).copied(),
+        };
+        if let Some(slot) = exact {
+            self.last = Some((*key, slot));
+            return Some((&self.programs[slot as usize], None));
+        }
+        let received = received?;
+        let slot = self
+            .masks
+            .iter()
+            .find_map(|&w| self.wild.get(&(w.0, key.without(w))).copied())?;
+        Some((&self.programs[slot as usize], Some(received)))
     }
 
     /// Adds `v` for `key`.
     pub fn insert(&mut self, key: LKey, v: Variant) {
-        if self.index.len() >= MAX_KEYS {
+        if self.index.len() + self.wild.len() >= MAX_KEYS {
             self.clear();
         }
         let slot = match self.index.get(&key) {
@@ -250,21 +310,35 @@ impl Cache {
                 slot
             }
         };
-        let vs = &mut self.programs[slot as usize];
-        if vs.len() >= MAX_VARIANTS {
-            vs.remove(0);
-        }
-        vs.push(v);
+        push_variant(&mut self.programs[slot as usize], v);
     }
 
-    /// Keys held.
+    /// Keys held, exact and wildcard.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.index.len() + self.wild.len()
     }
 
     /// Whether empty.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len() == 0
+    }
+}
+
+/// Adds `v` to a key's variants, the oldest going when they are [`MAX_VARIANTS`].
+fn push_variant(vs: &mut Vec<Variant>, v: Variant) {
+    if vs.len() >= MAX_VARIANTS {
+        vs.remove(0);
+    }
+    vs.push(v);
+}
+
+impl LKey {
+    /// The key without the parts `w` (the rest as it is).
+    pub fn without(&self, w: Wildcards) -> LKey {
+        LKey {
+            key: self.key.without(w),
+            ..*self
+        }
     }
 }
 
@@ -276,36 +350,48 @@ pub const MAX_CT_STEPS: usize = 8;
 /// the variant whose results match, or, on a miss, the results obtained so far and the
 /// commits done (for [`Replay`]). Allocates nothing on a hit, and compares each step's
 /// result once: the results before it are those of the variant being followed.
+///
+/// `received`: the frame's endpoints when `variants` are a wildcard key's, whose
+/// results are compared relative to the packet before each step ([`wild`]).
 pub fn run<'v>(
     variants: &'v [Variant],
     ct: &mut LiveCt<'_>,
+    received: Option<conntrack::Endpoints>,
 ) -> Result<&'v Variant, (Vec<CtResult>, usize)> {
     let mut v = &variants[0];
     let mut k = 0;
     let mut commits = 0;
+    // The packet before the next step (wildcard programs).
+    let mut before = received;
     for i in 0.. {
         let Some(step) = v.steps.get(i) else { break };
         match step {
             PStep::Ct(req) => {
                 if k == MAX_CT_STEPS {
-                    return Err((v.ct[..k].to_vec(), commits));
+                    return Err((results(v, k, received), commits));
                 }
                 let r = ct.step(&req.action());
-                if v.ct.get(k) != Some(&r) {
+                let rel = before.map(|b| RelResult::of(&r, &b));
+                let same = |w: &Variant, n: usize| match (&w.rel, rel) {
+                    (Some(wr), Some(rel)) => rel.is_some_and(|rel| wr.get(n) == Some(&rel)),
+                    _ => w.ct.get(n) == Some(&r),
+                };
+                let seen = |w: &Variant| match (&w.rel, &v.rel) {
+                    (Some(wr), Some(vr)) => wr.get(..k) == vr.get(..k),
+                    _ => w.ct.get(..k) == v.ct.get(..k),
+                };
+                if !same(v, k) {
                     // Another variant with these results took the same steps so far.
-                    let seen = &v.ct[..k];
-                    match variants
-                        .iter()
-                        .find(|w| w.ct.get(k) == Some(&r) && w.ct.get(..k) == Some(seen))
-                    {
+                    match variants.iter().find(|w| same(w, k) && seen(w)) {
                         Some(w) => v = w,
                         None => {
-                            let mut done = seen.to_vec();
+                            let mut done = results(v, k, received);
                             done.push(r);
                             return Err((done, commits));
                         }
                     }
                 }
+                before = before.map(|b| wild::after(b, &r));
                 k += 1;
             }
             PStep::Commit { zone, commit } => {
@@ -316,6 +402,22 @@ pub fn run<'v>(
         }
     }
     Ok(v)
+}
+
+/// The results of `v`'s first `k` steps for a frame that was `received` (its own:
+/// a wildcard variant's are relative).
+fn results(v: &Variant, k: usize, received: Option<conntrack::Endpoints>) -> Vec<CtResult> {
+    match (&v.rel, received) {
+        (Some(rel), Some(mut before)) => rel[..k]
+            .iter()
+            .map(|r| {
+                let abs = r.value(&before);
+                before = wild::after(before, &abs);
+                abs
+            })
+            .collect(),
+        _ => v.ct[..k].to_vec(),
+    }
 }
 
 /// Conntrack for the interpreter after a miss: the lookups and commits the program
@@ -399,6 +501,7 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             .iter()
             .map(|&dp| (dp, version(dp)))
             .collect(),
+        rel: None,
     };
     let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
     // The embedded header of an ICMP error as the last step that translated it left it.

@@ -525,6 +525,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             ChkLbAff(_) | CommitLbAff(_) if self.mode == Mode::Trace => {}
             ChkLbAff(dst) => {
                 let dp = (at.dp.key, at.dp.router);
+                nat::note_tuple_read(&pkt.flow);
                 let hit = nat::chk_lb_aff(self.ct, dp, &mut pkt.flow, pkt.ct_orig.as_ref());
                 self.out.steps.push(Step::Affinity);
                 push(tr, NodeKind::Modify, || {
@@ -684,7 +685,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             // port is the packet's destination port.
             let dport = nat::endpoints_of(&pkt.flow).map(|e| e.dst_port);
             nat::is_hairpin(&pkt.flow) && pkt.ct_orig.map(|o| o.dst_port) == dport
-        } else if nat::endpoints_of(&pkt.flow).is_some() {
+        } else if nat::is_ip(&pkt.flow) {
             let req = CtReq::lookup(self.zone(at, &pkt.flow, ZoneOf::Snat));
             let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
             self.out.steps.push(Step::Ct { req, result: r });
@@ -706,6 +707,8 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let Some(vip) = pkt.ct_orig.map(|o| o.dst) else {
             return;
         };
+        // The connection's original tuple came from the packet's.
+        nat::note_tuple_read(&pkt.flow);
         push(tr, NodeKind::Action, || format!("/* nat(src={vip}) */"));
         if self.mode == Mode::Trace {
             return;

@@ -70,7 +70,12 @@ pub fn lb_request(zone: u16, lb: &CtLb, mark: bool, flow: &Flow) -> Option<CtReq
     if family.is_empty() {
         return None;
     }
-    let b = family[select(flow, lb.hash_fields.as_deref()) as usize % family.len()];
+    // One backend is every connection's: no field of the packet chosen by (a cached
+    // program of it then holds for every source port: Flow::reads).
+    let b = match family.len() {
+        1 => family[0],
+        n => family[select(flow, lb.hash_fields.as_deref()) as usize % n],
+    };
     let bits = NATTED
         | match lb.flag {
             CtLbFlag::None => 0,
@@ -117,7 +122,31 @@ pub fn snat_to(zone: u16, ip: IpAddr) -> CtReq {
 /// load balancers to the same effect).
 pub fn is_hairpin(flow: &Flow) -> bool {
     const DNAT: u128 = 0x80;
-    flow.get(Field::CtState) & DNAT != 0 && endpoints_of(flow).is_some_and(|e| e.src == e.dst)
+    // The addresses only: the ports are no part of the decision (a cached program
+    // of it holds for every port, Flow::reads).
+    flow.get(Field::CtState) & DNAT != 0
+        && match flow.get(Field::EthType) {
+            0x0800 => flow.get(Field::Ipv4Src) == flow.get(Field::Ipv4Dst),
+            0x86dd => flow.get(Field::Ipv6Src) == flow.get(Field::Ipv6Dst),
+            _ => false,
+        }
+}
+
+/// Notes every address and port field as read ([`Flow::reads`]): for a decision on
+/// the packet's connection's original tuple, which came from them.
+pub fn note_tuple_read(flow: &Flow) {
+    use Field::*;
+    for f in [
+        Ipv4Src, Ipv4Dst, Ipv6Src, Ipv6Dst, TcpSrc, TcpDst, UdpSrc, UdpDst, SctpSrc, SctpDst,
+    ] {
+        flow.note_read(f);
+    }
+}
+
+/// Whether the packet is IPv4 or IPv6 (what [`endpoints_of`] needs), reading neither
+/// its addresses nor its ports.
+pub fn is_ip(flow: &Flow) -> bool {
+    matches!(flow.get(Field::EthType), 0x0800 | 0x86dd)
 }
 
 /// A hash of the fields a load balancer selects by: `hash_fields` names OVS fields
