@@ -34,7 +34,10 @@
 # The rate: b's received frames over SECS seconds, after WARM seconds of traffic (the file
 # is sent once from the start; the run fails if it ran out before the window's end: raise
 # --conns). "lost": the frames the guest sent into a during the window that did not reach b
-# (the switch's drops, whatever their reason), as a share of them.
+# (the switch's drops, whatever their reason), as a share of them. After each vswitchd
+# measurement its program cache counts (hits, wildcard hits, interpreter runs) go to
+# stderr. CPS_DEBUG=1 adds vswitchd's pmd-stats, port stats and conntrack zones (and
+# keeps its log as /tmp/cps-SWITCH.log), and OVS's megaflow hits and upcalls.
 #
 #   scripts/bench-cps.sh [--rounds N] [--secs S] [--warm S] [--conns N]
 #                        [--only "vswitchd-lb ovs-lb vswitchd-fip ovs-fip limit"] [--json FILE]
@@ -232,15 +235,15 @@ measure() { # switch round
     case "$sw" in
     vswitchd-*) "$bin/vswitchctl" --socket "$work/ctl.sock" pmd-stats 2>/dev/null |
         tee "$work/pmd-stats.txt" |
-        grep -iE "lflow|conntrack" | sed "s/^/    $sw: /" >&2 || true
+        grep -E "OVN pipeline" | sed "s/^ */    $sw: /" >&2 || true
         if [ -n "${CPS_DEBUG:-}" ]; then
             cat "$work/pmd-stats.txt" >&2
             "$bin/vswitchctl" --socket "$work/ctl.sock" stats >&2 || true
             "$bin/vswitchctl" --socket "$work/ctl.sock" conntrack >&2 || true
             cp "$work/vswitchd.log" "/tmp/cps-$sw.log"
         fi ;;
-    ovs-*) ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null |
-        grep -E "hits|miss|lost" | sed "s/^ */    $sw: /" >&2 || true ;;
+    ovs-*) [ -z "${CPS_DEBUG:-}" ] || ovs_appctl dpif-netdev/pmd-stats-show 2>/dev/null |
+        grep -E "megaflow hits|upcall" | sed "s/^ */    $sw: /" >&2 || true ;;
     esac
     stop_all
     if [ "$sw" != limit ] && [ "${f1:-0}" -ge "$conns" ]; then
