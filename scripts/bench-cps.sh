@@ -11,11 +11,13 @@
 # reaches b. The switch under test runs on CPU 0. Every SYN that reaches b is a connection
 # the switch opened:
 #   lb   logical switch cpslb, client port lb-a (no port security: the clients are many
-#        addresses), server lb-b (198.18.0.2, port security), Neutron's security groups
-#        (neutron_pg_drop; pg_cpslb admits what members send and, to them, TCP port 80 from
-#        anywhere: a web server's group) and a TCP load balancer VIP 198.18.0.100:80 ->
-#        198.18.0.2:80. Each SYN (10.0.0.1+ -> the VIP) is committed in a's zone with its
-#        DNAT (ct_lb_mark) and again in b's zone: two new connections in the tracker
+#        addresses), server lb-b (198.18.0.2, .3 and .4: three backends on one port, port
+#        security), Neutron's security groups (neutron_pg_drop; pg_cpslb admits what
+#        members send and, to them, TCP port 80 from anywhere: a web server's group) and a
+#        TCP load balancer VIP 198.18.0.100:80 -> the three backends' port 80. Each SYN
+#        (10.0.0.1+ -> the VIP) is committed in a's zone with its DNAT to the backend its
+#        5-tuple's hash picks (ct_lb_mark) and again in b's zone: two new connections in
+#        the tracker
 #   fip  scripts/lib/ovn-sg.sh fip_tenant: a gateway router bound to the chassis, client
 #        port fip-a on the external switch (no port security), the VM fip-b 198.18.1.2
 #        behind floating IP 10.253.0.0 (dnat_and_snat). Each SYN (10.254.0.1+ -> the
@@ -103,15 +105,16 @@ trap 'stop_all; ovn_central_stop; ip netns del cpsns 2>/dev/null || true; rm -rf
 # The tenants (see the header) and the namespace of vswitchd's idle tunnel endpoint.
 cps_central() {
     ovn_central
-    two_ports cpslb lb-a "02:00:00:00:00:01 198.18.0.1" "02:00:00:00:00:01" \
-        lb-b "02:00:00:00:00:02 198.18.0.2" "02:00:00:00:00:02 198.18.0.2"
+    local b="02:00:00:00:00:02 198.18.0.2 198.18.0.3 198.18.0.4"
+    two_ports cpslb lb-a "02:00:00:00:00:01 198.18.0.1" "02:00:00:00:00:01" lb-b "$b" "$b"
     nbctl lsp-set-port-security lb-a
     nbctl pg-add neutron_pg_drop lb-a lb-b -- pg-add pg_cpslb lb-a lb-b
     nbctl acl-add neutron_pg_drop to-lport 1001 "outport == @neutron_pg_drop && ip" drop \
         -- acl-add neutron_pg_drop from-lport 1001 "inport == @neutron_pg_drop && ip" drop \
         -- acl-add pg_cpslb from-lport 1002 "inport == @pg_cpslb && ip4" allow-related \
         -- acl-add pg_cpslb to-lport 1002 "outport == @pg_cpslb && ip4 && tcp.dst == 80" allow-related
-    nbctl lb-add cpslb-lb 198.18.0.100:80 198.18.0.2:80 tcp -- ls-lb-add cpslb cpslb-lb
+    nbctl lb-add cpslb-lb 198.18.0.100:80 198.18.0.2:80,198.18.0.3:80,198.18.0.4:80 tcp \
+        -- ls-lb-add cpslb cpslb-lb
     fip_tenant hv-cps fip-a "02:00:00:00:00:01 10.254.0.1" fip-b "02:00:00:00:00:02 198.18.1.2" \
         10.253.0.0 "00:00:00:00:f0:01 10.255.255.254/14"
     nbctl lsp-set-port-security fip-a

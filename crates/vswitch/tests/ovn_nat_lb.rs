@@ -163,11 +163,27 @@ fn load_balancers_spread_connections_and_answer_hairpins() {
     let vm1 = &nss[0].0;
     assert!(ping_ok(vm1, "10.0.0.12", 20), "vm1 -> vm2 directly");
 
-    // 1,000 TCP connections, spread over the three backends.
+    // 1,000 TCP connections, spread over the three backends, the choice made again by
+    // cached programs for each new connection.
+    let runs = || -> [u64; 3] {
+        pmd_stats(&sw.control).iter().fold([0; 3], |a, r| {
+            [
+                a[0] + r.lflow_hits,
+                a[1] + r.lflow_wild_hits,
+                a[2] + r.lflow_misses,
+            ]
+        })
+    };
+    let before = runs();
     let answers = tcp_connections(vm1, 1000);
     assert_eq!(answers.len(), 1000);
     let by = tally(&answers, VMS[0].2);
-    eprintln!("TCP connections by backend: {by:?}");
+    let after = runs();
+    eprintln!("TCP connections by backend: {by:?}; (hits, wildcard, runs) {before:?} -> {after:?}");
+    assert!(
+        after[2] - before[2] < 100,
+        "1,000 connections, a few interpreter runs: {before:?} -> {after:?}"
+    );
     for vm in &VMS[1..] {
         let n = by.get(vm.0).copied().unwrap_or(0);
         assert!((200..=450).contains(&n), "{} got {n} of 1000: {by:?}", vm.0);

@@ -390,6 +390,69 @@ pub struct Output {
     pub origin: Origin,
 }
 
+/// A load balancer's choice among several backends (`ct_lb_mark(backends=...)`), by a
+/// hash of the packet's addresses, protocol and ports: made again for every packet a
+/// cached program runs for, so the program holds for every source port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbPick {
+    /// The backends of the packet's family: address and port (0: the packet's).
+    pub backends: Box<[(std::net::IpAddr, u16)]>,
+    /// The parts hashed ([`LbPick::SRC`]...): OVS `hash_fields`, by default all five.
+    pub fields: u8,
+}
+
+impl LbPick {
+    /// The source address is hashed.
+    pub const SRC: u8 = 1;
+    /// The destination address.
+    pub const DST: u8 = 2;
+    /// The IP protocol.
+    pub const PROTO: u8 = 4;
+    /// The source port.
+    pub const SRC_PORT: u8 = 8;
+    /// The destination port.
+    pub const DST_PORT: u8 = 16;
+
+    /// The backend for a packet with endpoints `e` and IP protocol `proto`.
+    pub fn choose(&self, e: &conntrack::Endpoints, proto: u8) -> (std::net::IpAddr, u16) {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        let f = self.fields;
+        if f & Self::SRC != 0 {
+            e.src.hash(&mut h);
+        }
+        if f & Self::DST != 0 {
+            e.dst.hash(&mut h);
+        }
+        if f & Self::PROTO != 0 {
+            proto.hash(&mut h);
+        }
+        if f & Self::SRC_PORT != 0 {
+            e.src_port.hash(&mut h);
+        }
+        if f & Self::DST_PORT != 0 {
+            e.dst_port.hash(&mut h);
+        }
+        // Fx's low bits are weak for small inputs: fold the high half in.
+        let v = h.finish();
+        self.backends[((v ^ (v >> 32)) % self.backends.len() as u64) as usize]
+    }
+
+    /// `req` (a `ct_lb_mark` request) translating to the backend for a packet with
+    /// endpoints `e` and protocol `proto`.
+    pub fn request(&self, req: CtReq, e: &conntrack::Endpoints, proto: u8) -> CtReq {
+        let (ip, port) = self.choose(e, proto);
+        CtReq {
+            nat: Some(conntrack::Nat::Dst(conntrack::NatRange {
+                min: ip,
+                max: ip,
+                ports: (port != 0).then_some((port, port)),
+            })),
+            ..req
+        }
+    }
+}
+
 /// One thing the pipeline did, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -399,6 +462,9 @@ pub enum Step {
         req: CtReq,
         /// The result.
         result: CtResult,
+        /// The load balancer's choice that made the request's translation, when a
+        /// program makes it again per packet.
+        pick: Option<Arc<LbPick>>,
     },
     /// A `ct_commit`.
     Commit {

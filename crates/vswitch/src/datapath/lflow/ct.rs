@@ -87,6 +87,20 @@ impl<'a> LiveCt<'a> {
         })
     }
 
+    /// The endpoints and IP protocol of the packet as the steps so far translated it
+    /// (ports 0 but for TCP and UDP); `None` when not IP.
+    pub fn current(&self) -> Option<(Endpoints, u8)> {
+        let p = self.pkt.as_ref()?;
+        let (src_port, dst_port) = ports(p).unwrap_or((0, 0));
+        let e = Endpoints {
+            src: p.src,
+            dst: p.dst,
+            src_port,
+            dst_port,
+        };
+        Some((e, p.proto()))
+    }
+
     /// With the load balancers' affinity sessions `a` (`chk_lb_aff`, `commit_lb_aff`).
     pub fn with_affinity(mut self, a: &'a LbAffinity) -> Self {
         self.affinity = Some(a);

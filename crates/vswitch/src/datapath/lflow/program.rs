@@ -126,6 +126,9 @@ pub enum PStep {
     /// A conntrack step whose result the rest depends on (`ct_next`, `ct_dnat`,
     /// `ct_lb_mark`...).
     Ct(CtReq),
+    /// A `ct_lb_mark` among several backends: the request with the backend the
+    /// packet's hash picks.
+    CtLb(CtReq, std::sync::Arc<crate::model::lflow::LbPick>),
     /// A `ct_commit`.
     Commit {
         /// Zone.
@@ -366,10 +369,18 @@ pub fn run<'v>(
     for i in 0.. {
         let Some(step) = v.steps.get(i) else { break };
         match step {
-            PStep::Ct(req) => {
+            PStep::Ct(_) | PStep::CtLb(..) => {
                 if k == MAX_CT_STEPS {
                     return Err((results(v, k, received), commits));
                 }
+                let req = match step {
+                    PStep::CtLb(req, pick) => match ct.current() {
+                        Some((e, proto)) => pick.request(*req, &e, proto),
+                        None => *req,
+                    },
+                    PStep::Ct(req) => *req,
+                    _ => unreachable!(),
+                };
                 let r = ct.step(&req.action());
                 let rel = before.map(|b| RelResult::of(&r, &b));
                 let same = |w: &Variant, n: usize| match (&w.rel, rel) {
@@ -508,9 +519,12 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
     let mut embedded = None;
     for s in &outcome.steps {
         match s {
-            Step::Ct { req, result } => {
+            Step::Ct { req, result, pick } => {
                 v.ct.push(*result);
-                v.steps.push(PStep::Ct(*req));
+                v.steps.push(match pick {
+                    Some(p) => PStep::CtLb(*req, p.clone()),
+                    None => PStep::Ct(*req),
+                });
                 embedded = result.nat.and_then(|n| n.inner).or(embedded);
             }
             Step::Commit { zone, commit } => v.steps.push(PStep::Commit {

@@ -33,6 +33,7 @@ use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 use super::nat;
 use super::tables::{Datapath, LPort, Location, Pipelines};
 use crate::config::MacAddr;
+use crate::model::lflow::LbPick;
 pub use crate::model::lflow::{
     cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker, DNAT_ZONE,
     SNAT_ZONE,
@@ -131,6 +132,9 @@ pub struct Run<'p, 't, T: Tracker + ?Sized> {
     /// The length `check_pkt_larger` compares (`None`: unknown, as in `ovn-trace`,
     /// which leaves the result unset).
     size: Option<u32>,
+    /// The load balancer's choice of the `ct_lb_mark` step being made, for its
+    /// [`Step::Ct`].
+    pick: Option<Arc<LbPick>>,
 }
 
 /// The trace list actions append to, when tracing.
@@ -165,6 +169,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             from_tunnel: false,
             frame: &[],
             size: None,
+            pick: None,
         }
     }
 
@@ -344,9 +349,11 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             CtLb(lb) | CtLbMark(lb) => {
                 let zone = self.zone(at, &pkt.flow, ZoneOf::Ct);
                 let mark = matches!(a, CtLbMark(_));
-                let req = nat::lb_request(zone, lb, mark, &pkt.flow);
-                match req {
-                    Some(req) => self.ct_next(at, lb.table, req, a, pkt, tr),
+                match nat::lb_request(zone, lb, mark, &pkt.flow) {
+                    Some((req, pick)) => {
+                        self.pick = pick;
+                        self.ct_next(at, lb.table, req, a, pkt, tr)
+                    }
                     None => self.error(
                         tr,
                         "no load balancing backend of the packet's family".into(),
@@ -657,7 +664,12 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             r.state |= pkt.flow.get(Field::CtState) as u32;
         }
         r.state |= cs::TRK;
-        self.out.steps.push(Step::Ct { req, result: r });
+        let pick = self.pick.take();
+        self.out.steps.push(Step::Ct {
+            req,
+            result: r,
+            pick,
+        });
         let mut forked = pkt.clone();
         forked.flow.set(Field::CtState, u128::from(r.state));
         forked.flow.set(Field::CtMark, u128::from(r.mark));
@@ -688,7 +700,11 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         } else if nat::is_ip(&pkt.flow) {
             let req = CtReq::lookup(self.zone(at, &pkt.flow, ZoneOf::Snat));
             let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
-            self.out.steps.push(Step::Ct { req, result: r });
+            self.out.steps.push(Step::Ct {
+                req,
+                result: r,
+                pick: None,
+            });
             r.state & cs::RPL != 0 && r.state & cs::INV == 0 && r.nat.is_some()
         } else {
             false
@@ -716,7 +732,11 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let zone = self.zone(at, &pkt.flow, ZoneOf::Snat);
         let req = nat::snat_to(zone, vip);
         let r = self.ct.ct(&req, (&pkt.flow, &pkt.origin));
-        self.out.steps.push(Step::Ct { req, result: r });
+        self.out.steps.push(Step::Ct {
+            req,
+            result: r,
+            pick: None,
+        });
         if let Some(n) = &r.nat {
             nat::write_endpoints(&mut pkt.flow, &n.packet);
         }

@@ -14,13 +14,14 @@
 
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use conntrack::{Endpoints, Nat, NatRange};
 use ovn_lflow::actions::{CommitLbAff, CtLb, CtLbFlag, CtNat};
 use ovn_lflow::{Action, Field, Flow, Subfield};
 
 use super::interp::{ct_state_text, Commit, CtReq, CtResult};
-use crate::model::lflow::{AffinityKey, Tracker};
+use crate::model::lflow::{AffinityKey, LbPick, Tracker};
 
 /// `ct_mark.natted` / `ct_label.natted` (OVN `OVN_CT_NATTED_BIT`).
 const NATTED: u32 = 1 << 1;
@@ -53,13 +54,22 @@ pub fn nat_request(zone: u16, n: &CtNat, dst: bool) -> CtReq {
 }
 
 /// The request of `ct_lb_mark` (`mark`) or `ct_lb` for the packet with fields `flow`, in
-/// `zone`; `None` when it has backends but none of the packet's family.
-pub fn lb_request(zone: u16, lb: &CtLb, mark: bool, flow: &Flow) -> Option<CtReq> {
+/// `zone`, and, among several backends chosen by the fields [`LbPick`] hashes, the
+/// choice (a cached program makes it again for each packet: not a read of the
+/// packet's fields, [`Flow::reads`]); `None` when it has backends but none of the
+/// packet's family.
+pub fn lb_request(
+    zone: u16,
+    lb: &CtLb,
+    mark: bool,
+    flow: &Flow,
+) -> Option<(CtReq, Option<Arc<LbPick>>)> {
     if lb.backends.is_empty() {
-        return Some(CtReq {
+        let req = CtReq {
             nat: Some(Nat::Existing),
             ..CtReq::lookup(zone)
-        });
+        };
+        return Some((req, None));
     }
     let v6 = flow.get(Field::EthType) == 0x86dd;
     let family: Vec<_> = lb
@@ -67,14 +77,25 @@ pub fn lb_request(zone: u16, lb: &CtLb, mark: bool, flow: &Flow) -> Option<CtReq
         .iter()
         .filter(|b| b.ip.is_ipv6() == v6)
         .collect();
-    if family.is_empty() {
-        return None;
-    }
-    // One backend is every connection's: no field of the packet chosen by (a cached
-    // program of it then holds for every source port: Flow::reads).
-    let b = match family.len() {
-        1 => family[0],
-        n => family[select(flow, lb.hash_fields.as_deref()) as usize % n],
+    let mut pick = None;
+    let b = match (family.len(), pick_fields(lb.hash_fields.as_deref())) {
+        (0, _) => return None,
+        // One backend is every connection's: no field of the packet chosen by.
+        (1, _) => (family[0].ip, family[0].port),
+        (_, Some(fields)) => {
+            let p = LbPick {
+                backends: family.iter().map(|b| (b.ip, b.port)).collect(),
+                fields,
+            };
+            let e = endpoints_of(&flow.detached())?;
+            let chosen = p.choose(&e, flow.get(Field::IpProto) as u8);
+            pick = Some(Arc::new(p));
+            chosen
+        }
+        (n, None) => {
+            let b = family[select(flow, lb.hash_fields.as_deref()) as usize % n];
+            (b.ip, b.port)
+        }
     };
     let bits = NATTED
         | match lb.flag {
@@ -94,13 +115,36 @@ pub fn lb_request(zone: u16, lb: &CtLb, mark: bool, flow: &Flow) -> Option<CtReq
         }
     };
     let range = NatRange {
-        min: b.ip,
-        max: b.ip,
-        ports: (b.port != 0).then_some((b.port, b.port)),
+        min: b.0,
+        max: b.0,
+        ports: (b.1 != 0).then_some((b.1, b.1)),
     };
-    Some(CtReq {
+    let req = CtReq {
         nat: Some(Nat::Dst(range)),
         ..CtReq::commit(zone, writes)
+    };
+    Some((req, pick))
+}
+
+/// The [`LbPick`] fields of OVS `hash_fields` (default: the 5-tuple); `None` when it
+/// names another (the MACs: [`select`] chooses, reading them).
+fn pick_fields(hash_fields: Option<&str>) -> Option<u8> {
+    let Some(names) = hash_fields else {
+        return Some(
+            LbPick::SRC | LbPick::DST | LbPick::PROTO | LbPick::SRC_PORT | LbPick::DST_PORT,
+        );
+    };
+    names.split(',').map(str::trim).try_fold(0, |f, name| {
+        Some(
+            f | match name {
+                "ip_src" | "nw_src" | "ipv6_src" => LbPick::SRC,
+                "ip_dst" | "nw_dst" | "ipv6_dst" => LbPick::DST,
+                "nw_proto" | "ip_proto" => LbPick::PROTO,
+                "tp_src" => LbPick::SRC_PORT,
+                "tp_dst" => LbPick::DST_PORT,
+                _ => return None,
+            },
+        )
     })
 }
 
@@ -403,8 +447,25 @@ mod tests {
         let mut counts = [0u32; 3];
         for sport in 1024..4024u16 {
             let f = tcp([10, 0, 1, 5], [172, 16, 0, 1], sport, 80);
-            let req = lb_request(9, &lb(3), true, &f).unwrap();
-            assert_eq!(req, lb_request(9, &lb(3), true, &f).unwrap(), "stable");
+            f.clear_reads();
+            let (req, pick) = lb_request(9, &lb(3), true, &f).unwrap();
+            assert_eq!(
+                (req, &pick),
+                (lb_request(9, &lb(3), true, &f).unwrap().0, &pick),
+                "stable"
+            );
+            assert_eq!(
+                f.reads() & (1 << Field::TcpSrc.index()),
+                0,
+                "the ports are not read"
+            );
+            let pick = pick.expect("three backends: a program chooses again");
+            let e = endpoints_of(&f).unwrap();
+            assert_eq!(
+                pick.request(req, &e, 6),
+                req,
+                "the program's choice is the same"
+            );
             assert!(req.commit);
             assert_eq!(req.writes.mark, (NATTED | SKIP_SNAT, NATTED | SKIP_SNAT));
             let Some(Nat::Dst(r)) = req.nat else {
@@ -423,8 +484,23 @@ mod tests {
     #[test]
     fn without_backends_a_load_balancer_only_un_nats() {
         let f = tcp([10, 0, 1, 5], [172, 16, 0, 1], 1000, 80);
-        let req = lb_request(9, &lb(0), false, &f).unwrap();
-        assert_eq!((req.commit, req.nat), (false, Some(Nat::Existing)));
+        let (req, pick) = lb_request(9, &lb(0), false, &f).unwrap();
+        assert_eq!(
+            (req.commit, req.nat, pick),
+            (false, Some(Nat::Existing), None)
+        );
+        assert_eq!(
+            lb_request(9, &lb(1), true, &f).unwrap().1,
+            None,
+            "one backend: no choice"
+        );
+        let mut macs = lb(2);
+        macs.hash_fields = Some("eth_src,ip_src".into());
+        assert_eq!(
+            lb_request(9, &macs, true, &f).unwrap().1,
+            None,
+            "MACs: chosen once"
+        );
         let mut v6 = f.clone();
         v6.set(Field::EthType, 0x86dd);
         assert_eq!(lb_request(9, &lb(2), true, &v6), None, "no IPv6 backend");
