@@ -151,19 +151,21 @@ fn lflow(sw: &Vswitchd) -> [u64; 5] {
     })
 }
 
-/// One chassis hv1 with the three VMs in their namespaces, every port up.
+/// One chassis hv1 with the three VMs in their namespaces, every port up. Bind its
+/// fields in this order (`let Setup { _f, _dir, c, sw, nss } = ...`): locals drop in
+/// reverse, so the central and vswitchd stop before their directory goes.
 struct Setup {
+    _f: Fabric,
+    _dir: TempDir,
     c: OvnCentral,
     sw: Vswitchd,
     nss: Vec<Netns>,
-    _f: Fabric,
-    _dir: TempDir,
 }
 
 fn setup(prefix: &str) -> Setup {
     setup_host();
     let f = Fabric::new(prefix, 1, 1600);
-    let dir = TempDir::new("ovn-program-cache");
+    let dir = TempDir::new(&format!("ovn-program-cache-{prefix}"));
     let c = OvnCentral::start(&dir);
     build(&c);
     let id = std::process::id() % 10000;
@@ -190,11 +192,11 @@ fn setup(prefix: &str) -> Setup {
         });
     }
     Setup {
+        _f: f,
+        _dir: dir,
         c,
         sw,
         nss,
-        _f: f,
-        _dir: dir,
     }
 }
 
@@ -202,11 +204,11 @@ fn setup(prefix: &str) -> Setup {
 fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
     let _g = serial();
     let Setup {
+        _f,
+        _dir,
         c,
         sw,
         nss,
-        _f,
-        _dir,
     } = setup("opc");
     let (vm1, vm2) = (&nss[0].0, &nss[1].0);
     let (_sink, got) = udp_sink(vm2);
@@ -276,11 +278,11 @@ fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
 fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_port() {
     let _g = serial();
     let Setup {
+        _f,
+        _dir,
         c,
         sw,
         nss,
-        _f,
-        _dir,
     } = setup("opw");
     let (vm1, vm2) = (&nss[0].0, &nss[1].0);
     let (_sink, got) = udp_sink(vm2);
