@@ -23,7 +23,7 @@
 # testpmd's own vhost or AF_XDP io forwarding). Each scenario script runs its switches in
 # interleaved rounds (A, B, C, A, B, C, …), so slow drift of the machine hits all alike.
 #
-# Scenarios (--scenarios "pvp flows acl sg afxdp tcp rr scale mcast", default all):
+# Scenarios (--scenarios "pvp flows acl sg nat afxdp tcp rr scale mcast", default all):
 #   pvp    PVP loop, 1 flow, frame sizes 64…1518, split and packed rings (bench-pvp.sh and
 #          bench-pvp.sh --packed), and IMIX (7:4:1 of 64/570/1518 B, split rings;
 #          bench-pvp.sh --sizes imix): Mpps, Gbit/s, drops, the switch's own cycles per
@@ -34,6 +34,10 @@
 #   sg     64 B PVP with OVN security groups (conntrack both ways): vswitchd as the OVN
 #          chassis against Open vSwitch with DPDK + ovn-controller, and vswitchd's plain
 #          L2 loop (bench-pvp.sh --only "vswitchd vswitchd-sg ovs-sg")
+#   nat    64 B through a load balancer's VIP and a floating IP (DNAT), the same two
+#          chassis (bench-pvp.sh --only "vswitchd-lb ovs-lb vswitchd-fip ovs-fip"); new
+#          connections per second through a VIP and a floating IP (bench-cps.sh; --quick:
+#          1M SYNs, a 1 s window)
 #   afxdp  AF_XDP uplink <-> vhost-user guest over a veth, against testpmd net_af_xdp
 #          (bench-afxdp.sh)
 #   tcp    iperf3 between two namespace hosts through tap ports, plain L2 and Geneve, against
@@ -59,7 +63,7 @@
 # Run nothing else heavy meanwhile (the machine's two cores are the measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_scenarios="pvp flows acl sg afxdp tcp rr scale mcast"
+all_scenarios="pvp flows acl sg nat afxdp tcp rr scale mcast"
 quick=""; out=target/bench-report; scenarios=$all_scenarios; rounds=""
 readme=1; render_only=""
 while [ $# -gt 0 ]; do
@@ -76,8 +80,8 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || { echo "bench-report.sh: run as root (namespaces, hugepages, XDP)" >&2; exit 2; }
 for s in $scenarios; do
-    case "$s" in pvp|flows|acl|sg|afxdp|tcp|rr|scale|mcast) ;;
-    *) echo "bench-report.sh: unknown scenario $s (pvp flows acl sg afxdp tcp rr scale mcast)" >&2; exit 2 ;;
+    case "$s" in pvp|flows|acl|sg|nat|afxdp|tcp|rr|scale|mcast) ;;
+    *) echo "bench-report.sh: unknown scenario $s ($all_scenarios)" >&2; exit 2 ;;
     esac
 done
 
@@ -204,6 +208,16 @@ for s in $scenarios; do
     sg)
         scenario sg scripts/bench-pvp.sh --rounds "$rounds" --secs "$secs" --sizes 64 \
             --only "vswitchd vswitchd-sg ovs-sg" --json "$raw"
+        ;;
+    nat)
+        scenario nat scripts/bench-pvp.sh --rounds "$rounds" --secs "$secs" --sizes 64 \
+            --only "vswitchd-lb ovs-lb vswitchd-fip ovs-fip" --json "$raw"
+        if [ "$mode" = quick ]; then
+            scenario cps scripts/bench-cps.sh --rounds "$rounds" --conns 1000000 --secs 1 \
+                --warm 0.3 --json "$raw"
+        else
+            scenario cps scripts/bench-cps.sh --rounds "$rounds" --json "$raw"
+        fi
         ;;
     afxdp)
         scenario afxdp scripts/bench-afxdp.sh --rounds "$rounds" --secs "$secs" --json "$raw"

@@ -39,6 +39,16 @@ const DROPS: Metric = Metric {
     label: "drops",
     decimals: 0,
 };
+const CPS: Metric = Metric {
+    name: "cps",
+    label: "connections/s",
+    decimals: 0,
+};
+const LOST: Metric = Metric {
+    name: "lost",
+    label: "lost (share)",
+    decimals: 4,
+};
 
 /// One report section: a scenario, what it measures, and its table layout.
 pub struct Section {
@@ -117,6 +127,28 @@ pub const SECTIONS: &[Section] = &[
             rows: &["frame_size"],
             metrics: &[MPPS, CPP, DROPS],
             ratios: &[("vswitchd", "ovs", "mpps")],
+        },
+        plots: &[],
+    },
+    Section {
+        title: "3e. New connections per second through a load balancer VIP",
+        what: "`bench-cps.sh`: the chassis of sections 3c and 3d, with a TCP load balancer VIP of three backends (`cps-lb`, Neutron's security groups on both ports) and a floating IP on a gateway router (`cps-fip`). A testpmd guest replays a file of unique TCP SYNs (60,000 source ports per client address) into port a as fast as the switch takes them (tx retry) and counts what reaches port b over the window: each is a connection the switch opened. `limit`: testpmd's own vhost forwarding of the same SYNs, no connection tracking (the generator's ceiling). Both switches' conntrack limits are raised out of the way (12M connections, no per-zone limit).",
+        spec: TableSpec {
+            scenario: "cps-lb",
+            rows: &["connections"],
+            metrics: &[CPS, LOST],
+            ratios: &[("vswitchd", "ovs", "cps")],
+        },
+        plots: &[],
+    },
+    Section {
+        title: "3f. New connections per second through a floating IP",
+        what: "As section 3e, through the floating IP (each SYN DNAT'd in the gateway router's DNAT zone).",
+        spec: TableSpec {
+            scenario: "cps-fip",
+            rows: &["connections"],
+            metrics: &[CPS, LOST],
+            ratios: &[("vswitchd", "ovs", "cps")],
         },
         plots: &[],
     },
@@ -373,6 +405,22 @@ pub const TARGETS: &[TargetSpec] = &[
         metric: "mpps",
         num: ("vswitchd", &[("frame_size", "64")]),
         den: ("ovs", &[("frame_size", "64")]),
+        bound: Bound::AtLeast(2.0),
+    },
+    TargetSpec {
+        name: "New connections per second through a load balancer VIP: vswitchd ≥ 2× Open vSwitch + ovn-controller",
+        scenario: "cps-lb",
+        metric: "cps",
+        num: ("vswitchd", &[]),
+        den: ("ovs", &[]),
+        bound: Bound::AtLeast(2.0),
+    },
+    TargetSpec {
+        name: "New connections per second through a floating IP: vswitchd ≥ 2× Open vSwitch + ovn-controller",
+        scenario: "cps-fip",
+        metric: "cps",
+        num: ("vswitchd", &[]),
+        den: ("ovs", &[]),
         bound: Bound::AtLeast(2.0),
     },
     TargetSpec {
