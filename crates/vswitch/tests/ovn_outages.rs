@@ -27,11 +27,13 @@ fn restart(
 ) -> (Vswitchd, Duration) {
     let sw = Vswitchd::start_in(Some(&f.ns[1]), dir, tag, args);
     tap_up(f, 1, tap0, TAP_MAC, "10.0.0.2/24");
-    let up = Instant::now();
     wait_for(Duration::from_secs(30), "hv2's ports running again", || {
         let r = ovn(&sw);
         r.ports.iter().all(|p| p.bound && p.up).then_some(())
     });
+    // From the moment its ports are up again, as the callers state (not from the
+    // tap's: the chassis' start and binding are not the resumption).
+    let up = Instant::now();
     let resumed = first_answer(&f.ns[0], "10.0.0.2", up, Duration::from_secs(10))
         .unwrap_or_else(|| panic!("hv1 -> hv2 after {tag}: no answer"));
     (sw, resumed)
