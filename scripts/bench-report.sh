@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark report: every scenario, every switch in the same run, one command. As root.
 #
-#   scripts/bench-report.sh            the full run (about 50 minutes on 2 cores): 3 rounds
-#   scripts/bench-report.sh --quick    a reduced set in under 5 minutes (1 round, 64 and
+#   scripts/bench-report.sh            the full run (about an hour on 2 cores): 3 rounds
+#   scripts/bench-report.sh --quick    a reduced set in under 10 minutes (1 round, 64 and
 #                                      1518 B, fewer levels) to check that everything works
 #
 # Writes target/bench-report/ (or --out DIR):
