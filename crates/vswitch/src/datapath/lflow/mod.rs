@@ -251,8 +251,7 @@ impl Pipeline {
         let sw = &self.switch;
         let mut live =
             ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now).with_affinity(&sw.lb_affinity);
-        let received = live.received_endpoints();
-        let (done, commits) = match cache.find(&key, received) {
+        let (done, commits) = match cache.find(&key, || live.received_endpoints()) {
             Some((vs, rel)) => match program::run(vs, &mut live, rel) {
                 Ok(v) => {
                     lf.hits += 1;
@@ -319,7 +318,10 @@ impl Pipeline {
         );
         let keys = Keys {
             exact: key,
-            wild: received.filter(|_| !w.is_none()).map(|r| (w, r)),
+            wild: (!w.is_none())
+                .then(|| live.received_endpoints())
+                .flatten()
+                .map(|r| (w, r)),
         };
         Decided::Made(v, cached.then_some(keys), job)
     }

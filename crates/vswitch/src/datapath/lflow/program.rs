@@ -276,12 +276,12 @@ impl Cache {
     }
 
     /// The variants of `key`, or else of the wildcard key it falls under when the
-    /// frame's endpoints are `received` (a TCP or UDP frame), with those endpoints
-    /// (for [`run`]).
+    /// frame's endpoints are `received()` (a TCP or UDP frame), with those endpoints
+    /// (for [`run`]). `received` is called only when the exact key misses.
     pub fn find(
         &mut self,
         key: &LKey,
-        received: Option<conntrack::Endpoints>,
+        received: impl FnOnce() -> Option<conntrack::Endpoints>,
     ) -> Option<(&[Variant], Option<conntrack::Endpoints>)> {
         let exact = match self.last {
             Some((k, slot)) if k == *key => Some(slot),
@@ -291,7 +291,10 @@ impl Cache {
             self.last = Some((*key, slot));
             return Some((&self.programs[slot as usize], None));
         }
-        let received = received?;
+        if self.masks.is_empty() {
+            return None;
+        }
+        let received = received()?;
         let slot = self
             .masks
             .iter()
