@@ -134,17 +134,33 @@ fn pick_fields(hash_fields: Option<&str>) -> Option<u8> {
             LbPick::SRC | LbPick::DST | LbPick::PROTO | LbPick::SRC_PORT | LbPick::DST_PORT,
         );
     };
-    names.split(',').map(str::trim).try_fold(0, |f, name| {
-        Some(
-            f | match name {
-                "ip_src" | "nw_src" | "ipv6_src" => LbPick::SRC,
-                "ip_dst" | "nw_dst" | "ipv6_dst" => LbPick::DST,
-                "nw_proto" | "ip_proto" => LbPick::PROTO,
-                "tp_src" => LbPick::SRC_PORT,
-                "tp_dst" => LbPick::DST_PORT,
-                _ => return None,
-            },
-        )
+    names
+        .split(',')
+        .map(str::trim)
+        .try_fold(0, |f, name| match hash_field(name)? {
+            (0, _) => None,
+            (bit, _) => Some(f | bit),
+        })
+}
+
+/// An OVS `hash_fields` name: its [`LbPick`] bit (0: none, the MACs) and the fields
+/// of a flow it hashes; `None` for a name OVS does not hash by.
+fn hash_field(name: &str) -> Option<(u8, &'static [Field])> {
+    Some(match name {
+        "ip_src" | "nw_src" | "ipv6_src" => (LbPick::SRC, &[Field::Ipv4Src, Field::Ipv6Src]),
+        "ip_dst" | "nw_dst" | "ipv6_dst" => (LbPick::DST, &[Field::Ipv4Dst, Field::Ipv6Dst]),
+        "nw_proto" | "ip_proto" => (LbPick::PROTO, &[Field::IpProto]),
+        "tp_src" => (
+            LbPick::SRC_PORT,
+            &[Field::TcpSrc, Field::UdpSrc, Field::SctpSrc],
+        ),
+        "tp_dst" => (
+            LbPick::DST_PORT,
+            &[Field::TcpDst, Field::UdpDst, Field::SctpDst],
+        ),
+        "eth_src" => (0, &[Field::EthSrc]),
+        "eth_dst" => (0, &[Field::EthDst]),
+        _ => return None,
     })
 }
 
@@ -199,16 +215,7 @@ fn select(flow: &Flow, hash_fields: Option<&str>) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     let all = "ip_src,ip_dst,nw_proto,tp_src,tp_dst";
     for name in hash_fields.unwrap_or(all).split(',').map(str::trim) {
-        let fields: &[Field] = match name {
-            "ip_src" | "nw_src" | "ipv6_src" => &[Field::Ipv4Src, Field::Ipv6Src],
-            "ip_dst" | "nw_dst" | "ipv6_dst" => &[Field::Ipv4Dst, Field::Ipv6Dst],
-            "nw_proto" | "ip_proto" => &[Field::IpProto],
-            "tp_src" => &[Field::TcpSrc, Field::UdpSrc, Field::SctpSrc],
-            "tp_dst" => &[Field::TcpDst, Field::UdpDst, Field::SctpDst],
-            "eth_src" => &[Field::EthSrc],
-            "eth_dst" => &[Field::EthDst],
-            _ => &[],
-        };
+        let fields = hash_field(name).map_or(&[][..], |(_, f)| f);
         for f in fields {
             flow.get(*f).hash(&mut h);
         }
