@@ -62,17 +62,7 @@ work=$(mktemp -d /tmp/vswitch-rr.XXXXXX)
 results="$work/results.tsv"
 pids=()
 stop_all() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for _ in $(seq 50); do
-        alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break; sleep 0.1
-    done
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    pids=()
-    local f
-    for f in ovn-controller ovs-vswitchd ovsdb-server; do
-        if [ -f "$work/ovs/$f.pid" ]; then kill "$(cat "$work/ovs/$f.pid")" 2>/dev/null || true; fi
-    done
+    stop_pids_and_ovs
     sleep 0.5
     # The next chassis run starts from no Chassis row (and no binding to it).
     if [ -S "$central/sb.sock" ]; then sbctl --if-exists chassis-del hv-rr || true; fi
