@@ -56,6 +56,37 @@ fn tunnel_drop(sw: &Vswitchd, reason: &str) -> u64 {
 
 #[test]
 fn a_port_bound_on_two_chassis_moves_on_its_rarp() {
+    migrate(Switch::L2);
+}
+
+/// The same in a switch with a security group, which vswitchd runs through OVN's
+/// logical pipeline: the pipeline's outputs to the port go to both chassis, and hv3's
+/// pipeline delivers nothing to the port, nor takes anything from it, until its RARP.
+#[test]
+fn a_port_bound_on_two_chassis_moves_on_its_rarp_in_a_switch_that_runs_the_pipeline() {
+    migrate(Switch::Pipeline);
+}
+
+/// How vswitchd forwards the logical switch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Switch {
+    /// By its L2 rules (no ACL).
+    L2,
+    /// Through OVN's logical pipeline (an `allow-related` ACL).
+    Pipeline,
+}
+
+/// Frames to the blocked port that hv3 dropped: by the tunnel's OVN option (L2 rules),
+/// or by the egress pipeline's output to a port not active here (counted on the uplink
+/// the tunnel came in by).
+fn dropped_to_blocked(hv3: &Vswitchd, s: Switch) -> u64 {
+    match s {
+        Switch::L2 => tunnel_drop(hv3, "ovn_not_here"),
+        Switch::Pipeline => drops(hv3, "u", "no_destination"),
+    }
+}
+
+fn migrate(s: Switch) {
     let _g = serial();
     setup_host();
     let t0 = Instant::now();
@@ -63,6 +94,11 @@ fn a_port_bound_on_two_chassis_moves_on_its_rarp() {
     let dir = TempDir::new("ovn-multi");
     let c = OvnCentral::start(&dir);
     c.nbctl(&["ls-add", "sw0"]);
+    if s == Switch::Pipeline {
+        for dir in ["from-lport", "to-lport"] {
+            c.nbctl(&["acl-add", "sw0", dir, "1000", "ip4", "allow-related"]);
+        }
+    }
     for (lsp, addr) in [
         ("lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
         ("lsp-m", format!("{VM_MAC} 10.0.0.2")),
@@ -135,7 +171,7 @@ fn a_port_bound_on_two_chassis_moves_on_its_rarp() {
     // Open vSwitch and vswitchd send to both places.
     let mut from_hv1 = Capture::start(&f, 0, &dir);
     let mut from_hv2 = Capture::start(&f, 1, &dir);
-    let not_here0 = tunnel_drop(&hv3, "ovn_not_here");
+    let not_here0 = dropped_to_blocked(&hv3, s);
     send_frames(&f.ns[0], "vif0", HV1_VIF, VM_MAC, N);
     send_frames(&f.ns[1], &ta, TAP_MAC, VM_MAC, N);
     assert!(ping_ok(&f.ns[0], "10.0.0.2", 10), "a round trip after them");
@@ -155,8 +191,10 @@ fn a_port_bound_on_two_chassis_moves_on_its_rarp() {
     }
     // hv3 delivers none of them, and lets nothing but RARP out of the port.
     assert!(
-        tunnel_drop(&hv3, "ovn_not_here") >= not_here0 + 2 * u64::from(N),
-        "hv3 dropped the frames to its blocked port"
+        dropped_to_blocked(&hv3, s) >= not_here0 + 2 * u64::from(N),
+        "hv3 dropped the frames to its blocked port: uplink drops {:?}, tunnels {:?}",
+        hv3.port("u").stats.drops,
+        tunnels(&hv3)
     );
     assert_eq!(
         hv3.port("m").stats.tx_packets,
@@ -223,5 +261,14 @@ fn a_port_bound_on_two_chassis_moves_on_its_rarp() {
         egress_keys(&from_hv1, &hv1_ip, &hv2_ip, VM_MAC).is_empty(),
         "after the migration nothing goes to hv2"
     );
+    if s == Switch::Pipeline {
+        for (hv, who) in [(&hv2, "hv2"), (&hv3, "hv3")] {
+            let runs: u64 = pmd_stats(&hv.control)
+                .iter()
+                .map(|r| r.lflow_hits + r.lflow_misses)
+                .sum();
+            assert!(runs > 0, "{who} ran sw0's frames through the pipeline");
+        }
+    }
     eprintln!("[{:>6.1?}] hv3 holds the binding alone", t0.elapsed());
 }

@@ -8,8 +8,9 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::lflow::Entry;
 use super::packet::{Pkt, RxBurst};
-use super::pipeline::{Pipeline, Source};
+use super::pipeline::{Mode, Pipeline, Source};
 use crate::model::stats::DropReason;
 use crate::switch::topology::Topology;
 
@@ -42,8 +43,15 @@ impl Pipeline {
                 .drop(DropReason::OvnNotActivated, dropped);
         }
         if !rarp.is_empty() {
-            self.classify(topo, src, burst, &mut rarp);
-            self.forward(topo, src, queue, burst, &mut rarp);
+            match src.mode {
+                Mode::Ovn(o) if o.lflow => {
+                    self.lflow(topo, src, queue, burst, &mut rarp, Entry::Port);
+                }
+                _ => {
+                    self.classify(topo, src, burst, &mut rarp);
+                    self.forward(topo, src, queue, burst, &mut rarp);
+                }
+            }
             src.port.announced.store(true, Relaxed);
         }
         self.rarp = rarp;

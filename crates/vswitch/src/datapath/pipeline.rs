@@ -248,6 +248,11 @@ impl BurstHandler for Run<'_> {
         }
         let src = Source::local(self.topo, tp);
         if let Mode::Ovn(o) = src.mode {
+            if o.blocks(tp.ovn_key) {
+                self.pipeline
+                    .awaiting_activation(self.topo, &src, queue, burst, pkts);
+                return;
+            }
             if o.lflow {
                 self.pipeline.lflow(
                     self.topo,
@@ -257,11 +262,6 @@ impl BurstHandler for Run<'_> {
                     pkts,
                     super::lflow::Entry::Port,
                 );
-                return;
-            }
-            if o.blocks(tp.ovn_key) {
-                self.pipeline
-                    .awaiting_activation(self.topo, &src, queue, burst, pkts);
                 return;
             }
         }

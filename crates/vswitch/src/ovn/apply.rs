@@ -206,17 +206,13 @@ impl Pass {
             .iter()
             .map(|m| m.network.clone())
             .collect();
-        self.build_pipelines(ports, &networks, me, status);
+        let sb = self.sb.as_ref().expect("rows decoded");
+        let inactive = view::inactive_ports(sb, &self.local(cfg, ports, me));
+        self.build_pipelines(ports, (&networks, &inactive), me, status);
         let sb = self.sb.as_ref().expect("rows decoded");
         let local = view::Local {
-            name: &cfg.chassis,
-            hostname: &cfg.hostname,
-            chassis: Some(me),
             pipelines: self.pipelines.as_deref(),
-            ports,
-            mappings: &cfg.bridge_mappings,
-            announced: &self.announced,
-            active_tunnels: &self.active_tunnels,
+            ..self.local(cfg, ports, me)
         };
         let t0 = std::time::Instant::now();
         let v = view::derive_reusing(sb, &local, self.published.as_ref(), &self.touched);
@@ -270,13 +266,32 @@ impl Pass {
         Ok(true)
     }
 
+    /// This chassis as the view sees it (without pipelines).
+    fn local<'a>(
+        &'a self,
+        cfg: &'a OvnConfig,
+        ports: &'a BTreeMap<String, String>,
+        me: Uuid,
+    ) -> view::Local<'a> {
+        view::Local {
+            name: &cfg.chassis,
+            hostname: &cfg.hostname,
+            chassis: Some(me),
+            pipelines: None,
+            ports,
+            mappings: &cfg.bridge_mappings,
+            announced: &self.announced,
+            active_tunnels: &self.active_tunnels,
+        }
+    }
+
     /// Builds the logical pipelines of the local datapaths again when a row they come
     /// from changed (or the local ports did): every switch's view is then derived
     /// again, since whether it runs the pipeline may have changed.
     fn build_pipelines(
         &mut self,
         ports: &BTreeMap<String, String>,
-        networks: &[String],
+        (networks, inactive): (&[String], &[String]),
         me: Uuid,
         status: &Status,
     ) {
@@ -294,6 +309,7 @@ impl Pass {
             Viewpoint::Claiming {
                 me: Some(me),
                 ports: &lsps,
+                inactive,
                 networks,
             },
             &mut self.build_cache,

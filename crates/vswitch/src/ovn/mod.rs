@@ -60,7 +60,7 @@ impl Status {
 }
 
 /// What works on a vswitchd chassis (`vswitchctl ovn`; docs/ovn.md).
-pub const SUPPORTED: [&str; 17] = [
+pub const SUPPORTED: [&str; 18] = [
     "logical switches (Datapath_Binding) with VIF ports (Port_Binding type \"\") bound here by iface_id=",
     "OVN's logical pipeline (Logical_Flow) for every switch whose flows do more than L2 forwarding (ACLs, DHCP, a router): interpreted as ovn-trace does, one function per action, and cached per flow and connection state",
     "security groups: ACLs, port groups and address sets, allow-related through connection tracking (a zone per logical port; --ct-zone-max, --ct-max-connections)",
@@ -76,6 +76,7 @@ pub const SUPPORTED: [&str; 17] = [
     "port security (Port_Binding.port_security): MACs and, in switches that run the pipeline, IP addresses",
     "MACs learned behind 'unknown' ports without port security, written to the FDB table; other chassis' FDB rows read back (unicast to the port, not _MC_unknown)",
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
+    "live migration: multi-chassis bindings (requested-chassis=MAIN,OTHER) with activation-strategy=rarp, in switches forwarded by the L2 rules and in those that run the pipeline: frames to the port go to every chassis that holds it; an additional chassis blocks the port until its RARP",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
     "provider networks and IGMP/MLD snooping in switches forwarded by the L2 rules (see the unsupported list for pipeline switches)",
 ];
@@ -84,7 +85,7 @@ pub const SUPPORTED: [&str; 17] = [
 pub const UNSUPPORTED: [&str; 6] = [
     "DNS, QoS meters, ECMP (select) and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named",
     "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts, MAC binding learning and health check answers (IPv6 router advertisements, DNS, the logical router BFD of the BFD table): their datapaths are refused",
-    "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them), live migration's multi-chassis bindings",
+    "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them)",
     "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
     "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
     "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers; reports from a provider network are not snooped",

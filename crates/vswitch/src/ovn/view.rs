@@ -402,6 +402,60 @@ fn activated(pb: &PortBinding, local: &Local<'_>) -> bool {
         .is_some_and(|a| a.split(',').any(|c| c.trim() == local.name))
 }
 
+/// The chassis `options:requested-chassis` names, in order (the first is the main one).
+fn requested_chassis(pb: &PortBinding) -> Vec<&str> {
+    pb.options
+        .get("requested-chassis")
+        .map(|r| {
+            r.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How this chassis holds binding `pb` of logical switch port `lsp` if it may: the main
+/// chassis unless `requested-chassis` names it after another.
+fn role_here(pb: &PortBinding, local: &Local<'_>, lsp: &str) -> Role {
+    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    match requested_chassis(pb).iter().position(here) {
+        None | Some(0) => Role::Main,
+        Some(_) => Role::Additional {
+            blocked: needs_activation(pb)
+                && !activated(pb, local)
+                && !local.announced.contains(lsp_local_name(local, lsp)),
+        },
+    }
+}
+
+/// The logical switch ports that local ports name but that are not active here: bound
+/// here awaiting activation ([`Role::Additional`] `blocked`), requested on other chassis
+/// only, or bound to another chassis that none requested. The logical pipelines deliver
+/// nothing to them here ([`super::pipeline::tables::Viewpoint::Claiming`]).
+pub fn inactive_ports(sb: &Sb, local: &Local<'_>) -> Vec<String> {
+    let lsps: BTreeSet<&str> = local.ports.values().map(String::as_str).collect();
+    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    let inactive = |pb: &PortBinding| {
+        let requested = requested_chassis(pb);
+        if requested.is_empty() {
+            return pb.chassis.is_some() && pb.chassis != local.chassis;
+        }
+        !requested.iter().any(here)
+            || role_here(pb, local, &pb.logical_port) == Role::Additional { blocked: true }
+    };
+    let mut v: Vec<String> = sb
+        .ports
+        .values()
+        .filter(|pb| pb.kind.is_empty() && lsps.contains(pb.logical_port.as_str()))
+        .filter(|pb| inactive(pb))
+        .map(|pb| pb.logical_port.clone())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 /// Whether this chassis may have binding `pb` of logical switch port `lsp`, by OVN's
 /// rules (`lport_can_bind_on_this_chassis`): a VIF, `requested-chassis` empty or
 /// naming this chassis (by name or host name), not bound to another chassis unless
@@ -413,25 +467,9 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
             pb.kind
         ));
     }
-    let requested: Vec<&str> = pb
-        .options
-        .get("requested-chassis")
-        .map(|r| {
-            r.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
+    let requested = requested_chassis(pb);
     let here = |n: &&str| *n == local.name || *n == local.hostname;
-    let role = match requested.iter().position(here) {
-        None | Some(0) => Role::Main,
-        Some(_) => Role::Additional {
-            blocked: needs_activation(pb)
-                && !activated(pb, local)
-                && !local.announced.contains(lsp_local_name(local, lsp)),
-        },
-    };
+    let role = role_here(pb, local, lsp);
     if !requested.is_empty() && !requested.iter().any(here) {
         return PortView::Unbound(format!(
             "logical switch port {lsp:?} is requested on chassis {}",
@@ -1251,6 +1289,73 @@ mod tests {
             }
         ));
         assert!(v.claims.contains(&uuid(101)) && v.leaves == vec![uuid(101)]);
+    }
+
+    /// Where the logical pipelines place a multi-chassis port (as
+    /// `multi_chassis_binding_and_activation`'s, hv1 main, hv2 additional): seen from
+    /// hv2, on hv1 alone while it awaits activation, here and on hv1 once announced;
+    /// seen from a third chassis, on both. A port requested on another chassis only is
+    /// not here though a local port names it.
+    #[test]
+    fn pipeline_locations_of_a_multi_chassis_port() {
+        use crate::ovn::pipeline::tables::{Location, Pipelines, Viewpoint};
+        let mut s = sb();
+        {
+            let p = s.ports.get_mut(&uuid(101)).unwrap();
+            p.options
+                .insert("requested-chassis".into(), "hv1,hv2".into());
+            p.options
+                .insert("activation-strategy".into(), "rarp".into());
+            p.additional_chassis = vec![uuid(11)];
+        }
+        let location = |s: &Sb, l: &Local<'_>, me: Uuid| {
+            let inactive = inactive_ports(s, l);
+            let lsps: Vec<String> = l.ports.values().cloned().collect();
+            let view = Viewpoint::Claiming {
+                me: Some(me),
+                ports: &lsps,
+                inactive: &inactive,
+                networks: &[],
+            };
+            let p = Pipelines::build(s, &[uuid(1)], view);
+            let (d, k) = p.ports["p-hv1"];
+            p.datapaths[&d].ports[&k].location.clone()
+        };
+        let ps = ports(&[("vm1", "p-here"), ("mig", "p-hv1")]);
+        assert_eq!(inactive_ports(&s, &local(&ps)), vec!["p-hv1".to_string()]);
+        assert_eq!(
+            location(&s, &local(&ps), uuid(11)),
+            Location::Remote("hv1".into())
+        );
+        let announced: BTreeSet<String> = ["mig".to_string()].into();
+        let mut l = local(&ps);
+        l.announced = &announced;
+        assert_eq!(
+            location(&s, &l, uuid(11)),
+            Location::Multi {
+                here: true,
+                remotes: vec!["hv1".into()]
+            }
+        );
+        // A third chassis (no local port names it).
+        let none = ports(&[]);
+        assert_eq!(
+            location(&s, &local(&none), uuid(12)),
+            Location::Multi {
+                here: false,
+                remotes: vec!["hv1".into(), "hv2".into()]
+            }
+        );
+        // Requested on hv1 alone: the local port that names it is not it.
+        {
+            let p = s.ports.get_mut(&uuid(101)).unwrap();
+            p.options.insert("requested-chassis".into(), "hv1".into());
+            p.additional_chassis.clear();
+        }
+        assert_eq!(
+            location(&s, &local(&ps), uuid(11)),
+            Location::Remote("hv1".into())
+        );
     }
 
     /// A switch no changed row touched is taken from the previous view as it is (the

@@ -898,16 +898,22 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             });
             let mut chassis: Vec<&str> = Vec::new();
             for &m in &g.members {
-                if let (Mode::Chassis, Some(Location::Remote(c))) =
-                    (self.mode, dp.ports.get(&m).map(|p| &p.location))
+                let location = dp.ports.get(&m).map(|p| &p.location);
+                if let (Mode::Chassis, Some(l @ (Location::Remote(_) | Location::Multi { .. }))) =
+                    (self.mode, location)
                 {
                     // With a provider network, the localnet port's copy reaches them
                     // (physical.c: no remote chassis for a group of such a switch).
-                    if !chassis.contains(&c.as_str()) && !self.from_tunnel && dp.localnet.is_none()
-                    {
-                        chassis.push(c);
+                    if !self.from_tunnel && dp.localnet.is_none() {
+                        for c in remote_chassis(l) {
+                            if !chassis.contains(&c) {
+                                chassis.push(c);
+                            }
+                        }
                     }
-                    continue;
+                    if !l.is_here() {
+                        continue;
+                    }
                 }
                 if m == in_key && !loopback {
                     continue;
@@ -923,6 +929,21 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         let Some(port) = dp.ports.get(&out) else {
             return self.error(tr, format!("unknown port or multicast group {out}"));
         };
+        if let (Mode::Chassis, Location::Multi { here, remotes }) = (self.mode, &port.location) {
+            // On several chassis (a migration): a copy to each, and delivered here
+            // when it is active here.
+            if self.from_tunnel && !here {
+                return self.not_here(dp, port, pkt, tr);
+            }
+            if !self.from_tunnel {
+                for c in remotes {
+                    self.tunnel(c, dp, in_key, port.key, pkt, tr);
+                }
+            }
+            if !here {
+                return;
+            }
+        }
         let out = match self.redirect(dp, port, tr) {
             Ok(Some(to)) => to,
             Ok(None) => return self.tunnel_to(dp, port, in_key, pkt, tr),
@@ -998,9 +1019,29 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             return;
         };
         if self.from_tunnel {
-            return self.error(tr, format!("port \"{}\" is on another chassis", port.name));
+            return self.not_here(dp, port, pkt, tr);
         }
         self.tunnel(c.as_str(), dp, in_key, port.key, pkt, tr);
+    }
+
+    /// A frame a tunnel brought for `port`, which is not active here (on another
+    /// chassis, or awaiting activation here): dropped, never sent back into a tunnel
+    /// (OVN's `MLF_RCV_FROM_RAMP`), and counted (`no_destination`).
+    fn not_here(&mut self, dp: &Datapath, port: &LPort, pkt: &Pkt, tr: &mut Tr<'_>) {
+        push(tr, NodeKind::Output, || {
+            format!(
+                "/* \"{}\" is not active on this chassis: dropped */",
+                port.name
+            )
+        });
+        self.out.steps.push(Step::Output(Box::new(Output {
+            dest: Dest::Nowhere {
+                dp: dp.key,
+                port: port.key,
+            },
+            flow: pkt.flow.clone(),
+            origin: pkt.origin.clone(),
+        })));
     }
 
     fn egress(&mut self, dp: &'p Datapath, in_key: u16, out: u16, pkt: &Pkt, tr: &mut Tr<'_>) {
@@ -1089,10 +1130,18 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
         }
         push(tr, NodeKind::Modify, || format!("output(\"{name}\")"));
         let dest = match port.map(|p| &p.location) {
-            Some(Location::Local) => Dest::Local {
+            Some(l) if l.is_here() => Dest::Local {
                 dp: dp.key,
                 port: out,
             },
+            // A frame a tunnel brought for a port not active here (one awaiting
+            // activation) goes no further: never back into a tunnel.
+            Some(Location::Remote(_) | Location::Multi { .. }) if self.from_tunnel => {
+                Dest::Nowhere {
+                    dp: dp.key,
+                    port: out,
+                }
+            }
             Some(Location::Remote(c)) => Dest::Remote {
                 chassis: c.clone(),
                 dp: dp.key,
@@ -1110,6 +1159,16 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             origin: pkt.origin.clone(),
         })));
     }
+}
+
+/// The other chassis a remote or multi-chassis port is on.
+fn remote_chassis(l: &Location) -> impl Iterator<Item = &str> {
+    let (one, several) = match l {
+        Location::Remote(c) => (Some(c.as_str()), &[][..]),
+        Location::Multi { remotes, .. } => (None, remotes.as_slice()),
+        _ => (None, &[][..]),
+    };
+    one.into_iter().chain(several.iter().map(String::as_str))
 }
 
 fn pipeline_name(p: Pipeline) -> &'static str {

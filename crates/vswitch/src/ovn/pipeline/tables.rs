@@ -40,6 +40,24 @@ pub enum Location {
     Remote(String),
     /// Bound nowhere (or a port type that is everywhere: patch ports).
     Nowhere,
+    /// Bound to several chassis (a live migration, `requested-chassis=MAIN,OTHER`:
+    /// `Port_Binding.additional_chassis`): `here` when it is active on this one too
+    /// (its main chassis, or an additional one not awaiting activation), and the
+    /// others by name, sorted. OVN sends its frames to each (physical.c, by tunnel
+    /// even where a provider network joins them).
+    Multi {
+        /// Active on this chassis.
+        here: bool,
+        /// The other chassis.
+        remotes: Vec<String>,
+    },
+}
+
+impl Location {
+    /// Whether frames to the port are delivered on this chassis.
+    pub fn is_here(&self) -> bool {
+        matches!(self, Location::Local | Location::Multi { here: true, .. })
+    }
 }
 
 /// One logical port of a datapath.
@@ -213,6 +231,10 @@ pub enum Viewpoint<'a> {
         me: Option<Uuid>,
         /// Logical ports bound here.
         ports: &'a [String],
+        /// Of those, the ones not active here: bound as an additional chassis
+        /// awaiting activation (`activation-strategy=rarp`), or requested or bound
+        /// elsewhere ([`crate::ovn::view::inactive_ports`]).
+        inactive: &'a [String],
         /// Physical networks mapped here.
         networks: &'a [String],
     },
@@ -490,7 +512,7 @@ impl Pipelines {
             self.datapaths
                 .get(&d)
                 .and_then(|dp| dp.ports.get(&k))
-                .is_some_and(|p| p.location == Location::Local)
+                .is_some_and(|p| p.location.is_here())
         })
     }
 
@@ -845,22 +867,40 @@ fn location(sb: &Sb, pb: &PortBinding, view: Viewpoint<'_>) -> Location {
     if matches!(pb.kind.as_str(), "patch" | "localport") {
         return Location::Nowhere;
     }
-    let me = match view {
+    let holds = |me: Option<Uuid>| {
+        me.is_some_and(|m| pb.chassis == Some(m) || pb.additional_chassis.contains(&m))
+    };
+    let (me, here) = match view {
         Viewpoint::Everywhere => return Location::Local,
-        Viewpoint::Chassis(me) => me,
-        Viewpoint::Claiming { me, ports, .. } => {
-            if ports.contains(&pb.logical_port) {
-                return Location::Local;
-            }
-            me
+        Viewpoint::Chassis(me) => (me, holds(me)),
+        Viewpoint::Claiming {
+            me,
+            ports,
+            inactive,
+            ..
+        } => {
+            let lp = &pb.logical_port;
+            let held = ports.contains(lp) || holds(me);
+            (me, held && !inactive.contains(lp))
         }
     };
-    match pb.chassis {
-        Some(c) if Some(c) == me => Location::Local,
-        Some(c) => sb
-            .chassis
-            .get(&c)
-            .map_or(Location::Nowhere, |ch| Location::Remote(ch.name.clone())),
-        None => Location::Nowhere,
+    // The other chassis that hold it: its main one, and while it has additional ones
+    // (a migration) those too. A port claimed here is here alone until then.
+    let multi = !pb.additional_chassis.is_empty();
+    let mut remotes: Vec<String> = pb
+        .chassis
+        .iter()
+        .filter(|_| multi || !here)
+        .chain(pb.additional_chassis.iter())
+        .filter(|&&c| Some(c) != me)
+        .filter_map(|c| sb.chassis.get(c).map(|ch| ch.name.clone()))
+        .collect();
+    remotes.sort();
+    remotes.dedup();
+    match (here, remotes.len()) {
+        (true, 0) => Location::Local,
+        (false, 0) => Location::Nowhere,
+        (false, 1) => Location::Remote(remotes.remove(0)),
+        _ => Location::Multi { here, remotes },
     }
 }
