@@ -117,6 +117,28 @@ fn group_becomes(c: &OvnCentral, want: &[&str]) {
 
 #[test]
 fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
+    snoop(Forwarding::L2);
+}
+
+/// The same in a switch with a security group, which vswitchd runs through OVN's
+/// logical pipeline: its `igmp` action hands the reports to the chassis, and the
+/// pipeline's outputs to the groups ovn-northd made carry the frames.
+#[test]
+fn ovn_switch_that_runs_the_pipeline_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
+    snoop(Forwarding::Pipeline);
+}
+
+/// Frames to a group nobody joined that chassis `sw` dropped from port `port`: by the
+/// snooping pass (L2 rules), or by the pipeline's `drop` for unregistered groups (a
+/// frame the pipeline sends nowhere counts as `ovn_pipeline`).
+fn unregistered_drops(sw: &Vswitchd, port: &str, s: Forwarding) -> u64 {
+    match s {
+        Forwarding::L2 => drops(sw, port, "mcast_unregistered"),
+        Forwarding::Pipeline => drops(sw, port, "ovn_pipeline"),
+    }
+}
+
+fn snoop(s: Forwarding) {
     let _g = serial();
     setup_host();
     let t0 = Instant::now();
@@ -130,6 +152,7 @@ fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
         "sw0",
         "other_config:mcast_snoop=true",
     ]);
+    s.prepare(&c, "sw0");
     for (lsp, addr) in [
         ("lsp-hv1", format!("{HV1_VIF} 10.0.0.1")),
         ("lsp-a", format!("{TAP_MAC} 10.0.0.2")),
@@ -203,6 +226,11 @@ fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
     let mdb = vswitchctl_out(&hv2.control, &["mdb"]);
     let mdb = String::from_utf8_lossy(&mdb.stdout);
     assert!(mdb.contains(GROUP) && mdb.contains("ta"), "{mdb}");
+    assert_eq!(
+        drops(&hv2, "ta", "ovn_pipeline"),
+        0,
+        "reports taken in are no drops"
+    );
     eprintln!("[{:>6.1?}] hv2 joined {GROUP}", t0.elapsed());
 
     // From hv1 (OVS): to hv2's VM only.
@@ -253,7 +281,7 @@ fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
     // A group nobody joined: dropped at the sender's chassis, counted.
     send(&f.ns[2], &tb, UNJOINED);
     wait_for(WAIT, "the unregistered group's drops", || {
-        (drops(&hv3, "tb", "mcast_unregistered") == N).then_some(())
+        (unregistered_drops(&hv3, "tb", s) == N).then_some(())
     });
 
     // hv2's VM leaves (its socket closes): the row goes, the group shrinks, and hv2
@@ -312,5 +340,7 @@ fn ovn_switch_snoops_igmp_and_sends_groups_to_joined_chassis_only() {
         0,
         "hv3 has no IPv6 member and got copies"
     );
+    s.assert_ran(&hv2, "hv2");
+    s.assert_ran(&hv3, "hv3");
     eprintln!("[{:>6.1?}] MLDv2 group", t0.elapsed());
 }

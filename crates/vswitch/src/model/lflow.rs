@@ -500,6 +500,11 @@ pub enum Step {
     /// `handle_svc_check`: the frame answers a load balancer health check, for the
     /// chassis' prober ([`Learned::SvcReply`]); nothing else is done with it.
     SvcCheck,
+    /// `igmp`: an IGMP or MLD message from a port of a switch that snoops
+    /// (`mcast_snoop=true`), for the chassis' group database, which it writes to
+    /// `IGMP_Group` (ovn-controller's `pinctrl_ip_mcast_handle`); nothing else is done
+    /// with it.
+    Igmp,
     /// `chk_lb_aff`/`commit_lb_aff`: the decision rests on (or starts) a load
     /// balancer affinity session, state outside the flow and its connection.
     Affinity,

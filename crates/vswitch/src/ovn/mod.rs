@@ -78,14 +78,13 @@ pub const SUPPORTED: [&str; 18] = [
     "requested-chassis, port up notification (Port_Binding.up), nb_cfg (ovn-nbctl --wait=hv)",
     "live migration: multi-chassis bindings (requested-chassis=MAIN,OTHER) with activation-strategy=rarp, in switches forwarded by the L2 rules and in those that run the pipeline: frames to the port go to every chassis that holds it; an additional chassis blocks the port until its RARP",
     "forwarding on the last state while the Southbound database is away; resync on reconnect",
-    "provider networks and IGMP/MLD snooping in switches forwarded by the L2 rules (see the unsupported list for pipeline switches)",
+    "provider networks; IGMP/MLD snooping (mcast_snoop=true) in switches forwarded by the L2 rules and, through the igmp action, in those that run the pipeline",
 ];
 
 /// What a vswitchd chassis refuses or counts, never silently skips.
-pub const UNSUPPORTED: [&str; 6] = [
+pub const UNSUPPORTED: [&str; 5] = [
     "DNS, QoS meters, ECMP (select) and the other actions listed by `vswitchctl ovn` for a refused port: a switch whose pipeline reaches a flow using one is not claimed, and the action and flow are named",
     "controller actions beyond DHCP, ARP/ND, ICMP errors, TCP resets, SCTP aborts, MAC binding learning and health check answers (IPv6 router advertisements, DNS, the logical router BFD of the BFD table): their datapaths are refused",
-    "in switches that run the pipeline: IGMP/MLD snooping (the igmp action refuses them)",
     "port types other than VIF and gateway ports (localport, virtual, external, vtep) are not bound; a localnet port whose network is not mapped leaves its switch on tunnels",
     "IP fragments through connection tracking are not reassembled: they are ct.inv, and OVN's ACL stages drop them",
     "multicast: OVN's querier, per-switch mcast_idle_timeout/mcast_table_size (--mcast-aging/--mcast-table-size apply), mcast_flood_unregistered=true, mcast_flood_reports and relay through routers; reports from a provider network are not snooped",

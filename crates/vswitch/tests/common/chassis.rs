@@ -75,6 +75,42 @@ pub fn send_payload(ns: &str, iface: &str, src: &str, dst: &str, payload: &str, 
     assert!(o.status.success(), "scapy: {o:?}");
 }
 
+/// How vswitchd forwards a logical switch of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
+pub enum Forwarding {
+    /// By the L2 rules (a switch without ACLs).
+    L2,
+    /// Through OVN's logical pipeline: the switch gets an `allow-related` ACL on IPv4
+    /// both ways ([`Forwarding::prepare`]).
+    Pipeline,
+}
+
+#[allow(dead_code)]
+impl Forwarding {
+    /// Gives logical switch `ls` what makes vswitchd forward it this way.
+    pub fn prepare(self, c: &OvnCentral, ls: &str) {
+        if self == Forwarding::Pipeline {
+            for dir in ["from-lport", "to-lport"] {
+                c.nbctl(&["acl-add", ls, dir, "1000", "ip4", "allow-related"]);
+            }
+        }
+    }
+
+    /// Asserts that `sw` (chassis `who`) ran frames through the pipeline this way
+    /// (none with the L2 rules).
+    pub fn assert_ran(self, sw: &Vswitchd, who: &str) {
+        let runs: u64 = pmd_stats(&sw.control)
+            .iter()
+            .map(|r| r.lflow_hits + r.lflow_misses)
+            .sum();
+        match self {
+            Forwarding::Pipeline => assert!(runs > 0, "{who} ran frames through the pipeline"),
+            Forwarding::L2 => assert_eq!(runs, 0, "{who} forwarded by the L2 rules"),
+        }
+    }
+}
+
 /// A port's drop counter `reason`.
 pub fn drops(sw: &Vswitchd, port: &str, reason: &str) -> u64 {
     sw.port(port).stats.drops.get(reason).copied().unwrap_or(0)

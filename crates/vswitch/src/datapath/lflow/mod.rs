@@ -110,6 +110,8 @@ enum Decided<'c> {
     Made(program::Variant, Option<Keys>, Option<Box<SlowJob>>),
     /// Dropped, for this reason.
     Drop(DropReason),
+    /// Taken in by the chassis (`igmp`, `handle_svc_check`), sent nowhere: no drop.
+    Taken,
 }
 
 impl Pipeline {
@@ -162,6 +164,11 @@ impl Pipeline {
                 Decided::Drop(r) => {
                     counters.drop(r, 1);
                     self.actions.push(Action::Drop(r));
+                    (None, None, None, None)
+                }
+                Decided::Taken => {
+                    // Forwarding skips it; no counter calls it a drop.
+                    self.actions.push(Action::Drop(DropReason::OvnPipeline));
                     (None, None, None, None)
                 }
                 Decided::Cached(v) => (Some(v), None, None, None),
@@ -300,8 +307,18 @@ impl Pipeline {
                     let n = lf.frame.len().min(crate::model::lflow::SVC_REPLY_BYTES);
                     sw.learn_ovn(Learned::SvcReply(lf.frame[..n].to_vec()));
                 }
+                Step::Igmp if !self.snoop.take_in_lflow(&sw.mcast, src, burst, p) => {
+                    return Decided::Drop(DropReason::BadMcastControl);
+                }
                 _ => {}
             }
+        }
+        let taken = outcome
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Igmp | Step::SvcCheck));
+        if taken && !outcome.steps.iter().any(|s| matches!(s, Step::Output(_))) {
+            return Decided::Taken;
         }
         let (v, uncached) = program::compile(&outcome, &flow, topo);
         let job = (uncached == Some(Uncached::SlowPath))

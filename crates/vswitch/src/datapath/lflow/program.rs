@@ -551,6 +551,7 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             | Step::PutFdb { .. }
             | Step::Log
             | Step::SvcCheck
+            | Step::Igmp
             | Step::Affinity
             | Step::Await(_) => {
                 why = why.or(Some(Uncached::Learns));

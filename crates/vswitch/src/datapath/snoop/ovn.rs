@@ -58,6 +58,37 @@ impl Pipeline {
     }
 }
 
+impl super::Snoop {
+    /// Frame `p` of `burst`, which OVN's logical pipeline handed to the chassis
+    /// (`igmp`) in domain `src.domain`: an IGMP/MLD message from a local port is
+    /// applied to the group database (`mc`), as [`Pipeline::snoop_ovn`] does in a
+    /// switch forwarded by the L2 rules; one from a tunnel or the provider network is
+    /// not (as there). Returns false when it is malformed (the caller drops it as
+    /// `bad_mcast_control`).
+    pub(in crate::datapath) fn take_in_lflow<'m, B: RxBurst<'m>>(
+        &mut self,
+        mc: &Mcast,
+        src: &Source<'_>,
+        burst: &B,
+        p: &Pkt,
+    ) -> bool {
+        let from_uplink = match src.mode {
+            crate::datapath::pipeline::Mode::Ovn(o) => {
+                o.localnet.is_some_and(|l| l.uplink == src.port.id)
+            }
+            _ => true,
+        };
+        if src.tep.is_some() || from_uplink {
+            return true;
+        }
+        let from = Member::Port(src.port.id);
+        !matches!(
+            self.look(mc, burst, p, src.domain, from, &mut None),
+            Look::Invalid
+        )
+    }
+}
+
 /// A burst's data frames by where the pass sent them.
 #[derive(Debug, Default)]
 struct Tally {

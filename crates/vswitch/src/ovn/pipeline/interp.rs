@@ -528,6 +528,7 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             }
             Log(_) => self.out.steps.push(Step::Log),
             HandleSvcCheck(_) => self.out.steps.push(Step::SvcCheck),
+            Igmp => self.out.steps.push(Step::Igmp),
             // ovn-trace leaves both alone (no sessions to look at).
             ChkLbAff(_) | CommitLbAff(_) if self.mode == Mode::Trace => {}
             ChkLbAff(dst) => {

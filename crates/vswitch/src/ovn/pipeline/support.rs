@@ -15,7 +15,8 @@ use ovn_lflow::Action;
 /// requests and replies, ICMP errors, TCP resets, SCTP aborts, `reject`, DHCPv4 and
 /// DHCPv6 replies, MAC binding learning). `log`, `set_meter` and `trigger_event`
 /// have no effect on forwarding and are counted; `handle_svc_check` hands a load
-/// balancer health check's answer to the chassis' prober (`ovn::svc_monitor`);
+/// balancer health check's answer to the chassis' prober (`ovn::svc_monitor`) and
+/// `igmp` an IGMP/MLD report to the chassis' group database (`ovn::igmp`);
 /// `handle_dhcpv6_reply` drops the packet, as ovn-controller does when nothing waits
 /// for it; `check_pkt_larger` compares the frame's length (a TSO frame's segments').
 pub fn refusal(a: &Action) -> Option<&'static str> {
@@ -78,7 +79,8 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | PutFdb { .. }
         | CommitLbAff(_)
         | ChkLbAff(_)
-        | CheckPktLarger { .. } => None,
+        | CheckPktLarger { .. }
+        | Igmp => None,
         Select(_)
         | CommitEcmpNh { .. }
         | ChkEcmpNh(_)
@@ -89,8 +91,7 @@ pub fn refusal(a: &Action) -> Option<&'static str> {
         | PutNdRaOpts(_)
         | BfdMsg
         | Sample(_)
-        | SetQueue(_)
-        | Igmp => Some(a.name()),
+        | SetQueue(_) => Some(a.name()),
     }
 }
 
