@@ -630,17 +630,7 @@ fn a_gateway_router_sends_packet_too_big_over_ipv6() {
     let (vm_ns, up_ns) = (&nss[0].0, &nss[1].0);
     assert!(ping_ok(vm_ns, up.1, 20), "vm2 -> upstream over IPv6");
     for (from, to) in [(vm_ns, up.1), (up_ns, vm.1)] {
-        let fits = ping_df(from, to, 1400 - 48);
-        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
-        assert_eq!(path_mtu(from, to), None, "{from} -> {to}");
-        let big = ping_df(from, to, 1401 - 48);
-        assert!(
-            big.contains("Packet too big") && big.contains("mtu=1400"),
-            "{from} -> {to}: {big}"
-        );
-        assert_eq!(path_mtu(from, to), Some(1400), "{from} -> {to}");
-        let fits = ping_df(from, to, 1400 - 48);
-        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+        mtu_1400_holds(from, to, 48, &["Packet too big", "mtu=1400"]);
     }
     drop(nss);
 }
@@ -876,19 +866,24 @@ fn gateway_mtu_is_enforced(vm1: &str, vm3: &str, up: &str) {
     tcp_transfer(Some(up), Some(vm1), UPSTREAM.2, 8);
     assert_eq!(path_mtu(vm1, UPSTREAM.2), Some(1400), "vm1's stream");
     for (from, to) in [(vm3, UPSTREAM.2), (up, CENT_FIP), (up, DIST_FIP.0)] {
-        let fits = ping_df(from, to, 1400 - 28);
-        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
-        assert_eq!(path_mtu(from, to), None, "{from} -> {to}");
-        let big = ping_df(from, to, 1401 - 28);
-        assert!(
-            big.contains("Frag needed") && big.contains("mtu = 1400"),
-            "{from} -> {to}: {big}"
-        );
-        assert_eq!(path_mtu(from, to), Some(1400), "{from} -> {to}");
-        // The same flow at the smaller size again: decided for its size, not the last.
-        let fits = ping_df(from, to, 1400 - 28);
-        assert_eq!(ping_counts(&fits), Some((1, 1)), "{from} -> {to}: {fits}");
+        mtu_1400_holds(from, to, 28, &["Frag needed", "mtu = 1400"]);
     }
+}
+
+/// Pings from `ns` to `ip` with DF set (`headers`: the IP and ICMP header bytes): a
+/// packet of 1,400 bytes passes and leaves no path MTU; one of 1,401 is answered with
+/// ping's words `error` (the router's ICMP error) and the sender then caches a path
+/// MTU of 1,400; 1,400 bytes pass again (the same flow, decided for its size, not the
+/// last one's).
+fn mtu_1400_holds(ns: &str, ip: &str, headers: u32, error: &[&str]) {
+    let fits = ping_df(ns, ip, 1400 - headers);
+    assert_eq!(ping_counts(&fits), Some((1, 1)), "{ns} -> {ip}: {fits}");
+    assert_eq!(path_mtu(ns, ip), None, "{ns} -> {ip}");
+    let big = ping_df(ns, ip, 1401 - headers);
+    assert!(error.iter().all(|w| big.contains(w)), "{ns} -> {ip}: {big}");
+    assert_eq!(path_mtu(ns, ip), Some(1400), "{ns} -> {ip}");
+    let fits = ping_df(ns, ip, 1400 - headers);
+    assert_eq!(ping_counts(&fits), Some((1, 1)), "{ns} -> {ip}: {fits}");
 }
 
 /// One ping from `ns` to `ip` with DF set and `size` bytes of payload: ping's output.

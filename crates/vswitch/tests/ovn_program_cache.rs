@@ -151,15 +151,19 @@ fn lflow(sw: &Vswitchd) -> [u64; 5] {
     })
 }
 
-/// One chassis hv1 with the three VMs in their namespaces, every port up. Bind its
-/// fields in this order (`let Setup { _f, _dir, c, sw, nss } = ...`): locals drop in
-/// reverse, so the central and vswitchd stop before their directory goes.
+/// One chassis hv1 with the three VMs in their namespaces, every port up, and a UDP
+/// sink on vm2 (`got` counts what it received). Bind its fields in this order (`let
+/// Setup { _f, _dir, c, sw, nss, _sink, got } = ...`): locals drop in reverse, so the
+/// sink stops before its namespace goes, the central and vswitchd before their
+/// directory.
 struct Setup {
     _f: Fabric,
     _dir: TempDir,
     c: OvnCentral,
     sw: Vswitchd,
     nss: Vec<Netns>,
+    _sink: KillOnDrop,
+    got: Arc<AtomicU64>,
 }
 
 fn setup(prefix: &str) -> Setup {
@@ -191,12 +195,15 @@ fn setup(prefix: &str) -> Setup {
             (c.sb_get("Port_Binding", "logical_port", vm.0, "up") == "true").then_some(())
         });
     }
+    let (sink, got) = udp_sink(&nss[1].0);
     Setup {
         _f: f,
         _dir: dir,
         c,
         sw,
         nss,
+        _sink: sink,
+        got,
     }
 }
 
@@ -209,9 +216,10 @@ fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
         c,
         sw,
         nss,
+        _sink,
+        got,
     } = setup("opc");
-    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
-    let (_sink, got) = udp_sink(vm2);
+    let vm1 = &nss[0].0;
     let vm2_ip = VMS[1].3;
 
     // Warm: the flow's program is cached after its first datagram.
@@ -283,9 +291,10 @@ fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_por
         c,
         sw,
         nss,
+        _sink,
+        got,
     } = setup("opw");
-    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
-    let (_sink, got) = udp_sink(vm2);
+    let vm1 = &nss[0].0;
     let vm2_ip = VMS[1].3;
     let vip = "10.0.0.100";
     let (lb_vip, lb_backend) = (format!("{vip}:{PORT}"), format!("{vm2_ip}:{PORT}"));
