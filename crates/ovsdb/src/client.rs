@@ -45,10 +45,11 @@ pub struct ClientConfig {
     /// each failed attempt (default 8 s). Each wait is drawn uniformly from
     /// its upper half (jitter).
     pub backoff_max: Duration,
-    /// After this much silence from the server the client sends an `echo`,
+    /// After this much silence from a TCP server the client sends an `echo`,
     /// and drops the connection when nothing arrives within another such
     /// interval (default 5 s, as ovsdb-server's own probe). `None`: never.
-    /// Also bounds connecting and each write.
+    /// Also bounds connecting and each write. A Unix socket is not probed
+    /// ([`Remote::needs_probes`]).
     pub inactivity_probe: Option<Duration>,
     /// The largest message accepted, in bytes (default 64 MiB).
     pub max_message: usize,
@@ -555,7 +556,13 @@ impl Session {
             }
         };
         let mut conn = match connected {
-            Ok(Ok(c)) => Conn::new(c, &self.config),
+            Ok(Ok(c)) => {
+                let probe = self
+                    .config
+                    .inactivity_probe
+                    .filter(|_| remote.needs_probes());
+                Conn::new(c, probe, self.config.max_message)
+            }
             Ok(Err(e)) => {
                 return Outcome::Failed {
                     error: Error::Connect {
@@ -1032,13 +1039,17 @@ struct Conn {
 }
 
 impl Conn {
-    fn new((reader, writer): (Reader, Writer), config: &ClientConfig) -> Self {
+    fn new(
+        (reader, writer): (Reader, Writer),
+        probe: Option<Duration>,
+        max_message: usize,
+    ) -> Self {
         Conn {
             reader,
             writer,
-            framer: Framer::new(config.max_message),
+            framer: Framer::new(max_message),
             next_id: 0,
-            probe: config.inactivity_probe,
+            probe,
             last_rx: Instant::now(),
             probe_sent: None,
         }

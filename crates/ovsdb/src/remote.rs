@@ -63,6 +63,17 @@ impl FromStr for Remote {
     }
 }
 
+impl Remote {
+    /// Whether a connection to it is probed for inactivity
+    /// ([`crate::ClientConfig::inactivity_probe`]): over TCP, yes; over a Unix
+    /// socket, no, as Open vSwitch's `stream_or_pstream_needs_probes` says. The
+    /// peer on the same host closes the socket when it dies, and a local server
+    /// busy for seconds (ovsdb-server sending a large update) is not dead.
+    pub fn needs_probes(&self) -> bool {
+        matches!(self, Remote::Tcp(_))
+    }
+}
+
 impl fmt::Display for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

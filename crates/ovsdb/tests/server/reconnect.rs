@@ -344,7 +344,9 @@ async fn oversized_message_drops_the_connection() {
 
 /// The client's own probe: a stopped (silent) server is dropped after the
 /// probe interval plus another without an answer; once it runs again the
-/// client reconnects by itself.
+/// client reconnects by itself. Over a Unix socket the same silence is
+/// waited out (no probe, as Open vSwitch does on local sockets), and the
+/// connection carries on.
 #[tokio::test]
 async fn silent_server_is_dropped_by_the_probe() {
     let server = Server::start(TEST_SCHEMA);
@@ -352,6 +354,25 @@ async fn silent_server_is_dropped_by_the_probe() {
     let config = ClientConfig {
         inactivity_probe: Some(probe),
         ..fast(vec![server.unix()])
+    };
+    let (client, mut events) = connect(
+        config,
+        ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing")),
+    )
+    .await;
+    server.signal("STOP");
+    tokio::time::sleep(probe * 4).await;
+    server.signal("CONT");
+    client
+        .transact(vec![Operation::Comment("still here".into())])
+        .await
+        .unwrap();
+    no_event(&mut events);
+    client.shutdown().await;
+
+    let config = ClientConfig {
+        inactivity_probe: Some(probe),
+        ..fast(vec![server.tcp()])
     };
     let (client, mut events) = connect(
         config,
