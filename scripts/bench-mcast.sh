@@ -73,6 +73,8 @@ scripts/setup.sh --bench
 cargo build --release -q -p vswitch --bins
 bin="${CARGO_TARGET_DIR:-target}/release"
 
+# shellcheck source=scripts/lib/procs.sh
+. scripts/lib/procs.sh
 work=$(mktemp -d /tmp/vswitch-mcast.XXXXXX)
 tap=vsmcs$$
 pids=()
@@ -81,15 +83,7 @@ stop_all() {
     local fd
     for fd in "${rxfd[@]}"; do exec {fd}>&-; done
     rxfd=(); rxports=()
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for _ in $(seq 50); do
-        alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break; sleep 0.1
-    done
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    pids=()
-    if [ -f "$work/ovs/ovs-vswitchd.pid" ]; then kill "$(cat "$work/ovs/ovs-vswitchd.pid")" 2>/dev/null || true; fi
-    if [ -f "$work/ovs/ovsdb-server.pid" ]; then kill "$(cat "$work/ovs/ovsdb-server.pid")" 2>/dev/null || true; fi
+    stop_pids_and_ovs
     sleep 0.5
     ip link del "$tap" 2>/dev/null || true
     rm -rf "$work/ovs" /var/run/dpdk/mcast* 2>/dev/null || true
