@@ -40,6 +40,13 @@ pub struct Local<'a> {
     pub active_tunnels: &'a BTreeSet<String>,
 }
 
+impl Local<'_> {
+    /// Whether `name` (of `requested-chassis`) is this chassis: its name or host name.
+    fn is_named(&self, name: &str) -> bool {
+        name == self.name || name == self.hostname
+    }
+}
+
 /// How this chassis holds a binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -418,7 +425,7 @@ fn requested_chassis(pb: &PortBinding) -> Vec<&str> {
 /// How this chassis holds binding `pb` of logical switch port `lsp` if it may: the main
 /// chassis unless `requested-chassis` names it after another.
 fn role_here(pb: &PortBinding, local: &Local<'_>, lsp: &str) -> Role {
-    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    let here = |n: &&str| local.is_named(n);
     match requested_chassis(pb).iter().position(here) {
         None | Some(0) => Role::Main,
         Some(_) => Role::Additional {
@@ -435,7 +442,7 @@ fn role_here(pb: &PortBinding, local: &Local<'_>, lsp: &str) -> Role {
 /// nothing to them here ([`super::pipeline::tables::Viewpoint::Claiming`]).
 pub fn inactive_ports(sb: &Sb, local: &Local<'_>) -> Vec<String> {
     let lsps: BTreeSet<&str> = local.ports.values().map(String::as_str).collect();
-    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    let here = |n: &&str| local.is_named(n);
     let inactive = |pb: &PortBinding| {
         let requested = requested_chassis(pb);
         if requested.is_empty() {
@@ -468,7 +475,7 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
         ));
     }
     let requested = requested_chassis(pb);
-    let here = |n: &&str| *n == local.name || *n == local.hostname;
+    let here = |n: &&str| local.is_named(n);
     let role = role_here(pb, local, lsp);
     if !requested.is_empty() && !requested.iter().any(here) {
         return PortView::Unbound(format!(

@@ -1136,14 +1136,8 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                 port: out,
             },
             // A frame a tunnel brought for a port not active here (one awaiting
-            // activation) goes no further: never back into a tunnel.
-            Some(Location::Remote(_) | Location::Multi { .. }) if self.from_tunnel => {
-                Dest::Nowhere {
-                    dp: dp.key,
-                    port: out,
-                }
-            }
-            Some(Location::Remote(c)) => Dest::Remote {
+            // activation) goes no further (below): never back into a tunnel.
+            Some(Location::Remote(c)) if !self.from_tunnel => Dest::Remote {
                 chassis: c.clone(),
                 dp: dp.key,
                 inport: pkt.flow.get(Field::LogInport) as u16,
