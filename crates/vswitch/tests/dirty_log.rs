@@ -13,7 +13,7 @@ use common::hostile::{
     SET_FEATURES, SET_LOG_BASE, SET_LOG_FD, SET_MEM_TABLE, SET_OWNER, SET_PROTOCOL_FEATURES,
     VERSION_1, VNET_HDR,
 };
-use common::{serial, start_ab, udp_frame, wait_for, TempDir};
+use common::{serial, start_ab, udp_frame, wait_for, TempDir, Vswitchd};
 
 /// Guest-physical end of the raw guests' memory (region 1 ends at 9 MiB): a log needs
 /// 9 MiB / 4 KiB / 8 = 288 bytes.
@@ -63,6 +63,16 @@ fn flood(a: &mut Guest, b: &Guest, n: usize, len: usize) {
     });
 }
 
+/// `show`'s migration object of `port`, awaited: the switch publishes a connection to
+/// `show` just after the backend starts serving it, so a driver's replies can come
+/// before the connection is shown.
+fn migration_of(sw: &Vswitchd, port: &str) -> serde_json::Value {
+    wait_for(Duration::from_secs(5), "the connection shown", || {
+        let m = sw.show_port(port)["migration"].clone();
+        (!m.is_null()).then_some(m)
+    })
+}
+
 /// Port b logs (VHOST_F_LOG_ALL, a shared memfd log, the used rings' log addresses):
 /// four page-sized receive buffers of eight get frames, and exactly their pages and
 /// the receive ring's used ring are marked; `show` reports the logging and the pages.
@@ -77,7 +87,7 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
     let mut b = Guest::connect_with(&sb, 0, PF_LOG_SHMFD);
     let log = memfd(LOG_BYTES);
     b.start_logging(log.as_raw_fd(), LOG_BYTES);
-    let m = sw.show_port("b")["migration"].clone();
+    let m = migration_of(&sw, "b");
     assert_eq!(m["logging"], true, "{m}");
     // Each buffer is one page of the receive arena (page-aligned, 4096 bytes).
     let bufs = b.post_rx(8, 4096);
@@ -99,7 +109,7 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
         .collect();
     want.sort_unstable();
     assert_eq!(got, want, "pages marked (tx used ring's page aside)");
-    let m = sw.show_port("b")["migration"].clone();
+    let m = migration_of(&sw, "b");
     assert!(m["pages_marked"].as_u64().unwrap() >= 5, "{m}");
     // Frames b sends: its transmit used ring is marked (and only that).
     clear(&log);
@@ -127,10 +137,10 @@ fn the_dirty_log_marks_exactly_what_the_switch_writes() {
         log_bytes(&log).iter().all(|&x| x == 0),
         "marks in the replaced log"
     );
-    assert_eq!(sw.show_port("b")["migration"]["logs_set"], 2);
+    assert_eq!(migration_of(&sw, "b")["logs_set"], 2);
     // Logging off: nothing more is marked.
     b.stop_logging();
-    assert_eq!(sw.show_port("b")["migration"]["logging"], false);
+    assert_eq!(migration_of(&sw, "b")["logging"], false);
     clear(&log2);
     b.post_rx(4, 4096);
     flood(&mut a, &b, 4, 1000);
@@ -234,7 +244,7 @@ fn bad_dirty_logs_are_refused_and_the_daemon_lives() {
     // SAFETY: eventfd(2); the fd is owned from here on.
     let efd = unsafe { OwnedFd::from_raw_fd(libc::eventfd(0, libc::EFD_CLOEXEC)) };
     f.must(SET_LOG_FD, &[], &[efd.as_raw_fd()]);
-    let m = sw.show_port("b")["migration"].clone();
+    let m = migration_of(&sw, "b");
     assert_eq!(m["logging"], true, "{m}");
     assert_eq!(m["logs_set"], 1, "{m}");
 }
@@ -277,5 +287,5 @@ fn send_rarp_moves_the_mac_and_floods_the_announcement() {
     assert_eq!(&frame[6..12], &vm);
     assert_eq!(&frame[12..14], &[0x80, 0x35], "RARP");
     assert_eq!(&frame[22..28], &vm, "sender hardware address");
-    assert_eq!(sw.show_port("b")["migration"]["announced"], 1);
+    assert_eq!(migration_of(&sw, "b")["announced"], 1);
 }
