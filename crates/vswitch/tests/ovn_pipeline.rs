@@ -23,7 +23,7 @@ use common::tenant::{self, Vm, ROUTER, VMS};
 use common::{wait_for, TempDir};
 use ovsdb::{Client, ClientConfig, Event};
 use vswitch::ovn::pipeline::trace::{minimal, parse_ct_state, trace};
-use vswitch::ovn::pipeline::{BuildCache, Mode, Pipelines, Viewpoint};
+use vswitch::ovn::pipeline::{BuildCache, BuildStats, Mode, Pipelines, Viewpoint};
 use vswitch::ovn::rows::Sb;
 
 /// Packets traced with the default connection tracking state.
@@ -146,11 +146,21 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let all: Vec<_> = sb.datapaths.keys().copied().collect();
     let mut cache = BuildCache::default();
     let first = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
-    assert_eq!(first.compiled.1, 0, "an empty cache reuses nothing");
+    assert_eq!(first.compiled.reused, 0, "an empty cache reuses nothing");
+    assert!(
+        first.compiled.shared > 0,
+        "datapath groups' flows are compiled once: {:?}",
+        first.compiled
+    );
     let again = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
+    let pairs = first.compiled.compiled + first.compiled.shared;
     assert_eq!(
         again.compiled,
-        (0, first.compiled.0),
+        BuildStats {
+            compiled: 0,
+            reused: pairs,
+            shared: 0
+        },
         "the same rows compile nothing"
     );
     assert_eq!(tables(&again), tables(&first));
@@ -171,8 +181,10 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let naming = flows_naming(&sb, &first, &format!("${set}"), None);
     let p = Pipelines::build_with(&sb, &all, Viewpoint::Everywhere, &mut cache);
     assert_eq!(
-        p.compiled.0, naming,
-        "${set} gained an address: its flows recompile"
+        p.compiled.compiled + p.compiled.shared,
+        naming,
+        "${set} gained an address: its flows recompile (once each, shared across a datapath group): {:?}",
+        p.compiled
     );
     assert_eq!(
         tables(&p),
@@ -193,7 +205,8 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let p = Pipelines::build_with(&sb, &all, Viewpoint::Everywhere, &mut cache);
     assert!(naming > 0, "@{name} is named by flows of its datapath");
     assert_eq!(
-        p.compiled.0, naming,
+        p.compiled.compiled + p.compiled.shared,
+        naming,
         "@{name} lost a member: its datapath's flows naming it recompile"
     );
     assert_eq!(
@@ -205,7 +218,7 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     // flow row of one datapath removed. The result still equals a build from nothing.
     let none = std::collections::HashSet::new();
     let p = Pipelines::build_changed(&sb, &all, Viewpoint::Everywhere, &mut cache, Some(&none));
-    assert_eq!(p.compiled.0, 0, "nothing changed: nothing compiles");
+    assert_eq!(p.compiled.compiled, 0, "nothing changed: nothing compiles");
     let before = tables(&p);
     assert_eq!(
         before,

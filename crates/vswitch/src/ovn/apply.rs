@@ -316,8 +316,9 @@ impl Pass {
             (!self.touched.lflows_unknown).then_some(changed),
         );
         tracing::debug!(
-            compiled = p.compiled.0,
-            reused = p.compiled.1,
+            compiled = p.compiled.compiled,
+            reused = p.compiled.reused,
+            shared = p.compiled.shared,
             us = t0.elapsed().as_micros() as u64,
             "logical pipelines built"
         );

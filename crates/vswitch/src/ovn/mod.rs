@@ -220,7 +220,7 @@ fn stage_rows(p: &pipeline::Pipelines) -> Vec<crate::control::protocol::OvnStage
 
 /// The Southbound tables and columns the chassis monitors: `Port_Binding`,
 /// `Multicast_Group`, `FDB`, `Logical_Flow` and `MAC_Binding` only as far as the
-/// chassis' interest ([`interest`]) goes (of `Logical_Flow`, every switch's ACL stages
+/// chassis' interest ([`interest`]) goes (of `Port_Binding`, every patch port
 /// besides); the rest whole.
 pub fn monitor_spec() -> MonitorSpec {
     MonitorSpec::new(sb::DATABASE)
@@ -232,13 +232,13 @@ pub fn monitor_spec() -> MonitorSpec {
         .table(
             TableSpec::of::<sb::PortBinding>()
                 .index("logical_port")
-                .condition(none()),
+                .condition(interest::patch_ports()),
         )
         .table(TableSpec::of::<sb::MulticastGroup>().condition(none()))
         .table(TableSpec::of::<sb::Fdb>().condition(none()))
         .table(TableSpec::of::<sb::IpMulticast>())
         .table(TableSpec::of::<sb::IgmpGroup>().condition(none()))
-        .table(TableSpec::of::<sb::LogicalFlow>().condition(interest::acl_stages()))
+        .table(TableSpec::of::<sb::LogicalFlow>().condition(none()))
         .table(TableSpec::of::<sb::LogicalDpGroup>())
         .table(TableSpec::of::<sb::AddressSet>())
         .table(TableSpec::of::<sb::PortGroup>())
@@ -425,6 +425,11 @@ async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), statu
             reg = registration::Registration::new(&new, encap);
             cfg = new;
             dirty.all = true;
+        }
+        // A pass woken otherwise (its own condition change asks for the next) sees the
+        // rows already replicated: the change sets queued meanwhile are noted first.
+        while let Ok(ev) = events.try_recv() {
+            connected = note(&status, ev, connected, &mut dirty);
         }
         if !connected {
             continue;

@@ -513,9 +513,16 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
         .pipelines
         .and_then(|p| p.datapath(dp_key))
         .is_some_and(|d| !d.tables[0].is_empty());
-    if sb.acl_datapaths.contains(&pb.datapath) && !has_pipeline {
+    // Whether a switch has ACLs (security groups) is known from its flows: a chassis
+    // building pipelines claims no port before its switch's flows are here. Without
+    // pipelines (the rows of a whole database), the ACL flows say it.
+    let waiting = match local.pipelines {
+        Some(_) => !has_pipeline,
+        None => sb.acl_datapaths.contains(&pb.datapath),
+    };
+    if waiting {
         return PortView::Unbound(format!(
-            "logical switch {name:?} has ACLs (security groups): waiting for its logical flows, which enforce them"
+            "logical switch {name:?}: waiting for its logical flows (they enforce its ACLs, if any)"
         ));
     }
     let key = match u16::try_from(pb.tunnel_key) {
@@ -1094,7 +1101,54 @@ mod tests {
             .contains("requested on chassis hv1,hv3"));
         // A switch with ACLs waits for its pipeline (which enforces them).
         s.acl_datapaths.insert(uuid(1));
-        assert!(why(&s, "p-unk").unwrap().contains("has ACLs"));
+        assert!(why(&s, "p-unk")
+            .unwrap()
+            .contains("waiting for its logical flows"));
+    }
+
+    /// A chassis that builds pipelines claims a port only once its switch's flows are
+    /// here (whether the switch has ACLs is known from them): not while its datapath
+    /// has no pipeline, and at once when it has one.
+    #[test]
+    fn ports_wait_for_their_switchs_flows() {
+        use crate::ovn::pipeline::tables::{Pipelines, Viewpoint};
+        let mut s = sb();
+        let ps = ports(&[("x", "p-here")]);
+        let lsps = vec!["p-here".to_string()];
+        let view = Viewpoint::Claiming {
+            me: Some(uuid(11)),
+            ports: &lsps,
+            inactive: &[],
+            networks: &[],
+        };
+        let port = |s: &Sb, p: &Pipelines| {
+            let l = Local {
+                pipelines: Some(p),
+                ..local(&ps)
+            };
+            derive(s, &l).ports["x"].clone()
+        };
+        let none = Pipelines::build(&s, &[], view);
+        let PortView::Unbound(why) = port(&s, &none) else {
+            panic!("claimed before its switch's flows");
+        };
+        assert!(why.contains("waiting for its logical flows"), "{why}");
+        s.lflows.insert(
+            uuid(500),
+            crate::ovn::sb::LogicalFlow {
+                uuid: uuid(500),
+                logical_datapath: Some(uuid(1)),
+                logical_dp_group: None,
+                pipeline: "ingress".into(),
+                table_id: 0,
+                priority: 50,
+                match_: "1".into(),
+                actions: "next;".into(),
+                external_ids: Default::default(),
+            },
+        );
+        let built = Pipelines::build(&s, &[uuid(1)], view);
+        assert!(matches!(port(&s, &built), PortView::Bound { .. }));
     }
 
     /// A binding this chassis holds with no local port naming it any more is released.

@@ -56,6 +56,7 @@ pub(super) struct Parsed {
 pub(super) type FlowKey = (Uuid, u8, u8);
 
 /// A compiled flow with the texts it was compiled from and its dependencies.
+#[derive(Clone)]
 struct Entry {
     texts: (Arc<str>, Arc<str>),
     deps: Vec<Dep>,
@@ -65,9 +66,10 @@ struct Entry {
 /// A question compiling a flow asked its datapath's context, with the answer it got.
 #[derive(Debug, Clone)]
 pub(super) enum Dep {
-    /// A port group, by the datapath-scoped SB name tried first and the name.
+    /// An address set, by name.
     Set(String, Option<Arc<AddressSet>>),
-    Group(String, String, Option<Arc<Vec<String>>>),
+    /// A port group, by name (the datapath-scoped SB name is tried first).
+    Group(String, Option<Arc<Vec<String>>>),
     Port(String, Option<u32>),
     Resident(String, bool),
 }
@@ -106,6 +108,19 @@ struct DpCache {
     out: Option<DpOut>,
 }
 
+/// What one build did with its (datapath, flow) pairs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildStats {
+    /// Compiled afresh.
+    pub compiled: usize,
+    /// Taken from the datapath's previous build (the same texts, its questions
+    /// answered alike), or its tables kept whole.
+    pub reused: usize,
+    /// Taken from the same flow compiled for another datapath (of its datapath group)
+    /// whose questions this datapath answers alike.
+    pub shared: usize,
+}
+
 /// A datapath being built: its old entries, the entries it uses, their questions.
 #[derive(Default)]
 pub(super) struct DpBuild {
@@ -126,8 +141,12 @@ pub struct BuildCache {
     dps: FxHashMap<u32, DpCache>,
     /// Datapaths this build made or kept, which become the cache of the next.
     used: FxHashMap<u32, DpCache>,
-    /// Flows compiled afresh and reused in the last build.
-    pub(super) stats: (usize, usize),
+    /// Each flow row's latest compilation, whatever datapath it was for: the other
+    /// datapaths of a datapath group whose context answers its questions alike (most
+    /// of a switch's flows ask none) share it instead of compiling it again.
+    shared: FxHashMap<FlowKey, Entry>,
+    /// What the last build did.
+    pub(super) stats: BuildStats,
     /// Each datapath's version in the last build, with the tables and fingerprint it
     /// was given for (the tables held, so that a new table set cannot take their
     /// address).
@@ -151,6 +170,7 @@ impl BuildCache {
         if options != self.options {
             self.parsed = Parsed::default();
             self.dps.clear();
+            self.shared.clear();
             self.options = options;
         }
     }
@@ -211,7 +231,7 @@ impl BuildCache {
         match &old.out {
             Some(out) if old.sig == sig && old.deps.iter().all(|d| ctx.still(d)) => {
                 let out = out.clone();
-                self.stats.1 += out.flows;
+                self.stats.reused += out.flows;
                 self.used.insert(key, old);
                 Ok(out)
             }
@@ -246,10 +266,11 @@ impl BuildCache {
         );
     }
 
-    /// The flow compiled for `key` from `texts` (match, actions) by an earlier build,
-    /// if the texts are the same and `ctx` answers each of its questions as before;
-    /// otherwise `compile` runs with a context that records them. Returns the texts
-    /// (shared with the earlier build where equal) and the result.
+    /// The flow compiled for `key` from `texts` (match, actions) by an earlier build
+    /// of this datapath, or for another datapath (of its datapath group), if the texts
+    /// are the same and `ctx` answers each of its questions as before; otherwise
+    /// `compile` runs with a context that records them. Returns the texts (shared
+    /// with the earlier build where equal) and the result.
     pub(super) fn compiled(
         &mut self,
         b: &mut DpBuild,
@@ -258,44 +279,63 @@ impl BuildCache {
         ctx: &DpContext<'_>,
         compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
     ) -> ((Arc<str>, Arc<str>), Compiled) {
-        let old = b.old.remove(&key);
-        let e = match old {
-            Some(e)
-                if *e.texts.0 == *texts.0
-                    && *e.texts.1 == *texts.1
-                    && e.deps.iter().all(|d| ctx.still(d)) =>
-            {
-                self.stats.1 += 1;
+        let valid = |e: &Entry| {
+            *e.texts.0 == *texts.0 && *e.texts.1 == *texts.1 && e.deps.iter().all(|d| ctx.still(d))
+        };
+        let e = match b.old.remove(&key) {
+            Some(e) if valid(&e) => {
+                self.stats.reused += 1;
                 e
             }
-            old => {
-                if let Some(e) = &old {
-                    let failed = e.deps.iter().find(|d| !ctx.still(d));
-                    tracing::trace!(?key, failed = ?failed.map(Dep::name), "flow recompiled");
+            old => match self.shared.get(&key).filter(|e| valid(e)) {
+                Some(e) => {
+                    self.stats.shared += 1;
+                    e.clone()
                 }
-                let reuse = |had: Option<&Arc<str>>, t: &str| match had {
-                    Some(a) if **a == *t => a.clone(),
-                    _ => Arc::from(t),
-                };
-                let m = reuse(old.as_ref().map(|e| &e.texts.0), texts.0);
-                let a = reuse(old.as_ref().map(|e| &e.texts.1), texts.1);
-                let rec = Recording {
-                    ctx,
-                    deps: RefCell::default(),
-                };
-                let result = compile(&rec, &mut self.parsed, &m, &a);
-                self.stats.0 += 1;
-                Entry {
-                    texts: (m, a),
-                    deps: rec.deps.into_inner(),
-                    result,
+                None => {
+                    let e = self.compile_entry(key, old.as_ref(), texts, ctx, compile);
+                    self.shared.insert(key, e.clone());
+                    e
                 }
-            }
+            },
         };
         b.deps.extend(e.deps.iter().cloned());
         let out = (e.texts.clone(), e.result.clone());
         b.new.insert(key, e);
         out
+    }
+
+    /// Compiles `texts` for `key` with a context that records its questions, taking
+    /// the texts' `Arc`s from `old` (this datapath's stale entry) where equal.
+    fn compile_entry(
+        &mut self,
+        key: FlowKey,
+        old: Option<&Entry>,
+        texts: (&str, &str),
+        ctx: &DpContext<'_>,
+        compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
+    ) -> Entry {
+        if let Some(e) = old {
+            let failed = e.deps.iter().find(|d| !ctx.still(d));
+            tracing::trace!(?key, failed = ?failed.map(Dep::name), "flow recompiled");
+        }
+        let reuse = |had: Option<&Arc<str>>, t: &str| match had {
+            Some(a) if **a == *t => a.clone(),
+            _ => Arc::from(t),
+        };
+        let m = reuse(old.map(|e| &e.texts.0), texts.0);
+        let a = reuse(old.map(|e| &e.texts.1), texts.1);
+        let rec = Recording {
+            ctx,
+            deps: RefCell::default(),
+        };
+        let result = compile(&rec, &mut self.parsed, &m, &a);
+        self.stats.compiled += 1;
+        Entry {
+            texts: (m, a),
+            deps: rec.deps.into_inner(),
+            result,
+        }
     }
 
     /// The version of datapath `key` with `tables` and `fingerprint`: the last build's
@@ -326,7 +366,7 @@ impl BuildCache {
 
     /// Starts a build.
     pub(super) fn start(&mut self) {
-        self.stats = (0, 0);
+        self.stats = BuildStats::default();
     }
 
     /// Ends a build: what it did not use is dropped, and the parsed matches (a
@@ -335,6 +375,15 @@ impl BuildCache {
     pub(super) fn finish(&mut self) {
         self.dps = std::mem::take(&mut self.used);
         self.versions = std::mem::take(&mut self.versions_next);
+        if self.stats.compiled > 0 {
+            // Flows no datapath has any more leave the shared compilations.
+            let live: rustc_hash::FxHashSet<FlowKey> = self
+                .dps
+                .values()
+                .flat_map(|d| d.flows.keys().copied())
+                .collect();
+            self.shared.retain(|k, _| live.contains(k));
+        }
         self.parsed.matches = HashMap::new();
     }
 }
@@ -344,7 +393,7 @@ impl Dep {
     fn name(&self) -> (u8, &str) {
         match self {
             Dep::Set(n, _) => (0, n),
-            Dep::Group(_, n, _) => (1, n),
+            Dep::Group(n, _) => (1, n),
             Dep::Port(n, _) => (2, n),
             Dep::Resident(n, _) => (3, n),
         }
@@ -377,7 +426,8 @@ impl DpContext<'_> {
             Dep::Port(n, k) => self.port_key(n) == *k,
             Dep::Resident(n, r) => self.is_chassis_resident(n) == *r,
             Dep::Set(n, s) => same(&self.sets.get(n.as_str()).cloned(), s),
-            Dep::Group(scoped, n, g) => same(&self.group(scoped, n).cloned(), g),
+            // Scoped by this datapath's key: the answer may come from another's.
+            Dep::Group(n, g) => same(&self.group(&self.scoped(n), n).cloned(), g),
         }
     }
 }
@@ -420,7 +470,7 @@ impl Context for Recording<'_, '_> {
         let g = self.ctx.group(&scoped, name);
         self.deps
             .borrow_mut()
-            .push(Dep::Group(scoped, name.to_string(), g.cloned()));
+            .push(Dep::Group(name.to_string(), g.cloned()));
         g.map(|g| g.as_slice())
     }
 
@@ -445,6 +495,7 @@ impl std::fmt::Debug for BuildCache {
             .field("matches", &self.parsed.matches.len())
             .field("actions", &self.parsed.actions.len())
             .field("datapaths", &self.dps.len())
+            .field("shared", &self.shared.len())
             .field("last_build", &self.stats)
             .finish()
     }

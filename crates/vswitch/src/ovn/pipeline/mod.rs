@@ -19,7 +19,7 @@ pub mod support;
 pub mod tables;
 pub mod trace;
 
-pub use cache::BuildCache;
+pub use cache::{BuildCache, BuildStats};
 pub use interp::{CtResult, Mode, Outcome, Run, Tracker};
 pub use tables::{Pipelines, Viewpoint};
 

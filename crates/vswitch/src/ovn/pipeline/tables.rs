@@ -200,8 +200,9 @@ pub struct Pipelines {
     /// within a flow of the key): (field, stage, flow). The data path then caches
     /// nothing, since a cached decision could be another frame's.
     pub unkeyed: Option<(ovn_lflow::Field, String, Uuid)>,
-    /// Flows (per datapath) this build compiled, and those it reused from the last.
-    pub compiled: (usize, usize),
+    /// What this build did with each (datapath, flow) pair: compiled, reused from the
+    /// last build, or shared with another datapath's.
+    pub compiled: super::cache::BuildStats,
     /// The lengths `check_pkt_larger` actions compare with (bytes, an Ethernet frame or
     /// a segment of one), sorted, once each: the data path keys its decisions by how
     /// many a frame exceeds.
