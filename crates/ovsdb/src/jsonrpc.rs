@@ -47,16 +47,25 @@ impl Framer {
     }
 
     /// The buffer to read more bytes into (append only), after dropping
-    /// what was consumed.
+    /// what was consumed. Capacity a large message needed is given back once
+    /// it is consumed (down to [`Self::KEPT_CAPACITY`]): a database's initial
+    /// update may be tens of MB, and would otherwise stay resident for the
+    /// connection's life.
     pub fn buffer(&mut self) -> &mut Vec<u8> {
         if self.consumed > 0 {
             self.buf.drain(..self.consumed);
             self.scanned -= self.consumed;
             self.start = self.start.map(|s| s - self.consumed);
             self.consumed = 0;
+            if self.buf.capacity() > Self::KEPT_CAPACITY {
+                self.buf.shrink_to(Self::KEPT_CAPACITY.max(self.buf.len()));
+            }
         }
         &mut self.buf
     }
+
+    /// The most buffer capacity kept beyond what unconsumed bytes need (bytes).
+    pub const KEPT_CAPACITY: usize = 1 << 20;
 
     /// Appends bytes (for tests and fuzzing).
     pub fn push(&mut self, bytes: &[u8]) {
@@ -214,6 +223,21 @@ pub(crate) fn response(result: Value, id: Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message of 4 MB is framed whole; once it is consumed the buffer
+    /// keeps at most `KEPT_CAPACITY`.
+    #[test]
+    fn a_large_message_does_not_keep_its_buffer() {
+        let mut f = Framer::new(16 << 20);
+        let big = format!("{{\"s\":\"{}\"}}", "x".repeat(4 << 20));
+        f.push(big.as_bytes());
+        assert!(f.buffer().capacity() >= big.len());
+        let v = f.next_message().unwrap().expect("one message");
+        assert_eq!(v["s"].as_str().map(str::len), Some(4 << 20));
+        f.push(b"{\"a\":1}");
+        assert!(f.buffer().capacity() <= Framer::KEPT_CAPACITY);
+        assert_eq!(f.next_message().unwrap(), Some(serde_json::json!({"a": 1})));
+    }
 
     #[test]
     fn splits_concatenated_objects_however_they_arrive() {
