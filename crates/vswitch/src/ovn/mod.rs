@@ -348,10 +348,7 @@ async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), statu
                 let mut changed = relevant(&ev);
                 connected = note(&status, ev, connected, &mut dirty);
                 // Everything already queued is one batch.
-                while let Ok(ev) = events.try_recv() {
-                    changed |= relevant(&ev);
-                    connected = note(&status, ev, connected, &mut dirty);
-                }
+                changed |= note_queued(&mut events, &status, &mut connected, &mut dirty);
                 if !changed && retry.is_none() {
                     continue;
                 }
@@ -428,9 +425,7 @@ async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), statu
         }
         // A pass woken otherwise (its own condition change asks for the next) sees the
         // rows already replicated: the change sets queued meanwhile are noted first.
-        while let Ok(ev) = events.try_recv() {
-            connected = note(&status, ev, connected, &mut dirty);
-        }
+        note_queued(&mut events, &status, &mut connected, &mut dirty);
         if !connected {
             continue;
         }
@@ -529,6 +524,22 @@ fn relevant(ev: &Event) -> bool {
             .any(|c| !rows::WRITTEN_HERE.contains(&c.table.as_str())),
         Event::Connected { .. } | Event::Disconnected { .. } => true,
     }
+}
+
+/// Notes the events already queued on `events` ([`note`]); returns whether any can
+/// change the view ([`relevant`]).
+fn note_queued(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+    status: &Status,
+    connected: &mut bool,
+    dirty: &mut rows::Dirty,
+) -> bool {
+    let mut changed = false;
+    while let Ok(ev) = events.try_recv() {
+        changed |= relevant(&ev);
+        *connected = note(status, ev, *connected, dirty);
+    }
+    changed
 }
 
 /// Notes event `ev` in the status and its rows in `dirty`; returns whether the

@@ -509,15 +509,11 @@ fn claim(sb: &Sb, local: &Local<'_>, lsp: &str, u: Uuid, pb: &PortBinding) -> Po
             "logical switch {name:?} reaches datapath {via:?}, whose logical flow {flow} (stage {stage}) uses {action}, which vswitchd does not execute; not claimed"
         ));
     }
-    let has_pipeline = local
-        .pipelines
-        .and_then(|p| p.datapath(dp_key))
-        .is_some_and(|d| !d.tables[0].is_empty());
     // Whether a switch has ACLs (security groups) is known from its flows: a chassis
     // building pipelines claims no port before its switch's flows are here. Without
     // pipelines (the rows of a whole database), the ACL flows say it.
     let waiting = match local.pipelines {
-        Some(_) => !has_pipeline,
+        Some(p) => p.datapath(dp_key).is_none_or(|d| d.tables[0].is_empty()),
         None => sb.acl_datapaths.contains(&pb.datapath),
     };
     if waiting {

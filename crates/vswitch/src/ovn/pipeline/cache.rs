@@ -141,9 +141,10 @@ pub struct BuildCache {
     dps: FxHashMap<u32, DpCache>,
     /// Datapaths this build made or kept, which become the cache of the next.
     used: FxHashMap<u32, DpCache>,
-    /// Each flow row's latest compilation, whatever datapath it was for: the other
-    /// datapaths of a datapath group whose context answers its questions alike (most
-    /// of a switch's flows ask none) share it instead of compiling it again.
+    /// The latest compilation of each flow row of a datapath group, whatever datapath
+    /// it was for: the group's other datapaths whose context answers its questions
+    /// alike (most of a switch's flows ask none) share it instead of compiling it
+    /// again. A flow of one datapath is never another's: it is not kept here.
     shared: FxHashMap<FlowKey, Entry>,
     /// What the last build did.
     pub(super) stats: BuildStats,
@@ -269,12 +270,13 @@ impl BuildCache {
     /// The flow compiled for `key` from `texts` (match, actions) by an earlier build
     /// of this datapath, or for another datapath (of its datapath group), if the texts
     /// are the same and `ctx` answers each of its questions as before; otherwise
-    /// `compile` runs with a context that records them. Returns the texts (shared
-    /// with the earlier build where equal) and the result.
+    /// `compile` runs with a context that records them. `grouped`: the flow row is a
+    /// datapath group's (only those are shared). Returns the texts (shared with the
+    /// earlier build where equal) and the result.
     pub(super) fn compiled(
         &mut self,
         b: &mut DpBuild,
-        key: FlowKey,
+        (key, grouped): (FlowKey, bool),
         texts: (&str, &str),
         ctx: &DpContext<'_>,
         compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
@@ -287,14 +289,16 @@ impl BuildCache {
                 self.stats.reused += 1;
                 e
             }
-            old => match self.shared.get(&key).filter(|e| valid(e)) {
+            old => match self.shared.get(&key).filter(|e| grouped && valid(e)) {
                 Some(e) => {
                     self.stats.shared += 1;
                     e.clone()
                 }
                 None => {
                     let e = self.compile_entry(key, old.as_ref(), texts, ctx, compile);
-                    self.shared.insert(key, e.clone());
+                    if grouped {
+                        self.shared.insert(key, e.clone());
+                    }
                     e
                 }
             },

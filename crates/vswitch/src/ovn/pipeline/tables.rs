@@ -466,10 +466,13 @@ impl Pipelines {
         };
         let key = (uuid, pipeline as u8, table);
         let (symtab, dhcp, dhcpv6) = (&self.symtab, &self.dhcp_opts, &self.dhcpv6_opts);
-        let ((match_text, actions_text), compiled) =
-            cache.compiled(b, key, (&f.match_, &f.actions), ctx, |ctx, parsed, m, a| {
-                compile(symtab, dhcp, dhcpv6, (m, a), pipeline, table, ctx, parsed)
-            });
+        let ((match_text, actions_text), compiled) = cache.compiled(
+            b,
+            (key, f.logical_dp_group.is_some()),
+            (&f.match_, &f.actions),
+            ctx,
+            |ctx, parsed, m, a| compile(symtab, dhcp, dhcpv6, (m, a), pipeline, table, ctx, parsed),
+        );
         let c = compiled?;
         if out.unkeyed.is_none() {
             if let Some(field) = c.unkeyed {
