@@ -106,6 +106,9 @@ impl CompiledExpr {
             root: 0,
         };
         c.root = c.flatten(tree);
+        // Held for the flow's life, once per (datapath, flow): no growth slack.
+        c.nodes.shrink_to_fit();
+        c.kids.shrink_to_fit();
         Ok(c)
     }
 

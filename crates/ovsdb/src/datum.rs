@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 pub use uuid::Uuid;
@@ -71,8 +72,9 @@ pub enum Atom {
     Real(f64),
     /// `<boolean>`.
     Boolean(bool),
-    /// `<string>`.
-    String(String),
+    /// `<string>`: shared, so that a decoded row's `Arc<str>` fields and the
+    /// replica hold one copy of a text (a logical flow's match and actions).
+    String(Arc<str>),
     /// `["uuid", "<uuid>"]`.
     Uuid(Uuid),
     /// `["named-uuid", "<id>"]`: in a transaction, the row inserted by the
@@ -99,7 +101,7 @@ impl Atom {
             AtomicType::Integer => Atom::Integer(0),
             AtomicType::Real => Atom::Real(0.0),
             AtomicType::Boolean => Atom::Boolean(false),
-            AtomicType::String => Atom::String(String::new()),
+            AtomicType::String => Atom::String(Arc::from("")),
             AtomicType::Uuid => Atom::Uuid(Uuid::nil()),
         }
     }
@@ -121,7 +123,7 @@ impl Atom {
             Atom::Integer(i) => json!(i),
             Atom::Real(r) => serde_json::Number::from_f64(*r).map_or(Value::Null, Value::Number),
             Atom::Boolean(b) => json!(b),
-            Atom::String(s) => json!(s),
+            Atom::String(s) => json!(&**s),
             Atom::Uuid(u) => json!(["uuid", u.to_string()]),
             Atom::NamedUuid(n) => json!(["named-uuid", n]),
         }
@@ -135,7 +137,7 @@ impl Atom {
             AtomicType::Integer => Atom::Integer(v.as_i64().ok_or_else(bad)?),
             AtomicType::Real => Atom::Real(v.as_f64().ok_or_else(bad)?),
             AtomicType::Boolean => Atom::Boolean(v.as_bool().ok_or_else(bad)?),
-            AtomicType::String => Atom::String(v.as_str().ok_or_else(bad)?.to_owned()),
+            AtomicType::String => Atom::String(Arc::from(v.as_str().ok_or_else(bad)?)),
             AtomicType::Uuid => match v.as_array().map(Vec::as_slice) {
                 Some([Value::String(tag), Value::String(s)]) if tag == "uuid" => {
                     Atom::Uuid(parse_uuid(s).ok_or_else(bad)?)
@@ -207,7 +209,8 @@ impl Hash for Atom {
             // Consistent with `total_cmp` equality, which is bit equality.
             Atom::Real(r) => r.to_bits().hash(state),
             Atom::Boolean(b) => b.hash(state),
-            Atom::String(s) | Atom::NamedUuid(s) => s.hash(state),
+            Atom::String(s) => s.hash(state),
+            Atom::NamedUuid(s) => s.hash(state),
             Atom::Uuid(u) => u.hash(state),
         }
     }
@@ -475,13 +478,13 @@ impl From<Atom> for Datum {
 
 impl From<&str> for Datum {
     fn from(s: &str) -> Self {
-        Datum::atom(Atom::String(s.to_owned()))
+        Datum::atom(Atom::String(Arc::from(s)))
     }
 }
 
 impl From<String> for Datum {
     fn from(s: String) -> Self {
-        Datum::atom(Atom::String(s))
+        Datum::atom(Atom::String(Arc::from(s)))
     }
 }
 

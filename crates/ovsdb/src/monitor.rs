@@ -234,7 +234,11 @@ impl ResolvedTable {
         let obj = v
             .as_object()
             .ok_or_else(|| Error::type_mismatch("a row object", short(v)))?;
-        let mut row = Row::new();
+        let mut columns = Vec::with_capacity(if fill { self.columns.len() } else { obj.len() });
+        if fill {
+            let omitted = self.columns.iter().filter(|(c, _)| !obj.contains_key(*c));
+            columns.extend(omitted.map(|(c, t)| (crate::row::intern(c), Datum::default_of(t))));
+        }
         for (c, cv) in obj {
             let t = self.columns.get(c).ok_or_else(|| {
                 Error::type_mismatch("a monitored column", "an unknown column").in_column(c)
@@ -244,20 +248,9 @@ impl ResolvedTable {
             } else {
                 Datum::from_json(cv, t)
             };
-            row.insert(c.clone(), d.map_err(|e| e.in_column(c))?);
+            columns.push((crate::row::intern(c), d.map_err(|e| e.in_column(c))?));
         }
-        if fill {
-            self.fill_defaults(&mut row);
-        }
-        Ok(row)
-    }
-
-    pub(crate) fn fill_defaults(&self, row: &mut Row) {
-        for (c, t) in &self.columns {
-            if row.datum(c).is_none() {
-                row.insert(c.clone(), Datum::default_of(t));
-            }
-        }
+        Ok(Row::sealed(columns))
     }
 }
 

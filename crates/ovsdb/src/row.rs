@@ -17,14 +17,21 @@ use crate::{Error, Place};
 ///
 /// Stored compactly, since a replica holds 10^5 of them: one vector sorted by
 /// column name, the names interned (one allocation per distinct name in the
-/// process, shared by every row).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// process, shared by every row), behind an `Arc`: a clone (the replica's
+/// copy, a change set's) shares the columns until one of them is changed.
+#[derive(Clone, Debug, Default, Eq)]
 pub struct Row {
-    columns: Vec<(Arc<str>, Datum)>,
+    columns: Arc<Vec<(Arc<str>, Datum)>>,
+}
+
+impl PartialEq for Row {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.columns, &other.columns) || self.columns == other.columns
+    }
 }
 
 /// The process-wide copy of column name `name`.
-fn intern(name: &str) -> Arc<str> {
+pub(crate) fn intern(name: &str) -> Arc<str> {
     static NAMES: OnceLock<Mutex<HashSet<Arc<str>>>> = OnceLock::new();
     let mut names = NAMES
         .get_or_init(Mutex::default)
@@ -67,9 +74,12 @@ impl Row {
     pub fn insert(&mut self, column: impl AsRef<str>, value: Datum) -> Option<Datum> {
         let column = column.as_ref();
         match self.find(column) {
-            Ok(i) => Some(std::mem::replace(&mut self.columns[i].1, value)),
+            Ok(i) => Some(std::mem::replace(
+                &mut Arc::make_mut(&mut self.columns)[i].1,
+                value,
+            )),
             Err(i) => {
-                self.columns.insert(i, (intern(column), value));
+                Arc::make_mut(&mut self.columns).insert(i, (intern(column), value));
                 None
             }
         }
@@ -77,7 +87,8 @@ impl Row {
 
     /// Removes a column.
     pub fn remove(&mut self, column: &str) -> Option<Datum> {
-        self.find(column).ok().map(|i| self.columns.remove(i).1)
+        let i = self.find(column).ok()?;
+        Some(Arc::make_mut(&mut self.columns).remove(i).1)
     }
 
     fn find(&self, column: &str) -> Result<usize, usize> {
@@ -141,47 +152,45 @@ impl Row {
         let obj = v
             .as_object()
             .ok_or_else(|| Error::type_mismatch("a row object", short(v)))?;
-        let mut row = Row::new();
+        let mut columns = Vec::with_capacity(obj.len());
         for (c, cv) in obj {
             let t = table.column(c).ok_or_else(|| {
                 Error::type_mismatch("a column of the table", "an unknown column").in_column(c)
             })?;
-            row.columns.push((
+            columns.push((
                 intern(c),
                 Datum::from_json(cv, t).map_err(|e| e.in_column(c))?,
             ));
         }
-        row.seal();
-        Ok(row)
+        Ok(Row::sealed(columns))
     }
 }
 
 impl Row {
-    /// Sorts columns pushed in any order; a later value of a column wins.
-    fn seal(&mut self) {
-        self.columns.sort_by(|a, b| a.0.cmp(&b.0));
+    /// The row of columns pushed in any order; a later value of a column wins.
+    pub(crate) fn sealed(mut columns: Vec<(Arc<str>, Datum)>) -> Row {
+        columns.sort_by(|a, b| a.0.cmp(&b.0));
         // dedup_by keeps the first of equal neighbours: move the later value in.
-        let mut out: Vec<(Arc<str>, Datum)> = Vec::with_capacity(self.columns.len());
-        for (c, d) in self.columns.drain(..) {
+        let mut out: Vec<(Arc<str>, Datum)> = Vec::with_capacity(columns.len());
+        for (c, d) in columns {
             match out.last_mut() {
                 Some(last) if last.0 == c => last.1 = d,
                 _ => out.push((c, d)),
             }
         }
-        self.columns = out;
+        Row {
+            columns: Arc::new(out),
+        }
     }
 }
 
 impl<S: AsRef<str>> FromIterator<(S, Datum)> for Row {
     fn from_iter<I: IntoIterator<Item = (S, Datum)>>(iter: I) -> Self {
-        let mut row = Row {
-            columns: iter
-                .into_iter()
+        Row::sealed(
+            iter.into_iter()
                 .map(|(c, d)| (intern(c.as_ref()), d))
                 .collect(),
-        };
-        row.seal();
-        row
+        )
     }
 }
 
@@ -214,6 +223,20 @@ pub trait AtomValue: Sized {
 }
 
 impl AtomValue for String {
+    const TYPE_NAME: &'static str = "string";
+    fn from_atom(a: &Atom) -> Option<Self> {
+        match a {
+            Atom::String(s) => Some(String::from(&**s)),
+            _ => None,
+        }
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::String(Arc::from(self.as_str()))
+    }
+}
+
+/// A string shared with the replica's atom (no copy of the text).
+impl AtomValue for Arc<str> {
     const TYPE_NAME: &'static str = "string";
     fn from_atom(a: &Atom) -> Option<Self> {
         match a {
@@ -326,11 +349,11 @@ macro_rules! scalar {
         }
     )*};
 }
-scalar!(String, i64, i32, u16, u32, bool, f64, Uuid, Atom);
+scalar!(String, Arc<str>, i64, i32, u16, u32, bool, f64, Uuid, Atom);
 
 impl ToDatum for &str {
     fn to_datum(&self) -> Datum {
-        Datum::atom(Atom::String((*self).to_owned()))
+        Datum::atom(Atom::String(Arc::from(*self)))
     }
 }
 
@@ -540,6 +563,31 @@ macro_rules! model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replica holds 10^5 rows: its copies of a row (a change set's, a
+    /// clone) share the columns until one is changed, and a decoded `Arc<str>`
+    /// is the atom's text, not a copy.
+    #[test]
+    fn copies_share_until_changed() {
+        let row = Row::new()
+            .with("match", "ip4 && tcp")
+            .with("priority", 5i64);
+        let mut copy = row.clone();
+        assert!(Arc::ptr_eq(&row.columns, &copy.columns));
+        let text: Arc<str> = copy.get("match").unwrap();
+        let Some(Datum::Set(atoms)) = row.datum("match") else {
+            panic!("a scalar is a one-atom set")
+        };
+        let Some(Atom::String(atom)) = atoms.iter().next() else {
+            panic!("a string atom")
+        };
+        assert!(Arc::ptr_eq(&text, atom));
+        copy.set("priority", 6i64);
+        assert!(!Arc::ptr_eq(&row.columns, &copy.columns));
+        assert_eq!(row.get::<i64>("priority").unwrap(), 5);
+        assert_eq!(copy.get::<i64>("priority").unwrap(), 6);
+        assert_ne!(row, copy);
+    }
 
     #[test]
     fn typed_getters() {

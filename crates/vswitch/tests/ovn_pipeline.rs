@@ -147,6 +147,23 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let mut cache = BuildCache::default();
     let first = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
     assert_eq!(first.compiled.reused, 0, "an empty cache reuses nothing");
+    // A flow's texts are its row's (which shares them with the replica's atoms):
+    // never a copy per datapath or per build.
+    for f in first
+        .datapaths
+        .values()
+        .flat_map(|dp| dp.tables.iter().flatten())
+    {
+        for f in &f.flows {
+            let row = &sb.lflows[&f.uuid];
+            assert!(
+                std::sync::Arc::ptr_eq(&f.match_text, &row.match_)
+                    && std::sync::Arc::ptr_eq(&f.actions_text, &row.actions),
+                "flow {} holds a copy of its row's texts",
+                f.uuid
+            );
+        }
+    }
     assert!(
         first.compiled.shared > 0,
         "datapath groups' flows are compiled once: {:?}",

@@ -347,13 +347,10 @@ fn acl_datapaths(
 ) -> HashSet<Uuid> {
     let mut out = HashSet::new();
     for f in lflows.values() {
-        let in_acl_stage = f
-            .external_ids
-            .get("stage-name")
-            .is_some_and(|s| ACL_STAGES.contains(&s.as_str()));
+        let in_acl_stage = ACL_STAGES.contains(&f.external_ids.stage());
         // Flows northd derives from an ACL row name it in `stage-hint`; the default
         // flows of a switch without ACLs have none.
-        if !in_acl_stage || !f.external_ids.contains_key("stage-hint") {
+        if !in_acl_stage || f.external_ids.stage_hint.is_none() {
             continue;
         }
         out.extend(super::lflow_index::datapaths_of(f, dp_groups));

@@ -2,6 +2,7 @@
 //! (ovn-sb(5), schema 20.27 of OVN 23.03; only the columns used).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ovsdb::Uuid;
 
@@ -187,17 +188,60 @@ ovsdb::model! {
         /// A group of datapaths sharing the flow.
         pub logical_dp_group: Option<Uuid> = "logical_dp_group",
         /// `ingress` or `egress`.
-        pub pipeline: String = "pipeline",
+        pub pipeline: Arc<str> = "pipeline",
         /// Its table (stage) within the pipeline, 0..=254.
         pub table_id: i64 = "table_id",
         /// Higher first, 0..=65535.
         pub priority: i64 = "priority",
-        /// The match expression.
-        pub match_: String = "match",
-        /// The actions.
-        pub actions: String = "actions",
-        /// `stage-name`, `stage-hint` (the NB row it came from), `source`.
-        pub external_ids: BTreeMap<String, String> = "external_ids",
+        /// The match expression (shared with the replica's copy).
+        pub match_: Arc<str> = "match",
+        /// The actions (shared with the replica's copy).
+        pub actions: Arc<str> = "actions",
+        /// `stage-name` and `stage-hint` (the NB row it came from).
+        pub external_ids: StageIds = "external_ids",
+    }
+}
+
+/// What the chassis reads of a logical flow's `external_ids`: `stage-name` and
+/// `stage-hint` (the Northbound row the flow came from), shared with the replica's
+/// copies. The rest (`source`, northd's code location) is not kept: tens of
+/// thousands of flows made the whole map a tenth of the chassis' heap.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageIds {
+    /// `stage-name` (`ls_in_acl`), if any.
+    pub stage_name: Option<Arc<str>>,
+    /// `stage-hint`, if any.
+    pub stage_hint: Option<Arc<str>>,
+}
+
+impl StageIds {
+    /// The stage name, `""` when none.
+    pub fn stage(&self) -> &str {
+        self.stage_name.as_deref().unwrap_or("")
+    }
+}
+
+impl ovsdb::FromDatum for StageIds {
+    fn from_datum(d: &ovsdb::Datum) -> Result<Self, ovsdb::Error> {
+        let map = BTreeMap::<Arc<str>, Arc<str>>::from_datum(d)?;
+        Ok(StageIds {
+            stage_name: map.get("stage-name").cloned(),
+            stage_hint: map.get("stage-hint").cloned(),
+        })
+    }
+}
+
+impl ovsdb::ToDatum for StageIds {
+    fn to_datum(&self) -> ovsdb::Datum {
+        let pairs = [
+            ("stage-name", &self.stage_name),
+            ("stage-hint", &self.stage_hint),
+        ];
+        let map: BTreeMap<Arc<str>, Arc<str>> = pairs
+            .into_iter()
+            .filter_map(|(k, v)| Some((Arc::from(k), v.clone()?)))
+            .collect();
+        map.to_datum()
     }
 }
 

@@ -67,11 +67,11 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub(super) enum Dep {
     /// An address set, by name.
-    Set(String, Option<Arc<AddressSet>>),
+    Set(Arc<str>, Option<Arc<AddressSet>>),
     /// A port group, by name (the datapath-scoped SB name is tried first).
-    Group(String, Option<Arc<Vec<String>>>),
-    Port(String, Option<u32>),
-    Resident(String, bool),
+    Group(Arc<str>, Option<Arc<Vec<String>>>),
+    Port(Arc<str>, Option<u32>),
+    Resident(Arc<str>, bool),
 }
 
 fn same<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
@@ -146,6 +146,8 @@ pub struct BuildCache {
     /// alike (most of a switch's flows ask none) share it instead of compiling it
     /// again. A flow of one datapath is never another's: it is not kept here.
     shared: FxHashMap<FlowKey, Entry>,
+    /// The names the entries' questions asked about.
+    names: Names,
     /// What the last build did.
     pub(super) stats: BuildStats,
     /// Each datapath's version in the last build, with the tables and fingerprint it
@@ -271,18 +273,21 @@ impl BuildCache {
     /// of this datapath, or for another datapath (of its datapath group), if the texts
     /// are the same and `ctx` answers each of its questions as before; otherwise
     /// `compile` runs with a context that records them. `grouped`: the flow row is a
-    /// datapath group's (only those are shared). Returns the texts (shared with the
-    /// earlier build where equal) and the result.
+    /// datapath group's (only those are shared). Returns the texts (the row's, or
+    /// the earlier build's where equal) and the result.
     pub(super) fn compiled(
         &mut self,
         b: &mut DpBuild,
         (key, grouped): (FlowKey, bool),
-        texts: (&str, &str),
+        texts: (&Arc<str>, &Arc<str>),
         ctx: &DpContext<'_>,
         compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
     ) -> ((Arc<str>, Arc<str>), Compiled) {
+        let same = |a: &Arc<str>, b: &Arc<str>| Arc::ptr_eq(a, b) || **a == **b;
         let valid = |e: &Entry| {
-            *e.texts.0 == *texts.0 && *e.texts.1 == *texts.1 && e.deps.iter().all(|d| ctx.still(d))
+            same(&e.texts.0, texts.0)
+                && same(&e.texts.1, texts.1)
+                && e.deps.iter().all(|d| ctx.still(d))
         };
         let e = match b.old.remove(&key) {
             Some(e) if valid(&e) => {
@@ -309,13 +314,13 @@ impl BuildCache {
         out
     }
 
-    /// Compiles `texts` for `key` with a context that records its questions, taking
-    /// the texts' `Arc`s from `old` (this datapath's stale entry) where equal.
+    /// Compiles `texts` for `key` with a context that records its questions (the
+    /// texts are the flow row's, shared: never copied per datapath).
     fn compile_entry(
         &mut self,
         key: FlowKey,
         old: Option<&Entry>,
-        texts: (&str, &str),
+        texts: (&Arc<str>, &Arc<str>),
         ctx: &DpContext<'_>,
         compile: impl FnOnce(&dyn Context, &mut Parsed, &Arc<str>, &Arc<str>) -> Compiled,
     ) -> Entry {
@@ -323,21 +328,20 @@ impl BuildCache {
             let failed = e.deps.iter().find(|d| !ctx.still(d));
             tracing::trace!(?key, failed = ?failed.map(Dep::name), "flow recompiled");
         }
-        let reuse = |had: Option<&Arc<str>>, t: &str| match had {
-            Some(a) if **a == *t => a.clone(),
-            _ => Arc::from(t),
-        };
-        let m = reuse(old.map(|e| &e.texts.0), texts.0);
-        let a = reuse(old.map(|e| &e.texts.1), texts.1);
+        let (m, a) = (texts.0.clone(), texts.1.clone());
+        let mut names = std::mem::take(&mut self.names);
         let rec = Recording {
             ctx,
             deps: RefCell::default(),
+            names: RefCell::new(&mut names),
         };
         let result = compile(&rec, &mut self.parsed, &m, &a);
+        let deps = rec.deps.into_inner();
+        self.names = names;
         self.stats.compiled += 1;
         Entry {
             texts: (m, a),
-            deps: rec.deps.into_inner(),
+            deps,
             result,
         }
     }
@@ -387,6 +391,8 @@ impl BuildCache {
                 .flat_map(|d| d.flows.keys().copied())
                 .collect();
             self.shared.retain(|k, _| live.contains(k));
+            // Names no entry asks about any more.
+            self.names.retain(|n| Arc::strong_count(n) > 1);
         }
         self.parsed.matches = HashMap::new();
     }
@@ -396,10 +402,10 @@ impl Dep {
     /// What it asked about: (kind, name).
     fn name(&self) -> (u8, &str) {
         match self {
-            Dep::Set(n, _) => (0, n),
-            Dep::Group(n, _) => (1, n),
-            Dep::Port(n, _) => (2, n),
-            Dep::Resident(n, _) => (3, n),
+            Dep::Set(n, _) => (0, &**n),
+            Dep::Group(n, _) => (1, &**n),
+            Dep::Port(n, _) => (2, &**n),
+            Dep::Resident(n, _) => (3, &**n),
         }
     }
 }
@@ -429,7 +435,7 @@ impl DpContext<'_> {
         match d {
             Dep::Port(n, k) => self.port_key(n) == *k,
             Dep::Resident(n, r) => self.is_chassis_resident(n) == *r,
-            Dep::Set(n, s) => same(&self.sets.get(n.as_str()).cloned(), s),
+            Dep::Set(n, s) => same(&self.sets.get(&**n).cloned(), s),
             // Scoped by this datapath's key: the answer may come from another's.
             Dep::Group(n, g) => same(&self.group(&self.scoped(n), n).cloned(), g),
         }
@@ -454,41 +460,57 @@ impl Context for DpContext<'_> {
     }
 }
 
-/// A [`DpContext`] that notes every question and its answer.
+/// A [`DpContext`] that notes every question and its answer, with the names asked
+/// about interned in `names`.
 struct Recording<'c, 'a> {
     ctx: &'c DpContext<'a>,
     deps: RefCell<Vec<Dep>>,
+    names: RefCell<&'c mut Names>,
+}
+
+/// The names compiled flows asked about, one copy each: a port's name is asked by
+/// every flow of every datapath that names it (a `String` each took 16 MB of a
+/// 40,000-port tenant's heap).
+type Names = rustc_hash::FxHashSet<Arc<str>>;
+
+impl Recording<'_, '_> {
+    fn note(&self, dep: impl FnOnce(Arc<str>) -> Dep, name: &str) {
+        let mut names = self.names.borrow_mut();
+        let n = match names.get(name) {
+            Some(n) => n.clone(),
+            None => {
+                let n: Arc<str> = Arc::from(name);
+                names.insert(n.clone());
+                n
+            }
+        };
+        self.deps.borrow_mut().push(dep(n));
+    }
 }
 
 impl Context for Recording<'_, '_> {
     fn address_set(&self, name: &str) -> Option<&AddressSet> {
         let s = self.ctx.sets.get(name);
-        self.deps
-            .borrow_mut()
-            .push(Dep::Set(name.to_string(), s.cloned()));
+        self.note(|n| Dep::Set(n, s.cloned()), name);
         s.map(|s| &**s)
     }
 
     fn port_group(&self, name: &str) -> Option<&[String]> {
         let scoped = self.ctx.scoped(name);
         let g = self.ctx.group(&scoped, name);
-        self.deps
-            .borrow_mut()
-            .push(Dep::Group(name.to_string(), g.cloned()));
+        self.note(|n| Dep::Group(n, g.cloned()), name);
         g.map(|g| g.as_slice())
     }
 
     fn port_key(&self, name: &str) -> Option<u32> {
         let k = self.ctx.port_key(name);
-        self.deps.borrow_mut().push(Dep::Port(name.to_string(), k));
+        self.note(|n| Dep::Port(n, k), name);
         k
     }
 
     fn is_chassis_resident(&self, name: &str) -> bool {
         let r = self.ctx.is_chassis_resident(name);
-        self.deps
-            .borrow_mut()
-            .push(Dep::Resident(name.to_string(), r));
+        self.note(|n| Dep::Resident(n, r), name);
         r
     }
 }

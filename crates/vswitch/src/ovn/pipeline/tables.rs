@@ -428,11 +428,7 @@ impl Pipelines {
         };
         for &(uuid, f) in flows {
             if let Err(error) = self.add_flow(uuid, f, ctx, cache, b, &mut tables, &mut out) {
-                let stage = f
-                    .external_ids
-                    .get("stage-name")
-                    .cloned()
-                    .unwrap_or_default();
+                let stage = f.external_ids.stage().to_string();
                 out.skipped.push(Skipped { uuid, stage, error });
             }
         }
@@ -459,7 +455,7 @@ impl Pipelines {
         tables: &mut [Vec<Table>; 2],
         out: &mut DpOut,
     ) -> Result<(), String> {
-        let stage = f.external_ids.get("stage-name").map_or("", String::as_str);
+        let stage = f.external_ids.stage();
         let (Some(pipeline), Ok(table)) = (pipeline_of(&f.pipeline), u8::try_from(f.table_id))
         else {
             return Err("bad pipeline or table_id".into());
@@ -480,7 +476,7 @@ impl Pipelines {
             }
         }
         out.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage)
-            && f.external_ids.contains_key("stage-hint"))
+            && f.external_ids.stage_hint.is_some())
             || f.actions.contains("put_dhcp");
         if out.unsupported.is_none() {
             if let Some(a) = &c.refusal {
@@ -665,8 +661,8 @@ fn signature(flows: &[(Uuid, &LogicalFlow)]) -> u64 {
         u.hash(&mut h);
         (&f.pipeline, f.table_id, f.priority).hash(&mut h);
         (&f.match_, &f.actions).hash(&mut h);
-        f.external_ids.get("stage-name").hash(&mut h);
-        f.external_ids.contains_key("stage-hint").hash(&mut h);
+        f.external_ids.stage_name.hash(&mut h);
+        f.external_ids.stage_hint.is_some().hash(&mut h);
     }
     h.finish()
 }
