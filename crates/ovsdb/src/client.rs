@@ -19,6 +19,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -838,8 +839,11 @@ impl Session {
                 Input::Message(Message::Request { method, params, id }) => {
                     conn.answer(&method, params, id).await?
                 }
-                Input::Message(Message::Notification { method: m, params }) => {
-                    self.notification(method, &m, &params)?;
+                Input::Message(Message::Notification { method: m, .. }) => {
+                    self.notification(&m)?;
+                }
+                Input::Message(Message::Updates { method: m, params }) => {
+                    self.updates(method, &m, &params)?;
                 }
                 Input::Message(Message::Response { id, result, error }) => {
                     let Some(p) = id.as_u64().and_then(|id| pending.remove(&id)) else {
@@ -934,39 +938,56 @@ impl Session {
         }
     }
 
-    /// Applies an update notification and delivers its change set.
-    fn notification(&mut self, method: Method, name: &str, params: &Value) -> Result<(), Error> {
+    /// Handles a notification other than an update.
+    fn notification(&mut self, name: &str) -> Result<(), Error> {
         if name == "monitor_canceled" {
             return Err(Error::Protocol("the server canceled the monitor".into()));
         }
-        if let ("update2", Some([id, updates])) = (name, params.as_array().map(Vec::as_slice)) {
-            if id.as_str() == Some(SERVER_MONITOR_ID) {
-                return check_membership(updates, self.spec.database());
+        tracing::debug!(name, "ignored notification");
+        Ok(())
+    }
+
+    /// Applies an update notification (`update`, `update2`, `update3`, its
+    /// params as text) and delivers its change set.
+    fn updates(&mut self, method: Method, name: &str, params: &RawValue) -> Result<(), Error> {
+        let shape = || {
+            let text: String = params.get().chars().take(100).collect();
+            Error::Protocol(format!(
+                "{name} params {text} do not have the expected shape"
+            ))
+        };
+        let p: Vec<&RawValue> = serde_json::from_str(params.get()).map_err(|_| shape())?;
+        let value = |v: &RawValue| serde_json::from_str::<Value>(v.get()).map_err(|_| shape());
+        if let ("update2", [id, updates]) = (name, p.as_slice()) {
+            if value(id)?.as_str() == Some(SERVER_MONITOR_ID) {
+                return check_membership(&value(updates)?, self.spec.database());
             }
         }
         if name != method.notification() {
             tracing::debug!(name, "ignored notification");
             return Ok(());
         }
-        let p = params.as_array().map(Vec::as_slice).unwrap_or_default();
-        let (id, txn, updates) = match (method, p) {
-            (Method::CondSince, [id, txn, u]) => (id, txn.as_str().and_then(parse_uuid), u),
-            (Method::Cond | Method::Plain, [id, u]) => (id, None, u),
-            _ => {
-                return Err(Error::Protocol(format!(
-                    "{name} params {} do not have the expected shape",
-                    short(params)
-                )))
+        let (id, txn, updates) = match (method, p.as_slice()) {
+            (Method::CondSince, [id, txn, u]) => {
+                let txn = value(txn)?;
+                (value(id)?, txn.as_str().and_then(parse_uuid), *u)
             }
+            (Method::Cond | Method::Plain, [id, u]) => (value(id)?, None, *u),
+            _ => return Err(shape()),
         };
         if id.as_str() != Some(MONITOR_ID) {
             tracing::debug!(%id, "update for another monitor");
             return Ok(());
         }
         // Decoded and diffed without the write lock (only this task writes),
-        // then applied under it.
-        let result = monitor::decode_updates(updates, &self.resolved, method != Method::Plain)
-            .and_then(|updates| self.read_replica().changes_of(&updates));
+        // then applied under it. update2/update3 go from text to rows.
+        let decoded = match method {
+            Method::Plain => {
+                value(updates).and_then(|v| monitor::decode_updates(&v, &self.resolved, false))
+            }
+            _ => crate::stream::decode_updates2(updates.get(), &self.resolved),
+        };
+        let result = decoded.and_then(|updates| self.read_replica().changes_of(&updates));
         let cs = match result {
             Ok(cs) => cs,
             Err(e) => {
@@ -1101,8 +1122,8 @@ impl Conn {
     /// the framer's buffer and waits on a timer.
     async fn read(&mut self) -> Result<Input, Error> {
         loop {
-            if let Some(v) = self.framer.next_message()? {
-                return Ok(Input::Message(Message::from_json(v)?));
+            if let Some(frame) = self.framer.next_frame()? {
+                return Ok(Input::Message(Message::from_frame(frame)?));
             }
             let deadline = match (self.probe, self.probe_sent) {
                 (None, _) => None,

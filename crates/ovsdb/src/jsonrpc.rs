@@ -2,11 +2,13 @@
 //! objects sent back to back with no framing.
 //!
 //! [`Framer`] finds where each object ends by tracking brace depth outside
-//! strings (so each byte is scanned once however the stream is split),
+//! strings (so each byte is scanned once however the stream is split, and
+//! with `memchr` from one quote, backslash or brace to the next),
 //! then parses that slice. A message larger than the limit is an error
 //! before it is buffered whole. Nothing here panics on any input (fuzzed by
 //! `fuzz/fuzz_targets/framer.rs`).
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::datum::short;
@@ -80,6 +82,22 @@ impl Framer {
     /// object that is not valid JSON; [`Error::MessageTooLarge`]. After an
     /// error the stream cannot be resynchronised: drop the connection.
     pub fn next_message(&mut self) -> Result<Option<Value>, Error> {
+        let Some(frame) = self.next_frame()? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(frame)
+            .map(Some)
+            .map_err(|e| Error::Protocol(format!("invalid JSON: {e}")))
+    }
+
+    /// The next complete message's bytes (one JSON object, not yet checked
+    /// beyond its braces and strings), `Ok(None)` when more bytes are needed.
+    ///
+    /// # Errors
+    ///
+    /// As [`next_message`](Self::next_message), but for invalid JSON inside
+    /// the object.
+    pub fn next_frame(&mut self) -> Result<Option<&[u8]>, Error> {
         while self.scanned < self.buf.len() {
             let b = self.buf[self.scanned];
             let Some(start) = self.start else {
@@ -98,32 +116,35 @@ impl Framer {
                 self.scanned += 1;
                 continue;
             };
-            self.scanned += 1;
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if b == b'\\' {
-                    self.escaped = true;
-                } else if b == b'"' {
-                    self.in_string = false;
-                }
+            // Jump to the next byte that matters: a quote or backslash in a
+            // string, a quote or brace outside (most of a large update is text).
+            let rest = &self.buf[self.scanned..];
+            let found = if self.escaped {
+                self.escaped = false;
+                self.scanned += 1;
                 continue;
-            }
-            match b {
-                b'"' => self.in_string = true,
-                b'{' => self.depth += 1,
-                b'}' => {
+            } else if self.in_string {
+                memchr::memchr2(b'"', b'\\', rest)
+            } else {
+                memchr::memchr3(b'"', b'{', b'}', rest)
+            };
+            let Some(at) = found else {
+                self.scanned = self.buf.len();
+                break;
+            };
+            self.scanned += at + 1;
+            match (self.in_string, rest[at]) {
+                (true, b'\\') => self.escaped = true,
+                (_, b'"') => self.in_string = !self.in_string,
+                (_, b'{') => self.depth += 1,
+                _ => {
                     self.depth -= 1;
                     if self.depth == 0 {
-                        let frame = &self.buf[start..self.scanned];
                         self.consumed = self.scanned;
                         self.start = None;
-                        return serde_json::from_slice(frame)
-                            .map(Some)
-                            .map_err(|e| Error::Protocol(format!("invalid JSON: {e}")));
+                        return Ok(Some(&self.buf[start..self.scanned]));
                     }
                 }
-                _ => {}
             }
             if self.scanned - start > self.limit {
                 return Err(Error::MessageTooLarge { limit: self.limit });
@@ -139,7 +160,7 @@ impl Framer {
 }
 
 /// A JSON-RPC 1.0 message (RFC 7047 §4).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Message {
     /// A request: `id` is not null.
     Request {
@@ -157,6 +178,15 @@ pub enum Message {
         /// The params.
         params: Value,
     },
+    /// An update notification (`update`, `update2`, `update3`) with its
+    /// params as text, for the client to decode straight into rows (a
+    /// database's first update may be tens of MB).
+    Updates {
+        /// The method.
+        method: String,
+        /// The params, as received.
+        params: Box<RawValue>,
+    },
     /// A response to one of our requests.
     Response {
         /// The request's id.
@@ -168,7 +198,45 @@ pub enum Message {
     },
 }
 
+/// What [`Message::from_frame`] reads of a message before deciding how to parse
+/// it: update notifications keep their params as text.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
 impl Message {
+    /// Classifies one framed message ([`Framer::next_frame`]): an update
+    /// notification becomes [`Message::Updates`], anything else is parsed
+    /// whole as by [`from_json`](Self::from_json).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Protocol`] for invalid JSON and as `from_json`.
+    pub fn from_frame(frame: &[u8]) -> Result<Self, Error> {
+        let invalid = |e: &dyn std::fmt::Display| Error::Protocol(format!("invalid JSON: {e}"));
+        let text = std::str::from_utf8(frame).map_err(|e| invalid(&e))?;
+        if let Ok(Head {
+            method: Some(method),
+            id: None,
+            params: Some(params),
+        }) = serde_json::from_str::<Head<'_>>(text)
+        {
+            if matches!(&*method, "update" | "update2" | "update3") {
+                return Ok(Message::Updates {
+                    method: method.into_owned(),
+                    params: params.to_owned(),
+                });
+            }
+        }
+        Self::from_json(serde_json::from_str(text).map_err(|e| invalid(&e))?)
+    }
+
     /// Classifies a JSON object.
     ///
     /// # Errors

@@ -90,6 +90,7 @@ mod replica;
 mod row;
 pub mod schema;
 mod sorted;
+mod stream;
 
 pub use client::{Client, ClientConfig, ConnectionState, Event};
 pub use datum::{Atom, AtomicType, Datum, Uuid};

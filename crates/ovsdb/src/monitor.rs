@@ -349,11 +349,11 @@ fn decode_row_update(v: &Value, rt: &ResolvedTable) -> Result<RowUpdate, Error> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn resolved() -> Resolved {
+    pub(crate) fn resolved() -> Resolved {
         let schema = DatabaseSchema::from_json(&json!({"name": "T", "tables": {"A": {"columns": {
             "name": {"type": "string"},
             "n": {"type": "integer"},
@@ -366,7 +366,7 @@ mod tests {
             .unwrap()
     }
 
-    const U: &str = "36bdd6a5-9a0c-4d4c-9a0c-1b0e1cc3e0a1";
+    pub(crate) const U: &str = "36bdd6a5-9a0c-4d4c-9a0c-1b0e1cc3e0a1";
 
     #[test]
     fn update2_rows() {

@@ -300,10 +300,10 @@ impl Replica {
     ///
     /// [`Error::Protocol`] for a `modify` of a row the replica lacks.
     pub(crate) fn changes_of(&self, updates: &TableUpdates) -> Result<ChangeSet, Error> {
-        let mut pending: BTreeMap<(String, Uuid), RowChange> = BTreeMap::new();
+        let mut pending: BTreeMap<(&str, Uuid), RowChange> = BTreeMap::new();
         for (table, uuid, update) in updates {
             let rt = self.resolved.tables.get(table);
-            let key = (table.clone(), *uuid);
+            let key = (table.as_str(), *uuid);
             // The row as of the previous update of this message, if any.
             let current: Option<Row> = match pending.get(&key) {
                 Some(c) => c.new.clone(),
@@ -350,10 +350,10 @@ impl Replica {
     /// The change set that turns the replica into `full`, the complete
     /// contents of the monitored tables (a monitor reply without history).
     pub(crate) fn diff_to(&self, full: &TableUpdates) -> ChangeSet {
-        let mut new_rows: BTreeMap<(String, Uuid), Row> = BTreeMap::new();
+        let mut new_rows: BTreeMap<(&str, Uuid), &Row> = BTreeMap::new();
         for (table, uuid, update) in full {
             if let RowUpdate::Insert(r) | RowUpdate::Replace(r) = update {
-                new_rows.insert((table.clone(), *uuid), r.clone());
+                new_rows.insert((table.as_str(), *uuid), r);
             }
         }
         let mut changes = Vec::new();
@@ -361,12 +361,12 @@ impl Replica {
             let gone = t
                 .rows
                 .iter()
-                .filter(|(u, _)| !new_rows.contains_key(&(name.clone(), **u)));
+                .filter(|(u, _)| !new_rows.contains_key(&(name.as_str(), **u)));
             changes.extend(gone.filter_map(|(u, r)| change(name, *u, Some(r.clone()), None)));
         }
         for ((table, uuid), row) in new_rows {
-            let old = self.raw_row(&table, &uuid).cloned();
-            changes.extend(change(&table, uuid, old, Some(row)));
+            let old = self.raw_row(table, &uuid).cloned();
+            changes.extend(change(table, uuid, old, Some(row.clone())));
         }
         changes.sort_by(|a, b| (&a.table, a.uuid).cmp(&(&b.table, b.uuid)));
         ChangeSet { changes }
