@@ -62,7 +62,7 @@ pub struct Conjunct {
     pub value: u128,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Node {
     Const(bool),
     Test(Test),
@@ -78,8 +78,9 @@ enum Node {
     },
 }
 
-/// A compiled match expression.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A compiled match expression. Equal expressions test the same bits the
+/// same way (a caller may keep one copy of equal ones: [`Hash`] agrees).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CompiledExpr {
     nodes: Vec<Node>,
     kids: Vec<u32>,

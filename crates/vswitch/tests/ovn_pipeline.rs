@@ -17,6 +17,7 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 
 use common::ovn::OvnCentral;
 use common::tenant::{self, Vm, ROUTER, VMS};
@@ -148,22 +149,36 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let first = Pipelines::build_with(sb, &all, Viewpoint::Everywhere, &mut cache);
     assert_eq!(first.compiled.reused, 0, "an empty cache reuses nothing");
     // A flow's texts are its row's (which shares them with the replica's atoms):
-    // never a copy per datapath or per build.
-    for f in first
+    // never a copy per datapath or per build. Equal compiled matches are one.
+    let mut matchers = std::collections::HashMap::new();
+    let mut flows = 0;
+    for t in first
         .datapaths
         .values()
         .flat_map(|dp| dp.tables.iter().flatten())
     {
-        for f in &f.flows {
+        for f in &t.flows {
             let row = &sb.lflows[&f.uuid];
             assert!(
-                std::sync::Arc::ptr_eq(&f.match_text, &row.match_)
-                    && std::sync::Arc::ptr_eq(&f.actions_text, &row.actions),
+                Arc::ptr_eq(&f.match_text, &row.match_)
+                    && Arc::ptr_eq(&f.actions_text, &row.actions),
                 "flow {} holds a copy of its row's texts",
                 f.uuid
             );
+            let one = matchers.entry(&*f.matcher).or_insert(&f.matcher);
+            assert!(
+                Arc::ptr_eq(one, &f.matcher),
+                "flow {}: a second copy of a match",
+                f.uuid
+            );
+            flows += 1;
         }
     }
+    assert!(
+        matchers.len() < flows,
+        "{flows} flows, {} matches: no two flows share one",
+        matchers.len()
+    );
     assert!(
         first.compiled.shared > 0,
         "datapath groups' flows are compiled once: {:?}",

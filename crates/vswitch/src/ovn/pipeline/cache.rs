@@ -45,11 +45,37 @@ pub(super) struct CompiledFlow {
 /// A flow compiled for one datapath, or why not.
 pub(super) type Compiled = Result<Arc<CompiledFlow>, String>;
 
-/// Texts parsed: matches by text, actions by (text, pipeline, table).
+/// Texts parsed: matches by text, actions by (text, pipeline, table); and the
+/// compiled matches, one copy of equal ones.
 #[derive(Default)]
 pub(super) struct Parsed {
     pub matches: HashMap<Arc<str>, Result<Expr, String>>,
     pub actions: HashMap<(Arc<str>, u8, u8), ParsedActions>,
+    matchers: rustc_hash::FxHashSet<Arc<CompiledExpr>>,
+}
+
+impl Parsed {
+    /// The copy of compiled match `m` the flows share: port names compile to
+    /// their keys, which repeat from switch to switch (`inport == "ls7p0"` and
+    /// `inport == "ls9p0"` are both `inport == 1`), so most of a deployment's
+    /// per-switch flows compile to matches other switches have too.
+    pub fn matcher(&mut self, m: CompiledExpr) -> Arc<CompiledExpr> {
+        if let Some(a) = self.matchers.get(&m) {
+            return a.clone();
+        }
+        let a = Arc::new(m);
+        self.matchers.insert(a.clone());
+        a
+    }
+
+    /// Drops what no compiled flow holds any more: parsed actions and compiled
+    /// matches of flows that went (they would otherwise stay for the process's
+    /// life).
+    fn prune(&mut self) {
+        self.actions
+            .retain(|_, p| p.as_ref().is_ok_and(|(a, _)| Arc::strong_count(a) > 1));
+        self.matchers.retain(|m| Arc::strong_count(m) > 1);
+    }
 }
 
 /// One compiled flow's key within its datapath: (flow row, pipeline, table).
@@ -336,7 +362,8 @@ impl BuildCache {
             names: RefCell::new(&mut names),
         };
         let result = compile(&rec, &mut self.parsed, &m, &a);
-        let deps = rec.deps.into_inner();
+        let mut deps = rec.deps.into_inner();
+        deps.shrink_to_fit();
         self.names = names;
         self.stats.compiled += 1;
         Entry {
@@ -393,6 +420,7 @@ impl BuildCache {
             self.shared.retain(|k, _| live.contains(k));
             // Names no entry asks about any more.
             self.names.retain(|n| Arc::strong_count(n) > 1);
+            self.parsed.prune();
         }
         self.parsed.matches = HashMap::new();
     }

@@ -604,6 +604,7 @@ fn compile(
     };
     let annotated = m.annotate(symtab, ctx).map_err(|e| format!("match: {e}"))?;
     let matcher = CompiledExpr::compile(&annotated, ctx).map_err(|e| format!("match: {e}"))?;
+    let matcher = parsed.matcher(matcher);
     let unkeyed = matcher
         .fields()
         .into_iter()
@@ -622,7 +623,7 @@ fn compile(
         })
         .collect();
     Ok(Arc::new(CompiledFlow {
-        matcher: Arc::new(matcher),
+        matcher,
         actions,
         unkeyed,
         refusal,
