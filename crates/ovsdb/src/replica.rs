@@ -436,6 +436,20 @@ impl Replica {
         self.apply(&cs);
         Ok(cs)
     }
+
+    /// [`apply_updates2`](Self::apply_updates2) of the object's text, decoded
+    /// as the client decodes `update2`/`update3` notifications (straight into
+    /// rows, no `serde_json::Value` tree).
+    ///
+    /// # Errors
+    ///
+    /// As `apply_updates2`, also for text that is not JSON.
+    pub fn apply_updates2_text(&mut self, updates: &str) -> Result<ChangeSet, Error> {
+        let updates = crate::stream::decode_updates2(updates, &self.resolved)?;
+        let cs = self.changes_of(&updates)?;
+        self.apply(&cs);
+        Ok(cs)
+    }
 }
 
 #[cfg(test)]
