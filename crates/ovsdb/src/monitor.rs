@@ -401,10 +401,10 @@ pub(crate) mod tests {
         assert_eq!(u[0].2, RowUpdate::Delete);
     }
 
-    #[test]
-    fn malformed_updates_are_errors() {
-        let r = resolved();
-        for (v, want) in [
+    /// Malformed `<table-updates2>`, each with what its error says (whichever
+    /// decoder reads it).
+    pub(crate) fn malformed_updates() -> Vec<(Value, &'static str)> {
+        vec![
             (json!({"B": {}}), "unmonitored table"),
             (json!({"A": {"x": {"delete": null}}}), "bad row UUID"),
             (
@@ -417,8 +417,15 @@ pub(crate) mod tests {
                 json!({"A": {U: {"insert": {}, "delete": null}}}),
                 "one-member",
             ),
-            (json!([]), "not an object"),
-        ] {
+        ]
+    }
+
+    #[test]
+    fn malformed_updates_are_errors() {
+        let r = resolved();
+        let mut cases = malformed_updates();
+        cases.push((json!([]), "not an object"));
+        for (v, want) in cases {
             let e = decode_updates(&v, &r, true).unwrap_err().to_string();
             assert!(e.contains(want), "{v}: {e}");
         }

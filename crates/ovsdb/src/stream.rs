@@ -263,7 +263,7 @@ mod tests {
 
     use super::*;
     use crate::monitor::decode_updates;
-    use crate::monitor::tests::{resolved, U};
+    use crate::monitor::tests::{malformed_updates, resolved, U};
 
     /// The text decodes to what its `Value` decodes to.
     #[test]
@@ -285,24 +285,14 @@ mod tests {
     #[test]
     fn malformed_updates_fail_alike() {
         let r = resolved();
-        for (v, want) in [
-            (json!({"B": {}}), "unmonitored table"),
-            (json!({"A": {"x": {"delete": null}}}), "bad row UUID"),
-            (
-                json!({"A": {U: {"insert": {"name": 1}}}}),
-                "A.name: expected string",
-            ),
-            (json!({"A": {U: {"insert": {"colour": 1}}}}), "A.colour"),
-            (json!({"A": {U: {"upsert": {}}}}), "unknown row update kind"),
-            (
-                json!({"A": {U: {"insert": {}, "delete": null}}}),
-                "one-member",
-            ),
+        let mut cases = malformed_updates();
+        cases.extend([
             (json!({"A": {U: {}}}), "one-member"),
             (json!({"A": {U: {"insert": null}}}), "a row object"),
             (json!({"A": []}), "an object"),
             (json!([]), "an object"),
-        ] {
+        ]);
+        for (v, want) in cases {
             let e = decode_updates2(&v.to_string(), &r).unwrap_err().to_string();
             assert!(e.contains(want), "{v}: {e}");
         }
