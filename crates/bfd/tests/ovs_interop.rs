@@ -602,7 +602,9 @@ fn bfd_with_open_vswitch_over_geneve() {
     );
     assert_eq!(
         ovs.bfd_status("diagnostic"),
-        "Control Detection Time Expired"
+        "Control Detection Time Expired",
+        "{}",
+        explain()
     );
     assert_eq!(ovs.bfd_status("forwarding"), "false");
     wait_for(limit, "our session Down (OVS signals it)", &explain, || {
@@ -625,6 +627,23 @@ fn bfd_with_open_vswitch_over_geneve() {
     });
 
     // 6. We go AdminDown: OVS goes Down, Neighbor Signaled Session Down.
+    // First we slow to 1 s (a Poll Sequence), so OVS's detection time is
+    // 3 × 1000 ms: our first AdminDown packet (due within 1 s) then beats
+    // it even on a loaded machine that stalls a process for a while (at
+    // 900 ms, a CI run once saw OVS time out first).
+    peer.with(|p| {
+        let cfg = Config {
+            min_tx_ms: 1000,
+            ..p.session.config()
+        };
+        p.session.set_config(cfg).unwrap();
+    });
+    wait_for(limit, "OVS to take our 1 s min_tx", &explain, || {
+        !peer.with(|p| p.session.in_poll())
+            && ovs
+                .bfd_show()
+                .contains("Remote Minimum TX Interval: 1000ms")
+    });
     peer.with(|p| p.session.set_admin_down(true));
     let d = wait_for(limit, "OVS Down on our AdminDown", &explain, || {
         ovs.bfd_status("state") == "down"
@@ -632,7 +651,9 @@ fn bfd_with_open_vswitch_over_geneve() {
     eprintln!("OVS down {} ms after our AdminDown", ms(d));
     assert_eq!(
         ovs.bfd_status("diagnostic"),
-        "Neighbor Signaled Session Down"
+        "Neighbor Signaled Session Down",
+        "{}",
+        explain()
     );
     // Going Down, OVS forgets the remote's state; our next packet (AdminDown,
     // sent every second) tells it again.
