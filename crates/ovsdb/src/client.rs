@@ -139,6 +139,7 @@ enum Command {
         condition: Vec<Condition>,
         reply: oneshot::Sender<Result<(), Error>>,
     },
+    SetProbe(Option<Duration>),
     Shutdown,
 }
 
@@ -296,6 +297,15 @@ impl Client {
             })
             .map_err(|_| Error::Shutdown)?;
         rx.await.map_err(|_| Error::Shutdown)?
+    }
+
+    /// Changes the inactivity probe ([`ClientConfig::inactivity_probe`]) of the
+    /// running session: the connection up now (over TCP) probes at the new interval
+    /// from the next wait on, and so do later connections. `None`: never. What
+    /// ovsdb-idl's `ovsdb_idl_set_probe_interval` does when ovn-controller reads a
+    /// new `external_ids:ovn-remote-probe-interval`.
+    pub fn set_inactivity_probe(&self, probe: Option<Duration>) {
+        let _ = self.commands.send(Command::SetProbe(probe));
     }
 
     /// Stops the session task and closes its connection; pending requests
@@ -503,6 +513,10 @@ impl Session {
                 let _ = reply.send(r);
                 Ok(())
             }
+            Some(Command::SetProbe(probe)) => {
+                self.config.inactivity_probe = probe;
+                Ok(())
+            }
         }
     }
 
@@ -558,11 +572,9 @@ impl Session {
         };
         let mut conn = match connected {
             Ok(Ok(c)) => {
-                let probe = self
-                    .config
-                    .inactivity_probe
-                    .filter(|_| remote.needs_probes());
-                Conn::new(c, probe, self.config.max_message)
+                let mut conn = Conn::new(c, remote.needs_probes(), self.config.max_message);
+                conn.set_probe(self.config.inactivity_probe);
+                conn
             }
             Ok(Err(e)) => {
                 return Outcome::Failed {
@@ -776,6 +788,10 @@ impl Session {
                 c = self.commands.recv() => {
                     match c {
                         Some(c @ Command::SetCondition { .. }) => self.deferred.push(c),
+                        Some(Command::SetProbe(probe)) => {
+                            self.config.inactivity_probe = probe;
+                            conn.set_probe(probe);
+                        }
                         c => self.offline_command(c).map_err(|()| None)?,
                     }
                     continue;
@@ -904,6 +920,10 @@ impl Session {
                 );
                 pending.insert(id, Pending::CondChange(reply));
                 conn.send(&msg).await?;
+            }
+            Command::SetProbe(probe) => {
+                self.config.inactivity_probe = probe;
+                conn.set_probe(probe);
             }
         }
         Ok(true)
@@ -1054,26 +1074,33 @@ struct Conn {
     writer: Writer,
     framer: Framer,
     next_id: u64,
+    /// Whether this remote is probed at all ([`Remote::needs_probes`]).
+    probed: bool,
     probe: Option<Duration>,
     last_rx: Instant,
     probe_sent: Option<Instant>,
 }
 
 impl Conn {
-    fn new(
-        (reader, writer): (Reader, Writer),
-        probe: Option<Duration>,
-        max_message: usize,
-    ) -> Self {
+    /// A connection over `reader`/`writer`, probed (see [`Conn::set_probe`]) only
+    /// if `probed`.
+    fn new((reader, writer): (Reader, Writer), probed: bool, max_message: usize) -> Self {
         Conn {
             reader,
             writer,
             framer: Framer::new(max_message),
             next_id: 0,
-            probe,
+            probed,
+            probe: None,
             last_rx: Instant::now(),
             probe_sent: None,
         }
+    }
+
+    /// Probes after `probe` of silence from now on (never: `None`, or a remote
+    /// not probed). A probe already sent is answered within the new interval.
+    fn set_probe(&mut self, probe: Option<Duration>) {
+        self.probe = probe.filter(|_| self.probed);
     }
 
     fn next_id(&mut self) -> u64 {

@@ -402,6 +402,42 @@ async fn silent_server_is_dropped_by_the_probe() {
         .unwrap();
 }
 
+/// The probe set on a running client takes effect on the connection up: with
+/// none, a stopped server is waited for; once one is set, the client probes the
+/// still silent server and drops it; a restored server is reconnected to.
+#[tokio::test]
+async fn a_probe_set_later_applies_to_the_connection_up() {
+    let server = Server::start(TEST_SCHEMA);
+    let config = ClientConfig {
+        inactivity_probe: None,
+        ..fast(vec![server.tcp()])
+    };
+    let (client, mut events) = connect(
+        config,
+        ovsdb::MonitorSpec::new("Test").table(ovsdb::TableSpec::new("Thing")),
+    )
+    .await;
+    let probe = Duration::from_millis(200);
+    server.signal("STOP");
+    tokio::time::sleep(probe * 4).await;
+    no_event(&mut events);
+    let set = std::time::Instant::now();
+    client.set_inactivity_probe(Some(probe));
+    match next_event(&mut events).await {
+        Event::Disconnected { reason, .. } => {
+            assert_eq!(reason, "no answer to an echo within 200ms")
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(set.elapsed() >= probe, "{:?}", set.elapsed());
+    server.signal("CONT");
+    assert!(matches!(
+        next_event(&mut events).await,
+        Event::Connected { .. }
+    ));
+    client.shutdown().await;
+}
+
 /// A member of a clustered database that loses its cluster (its only
 /// peer, the leader, goes down: it cannot elect a leader alone) is dropped
 /// by a connected client and refused by a new one, as ovsdb-idl does: its

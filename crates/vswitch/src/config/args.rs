@@ -229,6 +229,14 @@ pub struct Args {
     #[arg(long, value_name = "OPTIONS")]
     pub ovn_cms_options: Option<String>,
 
+    /// How long the OVN Southbound connection may be silent before vswitchd sends an
+    /// echo, in milliseconds; with no answer within as long again it reconnects (to
+    /// the next member of a cluster). 0: never probe. Values from 1 to 999 count as
+    /// 1000. Unix sockets are not probed. Open vSwitch's
+    /// `external_ids:ovn-remote-probe-interval`. Default: 5000.
+    #[arg(long, value_name = "MS")]
+    pub ovn_remote_probe_interval: Option<u64>,
+
     /// IGMP (v1, v2, v3) and MLD (v1, v2) snooping in every VLAN and VNI bridge domain:
     /// on (default) or off. Reports build a group table per domain; frames to a joined
     /// group go only to its member ports and to multicast-router ports (where queries

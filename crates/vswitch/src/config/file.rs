@@ -84,6 +84,8 @@ pub struct FileConfig {
     pub ovn_bridge_mappings: Option<String>,
     /// What the CMS reads of the chassis (`--ovn-cms-options`).
     pub ovn_cms_options: Option<String>,
+    /// The Southbound connection's inactivity probe, ms (`--ovn-remote-probe-interval`).
+    pub ovn_remote_probe_interval: Option<u64>,
     /// IGMP/MLD snooping (`--mcast-snooping`).
     pub mcast_snooping: Option<bool>,
     /// Flood frames to unregistered groups (`--mcast-flood-unregistered`).

@@ -129,6 +129,7 @@ pub const FILE_KEYS: &[FileKey] = &[
     key(Top, "chassis", "string", Restart, "The OVN chassis name this host registers (--chassis); needed with ovn_remote."),
     key(Top, "ovn_bridge_mappings", "string \"NETWORK:UPLINK[,...]\"", Restart, "OVN provider networks bridged to AF_XDP uplinks (--ovn-bridge-mappings)."),
     key(Top, "ovn_cms_options", "string", Restart, "What the CMS reads of this chassis, published as Chassis other_config:ovn-cms-options, e.g. \"enable-chassis-as-gw\" (--ovn-cms-options)."),
+    key(Top, "ovn_remote_probe_interval", "integer (ms)", Restart, "Echo the Southbound database after this much silence and reconnect without an answer; 0: never; 1-999 count as 1000 (--ovn-remote-probe-interval). Default: 5000."),
     key(Top, "mcast_snooping", "boolean", Restart, "IGMP/MLD snooping in every VLAN and VNI domain (--mcast-snooping). Default: true."),
     key(Top, "mcast_flood_unregistered", "boolean", Restart, "Flood frames to groups nobody joined; false sends them to router ports only (--mcast-flood-unregistered). Default: true."),
     key(Top, "mcast_table_size", "integer", Restart, "Groups the snooping table holds in all (--mcast-table-size). Default: 2048."),

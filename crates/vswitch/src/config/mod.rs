@@ -462,6 +462,12 @@ impl TryFrom<Args> for Config {
                     ("--ovn-cms-options", &args.ovn_cms_options),
                     ("ovn_cms_options", &file.ovn_cms_options),
                 ),
+                probe_interval: args
+                    .ovn_remote_probe_interval
+                    .map(|ms| ("--ovn-remote-probe-interval", ms))
+                    .or(file
+                        .ovn_remote_probe_interval
+                        .map(|ms| ("ovn_remote_probe_interval", ms))),
             },
             &file
                 .geneve
@@ -1290,6 +1296,19 @@ mod tests {
             .to_string();
         assert!(
             e.contains("--ovn-cms-options") && e.contains("only used with --ovn-remote"),
+            "{e}"
+        );
+        // The Southbound probe: 5 s unless set; 0 is none; below 1 s is 1 s.
+        assert_eq!(with(&[]).probe_interval_ms, 5000);
+        for (v, want) in [("0", 0), ("200", 1000), ("15000", 15000)] {
+            let o = with(&["--ovn-remote-probe-interval", v]);
+            assert_eq!(o.probe_interval_ms, want, "{v}");
+        }
+        let e = Config::try_from(args(&["--ovn-remote-probe-interval", "1000"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--ovn-remote-probe-interval") && e.contains("only used with --ovn-remote"),
             "{e}"
         );
     }

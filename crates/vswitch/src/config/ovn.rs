@@ -29,6 +29,24 @@ pub struct OvnConfig {
     /// `enable-chassis-as-gw`, by which Neutron schedules gateway routers. Not read by
     /// vswitchd itself; empty when unset.
     pub cms_options: String,
+    /// The Southbound connection's inactivity probe, ms; 0: none
+    /// ([`probe_interval_ms`] makes it from a setting).
+    pub probe_interval_ms: u64,
+}
+
+/// The inactivity probe of the Southbound connection when none is set, ms
+/// (ovn-controller's `DEFAULT_PROBE_INTERVAL_MSEC`).
+pub const DEFAULT_PROBE_INTERVAL_MS: u64 = 5000;
+
+/// The probe interval a setting of `ms` gives, as ovn-controller reads
+/// `ovn-remote-probe-interval` (ovn-controller(8)): 0 stays 0 (no probes), other
+/// values are at least 1000 ms.
+pub fn probe_interval_ms(ms: u64) -> u64 {
+    if ms == 0 {
+        0
+    } else {
+        ms.max(1000)
+    }
 }
 
 /// One entry of `--ovn-bridge-mappings`: physical network `network` is reached
@@ -52,6 +70,8 @@ pub struct OvnSettings<'a> {
     pub bridge_mappings: Option<(&'a str, &'a str)>,
     /// `--ovn-cms-options` / `ovn_cms_options`.
     pub cms_options: Option<(&'a str, &'a str)>,
+    /// `--ovn-remote-probe-interval` / `ovn_remote_probe_interval`, ms.
+    pub probe_interval: Option<(&'a str, u64)>,
 }
 
 /// Builds the OVN settings from the flags over the file and checks them against the
@@ -72,6 +92,7 @@ pub fn resolve(
         chassis,
         bridge_mappings,
         cms_options,
+        probe_interval,
     } = s;
     let Some((field, remote)) = remote else {
         if let Some((field, _)) = bridge_mappings {
@@ -84,6 +105,12 @@ pub fn resolve(
             return Err(invalid(
                 field,
                 "CMS options are only used with --ovn-remote",
+            ));
+        }
+        if let Some((field, _)) = probe_interval {
+            return Err(invalid(
+                field,
+                "the Southbound probe interval is only used with --ovn-remote",
             ));
         }
         if let Some((field, p)) = ports.iter().find(|(_, p)| p.iface_id.is_some()) {
@@ -162,6 +189,9 @@ pub fn resolve(
         hostname: hostname(),
         bridge_mappings,
         cms_options: cms_options.map_or_else(String::new, |(_, o)| o.to_string()),
+        probe_interval_ms: probe_interval_ms(
+            probe_interval.map_or(DEFAULT_PROBE_INTERVAL_MS, |(_, ms)| ms),
+        ),
     }))
 }
 
@@ -217,6 +247,12 @@ impl OvnConfig {
             .map(|m| format!("{}:{}", m.network, m.uplink))
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// The Southbound connection's inactivity probe (`None`: never).
+    pub fn inactivity_probe(&self) -> Option<std::time::Duration> {
+        (self.probe_interval_ms > 0)
+            .then(|| std::time::Duration::from_millis(self.probe_interval_ms))
     }
 
     /// The uplink mapped to physical network `network`.

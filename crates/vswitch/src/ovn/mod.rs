@@ -315,7 +315,11 @@ pub fn spawn_with(ctl: Arc<Control>, cfg: OvnConfig, status: Arc<Status>) {
 /// The chassis task.
 async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), status: Arc<Status>) {
     let remotes: Vec<ovsdb::Remote> = cfg.remotes.iter().filter_map(|r| r.parse().ok()).collect();
-    let (client, mut events) = Client::start(ClientConfig::new(remotes), monitor_spec());
+    let client_cfg = ClientConfig {
+        inactivity_probe: cfg.inactivity_probe(),
+        ..ClientConfig::new(remotes)
+    };
+    let (client, mut events) = Client::start(client_cfg, monitor_spec());
     let mut reg = registration::Registration::new(&cfg, encap);
     let mut pass = apply::Pass::default();
     let mut connected = false;
@@ -417,8 +421,12 @@ async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), statu
                 bridge_mappings = %new.bridge_mappings_text(),
                 cms_options = %new.cms_options,
                 hostname = %new.hostname,
+                probe_interval_ms = new.probe_interval_ms,
                 "OVN chassis settings changed in place"
             );
+            if new.probe_interval_ms != cfg.probe_interval_ms {
+                client.set_inactivity_probe(new.inactivity_probe());
+            }
             reg = registration::Registration::new(&new, encap);
             cfg = new;
             dirty.all = true;

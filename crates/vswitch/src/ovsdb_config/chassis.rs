@@ -11,7 +11,10 @@
 //! - `ovn-bridge` (default `br-int`): the bridge whose interfaces'
 //!   `external_ids:iface-id` name logical ports;
 //! - `ovn-bridge-mappings` (`physnet1:br-ex,...`): each provider network reached
-//!   through the AF_XDP uplink of its bridge (a bridge holds one uplink).
+//!   through the AF_XDP uplink of its bridge (a bridge holds one uplink);
+//! - `ovn-remote-probe-interval` (ms, default 5000; 0: none; at least 1000): the
+//!   Southbound connection's inactivity probe;
+//! - `ovn-cms-options`: published in `Chassis.other_config`.
 //!
 //! The chassis starts once these are complete and the uplinks run; later changes
 //! apply while it runs ([`change`]).
@@ -20,7 +23,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::config::ovn::{BridgeMapping, OvnConfig};
+use crate::config::ovn::{probe_interval_ms, BridgeMapping, OvnConfig, DEFAULT_PROBE_INTERVAL_MS};
 use crate::config::{GeneveConfig, PortConfig, PortType};
 use crate::control::ops::Control;
 
@@ -44,6 +47,8 @@ pub struct OvnIds {
     pub bridge_mappings: Vec<(String, String)>,
     /// `ovn-cms-options` (empty when unset).
     pub cms_options: String,
+    /// `ovn-remote-probe-interval`, ms, as [`probe_interval_ms`] reads it.
+    pub probe_interval_ms: u64,
 }
 
 impl OvnIds {
@@ -101,6 +106,15 @@ impl OvnIds {
                 None => Vec::new(),
             },
             cms_options: ids.get("ovn-cms-options").cloned().unwrap_or_default(),
+            probe_interval_ms: match ids.get("ovn-remote-probe-interval") {
+                Some(ms) => probe_interval_ms(ms.trim().parse().map_err(|_| {
+                    format!(
+                        "external_ids:ovn-remote-probe-interval={ms}: expected milliseconds \
+                         (0: no probes)"
+                    )
+                })?),
+                None => DEFAULT_PROBE_INTERVAL_MS,
+            },
         })
     }
 
@@ -143,6 +157,7 @@ impl OvnIds {
             hostname: self.hostname.clone(),
             bridge_mappings: mappings,
             cms_options: self.cms_options.clone(),
+            probe_interval_ms: self.probe_interval_ms,
         }
     }
 }
@@ -317,6 +332,31 @@ mod tests {
         );
         assert_eq!(i.bridge, "br-int");
         assert_eq!(i.config(Vec::new()).chassis, "hv1");
+        assert_eq!(i.probe_interval_ms, 5000);
+    }
+
+    /// `ovn-remote-probe-interval` as ovn-controller reads it: 0 is no probe, other
+    /// values at least a second.
+    #[test]
+    fn the_probe_interval_is_read_as_ovn_controller_reads_it() {
+        for (v, want) in [("0", 0), ("300", 1000), ("30000", 30000)] {
+            let i = OvnIds::from_external_ids(&ids(&[
+                ("ovn-remote", "tcp:192.0.2.10:6642"),
+                ("ovn-encap-type", "geneve"),
+                ("ovn-encap-ip", "192.0.2.21"),
+                ("system-id", "hv1"),
+                ("ovn-remote-probe-interval", v),
+            ]))
+            .unwrap()
+            .unwrap();
+            let cfg = i.config(Vec::new());
+            assert_eq!(cfg.probe_interval_ms, want, "{v}");
+            assert_eq!(
+                cfg.inactivity_probe(),
+                (want > 0).then(|| std::time::Duration::from_millis(want)),
+                "{v}"
+            );
+        }
     }
 
     #[test]
@@ -393,6 +433,7 @@ mod tests {
             ("ovn-remote", "udp:1.2.3.4", "ovn-remote=udp"),
             ("ovn-bridge-mappings", "physnet1", "expected NETWORK:BRIDGE"),
             ("ovn-bridge-mappings", "p:br-a,p:br-b", "mapped twice"),
+            ("ovn-remote-probe-interval", "5s", "expected milliseconds"),
         ] {
             let mut m = ids(&base);
             m.insert(k.into(), v.into());
