@@ -159,6 +159,7 @@ fn migrate(s: Forwarding) {
     let mut from_hv1 = Capture::start(&f, 0, &dir);
     let mut from_hv2 = Capture::start(&f, 1, &dir);
     let not_here0 = dropped_to_blocked(&hv3, s);
+    let pipeline0 = drops(&hv3, "u", "ovn_pipeline");
     send_frames(&f.ns[0], "vif0", HV1_VIF, VM_MAC, N);
     send_frames(&f.ns[1], &ta, TAP_MAC, VM_MAC, N);
     assert!(ping_ok(&f.ns[0], "10.0.0.2", 10), "a round trip after them");
@@ -182,6 +183,11 @@ fn migrate(s: Forwarding) {
         "hv3 dropped the frames to its blocked port: uplink drops {:?}, tunnels {:?}",
         hv3.port("u").stats.drops,
         tunnels(&hv3)
+    );
+    assert_eq!(
+        drops(&hv3, "u", "ovn_pipeline"),
+        pipeline0,
+        "each dropped frame counted once, as no_destination"
     );
     assert_eq!(
         hv3.port("m").stats.tx_packets,

@@ -522,6 +522,11 @@ pub struct Outcome {
     pub error: Option<String>,
     /// The datapaths whose pipelines it ran, each once, in order.
     pub datapaths: Vec<u32>,
+    /// It met ovn-northd's drop of IP multicast to a group nobody joined (a `drop`
+    /// flow of `ls_in_l2_lkup` matching `ip4.mcast || ip6.mcast`, when the switch
+    /// neither floods unregistered groups nor relays them): a frame it sends
+    /// nowhere counts as `mcast_unregistered`, as in a switch of the L2 rules.
+    pub unregistered_mcast: bool,
 }
 
 impl Outcome {

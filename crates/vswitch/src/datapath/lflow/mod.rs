@@ -175,7 +175,7 @@ impl Pipeline {
                 Decided::Made(v, key, job) => (None, Some(v), job, key),
             };
             if let Some(v) = cached.or(made.as_ref()) {
-                let outs = lf_outputs(&mut lf, v, burst, p, counters);
+                let (outs, counted) = lf_outputs(&mut lf, v, burst, p, counters);
                 let punted = job.is_some_and(|job| {
                     let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(*job).is_ok();
                     if !sent {
@@ -188,7 +188,9 @@ impl Pipeline {
                     // The slow path answers it (or the drop was counted).
                     self.actions.push(Action::Drop(DropReason::SlowPathBusy));
                 } else if outs == 0 {
-                    counters.drop(DropReason::OvnPipeline, 1);
+                    if !counted {
+                        counters.drop(DropReason::OvnPipeline, 1);
+                    }
                     self.actions.push(Action::Drop(DropReason::OvnPipeline));
                 } else {
                     self.actions.push(Action::Lflow(i as u16));
@@ -515,15 +517,17 @@ fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
 }
 
 /// Adds frame `p`'s outputs of program `v`: unchanged ones to its targets, changed ones
-/// copied and rewritten for the second pass; returns how many.
+/// copied and rewritten for the second pass; returns how many, and whether a drop was
+/// counted (an output to nowhere, a rewrite that failed), so that a frame is counted
+/// once.
 fn lf_outputs<'m, B: RxBurst<'m>>(
     lf: &mut Lflow,
     v: &program::Variant,
     burst: &B,
     p: &Pkt,
     counters: &crate::model::stats::PortCounters,
-) -> usize {
-    let mut n = 0;
+) -> (usize, bool) {
+    let (mut n, mut counted) = (0, false);
     for step in &v.steps {
         let program::PStep::Out(o) = step else {
             continue;
@@ -534,6 +538,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
             Target::Tunnel(t) => lf.tunnel(t),
             Target::Drop(r) => {
                 counters.drop(r, 1);
+                counted = true;
                 continue;
             }
         };
@@ -554,7 +559,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         if !done {
             lf.buf.truncate(start);
             counters.drop(DropReason::OvnPipeline, 1);
-            n -= 1;
+            (n, counted) = (n - 1, true);
             continue;
         }
         lf.pkts.push(Pkt {
@@ -569,7 +574,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         });
         lf.dests.push(target);
     }
-    n
+    (n, counted)
 }
 
 /// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its

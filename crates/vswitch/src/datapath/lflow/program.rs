@@ -558,6 +558,16 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             }
         }
     }
+    let sent = v.punts > 0 || v.steps.iter().any(|s| matches!(s, PStep::Out(_)));
+    if outcome.unregistered_mcast && !sent {
+        // Counted as the L2 rules count it; never twice (the caller counts a
+        // frame without outputs only when no output counted its drop).
+        v.steps.push(PStep::Out(Out {
+            target: Target::Drop(DropReason::McastUnregistered),
+            rewrite: Box::new([]),
+            embedded: None,
+        }));
+    }
     if why.is_none() && !keyed(flow) {
         why = Some(Uncached::Unkeyed);
     }

@@ -114,6 +114,13 @@ struct At<'p> {
     pipeline: Pipeline,
 }
 
+/// Whether a `drop` flow of stage `stage` with match `m` is ovn-northd's drop of IP
+/// multicast to unregistered groups (`build_lswitch_ip_mcast_igmp_mld`: priority 80 of
+/// `ls_in_l2_lkup`, `ip4.mcast || ip6.mcast`).
+fn unregistered_mcast_drop(stage: &str, m: &str) -> bool {
+    stage == "ls_in_l2_lkup" && m.contains("ip4.mcast") && m.contains("ip6.mcast")
+}
+
 /// One run of the pipeline.
 pub struct Run<'p, 't, T: Tracker + ?Sized> {
     p: &'p Pipelines,
@@ -277,6 +284,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
                         &f.uuid.to_string()[..8]
                     )
                 });
+                if f.actions.0.is_empty() && unregistered_mcast_drop(stage, &f.match_text) {
+                    self.out.unregistered_mcast = true;
+                }
                 let at = At { dp, pipeline };
                 self.actions(at, &f.actions, pkt, &mut sub);
             }
