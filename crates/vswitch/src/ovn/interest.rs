@@ -214,16 +214,6 @@ pub fn patch_ports() -> Vec<Condition> {
     vec![Condition::eq("type", "patch")]
 }
 
-/// The bindings the chassis asks for before it has any row: the patch ports and the
-/// logical ports `lsps` its ports name. Their switches are then known from the first
-/// reply, so the first pass asks for their flows: one round trip less than learning
-/// the bindings by a condition change.
-pub fn initial_ports<'a>(lsps: impl IntoIterator<Item = &'a str>) -> Vec<Condition> {
-    let mut c = patch_ports();
-    c.extend(lsps.into_iter().map(|l| Condition::eq("logical_port", l)));
-    c
-}
-
 /// `clauses`, or a condition no row matches when there is none (an empty list would
 /// match every row).
 fn or_none(clauses: Vec<Condition>) -> Vec<Condition> {
@@ -333,10 +323,5 @@ mod tests {
                 );
             }
         }
-        // The first request already asks for what the first pass would: the local
-        // ports' bindings (so their switches come in the first reply).
-        let first = initial_ports(["lsp-a"]);
-        assert!(first.iter().all(|c| pbc.contains(c)), "{first:?}");
-        assert_eq!(first.len(), 2, "{first:?}");
     }
 }

@@ -221,9 +221,8 @@ fn stage_rows(p: &pipeline::Pipelines) -> Vec<crate::control::protocol::OvnStage
 /// The Southbound tables and columns the chassis monitors: `Port_Binding`,
 /// `Multicast_Group`, `FDB`, `Logical_Flow` and `MAC_Binding` only as far as the
 /// chassis' interest ([`interest`]) goes (of `Port_Binding`, every patch port
-/// besides, and from the start the bindings of logical ports `lsps`, those the local
-/// ports name: [`interest::initial_ports`]); the rest whole.
-pub fn monitor_spec(lsps: &[String]) -> MonitorSpec {
+/// besides); the rest whole.
+pub fn monitor_spec() -> MonitorSpec {
     MonitorSpec::new(sb::DATABASE)
         .table(TableSpec::of::<sb::SbGlobal>())
         .table(TableSpec::of::<sb::Chassis>().index("name"))
@@ -233,7 +232,7 @@ pub fn monitor_spec(lsps: &[String]) -> MonitorSpec {
         .table(
             TableSpec::of::<sb::PortBinding>()
                 .index("logical_port")
-                .condition(interest::initial_ports(lsps.iter().map(String::as_str))),
+                .condition(interest::patch_ports()),
         )
         .table(TableSpec::of::<sb::MulticastGroup>().condition(none()))
         .table(TableSpec::of::<sb::Fdb>().condition(none()))
@@ -320,13 +319,7 @@ async fn run(ctl: Arc<Control>, mut cfg: OvnConfig, encap: (IpAddr, bool), statu
         inactivity_probe: cfg.inactivity_probe(),
         ..ClientConfig::new(remotes)
     };
-    let lsps: Vec<String> = ctl
-        .switch
-        .topo()
-        .iter()
-        .filter_map(|tp| tp.config.iface_id.clone())
-        .collect();
-    let (client, mut events) = Client::start(client_cfg, monitor_spec(&lsps));
+    let (client, mut events) = Client::start(client_cfg, monitor_spec());
     let mut reg = registration::Registration::new(&cfg, encap);
     let mut pass = apply::Pass::default();
     let mut connected = false;
