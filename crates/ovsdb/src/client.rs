@@ -788,10 +788,7 @@ impl Session {
                 c = self.commands.recv() => {
                     match c {
                         Some(c @ Command::SetCondition { .. }) => self.deferred.push(c),
-                        Some(Command::SetProbe(probe)) => {
-                            self.config.inactivity_probe = probe;
-                            conn.set_probe(probe);
-                        }
+                        Some(Command::SetProbe(probe)) => self.set_probe(conn, probe),
                         c => self.offline_command(c).map_err(|()| None)?,
                     }
                     continue;
@@ -921,12 +918,15 @@ impl Session {
                 pending.insert(id, Pending::CondChange(reply));
                 conn.send(&msg).await?;
             }
-            Command::SetProbe(probe) => {
-                self.config.inactivity_probe = probe;
-                conn.set_probe(probe);
-            }
+            Command::SetProbe(probe) => self.set_probe(conn, probe),
         }
         Ok(true)
+    }
+
+    /// Puts probe interval `probe` in force on `conn` and on later connections.
+    fn set_probe(&mut self, conn: &mut Conn, probe: Option<Duration>) {
+        self.config.inactivity_probe = probe;
+        conn.set_probe(probe);
     }
 
     fn reply(&mut self, p: Pending, result: Value, error: Value) {
