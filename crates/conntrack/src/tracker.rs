@@ -330,7 +330,8 @@ impl Conntrack {
     /// zone, as Open vSwitch's cached-connection path does, the protocol
     /// state does not run again: an invalid packet stays invalid, and a
     /// packet with a connection only has the mark and label read (and, with
-    /// `commit`, written). This is OVN's `ct_next` then `ct_commit` in one
+    /// `commit`, written). A commit of what `prev` read them to be (without
+    /// NAT) answers `prev` and takes no lock. This is OVN's `ct_next` then `ct_commit` in one
     /// zone. In another zone, or without a connection, it is `execute`.
     pub fn execute_next(
         &self,
@@ -382,6 +383,13 @@ impl Conntrack {
         }
         if !prev.has_conn {
             return self.execute_nat(pkt, prep, act, now_ms, nat);
+        }
+        if act.nat.is_none() && commits_nothing(act, prev) {
+            // The connection already holds what the step would write (OVN's
+            // `ct_commit` after `ct_next`, on an existing connection): its
+            // answer is `prev`'s, and no lock is taken for it. Open vSwitch's
+            // `process_one_fast` does not look the connection up again either.
+            return *prev;
         }
         let Ok(lk0) = &prep.0 else {
             return *prev;
@@ -935,6 +943,14 @@ fn next_on(
         report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
     }
     out
+}
+
+/// Whether `act` is a commit that leaves a connection whose mark and label
+/// `prev` read as they are: its writes, if any, are what they already hold.
+fn commits_nothing(act: &CtAction, prev: &CtResult) -> bool {
+    act.commit
+        && act.mark.is_none_or(|m| m.apply(prev.mark) == prev.mark)
+        && act.label.is_none_or(|l| l.apply(prev.label) == prev.label)
 }
 
 fn apply_writes(c: &mut Conn, act: &CtAction) {

@@ -63,6 +63,15 @@ fn ct_next_then_ct_commit_runs_the_state_machine_once() {
     assert_eq!(first.state, EST);
     let second = ct.execute_next(&data, &CtAction::commit(1).with_mark(4, 4), 1, &first);
     assert_eq!((second.state, second.mark), (EST, 4));
+    // The next segment: a commit of what the connection holds answers the
+    // lookup before it; one that changes the mark writes it.
+    let next = tcp(A, 40000, B, 80, ACK, 201, 5001, 0);
+    let first = lookup(&ct, &next, 1, 1);
+    let kept = ct.execute_next(&next, &CtAction::commit(1).with_mark(4, 4), 1, &first);
+    assert_eq!(kept, first);
+    let cleared = ct.execute_next(&next, &CtAction::commit(1).with_mark(0, 4), 1, &first);
+    assert_eq!((cleared.state, cleared.mark), (EST, 0));
+    assert_eq!(ct.dump(1, Some(1)).next().unwrap().mark, 0);
     // Through another zone it is a step of its own.
     let other_zone = ct.execute_next(&data, &CtAction::lookup(2), 1, &second);
     assert_eq!(
