@@ -21,6 +21,7 @@ use common::fabric::{Capture, Fabric};
 use common::ovn::OvnCentral;
 use common::ovs::Ovs;
 use common::*;
+use vswitch::control::protocol::{Request, Response};
 
 const MCAST_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/mcast.py");
 const WAIT: Duration = Duration::from_secs(20);
@@ -69,6 +70,14 @@ fn reaches(out: &PathBuf, want: u64, what: &str) {
 
 /// The logical ports of `GROUP`'s `IGMP_Group` row written by chassis `chassis`, or
 /// None without such a row.
+/// Snooping's counter `name` in `sw`'s `vswitchctl mdb`.
+fn mcast_counter(sw: &Vswitchd, name: &str) -> u64 {
+    match ctl(&sw.control, Request::Mdb).expect("mdb") {
+        Response::Mdb(m) => m.counters[name],
+        other => panic!("{other:?}"),
+    }
+}
+
 fn igmp_ports(c: &OvnCentral, chassis: &str) -> Option<Vec<String>> {
     let me = c.sb_get("Chassis", "name", chassis, "_uuid");
     let rows = c.sbctl(&[
@@ -255,6 +264,8 @@ fn snoop(s: Forwarding) {
     let to_hv1 = egress_keys(&cap, &f.addr(2), &f.addr(0), GROUP_MAC);
     assert!(to_hv1.is_empty(), "hv3 -> hv1 (no member): {to_hv1:?}");
     assert_eq!(count(&sniffed[0]), 0, "hv1 has no member and got copies");
+    // Snooping counts them, by the L2 rules or the pipeline alike.
+    assert_eq!(mcast_counter(&hv3, "forwarded"), N, "hv3's mdb counters");
     eprintln!("[{:>6.1?}] the group reaches its member only", t0.elapsed());
 
     // hv1's VM joins too (ovn-controller's own IGMP_Group row): hv3 now sends to both.

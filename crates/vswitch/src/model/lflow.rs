@@ -527,6 +527,19 @@ pub struct Outcome {
     /// neither floods unregistered groups nor relays them): a frame it sends
     /// nowhere counts as `mcast_unregistered`, as in a switch of the L2 rules.
     pub unregistered_mcast: bool,
+    /// Its switch sent it to an IP multicast group ovn-northd made of IGMP/MLD
+    /// memberships, or to an unregistered group's `_MC_static`: counted by snooping
+    /// (`vswitchctl mdb`) as a switch of the L2 rules counts it.
+    pub mcast: Option<McastOut>,
+}
+
+/// Where a logical switch sent an IP multicast frame, for snooping's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McastOut {
+    /// To a registered group (counter `forwarded`).
+    Registered,
+    /// To `_MC_static`: no member, ports that flood (`unregistered_to_routers`).
+    Static,
 }
 
 impl Outcome {

@@ -744,7 +744,9 @@ fn localnet(local: &Local<'_>, pb: &PortBinding, key: u16) -> LocalnetView {
 }
 
 /// The name of the group of ports with `options:mcast_flood=true` (ovn-northd).
-const MC_STATIC: &str = "_MC_static";
+/// The name of the group of a logical switch's ports that flood unregistered IP
+/// multicast (`options:mcast_flood=true`).
+pub(crate) const MC_STATIC: &str = "_MC_static";
 
 /// The multicast groups of switch `dp` with a member here or on another chassis. On a
 /// switch `bridged` to a physical network, other chassis get their copies from the

@@ -20,7 +20,7 @@ use super::ct::LiveCt;
 use super::wild::{self, RelResult};
 use crate::model::fdb::PortId;
 use crate::model::lflow::{
-    AffinityKey, Commit, CtReq, CtResult, Dest, Origin, Outcome, SlowDest, Step, Tracker,
+    AffinityKey, Commit, CtReq, CtResult, Dest, McastOut, Origin, Outcome, SlowDest, Step, Tracker,
 };
 use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
@@ -155,6 +155,8 @@ pub struct Variant {
     /// A wildcard program's results relative to the packet before each step
     /// ([`wild`]), compared in their place; `None` in an exact program.
     pub rel: Option<Box<[RelResult]>>,
+    /// Where its switch sent an IP multicast frame, for snooping's counters.
+    pub mcast: Option<McastOut>,
 }
 
 /// A PMD's program cache. Programs live in slots named by a hash index; the last key
@@ -516,6 +518,7 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
             .map(|&dp| (dp, version(dp)))
             .collect(),
         rel: None,
+        mcast: outcome.mcast,
     };
     let mut why = outcome.error.as_ref().map(|_| Uncached::Error);
     // The embedded header of an ICMP error as the last step that translated it left it.

@@ -33,11 +33,11 @@ use ovn_lflow::{Action, Actions, Field, FieldRef, Flow, Subfield};
 use super::nat;
 use super::tables::{Datapath, LPort, Location, Pipelines};
 use crate::config::MacAddr;
-use crate::model::lflow::LbPick;
 pub use crate::model::lflow::{
     cs, Awaited, Commit, CtReq, CtResult, Dest, Origin, Outcome, Output, Step, Tracker, DNAT_ZONE,
     SNAT_ZONE,
 };
+use crate::model::lflow::{LbPick, McastOut};
 
 /// Which of a datapath's zones a step runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +119,19 @@ struct At<'p> {
 /// `ls_in_l2_lkup`, `ip4.mcast || ip6.mcast`).
 fn unregistered_mcast_drop(stage: &str, m: &str) -> bool {
     stage == "ls_in_l2_lkup" && m.contains("ip4.mcast") && m.contains("ip6.mcast")
+}
+
+/// Snooping's view of a switch's output to multicast group `name`: one ovn-northd
+/// made of IGMP/MLD memberships is named by its address, and `_MC_static` takes
+/// unregistered groups (`build_lswitch_ip_mcast_igmp_mld`).
+fn mcast_out(name: &str) -> Option<McastOut> {
+    if name == crate::ovn::view::MC_STATIC {
+        Some(McastOut::Static)
+    } else {
+        name.parse::<std::net::IpAddr>()
+            .is_ok()
+            .then_some(McastOut::Registered)
+    }
 }
 
 /// One run of the pipeline.
@@ -904,6 +917,9 @@ impl<'p, 't, T: Tracker + ?Sized> Run<'p, 't, T> {
             egress.flow.set(Field::LogFlags, 0);
         }
         if let Some(g) = dp.groups.get(&out) {
+            if !dp.router && self.out.mcast.is_none() {
+                self.out.mcast = mcast_out(&g.name);
+            }
             let mut sub = push(tr, NodeKind::Pipeline, || {
                 format!("multicast(dp=\"{}\", mcgroup=\"{}\")", dp.name, g.name)
             });
