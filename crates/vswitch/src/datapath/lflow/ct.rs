@@ -193,25 +193,23 @@ impl<'a> LiveCt<'a> {
                 ..CtResult::default()
             };
         };
-        let prep = self.prep.get_or_insert_with(|| Prepared::of(pkt));
-        // The result goes straight to `last` (a copy of the whole result through the
-        // stack stalled the PMD: it is written field by field and read whole).
-        let nat = &mut self.nat;
-        let r = match &self.last {
-            Some(prev) if prev.zone == act.zone => {
-                let r = self
-                    .ct
-                    .execute_next_nat(pkt, prep, act, self.now_ms, prev, nat);
-                self.last.insert(r)
+        // What a step returns is read field by field here and copied into `self`
+        // only after: a copy read whole right after it was written field by field
+        // stalls the PMD (the CPU cannot forward it from its store buffer).
+        let (ct, now, last) = (self.ct, self.now_ms, self.last.as_ref());
+        let r = match &self.prep {
+            Some(prep) => execute(ct, (pkt, prep), act, now, last, &mut self.nat),
+            None => {
+                let prep = Prepared::of(pkt);
+                let r = execute(ct, (pkt, &prep), act, now, last, &mut self.nat);
+                self.prep = Some(prep);
+                r
             }
-            _ => self
-                .last
-                .insert(self.ct.execute_nat(pkt, prep, act, self.now_ms, nat)),
         };
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
-        let out = result_of(r, self.nat);
+        let out = result_of(&r, self.nat);
         let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
         if let Some(n) = self.nat.filter(|_| translated) {
             self.translate(&n.packet);
@@ -219,6 +217,7 @@ impl<'a> LiveCt<'a> {
                 self.translate_embedded(inner);
             }
         }
+        self.last = Some(r);
         out
     }
 
@@ -246,6 +245,24 @@ impl<'a> LiveCt<'a> {
             L4::Icmp(_) | L4::Other { .. } => {}
         }
         self.prep = None;
+    }
+}
+
+/// Runs `act` on `pkt` (with its lookup `prep`) after the step that answered `last`
+/// (`None`: the frame's first): the cached-connection path when in the same zone.
+fn execute(
+    ct: &Conntrack,
+    (pkt, prep): (&Packet, &Prepared),
+    act: &CtAction,
+    now_ms: u64,
+    last: Option<&conntrack::CtResult>,
+    nat: &mut Option<NatResult>,
+) -> conntrack::CtResult {
+    match last {
+        Some(prev) if prev.zone == act.zone => {
+            ct.execute_next_nat(pkt, prep, act, now_ms, prev, nat)
+        }
+        _ => ct.execute_nat(pkt, prep, act, now_ms, nat),
     }
 }
 

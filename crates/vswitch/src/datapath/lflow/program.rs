@@ -124,8 +124,8 @@ impl Out {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PStep {
     /// A conntrack step whose result the rest depends on (`ct_next`, `ct_dnat`,
-    /// `ct_lb_mark`...).
-    Ct(CtReq),
+    /// `ct_lb_mark`...), with its conntrack action (made once, not per frame).
+    Ct(CtReq, conntrack::CtAction),
     /// A `ct_lb_mark` among several backends: the request with the backend the
     /// packet's hash picks.
     CtLb(CtReq, std::sync::Arc<crate::model::lflow::LbPick>),
@@ -135,6 +135,8 @@ pub enum PStep {
         zone: u16,
         /// Writes.
         commit: Commit,
+        /// Its conntrack action (made once, not per frame).
+        act: conntrack::CtAction,
     },
     /// An output.
     Out(Out),
@@ -374,19 +376,21 @@ pub fn run<'v>(
     for i in 0.. {
         let Some(step) = v.steps.get(i) else { break };
         match step {
-            PStep::Ct(_) | PStep::CtLb(..) => {
+            PStep::Ct(..) | PStep::CtLb(..) => {
                 if k == MAX_CT_STEPS {
                     return Err((results(v, k, received), commits));
                 }
-                let req = match step {
-                    PStep::CtLb(req, pick) => match ct.current() {
-                        Some((e, proto)) => pick.request(*req, &e, proto),
-                        None => *req,
-                    },
-                    PStep::Ct(req) => *req,
+                let r = match step {
+                    PStep::CtLb(req, pick) => {
+                        let req = match ct.current() {
+                            Some((e, proto)) => pick.request(*req, &e, proto),
+                            None => *req,
+                        };
+                        ct.step(&req.action())
+                    }
+                    PStep::Ct(_, act) => ct.step(act),
                     _ => unreachable!(),
                 };
-                let r = ct.step(&req.action());
                 let rel = before.map(|b| RelResult::of(&r, &b));
                 let same = |w: &Variant, n: usize| match (&w.rel, rel) {
                     (Some(wr), Some(rel)) => rel.is_some_and(|rel| wr.get(n) == Some(&rel)),
@@ -410,8 +414,8 @@ pub fn run<'v>(
                 before = before.map(|b| wild::after(b, &r));
                 k += 1;
             }
-            PStep::Commit { zone, commit } => {
-                ct.step(&CtReq::commit(*zone, *commit).action());
+            PStep::Commit { act, .. } => {
+                ct.step(act);
                 commits += 1;
             }
             PStep::Out(_) => {}
@@ -529,13 +533,14 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
                 v.ct.push(*result);
                 v.steps.push(match pick {
                     Some(p) => PStep::CtLb(*req, p.clone()),
-                    None => PStep::Ct(*req),
+                    None => PStep::Ct(*req, req.action()),
                 });
                 embedded = result.nat.and_then(|n| n.inner).or(embedded);
             }
             Step::Commit { zone, commit } => v.steps.push(PStep::Commit {
                 zone: *zone,
                 commit: *commit,
+                act: CtReq::commit(*zone, *commit).action(),
             }),
             Step::Output(o) => {
                 let rewrite = super::rewrite::diff(flow, &o.flow);
