@@ -118,7 +118,11 @@ pub struct Prepared(Result<Lookup, InvalidReason>);
 
 impl Prepared {
     /// The lookup of `pkt`.
-    #[inline]
+    ///
+    /// Not inlined, so that the lookup is written where the caller keeps it: inlined,
+    /// it was built apart and copied whole right after, which the CPU cannot serve from
+    /// its store buffer (a stall on every packet's first step).
+    #[inline(never)]
     pub fn of(pkt: &Packet) -> Prepared {
         Prepared(Lookup::of(pkt, 0))
     }
