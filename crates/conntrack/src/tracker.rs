@@ -335,8 +335,9 @@ impl Conntrack {
     /// state does not run again: an invalid packet stays invalid, and a
     /// packet with a connection only has the mark and label read (and, with
     /// `commit`, written). A commit of what `prev` read them to be (without
-    /// NAT) answers `prev` and takes no lock. This is OVN's `ct_next` then `ct_commit` in one
-    /// zone. In another zone, or without a connection, it is `execute`.
+    /// NAT) answers `prev` and takes no lock. This is OVN's `ct_next` then
+    /// `ct_commit` in one zone. In another zone, or without a connection, it
+    /// is `execute`.
     pub fn execute_next(
         &self,
         pkt: &Packet,

@@ -68,8 +68,6 @@ fn reaches(out: &PathBuf, want: u64, what: &str) {
     });
 }
 
-/// The logical ports of `GROUP`'s `IGMP_Group` row written by chassis `chassis`, or
-/// None without such a row.
 /// Snooping's counter `name` in `sw`'s `vswitchctl mdb`.
 fn mcast_counter(sw: &Vswitchd, name: &str) -> u64 {
     match ctl(&sw.control, Request::Mdb).expect("mdb") {
@@ -78,6 +76,8 @@ fn mcast_counter(sw: &Vswitchd, name: &str) -> u64 {
     }
 }
 
+/// The logical ports of `GROUP`'s `IGMP_Group` row written by chassis `chassis`, or
+/// None without such a row.
 fn igmp_ports(c: &OvnCentral, chassis: &str) -> Option<Vec<String>> {
     let me = c.sb_get("Chassis", "name", chassis, "_uuid");
     let rows = c.sbctl(&[

@@ -743,9 +743,8 @@ fn localnet(local: &Local<'_>, pb: &PortBinding, key: u16) -> LocalnetView {
     }
 }
 
-/// The name of the group of ports with `options:mcast_flood=true` (ovn-northd).
 /// The name of the group of a logical switch's ports that flood unregistered IP
-/// multicast (`options:mcast_flood=true`).
+/// multicast (`options:mcast_flood=true`; ovn-northd).
 pub(crate) const MC_STATIC: &str = "_MC_static";
 
 /// The multicast groups of switch `dp` with a member here or on another chassis. On a

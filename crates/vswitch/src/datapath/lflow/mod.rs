@@ -27,7 +27,7 @@ use ovn_lflow::Field;
 use self::program::{Cache, LKey, Target, Tunnel, Uncached};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
-use crate::model::lflow::{Frame, Injected, Learned, McastOut, SlowDest, SlowJob, Step};
+use crate::model::lflow::{Frame, Injected, Learned, SlowDest, SlowJob, Step};
 use crate::model::stats::DropReason;
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::Topology;
@@ -140,7 +140,7 @@ impl Pipeline {
         self.actions.clear();
         let counters = src.port.counters(self.pmd);
         let now = ct::now_ms();
-        let mut mcast = McastTally::default();
+        let mut mcast = super::snoop::Tally::default();
         let mut hdr = [0u8; HDR_BYTES];
         for (i, p) in pkts.iter().enumerate() {
             let n = burst.read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
@@ -178,7 +178,7 @@ impl Pipeline {
             if let Some(v) = cached.or(made.as_ref()) {
                 let (outs, counted) = lf_outputs(&mut lf, v, burst, p, counters);
                 if outs > 0 {
-                    mcast.add(v.mcast);
+                    mcast.note(v.mcast);
                 }
                 let punted = job.is_some_and(|job| {
                     let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(*job).is_ok();
@@ -212,7 +212,7 @@ impl Pipeline {
                 cache.insert(keys.exact, v);
             }
         }
-        mcast.count(&self.switch.mcast);
+        mcast.count(&self.switch.mcast, counters);
         let m = &self.shared.lflow_stats;
         for (c, v) in m
             .iter()
@@ -580,40 +580,6 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.dests.push(target);
     }
     (n, counted)
-}
-
-/// A burst's frames a switch sent to IP multicast groups, for snooping's counters
-/// (as [`super::snoop`] counts them in a switch of the L2 rules).
-#[derive(Debug, Default)]
-struct McastTally {
-    /// To registered groups.
-    registered: u64,
-    /// To `_MC_static`.
-    to_static: u64,
-}
-
-impl McastTally {
-    #[inline]
-    fn add(&mut self, out: Option<McastOut>) {
-        match out {
-            Some(McastOut::Registered) => self.registered += 1,
-            Some(McastOut::Static) => self.to_static += 1,
-            None => {}
-        }
-    }
-
-    /// Adds the tallies to `mc`'s counters.
-    fn count(&self, mc: &crate::model::mcast::Mcast) {
-        let c = &mc.counters;
-        for (counter, n) in [
-            (&c.forwarded, self.registered),
-            (&c.unregistered_to_routers, self.to_static),
-        ] {
-            if n > 0 {
-                counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    }
 }
 
 /// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its

@@ -20,7 +20,7 @@ use super::ct::LiveCt;
 use super::wild::{self, RelResult};
 use crate::model::fdb::PortId;
 use crate::model::lflow::{
-    AffinityKey, Commit, CtReq, CtResult, Dest, McastOut, Origin, Outcome, SlowDest, Step, Tracker,
+    AffinityKey, CtReq, CtResult, Dest, McastOut, Origin, Outcome, SlowDest, Step, Tracker,
 };
 use crate::model::ovn::LocalOut;
 use crate::model::stats::DropReason;
@@ -124,20 +124,13 @@ impl Out {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PStep {
     /// A conntrack step whose result the rest depends on (`ct_next`, `ct_dnat`,
-    /// `ct_lb_mark`...), with its conntrack action (made once, not per frame).
-    Ct(CtReq, conntrack::CtAction),
+    /// `ct_lb_mark`...): its conntrack action, made once, not per frame.
+    Ct(conntrack::CtAction),
     /// A `ct_lb_mark` among several backends: the request with the backend the
     /// packet's hash picks.
     CtLb(CtReq, std::sync::Arc<crate::model::lflow::LbPick>),
-    /// A `ct_commit`.
-    Commit {
-        /// Zone.
-        zone: u16,
-        /// Writes.
-        commit: Commit,
-        /// Its conntrack action (made once, not per frame).
-        act: conntrack::CtAction,
-    },
+    /// A `ct_commit`: its conntrack action, made once, not per frame.
+    Commit(conntrack::CtAction),
     /// An output.
     Out(Out),
 }
@@ -388,7 +381,7 @@ pub fn run<'v>(
                         };
                         ct.step(&req.action())
                     }
-                    PStep::Ct(_, act) => ct.step(act),
+                    PStep::Ct(act) => ct.step(act),
                     _ => unreachable!(),
                 };
                 let rel = before.map(|b| RelResult::of(&r, &b));
@@ -414,7 +407,7 @@ pub fn run<'v>(
                 before = before.map(|b| wild::after(b, &r));
                 k += 1;
             }
-            PStep::Commit { act, .. } => {
+            PStep::Commit(act) => {
                 ct.step(act);
                 commits += 1;
             }
@@ -533,15 +526,13 @@ pub fn compile(outcome: &Outcome, flow: &Flow, topo: &Topology) -> (Variant, Opt
                 v.ct.push(*result);
                 v.steps.push(match pick {
                     Some(p) => PStep::CtLb(*req, p.clone()),
-                    None => PStep::Ct(*req, req.action()),
+                    None => PStep::Ct(req.action()),
                 });
                 embedded = result.nat.and_then(|n| n.inner).or(embedded);
             }
-            Step::Commit { zone, commit } => v.steps.push(PStep::Commit {
-                zone: *zone,
-                commit: *commit,
-                act: CtReq::commit(*zone, *commit).action(),
-            }),
+            Step::Commit { zone, commit } => v
+                .steps
+                .push(PStep::Commit(CtReq::commit(*zone, *commit).action())),
             Step::Output(o) => {
                 let rewrite = super::rewrite::diff(flow, &o.flow);
                 if o.origin != Origin::Received || super::rewrite::supported(&rewrite).is_err() {

@@ -23,6 +23,8 @@ use std::time::Instant;
 
 mod ovn;
 
+pub(super) use ovn::Tally;
+
 use super::forward::Target;
 use super::packet::{Action, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};

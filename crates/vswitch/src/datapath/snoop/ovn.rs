@@ -14,6 +14,7 @@ use super::{invalid, Look};
 use crate::datapath::packet::{Action, Pkt, RxBurst};
 use crate::datapath::pipeline::{Pipeline, Source};
 use crate::model::domain::DomainId;
+use crate::model::lflow::McastOut;
 use crate::model::mcast::{Mcast, Member};
 use crate::model::ovn::{self, OvnDomain};
 use crate::model::stats::{DropReason, PortCounters};
@@ -89,9 +90,10 @@ impl super::Snoop {
     }
 }
 
-/// A burst's data frames by where the pass sent them.
+/// A burst's data frames by where the pass (or, in a switch that runs it, OVN's
+/// pipeline) sent them.
 #[derive(Debug, Default)]
-struct Tally {
+pub(in crate::datapath) struct Tally {
     /// To a registered group.
     forwarded: u64,
     /// Unregistered, to `_MC_static`.
@@ -120,8 +122,18 @@ impl Tally {
         }
     }
 
+    /// Tallies a frame the logical pipeline sent as `out` says.
+    #[inline]
+    pub(in crate::datapath) fn note(&mut self, out: Option<McastOut>) {
+        match out {
+            Some(McastOut::Registered) => self.forwarded += 1,
+            Some(McastOut::Static) => self.to_static += 1,
+            None => {}
+        }
+    }
+
     /// Adds the tallies to the source port's drops and snooping's counters.
-    fn count(&self, mc: &Mcast, port: &PortCounters) {
+    pub(in crate::datapath) fn count(&self, mc: &Mcast, port: &PortCounters) {
         if self.unregistered > 0 {
             port.drop(DropReason::McastUnregistered, self.unregistered);
         }
