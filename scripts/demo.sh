@@ -30,6 +30,8 @@ scripts/setup.sh
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 echo "== building vswitchd (release)"
 cargo build --release -q -p vswitch --bins
+# Where cargo put them: CARGO_TARGET_DIR when it is set.
+bin="${CARGO_TARGET_DIR:-target}/release"
 
 work=$(mktemp -d /tmp/vswitch-demo.XXXXXX)
 pids=()
@@ -44,10 +46,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 ctl="$work/ctl.sock"
-target/release/vswitchd --vhost-user "a=$work/a.sock" --vhost-user "b=$work/b.sock" \
+"$bin"/vswitchd --vhost-user "a=$work/a.sock" --vhost-user "b=$work/b.sock" \
     --pmd-cpus 0 --poll busy --control "$ctl" 2>"$work/vswitchd.log" &
 pids+=($!)
-for _ in $(seq 100); do target/release/vswitchctl --socket "$ctl" show >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 100); do "$bin"/vswitchctl --socket "$ctl" show >/dev/null 2>&1 && break; sleep 0.1; done
 
 wait_prompt() { for _ in $(seq 300); do grep -aq "testpmd> " "$1" 2>/dev/null && return 0; sleep 0.1; done
     echo "demo: testpmd did not start; see $1" >&2; tail -20 "$1" >&2; exit 1; }
@@ -87,9 +89,9 @@ else
     echo "start tx_first $bursts" >&3
 fi
 echo "== vswitchd ports"
-target/release/vswitchctl --socket "$ctl" show
+"$bin"/vswitchctl --socket "$ctl" show
 echo "== ${size}-byte frames circulating between guest a and guest b, ${secs} s"
-target/release/vswitchctl --socket "$ctl" top --interval 1 --count "$secs"
+"$bin"/vswitchctl --socket "$ctl" top --interval 1 --count "$secs"
 echo "== PMD"
-target/release/vswitchctl --socket "$ctl" pmd-stats
+"$bin"/vswitchctl --socket "$ctl" pmd-stats
 echo "stop" >&3; [ "$separate" = 1 ] && echo "stop" >&4 || true
