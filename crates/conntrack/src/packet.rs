@@ -38,6 +38,29 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// Whether `self` and `other` look up alike: one connection, seen from
+    /// one side (the same addresses, protocol, ports or ICMP type, code, id
+    /// and embedded tuple; neither a fragment). TCP's other fields (flags,
+    /// sequence numbers) and lengths may differ. Such packets share one
+    /// [`Prepared`](crate::Prepared), as
+    /// [`Conntrack::execute_run`](crate::Conntrack::execute_run) asks.
+    pub fn same_lookup(&self, other: &Packet) -> bool {
+        let l4 = match (&self.l4, &other.l4) {
+            (L4::Tcp(a), L4::Tcp(b)) => (a.src_port, a.dst_port) == (b.src_port, b.dst_port),
+            (
+                L4::Udp { src_port, dst_port },
+                L4::Udp {
+                    src_port: s,
+                    dst_port: d,
+                },
+            ) => (src_port, dst_port) == (s, d),
+            (L4::Icmp(a), L4::Icmp(b)) => a == b,
+            (L4::Other { proto: a }, L4::Other { proto: b }) => a == b,
+            _ => false,
+        };
+        l4 && self.src == other.src && self.dst == other.dst && !self.fragment && !other.fragment
+    }
+
     /// The IP protocol (IPv6: the last next-header value): 6 for
     /// [`L4::Tcp`], 17 for [`L4::Udp`], 1 or 58 for [`L4::Icmp`] by the
     /// address family, the carried number for [`L4::Other`].

@@ -137,6 +137,17 @@ pub struct CtAction {
 }
 
 impl CtAction {
+    /// Whether this is a commit that leaves a connection whose mark and
+    /// label `prev` read as they are: its writes, if any, are what they
+    /// already hold. Such a commit after a lookup in its zone
+    /// ([`Conntrack::execute_next`](crate::Conntrack::execute_next)) answers
+    /// `prev` and changes nothing.
+    pub fn commits_nothing(&self, prev: &CtResult) -> bool {
+        self.commit
+            && self.mark.is_none_or(|m| m.apply(prev.mark) == prev.mark)
+            && self.label.is_none_or(|l| l.apply(prev.label) == prev.label)
+    }
+
     /// `ct(zone=zone)`: look up, never create (`ct_next`).
     pub fn lookup(zone: u16) -> CtAction {
         CtAction {
