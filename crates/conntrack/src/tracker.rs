@@ -423,22 +423,23 @@ impl Conntrack {
     }
 
     /// [`execute_prepared`](Self::execute_prepared) for a run of packets of
-    /// one connection in one direction, in their order: `prep` is the lookup
-    /// of each of `pkts` (see [`Packet::same_lookup`]). The connection is
-    /// found once, and each packet's step (its state update, e.g. TCP's
-    /// window) runs under that one lock, as it would have run alone.
+    /// one known connection in one direction, in their order: `prep` is the
+    /// lookup of each of `pkts` (see [`Packet::same_lookup`]). The
+    /// connection is found once, and each packet's step (its state update,
+    /// e.g. TCP's window) runs under that one lock, answering as it would
+    /// alone.
     ///
     /// `keep` reads each packet's answer as soon as it is made; the run
     /// stops after the first packet it returns `false` for. Returns how
-    /// many packets ran (from the first): the others did not, and may run
-    /// later in their own steps. A caller that batches the steps of several
-    /// packets (VPP's vectors) uses `keep` to stop where a packet's answer
-    /// would make the next packets' answers depend on its later steps.
+    /// many packets ran, from the first; the others did not (their own
+    /// steps may follow). A caller that steps several packets together
+    /// (VPP's vectors) uses `keep` to stop where a packet's answer would
+    /// make the next packets' answers depend on its later steps.
     ///
-    /// Without NAT in `act` or on the connection, and without `commit`
-    /// (a commit of a run is its own step each); otherwise, and when the
-    /// connection is not there, each packet runs its own
-    /// [`execute_prepared`](Self::execute_prepared).
+    /// Runs nothing (returns 0) unless the connection is there and not
+    /// translated, and `act` neither commits nor translates: a packet that
+    /// may create or translate runs its own step. A SYN that reopens a
+    /// closed connection ends the run before it.
     pub fn execute_run(
         &self,
         pkts: &[Packet],
@@ -447,29 +448,24 @@ impl Conntrack {
         now_ms: u64,
         mut keep: impl FnMut(&CtResult) -> bool,
     ) -> usize {
+        let (Ok(lk0), false, None) = (&prep.0, act.commit, act.nat) else {
+            return 0;
+        };
+        let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
+        let mut s = self.lock_shard(self.shard_index(h));
+        let mut lk = *lk0;
+        lk.key.zone = act.zone;
+        let found = self.find_live(&mut s, tag(h), &lk, now_ms);
+        let Some(i) = found.filter(|&i| !s.table.get(i).nat) else {
+            return 0;
+        };
         let mut n = 0;
-        if let (Ok(lk0), false, None) = (&prep.0, act.commit, act.nat) {
-            let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
-            let mut s = self.lock_shard(self.shard_index(h));
-            let mut lk = *lk0;
-            lk.key.zone = act.zone;
-            let found = self.find_live(&mut s, tag(h), &lk, now_ms);
-            if let Some(i) = found.filter(|&i| !s.table.get(i).nat) {
-                while let Some(pkt) = pkts.get(n) {
-                    let r = self.on_conn(&mut s, i, pkt, &lk, Via::Key, act, now_ms, &mut None);
-                    if r.is_again() {
-                        // Reopened (removed): this packet's own step follows.
-                        break;
-                    }
-                    n += 1;
-                    if !keep(&r) {
-                        return n;
-                    }
-                }
-            }
-        }
         while let Some(pkt) = pkts.get(n) {
-            let r = self.run(pkt, prep, act, now_ms, &mut None);
+            let r = self.on_conn(&mut s, i, pkt, &lk, Via::Key, act, now_ms, &mut None);
+            if r.is_again() {
+                // Reopened, and removed: this packet's own step creates anew.
+                break;
+            }
             n += 1;
             if !keep(&r) {
                 break;

@@ -1,6 +1,7 @@
-//! `Conntrack::execute_run`: a run of one connection's packets, stepped under
-//! one lookup, answers and leaves the table exactly as the packets stepped
-//! one by one do; `keep` stops it where it says.
+//! `Conntrack::execute_run`: a run of one known connection's packets,
+//! stepped under one lookup, answers and leaves the table exactly as the
+//! packets stepped one by one do; `keep` stops it where it says; what may
+//! create a connection runs nothing.
 
 mod common;
 
@@ -15,14 +16,16 @@ fn one_by_one(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<
     pkts.iter().map(|p| ct.execute(p, act, now)).collect()
 }
 
-/// The run, every answer kept.
+/// The run, every answer kept; the packets it did not run then take their own
+/// steps, as a caller's would.
 fn as_run(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<CtResult> {
     let mut out = Vec::new();
     let n = ct.execute_run(pkts, &Prepared::of(&pkts[0]), act, now, |r| {
         out.push(*r);
         true
     });
-    assert_eq!(n, pkts.len());
+    assert_eq!(n, out.len());
+    out.extend(one_by_one(ct, &pkts[n..], act, now));
     out
 }
 
@@ -63,25 +66,58 @@ proptest! {
 }
 
 #[test]
-fn a_udp_run_without_a_connection_creates_nothing_and_answers_new() {
-    let (a, b) = (tracker(), tracker());
+fn without_a_connection_or_with_a_commit_nothing_runs() {
+    let ct = tracker();
     let pkts = vec![udp(A, 5000, B, 53); 4];
-    let act = CtAction::lookup(Z);
-    let (x, y) = (one_by_one(&a, &pkts, &act, 0), as_run(&b, &pkts, &act, 0));
-    assert_eq!(x, y);
-    assert_eq!(y[0].state, NEW);
-    assert!(!y[0].has_connection());
-    assert!(b.is_empty());
+    let prep = Prepared::of(&pkts[0]);
+    let never = |_: &CtResult| -> bool { panic!("no packet runs") };
+    assert_eq!(
+        ct.execute_run(&pkts, &prep, &CtAction::lookup(Z), 0, never),
+        0
+    );
+    assert!(ct.is_empty());
+    commit(&ct, &pkts[0], Z, 0);
+    let before = dump(&ct);
+    assert_eq!(
+        ct.execute_run(&pkts, &prep, &CtAction::commit(Z), 0, never),
+        0
+    );
+    assert_eq!(dump(&ct), before);
+    // Known now: a lookup runs all four, as four lookups would.
+    let alone = tracker();
+    commit(&alone, &pkts[0], Z, 0);
+    assert_eq!(
+        as_run(&ct, &pkts, &CtAction::lookup(Z), 1),
+        one_by_one(&alone, &pkts, &CtAction::lookup(Z), 1)
+    );
 }
 
 #[test]
-fn a_run_of_commits_steps_each_packet_as_its_own_commit() {
-    let (a, b) = (tracker(), tracker());
-    let pkts = vec![udp(A, 5000, B, 53); 3];
-    let act = CtAction::commit(Z).with_mark(7, 0xff);
-    assert_eq!(one_by_one(&a, &pkts, &act, 0), as_run(&b, &pkts, &act, 0));
-    assert_eq!(dump(&a), dump(&b));
-    assert_eq!(dump(&b)[0].mark, 7);
+fn a_syn_reopening_a_closed_connection_ends_the_run_before_it() {
+    let ct = tracker();
+    handshake(&ct, Z, 0);
+    lookup(&ct, &tcp(A, 40000, B, 80, FIN | ACK, 101, 5001, 0), Z, 1);
+    lookup(&ct, &tcp(B, 80, A, 40000, FIN | ACK, 5001, 102, 0), Z, 1);
+    // The last ACK of the close, then a SYN reusing the port: the run takes the
+    // ACK only; the SYN's own step ends the old connection.
+    let pkts = [
+        tcp(A, 40000, B, 80, ACK, 102, 5002, 0),
+        tcp(A, 40000, B, 80, SYN, 90_000, 0, 0),
+    ];
+    let n = ct.execute_run(
+        &pkts,
+        &Prepared::of(&pkts[0]),
+        &CtAction::lookup(Z),
+        2,
+        |r| {
+            assert_eq!(r.state, EST);
+            true
+        },
+    );
+    assert_eq!(n, 1);
+    assert_eq!(ct.stats().reopened, 1);
+    assert_eq!(commit(&ct, &pkts[1], Z, 2).state, NEW);
+    assert_eq!(ct.len(), 1);
 }
 
 #[test]

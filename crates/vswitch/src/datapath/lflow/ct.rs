@@ -101,6 +101,15 @@ impl<'a> LiveCt<'a> {
         Some((e, p.proto()))
     }
 
+    /// The tracker of a frame that goes on alone after steps run with others
+    /// ([`super::batch`]): its lookup `prep` made, and `last` its last step's answer
+    /// (`None`: no step yet).
+    pub fn resumed(mut self, prep: Prepared, last: Option<conntrack::CtResult>) -> Self {
+        self.prep = Some(prep);
+        self.last = last;
+        self
+    }
+
     /// With the load balancers' affinity sessions `a` (`chk_lb_aff`, `commit_lb_aff`).
     pub fn with_affinity(mut self, a: &'a LbAffinity) -> Self {
         self.affinity = Some(a);
@@ -276,7 +285,7 @@ fn ports(p: &Packet) -> Option<(u16, u16)> {
 }
 
 /// The pipeline's view of a conntrack result and what NAT did.
-fn result_of(r: &conntrack::CtResult, nat: Option<NatResult>) -> CtResult {
+pub(super) fn result_of(r: &conntrack::CtResult, nat: Option<NatResult>) -> CtResult {
     CtResult {
         state: u32::from(r.state.bits()),
         mark: r.mark,

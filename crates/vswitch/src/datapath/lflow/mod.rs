@@ -13,7 +13,9 @@
 //!
 //! A frame from a tunnel enters the egress pipeline with the keys of OVN's option.
 
+pub mod batch;
 pub mod ct;
+mod decide;
 pub mod embedded;
 pub mod parse;
 pub mod program;
@@ -21,14 +23,10 @@ pub mod rewrite;
 pub mod slow;
 pub mod wild;
 
-use flowcache::FlowKey;
-use ovn_lflow::Field;
-
-use self::program::{Cache, LKey, Target, Tunnel, Uncached};
+use self::program::{Cache, Tunnel};
 use super::packet::{Action, FrameLoc, Pkt, RxBurst};
 use super::pipeline::{Mode, Pipeline, Source};
-use crate::model::lflow::{Frame, Injected, Learned, SlowDest, SlowJob, Step};
-use crate::model::stats::DropReason;
+use crate::model::lflow::{Injected, SlowDest};
 use crate::ports::host::{HostFrames, IN_LINEAR};
 use crate::switch::topology::Topology;
 
@@ -65,6 +63,10 @@ pub struct Lflow {
     bucket: slow::Bucket,
     /// A frame read whole (on a miss).
     frame: Vec<u8>,
+    /// The burst's frames' keys and connections.
+    heads: Vec<Option<decide::Head>>,
+    /// The IP packets of a run of frames stepped together.
+    run: Vec<conntrack::Packet>,
 }
 
 impl Lflow {
@@ -93,27 +95,6 @@ pub enum Entry<'k> {
     Resubmit,
 }
 
-/// Where a program the interpreter made is cached: under its exact key and, when it
-/// read no part of it that [`wild`] leaves out, under the wildcard key without
-/// those parts too, with its results relative to the frame's `received` endpoints.
-struct Keys {
-    exact: LKey,
-    wild: Option<(flowcache::Wildcards, conntrack::Endpoints)>,
-}
-
-/// What one frame's decision is.
-enum Decided<'c> {
-    /// The outputs of a cached program.
-    Cached(&'c program::Variant),
-    /// The outputs of a program the interpreter just made, its keys when it is to be
-    /// cached, and the frames the slow path makes.
-    Made(program::Variant, Option<Keys>, Option<Box<SlowJob>>),
-    /// Dropped, for this reason.
-    Drop(DropReason),
-    /// Taken in by the chassis (`igmp`, `handle_svc_check`), sent nowhere: no drop.
-    Taken,
-}
-
 impl Pipeline {
     /// Runs the burst `pkts` of `burst` from `src` (a port of an OVN logical switch
     /// that runs the pipeline, or a tunnel), entering as `entry` says, through the
@@ -139,78 +120,28 @@ impl Pipeline {
         lf.dests.clear();
         self.actions.clear();
         let counters = src.port.counters(self.pmd);
-        let now = ct::now_ms();
         let mut mcast = super::snoop::Tally::default();
-        let mut hdr = [0u8; HDR_BYTES];
-        for (i, p) in pkts.iter().enumerate() {
-            let n = burst.read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
-            if n < 14 {
-                counters.drop(DropReason::Runt, 1);
-                self.actions.push(Action::Drop(DropReason::Runt));
-                lf.spans.push((0, 0));
-                continue;
-            }
-            if !matches!(entry, Entry::Resubmit) {
-                counters.rx_packets.add(1);
-                counters.rx_bytes.add(u64::from(p.len));
-            }
-            let keys = match entry {
-                Entry::Tunnel(k) => Some(k[i]),
-                Entry::Port | Entry::Resubmit => None,
-            };
-            let frame = (&hdr[..n], burst, p);
-            let decided = self.lflow_decide(topo, src, &mut cache, &mut lf, frame, keys, now);
-            let start = lf.targets.len() as u32;
-            let (cached, made, job, insert) = match decided {
-                Decided::Drop(r) => {
-                    counters.drop(r, 1);
-                    self.actions.push(Action::Drop(r));
-                    (None, None, None, None)
-                }
-                Decided::Taken => {
-                    // Forwarding skips it; no counter calls it a drop.
-                    self.actions.push(Action::Drop(DropReason::OvnPipeline));
-                    (None, None, None, None)
-                }
-                Decided::Cached(v) => (Some(v), None, None, None),
-                Decided::Made(v, key, job) => (None, Some(v), job, key),
-            };
-            if let Some(v) = cached.or(made.as_ref()) {
-                let (outs, counted) = lf_outputs(&mut lf, v, burst, p, counters);
-                if outs > 0 {
-                    mcast.note(v.mcast);
-                }
-                let punted = job.is_some_and(|job| {
-                    let sent = lf.bucket.take(now) && self.switch.slow_tx.try_send(*job).is_ok();
-                    if !sent {
-                        counters.drop(DropReason::SlowPathBusy, 1);
-                    }
-                    lf.punted += u64::from(sent);
-                    true
-                });
-                if outs == 0 && punted {
-                    // The slow path answers it (or the drop was counted).
-                    self.actions.push(Action::Drop(DropReason::SlowPathBusy));
-                } else if outs == 0 {
-                    if !counted {
-                        counters.drop(DropReason::OvnPipeline, 1);
-                    }
-                    self.actions.push(Action::Drop(DropReason::OvnPipeline));
-                } else {
-                    self.actions.push(Action::Lflow(i as u16));
+        // Apart from `self`: a frame's tracker reads it while `self` is written.
+        let sw = std::sync::Arc::clone(&self.switch);
+        let bu = decide::Burst {
+            burst,
+            pkts,
+            entry,
+            counters,
+            now: ct::now_ms(),
+        };
+        decide::heads(topo, src, &bu, &mut lf.heads);
+        let at = (topo, src, &*sw);
+        let mut i = 0;
+        while i < pkts.len() {
+            // A run: the frames after `i` of its key and connection.
+            let j = decide::run_end(&lf.heads, i);
+            if j - i < 2 || !self.lflow_together(at, &mut cache, &mut lf, &bu, (i, j), &mut mcast) {
+                for f in i..j {
+                    self.lflow_one(at, &mut cache, &mut lf, &bu, f, &mut mcast);
                 }
             }
-            lf.spans.push((start, lf.targets.len() as u32 - start));
-            if let (Some(keys), Some(v)) = (insert, made) {
-                if let Some((w, received)) = keys.wild {
-                    if let Some(rel) = wild::relative(&v.ct, received) {
-                        let mut wv = v.clone();
-                        wv.rel = Some(rel);
-                        cache.insert_wild(&keys.exact, w, wv);
-                    }
-                }
-                cache.insert(keys.exact, v);
-            }
+            i = j;
         }
         mcast.count(&self.switch.mcast, counters);
         let m = &self.shared.lflow_stats;
@@ -225,129 +156,6 @@ impl Pipeline {
         self.lap(super::stages::Stage::Classify);
         self.forward(topo, src, queue, burst, pkts);
         self.lflow_rewritten(topo, src, queue);
-    }
-
-    /// The decision for one frame `p` of `burst` (`hdr`: its first bytes): a program
-    /// of `cache`, or one the interpreter makes.
-    #[allow(clippy::too_many_arguments)]
-    fn lflow_decide<'m, 'c, B: RxBurst<'m>>(
-        &mut self,
-        topo: &Topology,
-        src: &Source<'_>,
-        cache: &'c mut Cache,
-        lf: &mut Lflow,
-        (hdr, burst, p): (&[u8], &B, &Pkt),
-        keys: Option<(u16, u16)>,
-        now: u64,
-    ) -> Decided<'c> {
-        let len = p.len as usize;
-        let Some(pipeline) = topo.ovn.pipeline.as_ref() else {
-            return Decided::Drop(DropReason::OvnPipeline);
-        };
-        let Some(dp) = src.domain_key.vni() else {
-            return Decided::Drop(DropReason::OvnUnbound);
-        };
-        let brief = parse::brief_of(hdr);
-        let size = wire_size(p, hdr);
-        let key = LKey {
-            key: FlowKey::extract(hdr, src.in_port, None),
-            extra: u32::from(brief.ttl) << 24
-                | u32::from(brief.dscp) << 18
-                | u32::from(brief.ecn) << 16
-                | u32::from(keys.map_or(0, |k| k.1)),
-            ingress: keys.map_or(0, |k| k.0),
-            size: program::size_class(pipeline.sizes(), size),
-        };
-        let pkt = match brief.eth_type {
-            0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, len)),
-            _ => None,
-        };
-        let sw = &self.switch;
-        let mut live =
-            ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, pkt, now).with_affinity(&sw.lb_affinity);
-        let (done, commits) = match cache.find(&key, || live.received_endpoints()) {
-            Some((vs, rel)) => match program::run(vs, &mut live, rel) {
-                Ok(v) => {
-                    lf.hits += 1;
-                    lf.wild_hits += u64::from(rel.is_some());
-                    return refused(&live).unwrap_or(Decided::Cached(v));
-                }
-                Err(partial) => partial,
-            },
-            None => (Vec::new(), 0),
-        };
-        lf.misses += 1;
-        let inport = keys.map_or(src.ovn_key, |k| k.0);
-        let (mut flow, _) = parse::flow_of(hdr, inport);
-        if let Some((_, egress)) = keys {
-            flow.set(Field::LogOutport, u128::from(egress));
-        }
-        // The interpreter reads the whole frame (DHCP options are in its payload).
-        lf.frame.resize(len, 0);
-        let got = burst.read(p, 0, &mut lf.frame);
-        lf.frame.truncate(got);
-        let fields = flow.detached();
-        let mut live = live.with_frame(&lf.frame, &fields);
-        flow.clear_reads();
-        let outcome = {
-            let mut replay = program::Replay::new(&mut live, done, commits);
-            let frame = Frame {
-                bytes: &lf.frame,
-                size,
-            };
-            pipeline.run(dp, keys.is_some(), flow.clone(), frame, &mut replay)
-        };
-        // What the decision rests on: the fields the run read.
-        let reads = flow.reads();
-        if let Some(d) = refused(&live) {
-            return d;
-        }
-        for s in &outcome.steps {
-            match s {
-                Step::PutMacBinding { dp, port, ip, mac } => sw.learn_ovn(Learned::MacBinding {
-                    dp: *dp,
-                    port: *port,
-                    ip: *ip,
-                    mac: *mac,
-                }),
-                Step::SvcCheck => {
-                    let n = lf.frame.len().min(crate::model::lflow::SVC_REPLY_BYTES);
-                    sw.learn_ovn(Learned::SvcReply(lf.frame[..n].to_vec()));
-                }
-                Step::Igmp if !self.snoop.take_in_lflow(&sw.mcast, src, burst, p) => {
-                    return Decided::Drop(DropReason::BadMcastControl);
-                }
-                _ => {}
-            }
-        }
-        let taken = outcome
-            .steps
-            .iter()
-            .any(|s| matches!(s, Step::Igmp | Step::SvcCheck));
-        if taken && !outcome.steps.iter().any(|s| matches!(s, Step::Output(_))) {
-            return Decided::Taken;
-        }
-        let (v, uncached) = program::compile(&outcome, &flow, topo);
-        let job = (uncached == Some(Uncached::SlowPath))
-            // A frame from a tunnel is not held: its sender's router asked.
-            .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo, keys.is_none()))
-            .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
-            .map(Box::new);
-        let cached = uncached.is_none() && pipeline.cacheable();
-        let w = wild::unread(reads, &key.key);
-        tracing::trace!(
-            reads = format_args!("{reads:#x}"),
-            wild = w.0,
-            "interpreter run"
-        );
-        let keys = Keys {
-            exact: key,
-            wild: (!w.is_none())
-                .then(|| live.received_endpoints())
-                .flatten()
-                .map(|r| (w, r)),
-        };
-        Decided::Made(v, cached.then_some(keys), job)
     }
 
     /// Sends the frames the slow path made (PMD 0, between bursts).
@@ -474,126 +282,5 @@ fn append_linear(buf: &mut Vec<u8>, frame: &[u8]) -> Pkt {
         },
         len: frame.len() as u32,
         ..Pkt::default()
-    }
-}
-
-/// The slow path's job for a frame of `flow` from `src`: every output the data path
-/// does not send as received or rewritten in place, and, when `holdable`, the next hop
-/// the frame is to be held for.
-fn slow_job(
-    outcome: &crate::model::lflow::Outcome,
-    flow: &ovn_lflow::Flow,
-    src: &Source<'_>,
-    frame: &[u8],
-    topo: &Topology,
-    holdable: bool,
-) -> SlowJob {
-    let outs = outcome
-        .outputs()
-        .filter(|o| {
-            o.origin.is_built() || rewrite::supported(&rewrite::diff(flow, &o.flow)).is_err()
-        })
-        .filter_map(|o| {
-            let dest = program::target(&o.dest, topo).slow_dest()?;
-            Some((dest, o.origin.clone(), o.flow.clone()))
-        })
-        .collect();
-    let awaits = outcome.steps.iter().find_map(|s| match s {
-        Step::Await(a) if holdable => Some(*a),
-        _ => None,
-    });
-    SlowJob {
-        src: src.port.id,
-        frame: frame.to_vec(),
-        outs,
-        awaits,
-    }
-}
-
-/// The decision for a frame whose commit a limit refused: dropped.
-fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
-    live.refused.map(|r| {
-        Decided::Drop(match r {
-            conntrack::Refused::ZoneFull => DropReason::CtZoneFull,
-            conntrack::Refused::TableFull => DropReason::CtTableFull,
-            conntrack::Refused::NatExhausted => DropReason::NatExhausted,
-        })
-    })
-}
-
-/// Adds frame `p`'s outputs of program `v`: unchanged ones to its targets, changed ones
-/// copied and rewritten for the second pass; returns how many, and whether a drop was
-/// counted (an output to nowhere, a rewrite that failed), so that a frame is counted
-/// once.
-fn lf_outputs<'m, B: RxBurst<'m>>(
-    lf: &mut Lflow,
-    v: &program::Variant,
-    burst: &B,
-    p: &Pkt,
-    counters: &crate::model::stats::PortCounters,
-) -> (usize, bool) {
-    let (mut n, mut counted) = (0, false);
-    for step in &v.steps {
-        let program::PStep::Out(o) = step else {
-            continue;
-        };
-        let target = match o.target {
-            Target::Port(port) => super::forward::Target::port(port),
-            Target::Uplink(port, vlan) => super::forward::Target::uplink(port, vlan),
-            Target::Tunnel(t) => lf.tunnel(t),
-            Target::Drop(r) => {
-                counters.drop(r, 1);
-                counted = true;
-                continue;
-            }
-        };
-        n += 1;
-        if o.unchanged() {
-            lf.targets.push(target);
-            continue;
-        }
-        let start = lf.buf.len();
-        lf.buf.resize(start + p.len as usize, 0);
-        let got = burst.read(p, 0, &mut lf.buf[start..]);
-        lf.buf.truncate(start + got);
-        let off = parse::offsets_of(&lf.buf[start..]);
-        let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
-        let f = &mut lf.buf[start..];
-        let done = rewrite::apply(f, &off, &o.rewrite, partial).is_ok()
-            && o.embedded.is_none_or(|e| embedded::rewrite(f, &off, &e));
-        if !done {
-            lf.buf.truncate(start);
-            counters.drop(DropReason::OvnPipeline, 1);
-            (n, counted) = (n - 1, true);
-            continue;
-        }
-        lf.pkts.push(Pkt {
-            loc: FrameLoc {
-                head: 0,
-                start: start as u32,
-                end: IN_LINEAR,
-            },
-            len: got as u32,
-            vhdr: p.vhdr,
-            ..Pkt::default()
-        });
-        lf.dests.push(target);
-    }
-    (n, counted)
-}
-
-/// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its
-/// own, or for a TSO frame that of each segment it becomes (its headers up to the end
-/// of TCP's, and `gso_size` bytes of payload), as OVS's `check_pkt_len` compares a GSO
-/// packet (Linux `skb_gso_validate_mac_len`).
-fn wire_size(p: &Pkt, hdr: &[u8]) -> u32 {
-    if p.vhdr.gso() == 0 {
-        return p.len;
-    }
-    // A TSO frame's partial checksum starts at its TCP header (checked on receipt).
-    let l4 = usize::from(p.vhdr.csum_start);
-    match hdr.get(l4 + 12) {
-        Some(&off) => (l4 as u32 + u32::from(off >> 4) * 4 + u32::from(p.vhdr.gso_size)).min(p.len),
-        None => p.len,
     }
 }

@@ -360,61 +360,136 @@ pub fn run<'v>(
     variants: &'v [Variant],
     ct: &mut LiveCt<'_>,
     received: Option<conntrack::Endpoints>,
-) -> Result<&'v Variant, (Vec<CtResult>, usize)> {
-    let mut v = &variants[0];
-    let mut k = 0;
-    let mut commits = 0;
-    // The packet before the next step (wildcard programs).
-    let mut before = received;
-    for i in 0.. {
-        let Some(step) = v.steps.get(i) else { break };
-        match step {
-            PStep::Ct(..) | PStep::CtLb(..) => {
-                if k == MAX_CT_STEPS {
-                    return Err((results(v, k, received), commits));
-                }
-                let r = match step {
-                    PStep::CtLb(req, pick) => {
-                        let req = match ct.current() {
-                            Some((e, proto)) => pick.request(*req, &e, proto),
-                            None => *req,
-                        };
-                        ct.step(&req.action())
-                    }
-                    PStep::Ct(act) => ct.step(act),
-                    _ => unreachable!(),
-                };
-                let rel = before.map(|b| RelResult::of(&r, &b));
-                let same = |w: &Variant, n: usize| match (&w.rel, rel) {
-                    (Some(wr), Some(rel)) => rel.is_some_and(|rel| wr.get(n) == Some(&rel)),
-                    _ => w.ct.get(n) == Some(&r),
-                };
-                let seen = |w: &Variant| match (&w.rel, &v.rel) {
-                    (Some(wr), Some(vr)) => wr.get(..k) == vr.get(..k),
-                    _ => w.ct.get(..k) == v.ct.get(..k),
-                };
-                if !same(v, k) {
-                    // Another variant with these results took the same steps so far.
-                    match variants.iter().find(|w| same(w, k) && seen(w)) {
-                        Some(w) => v = w,
-                        None => {
-                            let mut done = results(v, k, received);
-                            done.push(r);
-                            return Err((done, commits));
-                        }
-                    }
-                }
-                before = before.map(|b| wild::after(b, &r));
-                k += 1;
-            }
-            PStep::Commit(act) => {
-                ct.step(act);
-                commits += 1;
-            }
-            PStep::Out(_) => {}
+) -> Result<&'v Variant, Partial> {
+    Walk::new(variants, received).finish(ct)
+}
+
+/// What a frame's program obtained before it missed: the `ct` results in order and
+/// the commits done ([`Replay`]).
+pub type Partial = (Vec<CtResult>, usize);
+
+/// Where a frame is in its key's program: the variant it follows, its next step, and
+/// the `ct` results and commits so far. [`run`] walks one frame to the end; a run of
+/// frames of one flow ([`super::batch`]) walks them in step, as one walk while their
+/// results agree.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk<'v> {
+    variants: &'v [Variant],
+    v: &'v Variant,
+    /// The next step's index in `v.steps`.
+    at: usize,
+    /// `ct` results taken.
+    k: usize,
+    commits: usize,
+    /// The frame's endpoints (wildcard variants), and the packet's before the next step.
+    received: Option<conntrack::Endpoints>,
+    before: Option<conntrack::Endpoints>,
+}
+
+impl<'v> Walk<'v> {
+    /// At the first step of `variants` (of one key; not empty).
+    pub fn new(variants: &'v [Variant], received: Option<conntrack::Endpoints>) -> Self {
+        Walk {
+            variants,
+            v: &variants[0],
+            at: 0,
+            k: 0,
+            commits: 0,
+            received,
+            before: received,
         }
     }
-    Ok(v)
+
+    /// The step at hand; `None` at the end.
+    #[inline]
+    pub fn next(&self) -> Option<&'v PStep> {
+        self.v.steps.get(self.at)
+    }
+
+    /// The variant followed so far (the frame's, at the end).
+    pub fn variant(&self) -> &'v Variant {
+        self.v
+    }
+
+    /// Whether another `ct` step may be taken (a longer path is never cached).
+    pub fn may_take(&self) -> Result<(), Partial> {
+        if self.k == MAX_CT_STEPS {
+            return Err((results(self.v, self.k, self.received), self.commits));
+        }
+        Ok(())
+    }
+
+    /// Takes `r`, the result of the `ct` step at hand: on to the variant that saw it,
+    /// or the miss.
+    #[inline]
+    pub fn took(&mut self, r: CtResult) -> Result<(), Partial> {
+        let (k, v) = (self.k, self.v);
+        let rel = self.before.map(|b| RelResult::of(&r, &b));
+        let same = |w: &Variant, n: usize| match (&w.rel, rel) {
+            (Some(wr), Some(rel)) => rel.is_some_and(|rel| wr.get(n) == Some(&rel)),
+            _ => w.ct.get(n) == Some(&r),
+        };
+        let seen = |w: &Variant| match (&w.rel, &v.rel) {
+            (Some(wr), Some(vr)) => wr.get(..k) == vr.get(..k),
+            _ => w.ct.get(..k) == v.ct.get(..k),
+        };
+        if !same(v, k) {
+            // Another variant with these results took the same steps so far.
+            match self.variants.iter().find(|w| same(w, k) && seen(w)) {
+                Some(w) => self.v = w,
+                None => {
+                    let mut done = results(v, k, self.received);
+                    done.push(r);
+                    return Err((done, self.commits));
+                }
+            }
+        }
+        self.before = self.before.map(|b| wild::after(b, &r));
+        self.k += 1;
+        self.at += 1;
+        Ok(())
+    }
+
+    /// Past the commit at hand.
+    #[inline]
+    pub fn committed(&mut self) {
+        self.commits += 1;
+        self.at += 1;
+    }
+
+    /// Past the output at hand.
+    #[inline]
+    pub fn passed(&mut self) {
+        self.at += 1;
+    }
+
+    /// Runs the steps left, one frame's, on `ct`.
+    pub fn finish(mut self, ct: &mut LiveCt<'_>) -> Result<&'v Variant, Partial> {
+        while let Some(step) = self.next() {
+            match step {
+                PStep::Ct(act) => {
+                    self.may_take()?;
+                    let r = ct.step(act);
+                    self.took(r)?;
+                }
+                PStep::CtLb(req, pick) => {
+                    self.may_take()?;
+                    let req = match ct.current() {
+                        Some((e, proto)) => pick.request(*req, &e, proto),
+                        None => *req,
+                    };
+                    let r = ct.step(&req.action());
+                    self.took(r)?;
+                }
+                PStep::Commit(act) => {
+                    ct.step(act);
+                    self.committed();
+                }
+                PStep::Out(_) => self.passed(),
+            }
+        }
+        Ok(self.v)
+    }
 }
 
 /// The results of `v`'s first `k` steps for a frame that was `received` (its own:

@@ -1,0 +1,573 @@
+//! One burst's decisions: each frame's cache key and connection read first
+//! ([`heads`]), then runs of one flow's frames stepped together ([`super::batch`])
+//! and other frames one at a time: a cached program, or the interpreter; then each
+//! frame's outputs ([`Pipeline::lflow_emit`]).
+
+use conntrack::{Packet, Prepared};
+use flowcache::FlowKey;
+use ovn_lflow::Field;
+
+use super::batch::{self, Place};
+use super::program::{self, Cache, LKey, Partial, Target, Uncached, Walk};
+use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, HDR_BYTES};
+use crate::datapath::packet::{Action, FrameLoc, Pkt, RxBurst};
+use crate::datapath::pipeline::{Pipeline, Source};
+use crate::datapath::snoop::Tally;
+use crate::model::lflow::{Frame, Learned, SlowJob, Step};
+use crate::model::stats::{DropReason, PortCounters};
+use crate::ports::host::IN_LINEAR;
+use crate::switch::topology::Topology;
+use crate::switch::Switch;
+
+/// What a frame's decision starts from, read once: its cache key, its IP packet for
+/// conntrack, and the length `check_pkt_larger` compares.
+#[derive(Debug, Clone, Copy)]
+pub struct Head {
+    key: LKey,
+    pkt: Option<Packet>,
+    size: u32,
+}
+
+/// The burst being decided.
+pub(super) struct Burst<'b, B> {
+    pub burst: &'b B,
+    pub pkts: &'b [Pkt],
+    pub entry: Entry<'b>,
+    pub counters: &'b PortCounters,
+    pub now: u64,
+}
+
+impl<B> Burst<'_, B> {
+    /// Frame `i`'s keys of OVN's option (from a tunnel).
+    fn keys(&self, i: usize) -> Option<(u16, u16)> {
+        match self.entry {
+            Entry::Tunnel(k) => Some(k[i]),
+            Entry::Port | Entry::Resubmit => None,
+        }
+    }
+}
+
+/// Each frame's [`Head`] into `out` (`None`: a runt), counting what is received.
+pub(super) fn heads<'m, B: RxBurst<'m>>(
+    topo: &Topology,
+    src: &Source<'_>,
+    bu: &Burst<'_, B>,
+    out: &mut Vec<Option<Head>>,
+) {
+    out.clear();
+    let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
+    let mut hdr = [0u8; HDR_BYTES];
+    for (i, p) in bu.pkts.iter().enumerate() {
+        let n = bu
+            .burst
+            .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
+        if n < 14 {
+            out.push(None);
+            continue;
+        }
+        if !matches!(bu.entry, Entry::Resubmit) {
+            bu.counters.rx_packets.add(1);
+            bu.counters.rx_bytes.add(u64::from(p.len));
+        }
+        out.push(Some(head_of(&hdr[..n], p, src, bu.keys(i), sizes)));
+    }
+}
+
+/// The [`Head`] of frame `p` (`hdr`: its first bytes) from `src`, with `keys` from a
+/// tunnel; `sizes`: the pipeline's `check_pkt_larger` lengths.
+fn head_of(hdr: &[u8], p: &Pkt, src: &Source<'_>, keys: Option<(u16, u16)>, sizes: &[u16]) -> Head {
+    let brief = parse::brief_of(hdr);
+    let size = wire_size(p, hdr);
+    let key = LKey {
+        key: FlowKey::extract(hdr, src.in_port, None),
+        extra: u32::from(brief.ttl) << 24
+            | u32::from(brief.dscp) << 18
+            | u32::from(brief.ecn) << 16
+            | u32::from(keys.map_or(0, |k| k.1)),
+        ingress: keys.map_or(0, |k| k.0),
+        size: program::size_class(sizes, size),
+    };
+    let pkt = match brief.eth_type {
+        0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, p.len as usize)),
+        _ => None,
+    };
+    Head { key, pkt, size }
+}
+
+/// The end of the run that starts at frame `i`: the frames after it of its key and
+/// connection (`i + 1`: no run).
+pub(super) fn run_end(heads: &[Option<Head>], i: usize) -> usize {
+    let Some(Some(Head {
+        key,
+        pkt: Some(pkt),
+        ..
+    })) = heads.get(i)
+    else {
+        return i + 1;
+    };
+    let more = heads[i + 1..]
+        .iter()
+        .take_while(|h| {
+            h.as_ref()
+                .is_some_and(|h| h.key == *key && h.pkt.is_some_and(|q| q.same_lookup(pkt)))
+        })
+        .count();
+    i + 1 + more
+}
+
+impl Pipeline {
+    /// Decides and emits frame `f` alone.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn lflow_one<'m, B: RxBurst<'m>>(
+        &mut self,
+        (topo, src, sw): (&Topology, &Source<'_>, &Switch),
+        cache: &mut Cache,
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        mcast: &mut Tally,
+    ) {
+        let Some(head) = lf.heads[f] else {
+            bu.counters.drop(DropReason::Runt, 1);
+            self.actions.push(Action::Drop(DropReason::Runt));
+            lf.spans.push((0, 0));
+            return;
+        };
+        let decided = self.lflow_decide((topo, src, sw), cache, lf, bu, f, &head);
+        if let Some((keys, v)) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
+            cache_made(cache, keys, v);
+        }
+    }
+
+    /// Decides and emits the frames `i..j`, a run of one key and connection, stepped
+    /// together ([`batch`]); false (nothing done) when its program is not cached
+    /// exactly or not [`batch::eligible`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn lflow_together<'m, B: RxBurst<'m>>(
+        &mut self,
+        (topo, src, sw): (&Topology, &Source<'_>, &Switch),
+        cache: &mut Cache,
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        (i, j): (usize, usize),
+        mcast: &mut Tally,
+    ) -> bool {
+        let Some(Head {
+            key,
+            pkt: Some(pkt),
+            ..
+        }) = lf.heads[i]
+        else {
+            return false;
+        };
+        if topo.ovn.pipeline.is_none() || src.domain_key.vni().is_none() {
+            return false;
+        }
+        let Some((vs, None)) = cache.find(&key, || None) else {
+            return false;
+        };
+        if !batch::eligible(vs) {
+            return false;
+        }
+        lf.run.clear();
+        lf.run
+            .extend(lf.heads[i..j].iter().filter_map(|h| h.and_then(|h| h.pkt)));
+        let prep = Prepared::of(&pkt);
+        let t = batch::step_together(vs, &sw.conntrack, &lf.run, &prep, bu.now);
+        // Programs the interpreter made for frames that went on alone, cached after.
+        let mut made = Vec::new();
+        for f in i..j {
+            let decided = match t.place(f - i) {
+                Place::Done(v) => {
+                    lf.hits += 1;
+                    Decided::Cached(v)
+                }
+                Place::Alone { walk, last, answer } => {
+                    let head = lf.heads[f].expect("a run's frames have heads");
+                    let alone = Alone {
+                        walk,
+                        last,
+                        answer,
+                        prep,
+                    };
+                    self.lflow_alone((topo, src, sw), lf, bu, f, &head, alone)
+                }
+            };
+            made.extend(self.lflow_emit(sw, lf, bu, f, decided, mcast));
+        }
+        for (keys, v) in made {
+            cache_made(cache, keys, v);
+        }
+        true
+    }
+
+    /// The decision for frame `f` (`head`): a program of `cache`, or one the
+    /// interpreter makes.
+    fn lflow_decide<'c, 'm, B: RxBurst<'m>>(
+        &mut self,
+        (topo, src, sw): (&Topology, &Source<'_>, &Switch),
+        cache: &'c mut Cache,
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        head: &Head,
+    ) -> Decided<'c> {
+        if topo.ovn.pipeline.is_none() {
+            return Decided::Drop(DropReason::OvnPipeline);
+        }
+        if src.domain_key.vni().is_none() {
+            return Decided::Drop(DropReason::OvnUnbound);
+        }
+        let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, head.pkt, bu.now)
+            .with_affinity(&sw.lb_affinity);
+        let partial = match cache.find(&head.key, || live.received_endpoints()) {
+            Some((vs, rel)) => match program::run(vs, &mut live, rel) {
+                Ok(v) => {
+                    lf.hits += 1;
+                    lf.wild_hits += u64::from(rel.is_some());
+                    return refused(&live).unwrap_or(Decided::Cached(v));
+                }
+                Err(partial) => partial,
+            },
+            None => (Vec::new(), 0),
+        };
+        self.lflow_interpret((topo, src, sw), lf, bu, f, head, live, partial)
+    }
+
+    /// The decision for frame `f` (`head`) of a run that goes on alone.
+    fn lflow_alone<'v, 'm, B: RxBurst<'m>>(
+        &mut self,
+        (topo, src, sw): (&Topology, &Source<'_>, &Switch),
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        head: &Head,
+        a: Alone<'v>,
+    ) -> Decided<'v> {
+        let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, head.pkt, bu.now)
+            .with_affinity(&sw.lb_affinity)
+            .resumed(a.prep, a.last);
+        let mut walk = a.walk;
+        let taken = match a.answer {
+            Some(r) => walk.took(ct::result_of(&r, None)),
+            None => Ok(()),
+        };
+        match taken.and_then(|()| walk.finish(&mut live)) {
+            Ok(v) => {
+                lf.hits += 1;
+                refused(&live).unwrap_or(Decided::Cached(v))
+            }
+            Err(partial) => self.lflow_interpret((topo, src, sw), lf, bu, f, head, live, partial),
+        }
+    }
+
+    /// The interpreter's decision for frame `f` (`head`), `live` its tracker after the
+    /// cached steps that gave `partial`.
+    #[allow(clippy::too_many_arguments)]
+    fn lflow_interpret<'c, 'm, B: RxBurst<'m>>(
+        &mut self,
+        (topo, src, sw): (&Topology, &Source<'_>, &Switch),
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        head: &Head,
+        live: ct::LiveCt<'_>,
+        (done, commits): Partial,
+    ) -> Decided<'c> {
+        let (Some(pipeline), Some(dp)) = (topo.ovn.pipeline.as_ref(), src.domain_key.vni()) else {
+            return Decided::Drop(DropReason::OvnPipeline);
+        };
+        lf.misses += 1;
+        let (p, keys) = (&bu.pkts[f], bu.keys(f));
+        // The interpreter reads the whole frame (DHCP options are in its payload).
+        lf.frame.resize(p.len as usize, 0);
+        let got = bu.burst.read(p, 0, &mut lf.frame);
+        lf.frame.truncate(got);
+        let inport = keys.map_or(src.ovn_key, |k| k.0);
+        let (mut flow, _) = parse::flow_of(&lf.frame[..got.min(HDR_BYTES)], inport);
+        if let Some((_, egress)) = keys {
+            flow.set(Field::LogOutport, u128::from(egress));
+        }
+        let fields = flow.detached();
+        let mut live = live.with_frame(&lf.frame, &fields);
+        flow.clear_reads();
+        let outcome = {
+            let mut replay = program::Replay::new(&mut live, done, commits);
+            let frame = Frame {
+                bytes: &lf.frame,
+                size: head.size,
+            };
+            pipeline.run(dp, keys.is_some(), flow.clone(), frame, &mut replay)
+        };
+        // What the decision rests on: the fields the run read.
+        let reads = flow.reads();
+        if let Some(d) = refused(&live) {
+            return d;
+        }
+        for s in &outcome.steps {
+            match s {
+                Step::PutMacBinding { dp, port, ip, mac } => sw.learn_ovn(Learned::MacBinding {
+                    dp: *dp,
+                    port: *port,
+                    ip: *ip,
+                    mac: *mac,
+                }),
+                Step::SvcCheck => {
+                    let n = lf.frame.len().min(crate::model::lflow::SVC_REPLY_BYTES);
+                    sw.learn_ovn(Learned::SvcReply(lf.frame[..n].to_vec()));
+                }
+                Step::Igmp if !self.snoop.take_in_lflow(&sw.mcast, src, bu.burst, p) => {
+                    return Decided::Drop(DropReason::BadMcastControl);
+                }
+                _ => {}
+            }
+        }
+        let taken = outcome
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Igmp | Step::SvcCheck));
+        if taken && !outcome.steps.iter().any(|s| matches!(s, Step::Output(_))) {
+            return Decided::Taken;
+        }
+        let (v, uncached) = program::compile(&outcome, &flow, topo);
+        let job = (uncached == Some(Uncached::SlowPath))
+            // A frame from a tunnel is not held: its sender's router asked.
+            .then(|| slow_job(&outcome, &flow, src, &lf.frame, topo, keys.is_none()))
+            .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
+            .map(Box::new);
+        let cached = uncached.is_none() && pipeline.cacheable();
+        let w = wild::unread(reads, &head.key.key);
+        tracing::trace!(
+            reads = format_args!("{reads:#x}"),
+            wild = w.0,
+            "interpreter run"
+        );
+        let keys = Keys {
+            exact: head.key,
+            wild: (!w.is_none())
+                .then(|| live.received_endpoints())
+                .flatten()
+                .map(|r| (w, r)),
+        };
+        Decided::Made(v, cached.then_some(keys), job)
+    }
+
+    /// Forwards frame `f` as `decided` says (its targets, its action, its counters, a
+    /// punt to the slow path); returns a program made for it, to cache.
+    fn lflow_emit<'m, B: RxBurst<'m>>(
+        &mut self,
+        sw: &Switch,
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        decided: Decided<'_>,
+        mcast: &mut Tally,
+    ) -> Option<(Keys, program::Variant)> {
+        let (p, counters) = (&bu.pkts[f], bu.counters);
+        let start = lf.targets.len() as u32;
+        let (cached, made, job, insert) = match decided {
+            Decided::Drop(r) => {
+                counters.drop(r, 1);
+                self.actions.push(Action::Drop(r));
+                (None, None, None, None)
+            }
+            Decided::Taken => {
+                // Forwarding skips it; no counter calls it a drop.
+                self.actions.push(Action::Drop(DropReason::OvnPipeline));
+                (None, None, None, None)
+            }
+            Decided::Cached(v) => (Some(v), None, None, None),
+            Decided::Made(v, key, job) => (None, Some(v), job, key),
+        };
+        if let Some(v) = cached.or(made.as_ref()) {
+            let (outs, counted) = lf_outputs(lf, v, bu.burst, p, counters);
+            if outs > 0 {
+                mcast.note(v.mcast);
+            }
+            let punted = job.is_some_and(|job| {
+                let sent = lf.bucket.take(bu.now) && sw.slow_tx.try_send(*job).is_ok();
+                if !sent {
+                    counters.drop(DropReason::SlowPathBusy, 1);
+                }
+                lf.punted += u64::from(sent);
+                true
+            });
+            if outs == 0 && punted {
+                // The slow path answers it (or the drop was counted).
+                self.actions.push(Action::Drop(DropReason::SlowPathBusy));
+            } else if outs == 0 {
+                if !counted {
+                    counters.drop(DropReason::OvnPipeline, 1);
+                }
+                self.actions.push(Action::Drop(DropReason::OvnPipeline));
+            } else {
+                self.actions.push(Action::Lflow(f as u16));
+            }
+        }
+        lf.spans.push((start, lf.targets.len() as u32 - start));
+        insert.zip(made)
+    }
+}
+
+/// Where a frame of a run goes on alone from ([`Place::Alone`]), with the run's
+/// lookup.
+struct Alone<'v> {
+    walk: Walk<'v>,
+    last: Option<conntrack::CtResult>,
+    answer: Option<conntrack::CtResult>,
+    prep: Prepared,
+}
+
+/// Caches `v`, made for a frame, under its `keys`.
+fn cache_made(cache: &mut Cache, keys: Keys, v: program::Variant) {
+    if let Some((w, received)) = keys.wild {
+        if let Some(rel) = wild::relative(&v.ct, received) {
+            let mut wv = v.clone();
+            wv.rel = Some(rel);
+            cache.insert_wild(&keys.exact, w, wv);
+        }
+    }
+    cache.insert(keys.exact, v);
+}
+
+/// Where a program the interpreter made is cached: under its exact key and, when it
+/// read no part of it that [`wild`] leaves out, under the wildcard key without
+/// those parts too, with its results relative to the frame's `received` endpoints.
+struct Keys {
+    exact: LKey,
+    wild: Option<(flowcache::Wildcards, conntrack::Endpoints)>,
+}
+
+/// What one frame's decision is.
+enum Decided<'c> {
+    /// The outputs of a cached program.
+    Cached(&'c program::Variant),
+    /// The outputs of a program the interpreter just made, its keys when it is to be
+    /// cached, and the frames the slow path makes.
+    Made(program::Variant, Option<Keys>, Option<Box<SlowJob>>),
+    /// Dropped, for this reason.
+    Drop(DropReason),
+    /// Taken in by the chassis (`igmp`, `handle_svc_check`), sent nowhere: no drop.
+    Taken,
+}
+
+/// The slow path's job for a frame of `flow` from `src`: every output the data path
+/// does not send as received or rewritten in place, and, when `holdable`, the next hop
+/// the frame is to be held for.
+fn slow_job(
+    outcome: &crate::model::lflow::Outcome,
+    flow: &ovn_lflow::Flow,
+    src: &Source<'_>,
+    frame: &[u8],
+    topo: &Topology,
+    holdable: bool,
+) -> SlowJob {
+    let outs = outcome
+        .outputs()
+        .filter(|o| {
+            o.origin.is_built() || rewrite::supported(&rewrite::diff(flow, &o.flow)).is_err()
+        })
+        .filter_map(|o| {
+            let dest = program::target(&o.dest, topo).slow_dest()?;
+            Some((dest, o.origin.clone(), o.flow.clone()))
+        })
+        .collect();
+    let awaits = outcome.steps.iter().find_map(|s| match s {
+        Step::Await(a) if holdable => Some(*a),
+        _ => None,
+    });
+    SlowJob {
+        src: src.port.id,
+        frame: frame.to_vec(),
+        outs,
+        awaits,
+    }
+}
+
+/// The decision for a frame whose commit a limit refused: dropped.
+fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
+    live.refused.map(|r| {
+        Decided::Drop(match r {
+            conntrack::Refused::ZoneFull => DropReason::CtZoneFull,
+            conntrack::Refused::TableFull => DropReason::CtTableFull,
+            conntrack::Refused::NatExhausted => DropReason::NatExhausted,
+        })
+    })
+}
+
+/// Adds frame `p`'s outputs of program `v`: unchanged ones to its targets, changed ones
+/// copied and rewritten for the second pass; returns how many, and whether a drop was
+/// counted (an output to nowhere, a rewrite that failed), so that a frame is counted
+/// once.
+fn lf_outputs<'m, B: RxBurst<'m>>(
+    lf: &mut Lflow,
+    v: &program::Variant,
+    burst: &B,
+    p: &Pkt,
+    counters: &crate::model::stats::PortCounters,
+) -> (usize, bool) {
+    let (mut n, mut counted) = (0, false);
+    for step in &v.steps {
+        let program::PStep::Out(o) = step else {
+            continue;
+        };
+        let target = match o.target {
+            Target::Port(port) => crate::datapath::forward::Target::port(port),
+            Target::Uplink(port, vlan) => crate::datapath::forward::Target::uplink(port, vlan),
+            Target::Tunnel(t) => lf.tunnel(t),
+            Target::Drop(r) => {
+                counters.drop(r, 1);
+                counted = true;
+                continue;
+            }
+        };
+        n += 1;
+        if o.unchanged() {
+            lf.targets.push(target);
+            continue;
+        }
+        let start = lf.buf.len();
+        lf.buf.resize(start + p.len as usize, 0);
+        let got = burst.read(p, 0, &mut lf.buf[start..]);
+        lf.buf.truncate(start + got);
+        let off = parse::offsets_of(&lf.buf[start..]);
+        let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+        let f = &mut lf.buf[start..];
+        let done = rewrite::apply(f, &off, &o.rewrite, partial).is_ok()
+            && o.embedded.is_none_or(|e| embedded::rewrite(f, &off, &e));
+        if !done {
+            lf.buf.truncate(start);
+            counters.drop(DropReason::OvnPipeline, 1);
+            (n, counted) = (n - 1, true);
+            continue;
+        }
+        lf.pkts.push(Pkt {
+            loc: FrameLoc {
+                head: 0,
+                start: start as u32,
+                end: IN_LINEAR,
+            },
+            len: got as u32,
+            vhdr: p.vhdr,
+            ..Pkt::default()
+        });
+        lf.dests.push(target);
+    }
+    (n, counted)
+}
+
+/// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its
+/// own, or for a TSO frame that of each segment it becomes (its headers up to the end
+/// of TCP's, and `gso_size` bytes of payload), as OVS's `check_pkt_len` compares a GSO
+/// packet (Linux `skb_gso_validate_mac_len`).
+fn wire_size(p: &Pkt, hdr: &[u8]) -> u32 {
+    if p.vhdr.gso() == 0 {
+        return p.len;
+    }
+    // A TSO frame's partial checksum starts at its TCP header (checked on receipt).
+    let l4 = usize::from(p.vhdr.csum_start);
+    match hdr.get(l4 + 12) {
+        Some(&off) => (l4 as u32 + u32::from(off >> 4) * 4 + u32::from(p.vhdr.gso_size)).min(p.len),
+        None => p.len,
+    }
+}
