@@ -28,6 +28,37 @@ pub struct Head {
     size: u32,
 }
 
+/// The burst's frames' [`Head`]s, kept as two arrays (the packets of a run are then
+/// one slice, and neither element is copied by a call to `memcpy`).
+#[derive(Debug, Default)]
+pub struct Heads {
+    /// Each frame's key and size, and whether it has an IP packet (`None`: a runt).
+    keys: Vec<Option<(LKey, u32, bool)>>,
+    /// Each frame's IP packet ([`NO_PACKET`] for a frame without).
+    ips: Vec<Packet>,
+}
+
+/// The place of a frame's IP packet when it has none: a fragment, which no packet
+/// looks up alike ([`Packet::same_lookup`]).
+const NO_PACKET: Packet = Packet {
+    src: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+    dst: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+    fragment: true,
+    l4: conntrack::L4::Other { proto: 0 },
+};
+
+impl Heads {
+    /// Frame `i`'s head (`None`: a runt).
+    fn get(&self, i: usize) -> Option<Head> {
+        let (key, size, ip) = self.keys[i]?;
+        Some(Head {
+            key,
+            pkt: ip.then(|| self.ips[i]),
+            size,
+        })
+    }
+}
+
 /// The burst being decided.
 pub(super) struct Burst<'b, B> {
     pub burst: &'b B,
@@ -47,14 +78,15 @@ impl<B> Burst<'_, B> {
     }
 }
 
-/// Each frame's [`Head`] into `out` (`None`: a runt), counting what is received.
+/// Each frame's [`Head`] into `out`, counting what is received.
 pub(super) fn heads<'m, B: RxBurst<'m>>(
     topo: &Topology,
     src: &Source<'_>,
     bu: &Burst<'_, B>,
-    out: &mut Vec<Option<Head>>,
+    out: &mut Heads,
 ) {
-    out.clear();
+    out.keys.clear();
+    out.ips.clear();
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
     let mut hdr = [0u8; HDR_BYTES];
     for (i, p) in bu.pkts.iter().enumerate() {
@@ -62,21 +94,33 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             .burst
             .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
         if n < 14 {
-            out.push(None);
+            out.keys.push(None);
+            out.ips.push(NO_PACKET);
             continue;
         }
         if !matches!(bu.entry, Entry::Resubmit) {
             bu.counters.rx_packets.add(1);
             bu.counters.rx_bytes.add(u64::from(p.len));
         }
-        out.push(Some(head_of(&hdr[..n], p, src, bu.keys(i), sizes)));
+        let hdr = &hdr[..n];
+        let brief = parse::brief_of(hdr);
+        let (key, size) = key_of((hdr, &brief), p, src, bu.keys(i), sizes);
+        let pkt = packet_of((hdr, &brief), p);
+        out.keys.push(Some((key, size, pkt.is_some())));
+        out.ips.push(pkt.unwrap_or(NO_PACKET));
     }
 }
 
-/// The [`Head`] of frame `p` (`hdr`: its first bytes) from `src`, with `keys` from a
-/// tunnel; `sizes`: the pipeline's `check_pkt_larger` lengths.
-fn head_of(hdr: &[u8], p: &Pkt, src: &Source<'_>, keys: Option<(u16, u16)>, sizes: &[u16]) -> Head {
-    let brief = parse::brief_of(hdr);
+/// The cache key of frame `p` (`hdr`: its first bytes, `brief` what they say) from
+/// `src`, with `keys` from a tunnel, and its size for `check_pkt_larger` (`sizes`: the
+/// pipeline's lengths).
+fn key_of(
+    (hdr, brief): (&[u8], &parse::Brief),
+    p: &Pkt,
+    src: &Source<'_>,
+    keys: Option<(u16, u16)>,
+    sizes: &[u16],
+) -> (LKey, u32) {
     let size = wire_size(p, hdr);
     let key = LKey {
         key: FlowKey::extract(hdr, src.in_port, None),
@@ -87,30 +131,29 @@ fn head_of(hdr: &[u8], p: &Pkt, src: &Source<'_>, keys: Option<(u16, u16)>, size
         ingress: keys.map_or(0, |k| k.0),
         size: program::size_class(sizes, size),
     };
-    let pkt = match brief.eth_type {
+    (key, size)
+}
+
+/// The IP packet of frame `p` (`hdr`: its first bytes, `brief` what they say) for
+/// conntrack.
+fn packet_of((hdr, brief): (&[u8], &parse::Brief), p: &Pkt) -> Option<Packet> {
+    match brief.eth_type {
         0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, p.len as usize)),
         _ => None,
-    };
-    Head { key, pkt, size }
+    }
 }
 
 /// The end of the run that starts at frame `i`: the frames after it of its key and
 /// connection (`i + 1`: no run).
-pub(super) fn run_end(heads: &[Option<Head>], i: usize) -> usize {
-    let Some(Some(Head {
-        key,
-        pkt: Some(pkt),
-        ..
-    })) = heads.get(i)
-    else {
+pub(super) fn run_end(heads: &Heads, i: usize) -> usize {
+    let Some((key, _, true)) = heads.keys[i] else {
         return i + 1;
     };
-    let more = heads[i + 1..]
+    let pkt = &heads.ips[i];
+    let more = heads.keys[i + 1..]
         .iter()
-        .take_while(|h| {
-            h.as_ref()
-                .is_some_and(|h| h.key == *key && h.pkt.is_some_and(|q| q.same_lookup(pkt)))
-        })
+        .zip(&heads.ips[i + 1..])
+        .take_while(|(h, q)| h.is_some_and(|h| h.0 == key) && q.same_lookup(pkt))
         .count();
     i + 1 + more
 }
@@ -127,7 +170,7 @@ impl Pipeline {
         f: usize,
         mcast: &mut Tally,
     ) {
-        let Some(head) = lf.heads[f] else {
+        let Some(head) = lf.heads.get(f) else {
             bu.counters.drop(DropReason::Runt, 1);
             self.actions.push(Action::Drop(DropReason::Runt));
             lf.spans.push((0, 0));
@@ -156,7 +199,7 @@ impl Pipeline {
             key,
             pkt: Some(pkt),
             ..
-        }) = lf.heads[i]
+        }) = lf.heads.get(i)
         else {
             return false;
         };
@@ -169,11 +212,8 @@ impl Pipeline {
         if !batch::eligible(vs) {
             return false;
         }
-        lf.run.clear();
-        lf.run
-            .extend(lf.heads[i..j].iter().filter_map(|h| h.and_then(|h| h.pkt)));
         let prep = Prepared::of(&pkt);
-        let t = batch::step_together(vs, &sw.conntrack, &lf.run, &prep, bu.now);
+        let t = batch::step_together(vs, &sw.conntrack, &lf.heads.ips[i..j], &prep, bu.now);
         // Programs the interpreter made for frames that went on alone, cached after.
         let mut made = Vec::new();
         for f in i..j {
@@ -183,7 +223,7 @@ impl Pipeline {
                     Decided::Cached(v)
                 }
                 Place::Alone { walk, last, answer } => {
-                    let head = lf.heads[f].expect("a run's frames have heads");
+                    let head = lf.heads.get(f).expect("a run's frames have heads");
                     let alone = Alone {
                         walk,
                         last,
@@ -349,7 +389,7 @@ impl Pipeline {
                 .flatten()
                 .map(|r| (w, r)),
         };
-        Decided::Made(v, cached.then_some(keys), job)
+        Decided::Made(Box::new((v, cached.then_some(keys), job)))
     }
 
     /// Forwards frame `f` as `decided` says (its targets, its action, its counters, a
@@ -377,7 +417,10 @@ impl Pipeline {
                 (None, None, None, None)
             }
             Decided::Cached(v) => (Some(v), None, None, None),
-            Decided::Made(v, key, job) => (None, Some(v), job, key),
+            Decided::Made(m) => {
+                let (v, key, job) = *m;
+                (None, Some(v), job, key)
+            }
         };
         if let Some(v) = cached.or(made.as_ref()) {
             let (outs, counted) = lf_outputs(lf, v, bu.burst, p, counters);
@@ -444,7 +487,8 @@ enum Decided<'c> {
     Cached(&'c program::Variant),
     /// The outputs of a program the interpreter just made, its keys when it is to be
     /// cached, and the frames the slow path makes.
-    Made(program::Variant, Option<Keys>, Option<Box<SlowJob>>),
+    /// (Boxed: a decision moves by value, and most are [`Decided::Cached`].)
+    Made(Box<(program::Variant, Option<Keys>, Option<Box<SlowJob>>)>),
     /// Dropped, for this reason.
     Drop(DropReason),
     /// Taken in by the chassis (`igmp`, `handle_svc_check`), sent nowhere: no drop.

@@ -64,9 +64,7 @@ pub struct Lflow {
     /// A frame read whole (on a miss).
     frame: Vec<u8>,
     /// The burst's frames' keys and connections.
-    heads: Vec<Option<decide::Head>>,
-    /// The IP packets of a run of frames stepped together.
-    run: Vec<conntrack::Packet>,
+    heads: decide::Heads,
 }
 
 impl Lflow {
