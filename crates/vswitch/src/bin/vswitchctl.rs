@@ -643,8 +643,8 @@ fn print_pmd(rows: Vec<PmdStatsRow>) {
         );
         if r.lflow_hits + r.lflow_misses > 0 {
             println!(
-                "    OVN pipeline: program hits {} (wildcard {})  interpreter runs {}  programs kept {} dropped {} by changes",
-                r.lflow_hits, r.lflow_wild_hits, r.lflow_misses, r.lflow_kept, r.lflow_dropped
+                "    OVN pipeline: program hits {} (wildcard {}, stepped together {})  interpreter runs {}  programs kept {} dropped {} by changes",
+                r.lflow_hits, r.lflow_wild_hits, r.lflow_together, r.lflow_misses, r.lflow_kept, r.lflow_dropped
             );
         }
     }

@@ -257,6 +257,7 @@ fn pmd_stats(sw: &Switch) -> Vec<PmdStatsRow> {
                 lflow_kept: m.lflow_stats[2].get(),
                 lflow_dropped: m.lflow_stats[3].get(),
                 lflow_wild_hits: m.lflow_stats[4].get(),
+                lflow_together: m.lflow_stats[5].get(),
                 stage_cycles: if cfg!(feature = "stage-cycles") {
                     crate::datapath::stages::NAMES
                         .iter()

@@ -649,6 +649,11 @@ pub struct PmdStatsRow {
     /// connection's first packet).
     #[serde(default)]
     pub lflow_wild_hits: u64,
+    /// OVN logical pipeline: of the frames decided by a cached program, those stepped
+    /// through it together with earlier frames of their flow in their burst (one
+    /// program lookup, one conntrack lookup per zone for the run).
+    #[serde(default)]
+    pub lflow_together: u64,
     /// TSC cycles per pipeline stage (`rx`, `classify`, `group`, `deliver`, `complete`;
     /// [`crate::datapath::stages`]), only from builds with the `stage-cycles` feature.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]

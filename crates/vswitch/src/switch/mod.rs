@@ -41,8 +41,9 @@ pub struct PmdShared {
     pub cache_stats: [Counter; 6],
     /// OVN logical pipeline statistics, mirrored after each burst that ran it: program
     /// cache hits, interpreter runs, programs kept and dropped by topology changes,
-    /// hits of wildcard programs.
-    pub lflow_stats: [Counter; 5],
+    /// hits of wildcard programs, hits stepped together with earlier frames of their
+    /// flow.
+    pub lflow_stats: [Counter; 6],
     /// Set by the control plane to ask for a dump of the PMD's cached flows.
     pub dump_request: AtomicBool,
     /// The dump, filled by the PMD.

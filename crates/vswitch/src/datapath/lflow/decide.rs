@@ -220,6 +220,7 @@ impl Pipeline {
             let decided = match t.place(f - i) {
                 Place::Done(v) => {
                     lf.hits += 1;
+                    lf.together += u64::from(f > i);
                     Decided::Cached(v)
                 }
                 Place::Alone { walk, last, answer } => {

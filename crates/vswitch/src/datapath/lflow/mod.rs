@@ -57,6 +57,8 @@ pub struct Lflow {
     pub hits: u64,
     /// Of those, frames whose program was a wildcard key's ([`wild`]).
     pub wild_hits: u64,
+    /// Of those, frames stepped together with earlier frames of their flow ([`batch`]).
+    pub together: u64,
     /// Frames the interpreter ran for.
     pub misses: u64,
     /// The rate of frames handed to the slow path.
@@ -143,10 +145,14 @@ impl Pipeline {
         }
         mcast.count(&self.switch.mcast, counters);
         let m = &self.shared.lflow_stats;
-        for (c, v) in m
-            .iter()
-            .zip([lf.hits, lf.misses, cache.kept, cache.dropped, lf.wild_hits])
-        {
+        for (c, v) in m.iter().zip([
+            lf.hits,
+            lf.misses,
+            cache.kept,
+            cache.dropped,
+            lf.wild_hits,
+            lf.together,
+        ]) {
             c.add(v.wrapping_sub(c.get()));
         }
         lf.cache = cache;
