@@ -28,12 +28,16 @@ pub struct Head {
     size: u32,
 }
 
-/// The burst's frames' [`Head`]s, kept as two arrays (the packets of a run are then
-/// one slice, and neither element is copied by a call to `memcpy`).
+/// The burst's frames' [`Head`]s, kept as arrays written in place: the packets of a
+/// run are one slice, and a key is stored word by word where it is kept (built apart
+/// and copied whole, it was read back before its stores were done: a stall a frame).
 #[derive(Debug, Default)]
 pub struct Heads {
-    /// Each frame's key and size, and whether it has an IP packet (`None`: a runt).
-    keys: Vec<Option<(LKey, u32, bool)>>,
+    /// Each frame's key.
+    keys: Vec<LKey>,
+    /// Each frame's size for `check_pkt_larger`, and whether it has an IP packet
+    /// (`None`: a runt, whose key and packet mean nothing).
+    sizes: Vec<Option<(u32, bool)>>,
     /// Each frame's IP packet ([`NO_PACKET`] for a frame without).
     ips: Vec<Packet>,
 }
@@ -50,9 +54,9 @@ const NO_PACKET: Packet = Packet {
 impl Heads {
     /// Frame `i`'s head (`None`: a runt).
     fn get(&self, i: usize) -> Option<Head> {
-        let (key, size, ip) = self.keys[i]?;
+        let (size, ip) = self.sizes[i]?;
         Some(Head {
-            key,
+            key: self.keys[i],
             pkt: ip.then(|| self.ips[i]),
             size,
         })
@@ -85,8 +89,10 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
     bu: &Burst<'_, B>,
     out: &mut Heads,
 ) {
-    out.keys.clear();
-    out.ips.clear();
+    let n = bu.pkts.len();
+    out.keys.resize(n, LKey::default());
+    out.sizes.resize(n, None);
+    out.ips.resize(n, NO_PACKET);
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
     let mut hdr = [0u8; HDR_BYTES];
     for (i, p) in bu.pkts.iter().enumerate() {
@@ -94,8 +100,8 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             .burst
             .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
         if n < 14 {
-            out.keys.push(None);
-            out.ips.push(NO_PACKET);
+            out.sizes[i] = None;
+            out.ips[i] = NO_PACKET;
             continue;
         }
         if !matches!(bu.entry, Entry::Resubmit) {
@@ -104,34 +110,24 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
         }
         let hdr = &hdr[..n];
         let brief = parse::brief_of(hdr);
-        let (key, size) = key_of((hdr, &brief), p, src, bu.keys(i), sizes);
-        let pkt = packet_of((hdr, &brief), p);
-        out.keys.push(Some((key, size, pkt.is_some())));
-        out.ips.push(pkt.unwrap_or(NO_PACKET));
-    }
-}
-
-/// The cache key of frame `p` (`hdr`: its first bytes, `brief` what they say) from
-/// `src`, with `keys` from a tunnel, and its size for `check_pkt_larger` (`sizes`: the
-/// pipeline's lengths).
-fn key_of(
-    (hdr, brief): (&[u8], &parse::Brief),
-    p: &Pkt,
-    src: &Source<'_>,
-    keys: Option<(u16, u16)>,
-    sizes: &[u16],
-) -> (LKey, u32) {
-    let size = wire_size(p, hdr);
-    let key = LKey {
-        key: FlowKey::extract(hdr, src.in_port, None),
-        extra: u32::from(brief.ttl) << 24
+        let size = wire_size(p, hdr);
+        let keys = bu.keys(i);
+        let k = &mut out.keys[i];
+        // The common IPv4 key is assembled in registers and stored in place.
+        k.key = match FlowKey::extract_ipv4_l4(hdr, src.in_port, None) {
+            Some(key) => key,
+            None => FlowKey::extract(hdr, src.in_port, None),
+        };
+        k.extra = u32::from(brief.ttl) << 24
             | u32::from(brief.dscp) << 18
             | u32::from(brief.ecn) << 16
-            | u32::from(keys.map_or(0, |k| k.1)),
-        ingress: keys.map_or(0, |k| k.0),
-        size: program::size_class(sizes, size),
-    };
-    (key, size)
+            | u32::from(keys.map_or(0, |k| k.1));
+        k.ingress = keys.map_or(0, |k| k.0);
+        k.size = program::size_class(sizes, size);
+        let pkt = packet_of((hdr, &brief), p);
+        out.sizes[i] = Some((size, pkt.is_some()));
+        out.ips[i] = pkt.unwrap_or(NO_PACKET);
+    }
 }
 
 /// The IP packet of frame `p` (`hdr`: its first bytes, `brief` what they say) for
@@ -146,14 +142,15 @@ fn packet_of((hdr, brief): (&[u8], &parse::Brief), p: &Pkt) -> Option<Packet> {
 /// The end of the run that starts at frame `i`: the frames after it of its key and
 /// connection (`i + 1`: no run).
 pub(super) fn run_end(heads: &Heads, i: usize) -> usize {
-    let Some((key, _, true)) = heads.keys[i] else {
+    let Some((_, true)) = heads.sizes[i] else {
         return i + 1;
     };
-    let pkt = &heads.ips[i];
+    let (key, pkt) = (&heads.keys[i], &heads.ips[i]);
+    // A runt's packet is `NO_PACKET`, alike to none.
     let more = heads.keys[i + 1..]
         .iter()
         .zip(&heads.ips[i + 1..])
-        .take_while(|(h, q)| h.is_some_and(|h| h.0 == key) && q.same_lookup(pkt))
+        .take_while(|(k, q)| *k == key && q.same_lookup(pkt))
         .count();
     i + 1 + more
 }

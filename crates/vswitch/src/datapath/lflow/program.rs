@@ -36,7 +36,7 @@ pub const MAX_VARIANTS: usize = 8;
 /// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), for a frame from
 /// a tunnel the keys of OVN's option, and its size class (what `check_pkt_larger`
 /// answers for it: [`size_class`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct LKey {
     /// The flow key (ports and domain in `in_port`).
     pub key: FlowKey,
