@@ -128,6 +128,7 @@ pub fn parse(l3: &[u8], checksums: Checksums) -> Result<Packet, ParseError> {
     }
 }
 
+#[inline]
 fn parse_v4(b: &[u8], verify: bool) -> Result<Packet, ParseError> {
     need(b, IPV4_HEADER_LEN)?;
     let ihl = usize::from(b[0] & 0x0f) * 4;
@@ -240,6 +241,7 @@ fn walk_extensions(b: &[u8], mut next: u8, mut off: usize) -> Result<Extensions,
     Err(ParseError::TooManyExtensionHeaders)
 }
 
+#[inline]
 fn parse_l4(src: IpAddr, dst: IpAddr, proto: u8, b: &[u8], verify: bool) -> Result<L4, ParseError> {
     let v6 = src.is_ipv6();
     let check = |data: &[u8], pseudo: bool| {

@@ -314,6 +314,20 @@ impl Tracker for LiveCt<'_> {
     }
 }
 
+/// [`packet`], as the parse's result: a frame read whole is parsed straight into the
+/// caller's place (converted to an `Option`, the packet would be copied right after it
+/// was written, a stall a frame).
+pub fn parse_packet(
+    hdr: &[u8],
+    l3: usize,
+    frame_len: usize,
+) -> Result<Packet, conntrack::ParseError> {
+    match hdr.get(l3..) {
+        Some(b) if hdr.len() >= frame_len => conntrack::parse(b, Checksums::Trust),
+        _ => packet(hdr, l3, frame_len).ok_or(conntrack::ParseError::Truncated),
+    }
+}
+
 /// The IP packet of a frame for the tracker, from its first `hdr.len()` bytes (its
 /// headers: the payload is not read) and its length `frame_len`: the IP length fields
 /// of a copy are cut to the bytes at hand, and a TCP segment's payload length is then

@@ -110,6 +110,14 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
         }
         let hdr = &hdr[..n];
         let brief = parse::brief_of(hdr);
+        // Parsed first, kept last: its stores are done before it is copied.
+        let l3 = brief
+            .l3
+            .filter(|_| matches!(brief.eth_type, 0x0800 | 0x86dd));
+        let parsed = match l3 {
+            Some(l3) => ct::parse_packet(hdr, l3, p.len as usize),
+            None => Err(conntrack::ParseError::BadIpVersion),
+        };
         let size = wire_size(p, hdr);
         let keys = bu.keys(i);
         let k = &mut out.keys[i];
@@ -124,18 +132,17 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             | u32::from(keys.map_or(0, |k| k.1));
         k.ingress = keys.map_or(0, |k| k.0);
         k.size = program::size_class(sizes, size);
-        let pkt = packet_of((hdr, &brief), p);
-        out.sizes[i] = Some((size, pkt.is_some()));
-        out.ips[i] = pkt.unwrap_or(NO_PACKET);
-    }
-}
-
-/// The IP packet of frame `p` (`hdr`: its first bytes, `brief` what they say) for
-/// conntrack.
-fn packet_of((hdr, brief): (&[u8], &parse::Brief), p: &Pkt) -> Option<Packet> {
-    match brief.eth_type {
-        0x0800 | 0x86dd => brief.l3.and_then(|l3| ct::packet(hdr, l3, p.len as usize)),
-        _ => None,
+        let ip = match parsed {
+            Ok(pkt) => {
+                out.ips[i] = pkt;
+                true
+            }
+            Err(_) => {
+                out.ips[i] = NO_PACKET;
+                false
+            }
+        };
+        out.sizes[i] = Some((size, ip));
     }
 }
 
