@@ -181,8 +181,8 @@ impl Pipeline {
             return;
         };
         let decided = self.lflow_decide((topo, src, sw), cache, lf, bu, f, &head);
-        if let Some((keys, v)) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
-            cache_made(cache, keys, v);
+        if let Some(m) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
+            cache_made(cache, *m);
         }
     }
 
@@ -238,10 +238,12 @@ impl Pipeline {
                     self.lflow_alone((topo, src, sw), lf, bu, f, &head, alone)
                 }
             };
-            made.extend(self.lflow_emit(sw, lf, bu, f, decided, mcast));
+            if let Some(m) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
+                made.push(m);
+            }
         }
-        for (keys, v) in made {
-            cache_made(cache, keys, v);
+        for m in made {
+            cache_made(cache, *m);
         }
         true
     }
@@ -394,7 +396,11 @@ impl Pipeline {
                 .flatten()
                 .map(|r| (w, r)),
         };
-        Decided::Made(Box::new((v, cached.then_some(keys), job)))
+        Decided::Made(Box::new(Made {
+            v,
+            keys: cached.then_some(keys),
+            job,
+        }))
     }
 
     /// Forwards frame `f` as `decided` says (its targets, its action, its counters, a
@@ -407,53 +413,67 @@ impl Pipeline {
         f: usize,
         decided: Decided<'_>,
         mcast: &mut Tally,
-    ) -> Option<(Keys, program::Variant)> {
-        let (p, counters) = (&bu.pkts[f], bu.counters);
+    ) -> Option<Box<Made>> {
         let start = lf.targets.len() as u32;
-        let (cached, made, job, insert) = match decided {
+        let made = match decided {
             Decided::Drop(r) => {
-                counters.drop(r, 1);
+                bu.counters.drop(r, 1);
                 self.actions.push(Action::Drop(r));
-                (None, None, None, None)
+                None
             }
             Decided::Taken => {
                 // Forwarding skips it; no counter calls it a drop.
                 self.actions.push(Action::Drop(DropReason::OvnPipeline));
-                (None, None, None, None)
+                None
             }
-            Decided::Cached(v) => (Some(v), None, None, None),
-            Decided::Made(m) => {
-                let (v, key, job) = *m;
-                (None, Some(v), job, key)
+            Decided::Cached(v) => {
+                self.lflow_outputs(sw, lf, bu, f, (v, None), mcast);
+                None
+            }
+            Decided::Made(mut m) => {
+                let job = m.job.take();
+                self.lflow_outputs(sw, lf, bu, f, (&m.v, job), mcast);
+                m.keys.is_some().then_some(m)
             }
         };
-        if let Some(v) = cached.or(made.as_ref()) {
-            let (outs, counted) = lf_outputs(lf, v, bu.burst, p, counters);
-            if outs > 0 {
-                mcast.note(v.mcast);
-            }
-            let punted = job.is_some_and(|job| {
-                let sent = lf.bucket.take(bu.now) && sw.slow_tx.try_send(*job).is_ok();
-                if !sent {
-                    counters.drop(DropReason::SlowPathBusy, 1);
-                }
-                lf.punted += u64::from(sent);
-                true
-            });
-            if outs == 0 && punted {
-                // The slow path answers it (or the drop was counted).
-                self.actions.push(Action::Drop(DropReason::SlowPathBusy));
-            } else if outs == 0 {
-                if !counted {
-                    counters.drop(DropReason::OvnPipeline, 1);
-                }
-                self.actions.push(Action::Drop(DropReason::OvnPipeline));
-            } else {
-                self.actions.push(Action::Lflow(f as u16));
-            }
-        }
         lf.spans.push((start, lf.targets.len() as u32 - start));
-        insert.zip(made)
+        made
+    }
+
+    /// Frame `f`'s outputs by program `v`, its action, and the slow path's `job`.
+    fn lflow_outputs<'m, B: RxBurst<'m>>(
+        &mut self,
+        sw: &Switch,
+        lf: &mut Lflow,
+        bu: &Burst<'_, B>,
+        f: usize,
+        (v, job): (&program::Variant, Option<Box<SlowJob>>),
+        mcast: &mut Tally,
+    ) {
+        let counters = bu.counters;
+        let (outs, counted) = lf_outputs(lf, v, bu.burst, &bu.pkts[f], counters);
+        if outs > 0 {
+            mcast.note(v.mcast);
+        }
+        let punted = job.is_some_and(|job| {
+            let sent = lf.bucket.take(bu.now) && sw.slow_tx.try_send(*job).is_ok();
+            if !sent {
+                counters.drop(DropReason::SlowPathBusy, 1);
+            }
+            lf.punted += u64::from(sent);
+            true
+        });
+        if outs == 0 && punted {
+            // The slow path answers it (or the drop was counted).
+            self.actions.push(Action::Drop(DropReason::SlowPathBusy));
+        } else if outs == 0 {
+            if !counted {
+                counters.drop(DropReason::OvnPipeline, 1);
+            }
+            self.actions.push(Action::Drop(DropReason::OvnPipeline));
+        } else {
+            self.actions.push(Action::Lflow(f as u16));
+        }
     }
 }
 
@@ -466,8 +486,10 @@ struct Alone<'v> {
     prep: Prepared,
 }
 
-/// Caches `v`, made for a frame, under its `keys`.
-fn cache_made(cache: &mut Cache, keys: Keys, v: program::Variant) {
+/// Caches the program `m` made for a frame under its keys (none: not cached).
+fn cache_made(cache: &mut Cache, m: Made) {
+    let Made { v, keys, .. } = m;
+    let Some(keys) = keys else { return };
     if let Some((w, received)) = keys.wild {
         if let Some(rel) = wild::relative(&v.ct, received) {
             let mut wv = v.clone();
@@ -486,14 +508,22 @@ struct Keys {
     wild: Option<(flowcache::Wildcards, conntrack::Endpoints)>,
 }
 
+/// A program the interpreter made for a frame.
+struct Made {
+    v: program::Variant,
+    /// Where it is cached (`None`: it is not).
+    keys: Option<Keys>,
+    /// The frames the slow path makes.
+    job: Option<Box<SlowJob>>,
+}
+
 /// What one frame's decision is.
 enum Decided<'c> {
     /// The outputs of a cached program.
     Cached(&'c program::Variant),
-    /// The outputs of a program the interpreter just made, its keys when it is to be
-    /// cached, and the frames the slow path makes.
-    /// (Boxed: a decision moves by value, and most are [`Decided::Cached`].)
-    Made(Box<(program::Variant, Option<Keys>, Option<Box<SlowJob>>)>),
+    /// The outputs of a program the interpreter just made (boxed: a decision moves by
+    /// value, and most are [`Decided::Cached`]).
+    Made(Box<Made>),
     /// Dropped, for this reason.
     Drop(DropReason),
     /// Taken in by the chassis (`igmp`, `handle_svc_check`), sent nowhere: no drop.
