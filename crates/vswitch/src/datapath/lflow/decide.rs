@@ -220,11 +220,24 @@ impl Pipeline {
         let t = batch::step_together(vs, &sw.conntrack, &lf.heads.ips[i..j], &prep, bu.now);
         // Programs the interpreter made for frames that went on alone, cached after.
         let mut made = Vec::new();
+        // The destinations of the run's first frame done together, when its program
+        // sends it out unchanged: the next ones done go where it went.
+        let plain = t.n > 1 && t.walk.next().is_none() && t.walk.variant().plain();
+        let mut first: Option<(u32, u32)> = None;
         for f in i..j {
             let decided = match t.place(f - i) {
                 Place::Done(v) => {
                     lf.hits += 1;
                     lf.together += u64::from(f > i);
+                    if let Some((at, n)) = first {
+                        let at = at as usize;
+                        lf.targets.extend_from_within(at..at + n as usize);
+                        lf.spans.push((lf.targets.len() as u32 - n, n));
+                        mcast.note(v.mcast);
+                        self.actions.push(Action::Lflow(f as u16));
+                        continue;
+                    }
+                    first = plain.then_some((lf.targets.len() as u32, 0));
                     Decided::Cached(v)
                 }
                 Place::Alone { walk, last, answer } => {
@@ -240,6 +253,9 @@ impl Pipeline {
             };
             if let Some(m) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
                 made.push(m);
+            }
+            if let Some((_, n @ 0)) = &mut first {
+                *n = lf.spans.last().map_or(0, |s| s.1);
             }
         }
         for m in made {

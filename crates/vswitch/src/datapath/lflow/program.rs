@@ -154,6 +154,19 @@ pub struct Variant {
     pub mcast: Option<McastOut>,
 }
 
+impl Variant {
+    /// Whether its frames go out as received to at least one place, and nowhere
+    /// else: each of them goes where the one before went.
+    pub fn plain(&self) -> bool {
+        let mut outs = self.steps.iter().filter_map(|s| match s {
+            PStep::Out(o) => Some(o),
+            _ => None,
+        });
+        outs.clone().next().is_some()
+            && outs.all(|o| o.unchanged() && !matches!(o.target, Target::Drop(_)))
+    }
+}
+
 /// A PMD's program cache. Programs live in slots named by a hash index; the last key
 /// found and its slot are remembered, so that consecutive frames of one flow find
 /// their programs without hashing (the L2 path's last-flow check).
