@@ -9,6 +9,10 @@
 //! - An ACL added to sw0 that drops the flow: its program is dropped, and the next
 //!   datagrams follow the new rule (none arrives).
 //!
+//! Datagrams of one flow sent back to back reach the switch several to a burst: the
+//! frames of such a run after its first are stepped through the flow's program
+//! together (`lflow_together`), and every datagram arrives.
+//!
 //! And wildcard programs (Open vSwitch's megaflows): flows that differ only in what
 //! the pipeline never read share one program. New source ports to a peer, and to a
 //! load balancer's VIP (each DNAT'd to its one backend), run the interpreter a few
@@ -123,6 +127,26 @@ fn send(ns: &str, ip: &str, n: u32) {
          for i in range({n}):\n s.sendto(b'x'*64,('{ip}',{PORT})); time.sleep(0.01)\n"
     );
     run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+}
+
+/// Sends `n` datagrams of one flow (source port 40001) from `ns` to `ip`:`PORT`, back
+/// to back.
+fn blast(ns: &str, ip: &str, n: u32) {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',40001))\n\
+         for i in range({n}):\n s.sendto(b'x'*64,('{ip}',{PORT}))\n"
+    );
+    run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+}
+
+/// Frames stepped through their program together with earlier frames of their flow,
+/// over all PMDs.
+fn together(sw: &Vswitchd) -> u64 {
+    pmd_stats(&sw.control)
+        .iter()
+        .map(|r| r.lflow_together)
+        .sum()
 }
 
 /// Sends one datagram from each source port of `ports` from `ns` to `ip`:`PORT`.
@@ -279,6 +303,46 @@ fn a_change_to_one_switch_keeps_the_other_switchs_cached_decisions() {
         got1,
         "no datagram passed the new drop ACL"
     );
+    drop(nss);
+}
+
+#[test]
+fn a_flows_back_to_back_frames_are_stepped_together_and_all_arrive() {
+    let _g = serial();
+    let Setup {
+        _f,
+        _dir,
+        c,
+        sw,
+        nss,
+        _sink,
+        got,
+    } = setup("opt");
+    // A stateful ACL: each frame goes through conntrack in vm1's zone and vm2's.
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "1000",
+        "udp",
+        "allow-related",
+    ]);
+    let (vm1, vm2_ip) = (&nss[0].0, VMS[1].3);
+    // Warm: the connection committed, the flow's programs cached.
+    send(vm1, vm2_ip, 5);
+    wait_for(Duration::from_secs(10), "5 datagrams at vm2", || {
+        (got.load(Relaxed) >= 5).then_some(())
+    });
+    let before = together(&sw);
+    // Fewer than vm2's socket holds: every one is to arrive.
+    blast(vm1, vm2_ip, 150);
+    wait_for(Duration::from_secs(10), "150 more datagrams at vm2", || {
+        (got.load(Relaxed) >= 155).then_some(())
+    });
+    let after = together(&sw);
+    eprintln!("stepped together: {before} -> {after}");
+    assert!(after > before, "no frame was stepped together: {after}");
     drop(nss);
 }
 
