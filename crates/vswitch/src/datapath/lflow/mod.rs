@@ -2,11 +2,13 @@
 //! switch that runs it ([`crate::model::ovn::OvnDomain::lflow`]) are decided by the
 //! pipeline rather than by the L2 rules. Per frame:
 //!
-//! 1. its headers are read once ([`parse`]) and its cache key formed;
+//! 1. its headers are read once ([`parse`]) and its cache key and IP packet formed;
 //! 2. the cached program of the key runs ([`program`]): one conntrack lookup per `ct`
 //!    step ([`ct`]), commits, outputs; on a miss the interpreter runs
 //!    ([`crate::model::lflow::LogicalPipeline`]) and its decision is cached unless it
-//!    rests on fields outside the key or needs the slow path;
+//!    rests on fields outside the key or needs the slow path. A run of one flow's
+//!    frames in the burst goes through its program together ([`batch`]): one program
+//!    lookup, one conntrack lookup per zone;
 //! 3. outputs without changes go out as received, grouped by destination with the rest
 //!    of the burst; outputs with changed headers ([`rewrite`]) are copied, rewritten
 //!    and sent in a second pass.
