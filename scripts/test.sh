@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Everything CI checks: installs what is missing, then formatting, lints and all tests
-# (unit, property, and integration tests against real DPDK testpmd guests), the docs'
-# commands and the book, and the Debian package in a booted container.
+# Everything CI checks: installs what is missing, then formatting, lints, the API docs'
+# links, all tests (unit, property, and integration tests against real DPDK testpmd
+# guests), the docs' commands and the book, and the Debian package in a booted
+# container.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,6 +11,8 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo doc (every intra-doc link resolves, none to a private item)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test"
 cargo test --workspace --no-fail-fast
 echo "== docs: the pages' commands (scripts/test-docs.sh)"

@@ -1,6 +1,6 @@
 //! Every key of the TOML file (`--config`), declared once: the source of the man page
 //! vswitchd.toml(5) (`crates/docgen`). A unit test checks this table against the serde
-//! structs of [`super::file`] and the port options [`super::port::PortBuilder`] takes,
+//! structs of `super::file` and the port options [`super::port::PortBuilder`] takes,
 //! both ways, so a key cannot be added to one and forgotten in the other.
 
 /// Where a key is written in the file.

@@ -428,7 +428,7 @@ const MAX_CONNECTIONS: usize = 256;
 /// Serves the metrics endpoint on the tokio runtime until it stops: `GET /metrics`
 /// (OpenMetrics text, [`SwitchCollector`]), `GET /healthz` (200 `ok` while every PMD
 /// thread runs, else 503 with the reason). Every connection is its own task, bounded in
-/// time ([`HEADER_TIMEOUT`], [`CONNECTION_TIMEOUT`]), so a slow or idle client never
+/// time (`HEADER_TIMEOUT`, `CONNECTION_TIMEOUT`), so a slow or idle client never
 /// holds up another scrape.
 pub async fn serve(listener: TcpListener, ctl: Arc<Control>) {
     let mut registry = Registry::default();

@@ -470,7 +470,7 @@ pub struct StatsRow {
     pub stats: PortStatsOwned,
 }
 
-/// [`PortStats`] with owned keys, for deserializing in vswitchctl.
+/// [`crate::model::stats::PortStats`] with owned keys, for deserializing in vswitchctl.
 #[derive(Debug, Serialize, Deserialize, Clone, Default)]
 pub struct PortStatsOwned {
     /// Frames received from the guest.

@@ -57,7 +57,7 @@ impl Default for SoftFrames {
 
 impl SoftFrames {
     /// Forgets the previous burst's frames (their buffers are kept for reuse, up to
-    /// [`SOFT_KEEP`]).
+    /// `SOFT_KEEP`).
     #[inline]
     pub fn reset(&mut self) {
         self.used = 0;

@@ -28,7 +28,7 @@ const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
 type TemplateKey = (usize, RemoteId, u32, usize, (u16, u16));
 
 /// A PMD's outer header templates (each holds its own IPv4 ID counter), built on first
-/// use for a [`TemplateKey`] and dropped when the topology changes (paths may have
+/// use for a `TemplateKey` and dropped when the topology changes (paths may have
 /// moved). OVN's option is part of the template: the ingress key is the source port's,
 /// fixed for a burst, so a template per (ingress, egress) pair costs nothing per frame.
 #[derive(Debug, Default)]

@@ -1,5 +1,5 @@
 //! The logical view: what this chassis derives from the Southbound database and its own
-//! ports, as one pure function ([`derive`]) of its inputs, the way ovn-controller's
+//! ports, as one pure function ([`derive()`]) of its inputs, the way ovn-controller's
 //! engine derives flows (STYLE.md §13). The chassis applies the result as one topology
 //! change and the claims it implies as one transaction.
 
@@ -254,7 +254,7 @@ pub fn derive(sb: &Sb, local: &Local<'_>) -> View {
     derive_reusing(sb, local, None, &Touched::everything())
 }
 
-/// As [`derive`], taking from `prev` (a view derived from the same local ports) the
+/// As [`derive()`], taking from `prev` (a view derived from the same local ports) the
 /// switches no changed row `touched`.
 pub fn derive_reusing(sb: &Sb, local: &Local<'_>, prev: Option<&View>, touched: &Touched) -> View {
     let mut v = View::default();

@@ -5,7 +5,7 @@
 //! `arc-swap`); PMD threads pick up the new snapshot between bursts and publish the
 //! generation they run ([`super::PmdShared::generation_seen`]), so an editor knows when
 //! no PMD uses the old one any more. Flow caches key their decisions by the generation
-//! ([`super::Switch::decision_generation`]), so a decision made under an older topology
+//! (with the FDB's: `datapath/classify.rs`), so a decision made under an older topology
 //! misses.
 
 use std::sync::Arc;

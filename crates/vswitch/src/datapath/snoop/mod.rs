@@ -11,7 +11,7 @@
 //!   ports only (`--mcast-flood-unregistered off`). Link-local groups always flood.
 //!
 //! - In an OVN logical switch that snoops, the pass follows OVN's rules instead
-//!   ([`ovn`]).
+//!   (`ovn`).
 //!
 //! The flow cache never holds these decisions: the cached one stays "flood", and this
 //! pass refines it per burst, so a membership change needs no cache invalidation.

@@ -3,13 +3,13 @@
 //! logical flow (ovn-controller's incremental processing, `lflow_handle_changed_*`, has
 //! the same aim).
 //!
-//! - Match and action texts stay parsed ([`Parsed`]): a parse depends on the text and
+//! - Match and action texts stay parsed (`Parsed`): a parse depends on the text and
 //!   the option tables only.
 //! - Address sets and port groups stay lexed, each behind an `Arc` that is reused while
 //!   its row's contents stay the same: a compiled flow's dependency on one is then a
 //!   pointer comparison.
 //! - Each compiled flow (per datapath, match, actions, pipeline and table) remembers
-//!   what its compilation asked of the datapath's context ([`Dep`]: a port's key, a
+//!   what its compilation asked of the datapath's context (`Dep`: a port's key, a
 //!   set, a group, a port's residency) and the answers; the next build reuses it when
 //!   every question gets the same answer again. A new port group member, address or
 //!   port recompiles exactly the flows that asked about it.

@@ -3,8 +3,8 @@
 //! through the `xdpilone` ring implementation.
 //!
 //! UMEM layout per socket: [`FRAMES`] frames of [`FRAME_SIZE`] bytes; the first
-//! [`RX_RING`] are lent to the kernel through the fill ring for receiving, the other
-//! [`TX_RING`] are this side's pool of transmit frames (a free list refilled from the completion ring). Nothing is
+//! `RX_RING` are lent to the kernel through the fill ring for receiving, the other
+//! `TX_RING` are this side's pool of transmit frames (a free list refilled from the completion ring). Nothing is
 //! allocated per packet: rx descriptors are read into a per-PMD array, rx frames go back
 //! to the fill ring after the burst, tx frames cycle between the free list and the tx
 //! ring.
@@ -51,7 +51,7 @@ pub const FRAME_SIZE: u32 = 4096;
 const RX_RING: u32 = 4096;
 /// Transmit ring sizes (tx and completion), in frames: this side's pool of tx frames.
 const TX_RING: u32 = 2048;
-/// Frames per socket: [`RX_RING`] for receiving, then [`TX_RING`] for transmitting
+/// Frames per socket: `RX_RING` for receiving, then `TX_RING` for transmitting
 /// (24 MiB of UMEM).
 pub const FRAMES: u32 = RX_RING + TX_RING;
 /// Headroom the kernel leaves before a received frame in copy mode

@@ -168,7 +168,7 @@ const MEMLESS_TICKS: u64 = 3;
 
 impl Connection {
     /// Reports, once, a connection that negotiated features but has no usable guest
-    /// memory after [`MEMLESS_TICKS`] calls (one a second), or at its end (`ending`):
+    /// memory after `MEMLESS_TICKS` calls (one a second), or at its end (`ending`):
     /// QEMU sends no SET_MEM_TABLE when the guest's memory is not shared (no `share=on`
     /// backend), and then runs virtio-net in userspace without the switch.
     pub fn report_missing_memory(&self, port: &str, ending: bool) {

@@ -16,7 +16,7 @@
 //! connection's [`FaultGuard`]), however the connection changes meanwhile. What the
 //! word cannot tell (a new ring address or position from the front-end, a new
 //! connection, a migration's announcement) a full poll picks up: every
-//! [`MAX_SKIPS`]th poll is one, and a PMD drops its watches before it sleeps.
+//! `MAX_SKIPS`th poll is one, and a PMD drops its watches before it sleeps.
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
