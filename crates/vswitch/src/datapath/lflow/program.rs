@@ -425,6 +425,7 @@ impl<'v> Walk<'v> {
     }
 
     /// Whether another `ct` step may be taken (a longer path is never cached).
+    #[inline(always)]
     pub fn may_take(&self) -> Result<(), Partial> {
         if self.k == MAX_CT_STEPS {
             return Err((results(self.v, self.k, self.received), self.commits));
@@ -433,8 +434,9 @@ impl<'v> Walk<'v> {
     }
 
     /// Takes `r`, the result of the `ct` step at hand: on to the variant that saw it,
-    /// or the miss.
-    #[inline]
+    /// or the miss. (Inlined always: called, it kept the walk in memory, and each
+    /// step's result was copied into the call.)
+    #[inline(always)]
     pub fn took(&mut self, r: CtResult) -> Result<(), Partial> {
         let (k, v) = (self.k, self.v);
         let rel = self.before.map(|b| RelResult::of(&r, &b));
@@ -457,7 +459,11 @@ impl<'v> Walk<'v> {
                 }
             }
         }
-        self.before = self.before.map(|b| wild::after(b, &r));
+        // Written only for a wildcard program, in place: rewriting the field whole
+        // each step (also when `None`) stalled the next read of the walk.
+        if let Some(b) = &mut self.before {
+            *b = wild::after(*b, &r);
+        }
         self.k += 1;
         self.at += 1;
         Ok(())
