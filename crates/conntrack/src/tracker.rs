@@ -389,7 +389,7 @@ impl Conntrack {
         if !prev.has_conn {
             return self.execute_nat(pkt, prep, act, now_ms, nat);
         }
-        if act.nat.is_none() && commits_nothing(act, prev) {
+        if act.nat.is_none() && act.commits_nothing(prev) {
             // The connection already holds what the step would write (OVN's
             // `ct_commit` after `ct_next`, on an existing connection): its
             // answer is `prev`'s, and no lock is taken for it. Open vSwitch's
@@ -1000,10 +1000,6 @@ fn next_on(
         report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
     }
     out
-}
-
-fn commits_nothing(act: &CtAction, prev: &CtResult) -> bool {
-    act.commits_nothing(prev)
 }
 
 fn apply_writes(c: &mut Conn, act: &CtAction) {

@@ -127,6 +127,20 @@ impl<'v> Together<'v> {
     }
 }
 
+/// Finishes alone a frame of a run from `walk` ([`Place::Alone`]): takes its `answer`
+/// first when it has one, then runs its steps left on `live` (its tracker, resumed at
+/// its last answer).
+pub fn finish_alone<'v>(
+    mut walk: Walk<'v>,
+    answer: Option<conntrack::CtResult>,
+    live: &mut super::ct::LiveCt<'_>,
+) -> Result<&'v Variant, super::program::Partial> {
+    if let Some(r) = answer {
+        walk.took(result_of(&r, None))?;
+    }
+    walk.finish(live)
+}
+
 /// Steps the run `pkts` (of one key and one lookup: `prep` is each one's) through
 /// `variants` ([`eligible`]) together, as far as the steps and the results allow.
 pub fn step_together<'v>(
@@ -209,7 +223,7 @@ mod tests {
     use conntrack::{Config, Conntrack, CtAction, CtState, Packet, Prepared, TcpFlags, L4};
     use proptest::prelude::*;
 
-    use super::{eligible, step_together, Place};
+    use super::{eligible, finish_alone, step_together, Place};
     use crate::datapath::lflow::ct::LiveCt;
     use crate::datapath::lflow::program::{self, Out, PStep, Partial, Target, Variant};
     use crate::model::lflow::{CtResult, Zones};
@@ -279,14 +293,7 @@ mod tests {
                 Place::Done(v) => Ok(index(vs, v)),
                 Place::Alone { walk, last, answer } => {
                     let mut live = LiveCt::new(ct, &zones, Some(pkts[f]), 5).resumed(prep, last);
-                    let mut walk = walk;
-                    let taken = match answer {
-                        Some(r) => walk.took(super::result_of(&r, None)),
-                        None => Ok(()),
-                    };
-                    taken
-                        .and_then(|()| walk.finish(&mut live))
-                        .map(|v| index(vs, v))
+                    finish_alone(walk, answer, &mut live).map(|v| index(vs, v))
                 }
             })
             .collect();

@@ -281,8 +281,7 @@ impl Pipeline {
         if src.domain_key.vni().is_none() {
             return Decided::Drop(DropReason::OvnUnbound);
         }
-        let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, head.pkt, bu.now)
-            .with_affinity(&sw.lb_affinity);
+        let mut live = tracker(sw, head, bu.now);
         let partial = match cache.find(&head.key, || live.received_endpoints()) {
             Some((vs, rel)) => match program::run(vs, &mut live, rel) {
                 Ok(v) => {
@@ -307,15 +306,8 @@ impl Pipeline {
         head: &Head,
         a: Alone<'v>,
     ) -> Decided<'v> {
-        let mut live = ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, head.pkt, bu.now)
-            .with_affinity(&sw.lb_affinity)
-            .resumed(a.prep, a.last);
-        let mut walk = a.walk;
-        let taken = match a.answer {
-            Some(r) => walk.took(ct::result_of(&r, None)),
-            None => Ok(()),
-        };
-        match taken.and_then(|()| walk.finish(&mut live)) {
+        let mut live = tracker(sw, head, bu.now).resumed(a.prep, a.last);
+        match batch::finish_alone(a.walk, a.answer, &mut live) {
             Ok(v) => {
                 lf.hits += 1;
                 refused(&live).unwrap_or(Decided::Cached(v))
@@ -500,6 +492,11 @@ struct Alone<'v> {
     last: Option<conntrack::CtResult>,
     answer: Option<conntrack::CtResult>,
     prep: Prepared,
+}
+
+/// The tracker of the frame of `head`, over `sw`'s connections, at `now` ms.
+fn tracker<'s>(sw: &'s Switch, head: &Head, now: u64) -> ct::LiveCt<'s> {
+    ct::LiveCt::new(&sw.conntrack, &sw.ct_zones, head.pkt, now).with_affinity(&sw.lb_affinity)
 }
 
 /// Caches the program `m` made for a frame under its keys (none: not cached).
