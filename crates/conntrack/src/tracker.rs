@@ -422,52 +422,91 @@ impl Conntrack {
         self.execute_nat(pkt, prep, act, now_ms, nat)
     }
 
-    /// [`execute_prepared`](Self::execute_prepared) for a run of packets of
-    /// one known connection in one direction, in their order: `prep` is the
-    /// lookup of each of `pkts` (see [`Packet::same_lookup`]). The
-    /// connection is found once, and each packet's step (its state update,
-    /// e.g. TCP's window) runs under that one lock, answering as it would
-    /// alone.
+    /// [`execute_nat`](Self::execute_nat) for a run of packets of one
+    /// connection in one direction, in their order: `prep` is the lookup of
+    /// each of `pkts` (see [`Packet::same_lookup`]). The connection is found
+    /// once (by its key, or by a translated connection's alias), and each
+    /// packet's step (its state update, e.g. TCP's window) runs under that
+    /// one lock, answering as it would alone; a packet of no connection is
+    /// answered `new` or `inv` as alone, under the lock of its shard.
     ///
-    /// `keep` reads each packet's answer as soon as it is made; the run
-    /// stops after the first packet it returns `false` for. Returns how
-    /// many packets ran, from the first; the others did not (their own
-    /// steps may follow). A caller that steps several packets together
-    /// (VPP's vectors) uses `keep` to stop where a packet's answer would
-    /// make the next packets' answers depend on its later steps.
+    /// `keep` reads each packet's answer and what NAT did for it as soon as
+    /// they are made; the run stops after the first packet it returns
+    /// `false` for. Returns how many packets ran, from the first; the others
+    /// did not (their own steps may follow). A caller that steps several
+    /// packets together (VPP's vectors) uses `keep` to stop where a packet's
+    /// answer would make the next packets' answers depend on its later steps.
     ///
-    /// Runs nothing (returns 0) unless the connection is there and not
-    /// translated, and `act` neither commits nor translates: a packet that
-    /// may create or translate runs its own step. A SYN that reopens a
-    /// closed connection ends the run before it.
+    /// Runs nothing (returns 0) when `act` commits or sets a translation up
+    /// (only `nat` of an existing translation is taken), or when an alias
+    /// leads to no connection: a packet that may create runs its own step.
+    /// A SYN that reopens a closed connection ends the run before it.
     pub fn execute_run(
         &self,
         pkts: &[Packet],
         prep: &Prepared,
         act: &CtAction,
         now_ms: u64,
-        mut keep: impl FnMut(&CtResult) -> bool,
+        mut keep: impl FnMut(&CtResult, &Option<NatResult>) -> bool,
     ) -> usize {
-        let (Ok(lk0), false, None) = (&prep.0, act.commit, act.nat) else {
+        let (Ok(lk0), false, None | Some(Nat::Existing)) = (&prep.0, act.commit, act.nat) else {
             return 0;
         };
         let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
         let mut s = self.lock_shard(self.shard_index(h));
         let mut lk = *lk0;
         lk.key.zone = act.zone;
-        let found = self.find_live(&mut s, tag(h), &lk, now_ms);
-        let Some(i) = found.filter(|&i| !s.table.get(i).nat) else {
+        if let Some(i) = self.find_live(&mut s, tag(h), &lk, now_ms) {
+            return self.run_on(&mut s, i, pkts, &lk, Via::Key, act, now_ms, keep);
+        }
+        let Some(a) = self.alias_of(&s, &lk.key) else {
+            // No connection: each packet's answer, as alone; nothing is created.
+            let mut n = 0;
+            while let Some(pkt) = pkts.get(n) {
+                let r = self
+                    .refuse_opening(&mut s, pkt, &lk, act)
+                    .unwrap_or_else(|| CtResult::new(act.zone, CtState::NEW));
+                n += 1;
+                if !keep(&r, &None) {
+                    break;
+                }
+            }
+            return n;
+        };
+        drop(s);
+        let Some((mut p, i, info)) = self.primary_of(&a, now_ms) else {
             return 0;
         };
+        let via = Via::Alias {
+            reply_swap: a.reply_swap,
+            info: &info,
+        };
+        self.run_on(&mut p, i, pkts, &lk, via, act, now_ms, keep)
+    }
+
+    /// The steps of a run on connection `i` of `s`, found `via`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_on(
+        &self,
+        s: &mut Shard,
+        i: usize,
+        pkts: &[Packet],
+        lk: &Lookup,
+        via: Via<'_>,
+        act: &CtAction,
+        now_ms: u64,
+        mut keep: impl FnMut(&CtResult, &Option<NatResult>) -> bool,
+    ) -> usize {
         let mut n = 0;
         while let Some(pkt) = pkts.get(n) {
-            let r = self.on_conn(&mut s, i, pkt, &lk, Via::Key, act, now_ms, &mut None);
+            let mut nat = None;
+            let r = self.on_conn(s, i, pkt, lk, via, act, now_ms, &mut nat);
             if r.is_again() {
                 // Reopened, and removed: this packet's own step creates anew.
                 break;
             }
             n += 1;
-            if !keep(&r) {
+            if !keep(&r, &nat) {
                 break;
             }
         }
@@ -725,6 +764,25 @@ impl Conntrack {
         }
     }
 
+    /// The `inv` answer (counted) to a packet of no connection that may not
+    /// open one; `None` when it may.
+    fn refuse_opening(
+        &self,
+        s: &mut Shard,
+        pkt: &Packet,
+        lk: &Lookup,
+        act: &CtAction,
+    ) -> Option<CtResult> {
+        let opens = if lk.related {
+            Err(InvalidReason::IcmpUnrelated)
+        } else {
+            conn::may_open(pkt, lk.icmp_opener, self.tcp_loose.load(Relaxed))
+        };
+        let r = opens.err()?;
+        s.counters.invalid[r.index()] += 1;
+        Some(CtResult::of_invalid(act.zone, r))
+    }
+
     /// A packet of no connection: `inv`, or `new` (created on commit, with
     /// its translation if asked). [`CtResult::AGAIN`]: step again (a NAT set-up met a
     /// locked shard; nothing was created).
@@ -740,14 +798,8 @@ impl Conntrack {
         now_ms: u64,
         nat: &mut Option<NatResult>,
     ) -> CtResult {
-        let opens = if lk.related {
-            Err(InvalidReason::IcmpUnrelated)
-        } else {
-            conn::may_open(pkt, lk.icmp_opener, self.tcp_loose.load(Relaxed))
-        };
-        if let Err(r) = opens {
-            s.counters.invalid[r.index()] += 1;
-            return CtResult::of_invalid(act.zone, r);
+        if let Some(inv) = self.refuse_opening(&mut s, pkt, lk, act) {
+            return inv;
         }
         let mut out = CtResult::new(act.zone, CtState::NEW);
         if !act.commit {

@@ -137,13 +137,15 @@ pub struct CtAction {
 }
 
 impl CtAction {
-    /// Whether this is a commit that leaves a connection whose mark and
-    /// label `prev` read as they are: its writes, if any, are what they
-    /// already hold. Such a commit after a lookup in its zone
+    /// Whether this is a commit that leaves the connection `prev` found
+    /// (a lookup that found none makes the commit create one) as it is: its
+    /// writes, if any, are what its mark and label already hold. Such a
+    /// commit after a lookup in its zone
     /// ([`Conntrack::execute_next`](crate::Conntrack::execute_next)) answers
     /// `prev` and changes nothing.
     pub fn commits_nothing(&self, prev: &CtResult) -> bool {
         self.commit
+            && prev.has_conn
             && self.mark.is_none_or(|m| m.apply(prev.mark) == prev.mark)
             && self.label.is_none_or(|l| l.apply(prev.label) == prev.label)
     }

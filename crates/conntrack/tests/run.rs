@@ -1,32 +1,49 @@
-//! `Conntrack::execute_run`: a run of one known connection's packets,
-//! stepped under one lookup, answers and leaves the table exactly as the
-//! packets stepped one by one do; `keep` stops it where it says; what may
-//! create a connection runs nothing.
+//! `Conntrack::execute_run`: a run of one connection's packets (or of no
+//! connection's), stepped under one lookup, answers (NAT included) and leaves
+//! the table exactly as the packets stepped one by one do; `keep` stops it
+//! where it says; what may create a connection runs nothing.
 
 mod common;
 
 use common::*;
-use conntrack::{Conntrack, CtAction, CtResult, Packet, Prepared};
+use conntrack::{
+    Conntrack, CtAction, CtResult, Endpoints, Nat, NatRange, NatResult, Packet, Prepared,
+};
 use proptest::prelude::*;
 
 const Z: u16 = 3;
 
+/// A step's answer and what NAT did.
+type Answer = (CtResult, Option<NatResult>);
+
 /// Each packet's own step, in order.
-fn one_by_one(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<CtResult> {
-    pkts.iter().map(|p| ct.execute(p, act, now)).collect()
+fn one_by_one(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<Answer> {
+    pkts.iter()
+        .map(|p| {
+            let mut nat = None;
+            let r = ct.execute_nat(p, &Prepared::of(p), act, now, &mut nat);
+            (r, nat)
+        })
+        .collect()
 }
 
-/// The run, every answer kept; the packets it did not run then take their own
-/// steps, as a caller's would.
-fn as_run(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<CtResult> {
+/// The run, every answer kept (it takes at least the first packet); the packets it
+/// did not run then take their own steps, as a caller's would.
+fn as_run(ct: &Conntrack, pkts: &[Packet], act: &CtAction, now: u64) -> Vec<Answer> {
     let mut out = Vec::new();
-    let n = ct.execute_run(pkts, &Prepared::of(&pkts[0]), act, now, |r| {
-        out.push(*r);
+    let n = ct.execute_run(pkts, &Prepared::of(&pkts[0]), act, now, |r, nat| {
+        out.push((*r, *nat));
         true
     });
     assert_eq!(n, out.len());
+    assert!(n >= 1, "the run took no packet");
     out.extend(one_by_one(ct, &pkts[n..], act, now));
     out
+}
+
+/// The answers alone.
+fn states(a: &[Answer]) -> Vec<CtResult> {
+    a.iter().map(|a| a.0).collect()
 }
 
 fn dump(ct: &Conntrack) -> Vec<conntrack::ConnEntry> {
@@ -63,16 +80,112 @@ proptest! {
         let rst = pkts.iter().any(|p| matches!(p.l4, conntrack::L4::Tcp(t) if t.flags.contains(RST)));
         prop_assert!(rst || dump(&b).len() == 1);
     }
+
+    /// A load balancer's connection (A → VIP:80 DNAT'd to B:8080, committed with
+    /// its first SYN): runs of either direction, as `ct(nat)` lookups (the reply
+    /// found through its alias), answer and translate as one step per segment.
+    #[test]
+    fn a_translated_run_answers_and_translates_as_its_segments_one_by_one(
+        pkts in prop::collection::vec(segment(), 1..16),
+        reply in any::<bool>(),
+    ) {
+        let (a, b) = (tracker(), tracker());
+        dnat_handshake(&a);
+        dnat_handshake(&b);
+        // The reply's segments come from the backend, addresses and ports swapped.
+        let pkts: Vec<Packet> = pkts.iter().map(|p| if reply { from_backend(p) } else { to_vip(p) }).collect();
+        let act = CtAction::lookup(Z).with_nat(Nat::Existing);
+        let run = as_run(&b, &pkts, &act, 5);
+        prop_assert_eq!(one_by_one(&a, &pkts, &act, 5), run.clone());
+        prop_assert_eq!(dump(&a), dump(&b));
+        // Not vacuous: the first segment was translated, each way.
+        let want = if reply { ep(VIP, 80, A, 40000) } else { ep(A, 40000, B, 8080) };
+        prop_assert!(run[0].0.state.contains(conntrack::CtState::INV)
+            || run[0].1.map(|n| n.packet) == Some(want));
+    }
+}
+
+/// The VIP of [`dnat_handshake`]'s load balancer.
+const VIP: &str = "10.0.0.100";
+
+fn ep(src: &str, sport: u16, dst: &str, dport: u16) -> Endpoints {
+    Endpoints {
+        src: ip(src),
+        dst: ip(dst),
+        src_port: sport,
+        dst_port: dport,
+    }
+}
+
+/// `p` (A:40000 → B:80) sent to the VIP instead.
+fn to_vip(p: &Packet) -> Packet {
+    let mut q = *p;
+    q.dst = ip(VIP);
+    q
+}
+
+/// `p` (A:40000 → B:80) as the backend's answer: B:8080 → A:40000.
+fn from_backend(p: &Packet) -> Packet {
+    let mut q = *p;
+    (q.src, q.dst) = (ip(B), ip(A));
+    if let conntrack::L4::Tcp(t) = &mut q.l4 {
+        (t.src_port, t.dst_port) = (8080, 40000);
+        (t.seq, t.ack) = (t.seq + 4900, t.ack - 4900);
+    }
+    q
+}
+
+/// A handshake A:40000 → VIP:80, DNAT'd to B:8080 by the SYN's commit.
+fn dnat_handshake(ct: &Conntrack) {
+    let vip = NatRange {
+        min: ip(B),
+        max: ip(B),
+        ports: Some((8080, 8080)),
+    };
+    let syn = to_vip(&tcp(A, 40000, B, 80, SYN, 100, 0, 0));
+    let act = CtAction::commit(Z).with_nat(Nat::Dst(vip));
+    assert_eq!(
+        one_by_one(ct, &[syn], &act, 0)[0].0.state,
+        NEW | conntrack::CtState::DNAT
+    );
+    let synack = tcp(B, 8080, A, 40000, SYN | ACK, 5000, 101, 0);
+    let nat = CtAction::lookup(Z).with_nat(Nat::Existing);
+    assert!(one_by_one(ct, &[synack], &nat, 0)[0]
+        .0
+        .state
+        .contains(EST_RPL));
+    let ack = to_vip(&tcp(A, 40000, B, 80, ACK, 101, 5001, 0));
+    assert!(one_by_one(ct, &[ack], &nat, 0)[0].0.state.contains(EST));
 }
 
 #[test]
-fn without_a_connection_or_with_a_commit_nothing_runs() {
+fn without_a_connection_a_lookup_answers_each_packet_and_creates_nothing() {
+    let (ct, alone) = (tracker(), tracker());
+    // A SYN may open a connection (new), a bare ACK may not (inv, counted).
+    let pkts = [
+        tcp(A, 40000, B, 80, SYN, 100, 0, 0),
+        tcp(A, 40000, B, 80, ACK, 101, 5001, 0),
+        tcp(A, 40000, B, 80, SYN, 100, 0, 0),
+    ];
+    let act = CtAction::lookup(Z);
+    let run = as_run(&ct, &pkts, &act, 0);
+    assert_eq!(run, one_by_one(&alone, &pkts, &act, 0));
+    assert_eq!(
+        states(&run).iter().map(|r| r.state).collect::<Vec<_>>(),
+        [NEW, INV, NEW]
+    );
+    assert!(ct.is_empty());
+    assert_eq!(ct.stats(), alone.stats());
+}
+
+#[test]
+fn with_a_commit_nothing_runs() {
     let ct = tracker();
     let pkts = vec![udp(A, 5000, B, 53); 4];
     let prep = Prepared::of(&pkts[0]);
-    let never = |_: &CtResult| -> bool { panic!("no packet runs") };
+    let never = |_: &CtResult, _: &Option<NatResult>| -> bool { panic!("no packet runs") };
     assert_eq!(
-        ct.execute_run(&pkts, &prep, &CtAction::lookup(Z), 0, never),
+        ct.execute_run(&pkts, &prep, &CtAction::commit(Z), 0, never),
         0
     );
     assert!(ct.is_empty());
@@ -109,7 +222,7 @@ fn a_syn_reopening_a_closed_connection_ends_the_run_before_it() {
         &Prepared::of(&pkts[0]),
         &CtAction::lookup(Z),
         2,
-        |r| {
+        |r, _| {
             assert_eq!(r.state, EST);
             true
         },
@@ -136,7 +249,7 @@ fn keep_stops_the_run_after_the_packet_it_refuses() {
         &Prepared::of(&pkts[0]),
         &CtAction::lookup(Z),
         1,
-        |r| {
+        |r, _| {
             seen.push(*r);
             seen.len() < 2
         },
@@ -148,8 +261,8 @@ fn keep_stops_the_run_after_the_packet_it_refuses() {
     let fresh = tracker();
     handshake(&fresh, Z, 0);
     let alone = one_by_one(&fresh, &pkts, &CtAction::lookup(Z), 1);
-    assert_eq!(seen, alone[..2]);
-    assert_eq!(third, alone[2]);
+    assert_eq!(seen, states(&alone[..2]));
+    assert_eq!(third, alone[2].0);
 }
 
 #[test]

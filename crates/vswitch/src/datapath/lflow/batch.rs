@@ -6,52 +6,56 @@
 //! A frame's decision is the one it gets alone. Stepping together runs one step for
 //! every frame before the next step for any: that gives each frame its answers alone
 //! only if no later step of an earlier frame changes what an earlier step of a later
-//! frame read. So a run is stepped together only through programs where each zone
-//! has one lookup, followed only by commits to that lookup's connection
-//! ([`eligible`]), and, at each lookup, only while those commits would change nothing
-//! for its answer (OVN's `ct_next` then `ct_commit` on a known connection); without
-//! NAT or load balancing. Where a frame's answer differs from the first's, that frame
-//! and the frames after it go on alone from there, in order ([`Together::place`]):
-//! their steps come after the earlier frames', as alone.
+//! frame read. So a lookup is taken together only where every path the run's frames
+//! may still take ([`Walk::ahead`]) leaves its zone's connection as it is ([`quiet`]):
+//! OVN's `ct_next` then `ct_commit` of what the connection holds. A lookup of an
+//! existing translation (`ct_dnat`, `ct_lb_mark` on a known connection: `nat`) is
+//! taken together too: every frame of the run is translated alike, and the next
+//! zones see the packets as translated. Where a frame's answer differs from the
+//! first's, that frame and the frames after it go on alone from there, in order
+//! ([`Together::place`]): their steps come after the earlier frames', as alone.
+//! Commits that may create or change a connection, and setting a translation up,
+//! are each frame's own.
 
-use conntrack::{Conntrack, Packet, Prepared};
+use conntrack::{Conntrack, Endpoints, NatResult, Packet, Prepared};
 
-use super::ct::result_of;
+use super::ct::{moved, result_of};
 use super::program::{PStep, Variant, Walk};
 
-/// Whether a run may step through `variants` (one key's) together: in each variant,
-/// every zone has at most one lookup and its commits follow it; no NAT, no load
-/// balancer, no commit that is not its zone's lookup's.
-pub fn eligible(variants: &[Variant]) -> bool {
-    variants.iter().all(|v| {
-        let mut zones = [0u16; super::program::MAX_CT_STEPS];
-        let mut n = 0;
-        let mut zone = None;
-        v.steps.iter().all(|s| match s {
-            PStep::Out(_) => true,
-            PStep::CtLb(..) => false,
-            PStep::Ct(a) => {
-                let fresh = a.nat.is_none() && !a.commit && !zones[..n].contains(&a.zone);
-                if fresh && n < zones.len() {
-                    zones[n] = a.zone;
-                    n += 1;
-                    zone = Some(a.zone);
-                    true
-                } else {
-                    false
-                }
-            }
-            PStep::Commit(a) => a.nat.is_none() && zone == Some(a.zone),
-        })
-    })
+/// A conntrack step's answer and what NAT did in it.
+pub type Answer = (conntrack::CtResult, Option<NatResult>);
+
+/// Where a run's frames stand between steps: what the tracker of a frame that goes
+/// on alone resumes from ([`super::ct::LiveCt::resumed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Resume {
+    /// The lookup of the packet as the steps so far translated it.
+    pub prep: Prepared,
+    /// The answer to the last step, and what NAT did in it (`None`: no step yet).
+    pub last: Option<Answer>,
+    /// The packet's endpoints as translated so far (`None`: as received).
+    pub moved: Option<Endpoints>,
 }
 
-/// Whether every commit to `zone` in `variants` changes nothing on a connection a
-/// lookup answered `r` for.
-fn quiet(variants: &[Variant], zone: u16, r: &conntrack::CtResult) -> bool {
-    variants.iter().flat_map(|v| &v.steps).all(|s| match s {
-        PStep::Commit(a) if a.zone == zone => a.commits_nothing(r),
-        _ => true,
+/// Whether no path the run's frames may still take (the variants `walk`, just past a
+/// lookup in `zone` answered `r`, has not ruled out) changes that zone's connection:
+/// each later step in `zone` is a commit right after a step in `zone` (answered from
+/// the lookup's answer, [`Conntrack::execute_next`]) that writes what the connection
+/// holds (a connection found: a commit after a miss creates one). Another lookup in `zone`, a commit after another zone's step (which steps
+/// the connection again) or a load balancer's pick in `zone` is not quiet.
+fn quiet(walk: &Walk<'_>, zone: u16, r: &conntrack::CtResult) -> bool {
+    walk.ahead().all(|steps| {
+        let mut last = zone;
+        steps.iter().all(|s| {
+            let (z, ok) = match s {
+                PStep::Out(_) => return true,
+                PStep::Commit(a) | PStep::Ct(a) => (a.zone, a.commits_nothing(r)),
+                PStep::CtLb(req, _) => (req.zone, false),
+            };
+            let fine = z != zone || (last == zone && ok);
+            last = z;
+            fine
+        })
     })
 }
 
@@ -62,11 +66,11 @@ pub struct Split<'v> {
     pub at: usize,
     /// Frame `at`'s answer to the step of `walk`, when it ran it (it differed from the
     /// first frame's); the frames after it did not run that step.
-    pub answer: Option<conntrack::CtResult>,
+    pub answer: Option<Answer>,
     /// Where they stand: at the step they parted on.
     pub walk: Walk<'v>,
-    /// Their answer to the step before it.
-    pub last: Option<conntrack::CtResult>,
+    /// Their state before that step.
+    pub state: Resume,
 }
 
 /// How far a run went together.
@@ -76,73 +80,74 @@ pub struct Together<'v> {
     pub n: usize,
     /// Where they went together to (its end: their program is its variant).
     pub walk: Walk<'v>,
-    /// Their answer to the step before `walk`'s.
-    pub last: Option<conntrack::CtResult>,
+    /// Their state there.
+    pub state: Resume,
     /// Where the rest parted, in the order they did (each split's frame is before the
     /// one before it).
     pub splits: Vec<Split<'v>>,
 }
 
-/// Where a frame of a run stands after [`step_together`].
+/// Where a frame of a run stands after [`step_together`] (`'t`: the [`Together`]
+/// it is read from).
 #[derive(Debug, Clone, Copy)]
-pub enum Place<'v> {
+pub enum Place<'t, 'v> {
     /// Done: its program.
     Done(&'v Variant),
     /// To go on alone.
     Alone {
         /// From this step.
-        walk: Walk<'v>,
-        /// Its answer to the step before (`answer` when there is one).
-        last: Option<conntrack::CtResult>,
+        walk: &'t Walk<'v>,
+        /// Its state before it.
+        state: &'t Resume,
         /// Its answer to `walk`'s step, already run: to be taken first.
-        answer: Option<conntrack::CtResult>,
+        answer: Option<&'t Answer>,
     },
 }
 
 impl<'v> Together<'v> {
     /// Where frame `f` of the run stands.
-    pub fn place(&self, f: usize) -> Place<'v> {
+    pub fn place(&self, f: usize) -> Place<'_, 'v> {
         if f < self.n {
             return match self.walk.next() {
                 None => Place::Done(self.walk.variant()),
                 Some(_) => Place::Alone {
-                    walk: self.walk,
-                    last: self.last,
+                    walk: &self.walk,
+                    state: &self.state,
                     answer: None,
                 },
             };
         }
-        // The last split at or before `f` holds it.
+        // The first split (they came at frames ever nearer the run's start) at or
+        // before `f` holds it: a later one holds only frames that were still together.
         let s = self
             .splits
             .iter()
-            .rev()
             .find(|s| s.at <= f)
             .expect("a frame past the run's together ones is in a split");
         Place::Alone {
-            walk: s.walk,
-            last: s.answer.filter(|_| f == s.at).or(s.last),
-            answer: s.answer.filter(|_| f == s.at),
+            walk: &s.walk,
+            state: &s.state,
+            answer: s.answer.as_ref().filter(|_| f == s.at),
         }
     }
 }
 
 /// Finishes alone a frame of a run from `walk` ([`Place::Alone`]): takes its `answer`
-/// first when it has one, then runs its steps left on `live` (its tracker, resumed at
-/// its last answer).
+/// first when it has one, then runs its steps left on `live` (its tracker, resumed
+/// where the run left it).
 pub fn finish_alone<'v>(
     mut walk: Walk<'v>,
-    answer: Option<conntrack::CtResult>,
+    answer: Option<Answer>,
     live: &mut super::ct::LiveCt<'_>,
 ) -> Result<&'v Variant, super::program::Partial> {
-    if let Some(r) = answer {
-        walk.took(result_of(&r, None))?;
+    if let Some((r, nat)) = answer {
+        walk.took(live.answered(r, nat))?;
     }
     walk.finish(live)
 }
 
 /// Steps the run `pkts` (of one key and one lookup: `prep` is each one's) through
-/// `variants` ([`eligible`]) together, as far as the steps and the results allow.
+/// `variants` (an exact key's) together, as far as the steps and the results allow.
 pub fn step_together<'v>(
     variants: &'v [Variant],
     ct: &Conntrack,
@@ -153,38 +158,52 @@ pub fn step_together<'v>(
     let mut t = Together {
         n: pkts.len(),
         walk: Walk::new(variants, None),
-        last: None,
+        state: Resume {
+            prep: *prep,
+            last: None,
+            moved: None,
+        },
         splits: Vec::new(),
     };
+    // The run's packets as translated so far (when `t.state.moved`).
+    let mut translated: Vec<Packet> = Vec::new();
     while let Some(step) = t.walk.next() {
         match step {
             PStep::Out(_) => t.walk.passed(),
-            PStep::Commit(a) if t.last.is_some_and(|l| l.zone == a.zone) => {
+            PStep::Commit(a)
+                if a.nat.is_none() && t.state.last.is_some_and(|l| l.0.zone == a.zone) =>
+            {
                 // `quiet` held for this zone's answer: a commit of nothing, as
                 // `execute_next` answers it (no lock), for each frame.
                 t.walk.committed();
             }
             PStep::Ct(act) if t.walk.may_take().is_ok() => {
+                let now = if t.state.moved.is_some() {
+                    &translated[..t.n]
+                } else {
+                    &pkts[..t.n]
+                };
                 let (mut walk, mut first, mut parted, mut i) = (t.walk, None, None, 0);
-                let ran = ct.execute_run(&pkts[..t.n], prep, act, now_ms, |r| {
+                let ran = ct.execute_run(now, &t.state.prep, act, now_ms, |r, nat| {
                     let at = i;
                     i += 1;
-                    let same = match first {
-                        Some(f) => *r == f,
+                    let same = match &first {
+                        Some((f, fnat)) => r == f && nat == fnat,
                         None => {
-                            let ok = walk.took(result_of(r, None)).is_ok()
-                                && quiet(variants, act.zone, r);
-                            first = Some(*r);
+                            let ok = walk.took(result_of(r, *nat)).is_ok()
+                                && nat.is_none_or(|n| n.inner.is_none())
+                                && quiet(&walk, act.zone, r);
+                            first = Some((*r, *nat));
                             ok
                         }
                     };
                     if !same {
-                        parted = Some((at, *r));
+                        parted = Some((at, (*r, *nat)));
                     }
                     same
                 });
                 if ran == 0 {
-                    // No connection (or a translated one): each frame's own step.
+                    // A commit, or an alias to nothing: each frame's own step.
                     break;
                 }
                 // The frames from `at` on part: `at` with its answer when it differed,
@@ -198,14 +217,23 @@ pub fn step_together<'v>(
                         at,
                         answer,
                         walk: t.walk,
-                        last: t.last,
+                        state: t.state,
                     });
                     t.n = at;
                 }
-                if t.n == 0 {
+                let Some((r, nat)) = first.filter(|_| t.n > 0) else {
                     break;
+                };
+                t.walk = walk;
+                t.state.last = Some((r, nat));
+                let moves = r.state.contains(conntrack::CtState::SNAT)
+                    || r.state.contains(conntrack::CtState::DNAT);
+                if let Some(e) = nat.filter(|_| moves).map(|n| n.packet) {
+                    let next: Vec<Packet> = now[..t.n].iter().map(|p| moved(p, &e)).collect();
+                    translated = next;
+                    t.state.prep = Prepared::of(&translated[0]);
+                    t.state.moved = Some(e);
                 }
-                (t.walk, t.last) = (walk, first);
             }
             _ => break,
         }
@@ -220,10 +248,12 @@ mod tests {
 
     use std::net::IpAddr;
 
-    use conntrack::{Config, Conntrack, CtAction, CtState, Packet, Prepared, TcpFlags, L4};
+    use conntrack::{
+        Config, Conntrack, CtAction, CtState, Nat, NatRange, Packet, Prepared, TcpFlags, L4,
+    };
     use proptest::prelude::*;
 
-    use super::{eligible, finish_alone, step_together, Place};
+    use super::{finish_alone, step_together, Place};
     use crate::datapath::lflow::ct::LiveCt;
     use crate::datapath::lflow::program::{self, Out, PStep, Partial, Target, Variant};
     use crate::model::lflow::{CtResult, Zones};
@@ -291,9 +321,13 @@ mod tests {
         let out = (0..pkts.len())
             .map(|f| match t.place(f) {
                 Place::Done(v) => Ok(index(vs, v)),
-                Place::Alone { walk, last, answer } => {
-                    let mut live = LiveCt::new(ct, &zones, Some(pkts[f]), 5).resumed(prep, last);
-                    finish_alone(walk, answer, &mut live).map(|v| index(vs, v))
+                Place::Alone {
+                    walk,
+                    state,
+                    answer,
+                } => {
+                    let mut live = LiveCt::new(ct, &zones, Some(pkts[f]), 5).resumed(state);
+                    finish_alone(*walk, answer.copied(), &mut live).map(|v| index(vs, v))
                 }
             })
             .collect();
@@ -338,10 +372,11 @@ mod tests {
         })
     }
 
-    /// The connections, by zone (the table's order is its slots').
+    /// The connections, by zone and tuple (the table's order is its slots', which
+    /// depend on when each was made).
     fn dump(ct: &Conntrack) -> Vec<conntrack::ConnEntry> {
         let mut d: Vec<_> = ct.dump(5, None).collect();
-        d.sort_by_key(|e| e.zone);
+        d.sort_by_key(|e| (e.zone, format!("{:?}", e.orig)));
         d
     }
 
@@ -350,7 +385,6 @@ mod tests {
     #[test]
     fn a_known_flows_run_goes_together_to_its_program() {
         let vs = program(7, &[[CtState::NEW, CtState::NEW], [EST, EST]]);
-        assert!(eligible(&vs));
         let [a, b] = trackers(7);
         let pkts: Vec<_> = (0..8).map(|i| tcp(0x10, 101 + i * 100, 100)).collect();
         let (t, n) = together(&vs, &b, &pkts);
@@ -374,13 +408,22 @@ mod tests {
     }
 
     #[test]
-    fn eligible_refuses_two_lookups_in_a_zone_and_a_commit_of_another_zone() {
-        let mut vs = program(0, &[[EST, EST]]);
-        vs[0].steps[2] = PStep::Ct(CtAction::lookup(Z1));
-        assert!(!eligible(&vs));
-        let mut vs = program(0, &[[EST, EST]]);
-        vs[0].steps[1] = PStep::Commit(CtAction::commit(Z2));
-        assert!(!eligible(&vs));
+    fn a_second_lookup_in_a_zone_or_a_commit_after_another_zone_sends_frames_alone() {
+        let pkts: Vec<_> = (0..4).map(|i| tcp(0x10, 101 + i * 100, 100)).collect();
+        // The same lookup twice in Z1: none goes together (the first lookup is not
+        // quiet). A commit to Z2 before Z2's lookup: together through Z1's lookup,
+        // each alone from the commit (4 together, not to the end).
+        let mut twice = program(0, &[[EST, EST]]);
+        twice[0].steps[2] = PStep::Ct(CtAction::lookup(Z1));
+        let mut early = program(0, &[[EST, EST]]);
+        early[0].steps[1] = PStep::Commit(CtAction::commit(Z2));
+        for (vs, together_n) in [(twice, 0), (early, 4)] {
+            let [a, b] = trackers(0);
+            let (t, n) = together(&vs, &b, &pkts);
+            assert_eq!(n, together_n);
+            assert_eq!(one_by_one(&vs, &a, &pkts), t, "{:?}", vs[0].steps);
+            assert_eq!(dump(&a), dump(&b));
+        }
     }
 
     /// Segments after the handshake: data, FIN, RST, out-of-window, a SYN.
@@ -408,6 +451,253 @@ mod tests {
             let [a, b] = trackers(0);
             let (t, _) = together(&vs, &b, &pkts);
             prop_assert_eq!(one_by_one(&vs, &a, &pkts), t);
+            prop_assert_eq!(dump(&a), dump(&b));
+        }
+    }
+
+    /// The client, the load balancer's backend (B:8080) and its VIP.
+    const A: &str = "10.0.0.1";
+    const B: &str = "10.0.0.2";
+    const VIP: &str = "10.0.0.100";
+    const ZN: u16 = 3;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    /// A TCP segment `src:sport -> dst:dport`.
+    #[allow(clippy::too_many_arguments)]
+    fn seg(
+        src: &str,
+        sport: u16,
+        dst: &str,
+        dport: u16,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+        len: u32,
+    ) -> Packet {
+        Packet {
+            src: ip(src),
+            dst: ip(dst),
+            fragment: false,
+            l4: L4::Tcp(conntrack::TcpSegment {
+                src_port: sport,
+                dst_port: dport,
+                flags: TcpFlags(flags),
+                seq,
+                ack,
+                window: 65535,
+                wscale: None,
+                payload_len: len,
+            }),
+        }
+    }
+
+    /// An OVN load balancer's path, as vswitchd runs it (`vswitchd-lb`): `ct_lb_mark`
+    /// in the sender's zone (`nat`: DNAT on the way in, un-DNAT on the way back), a
+    /// lookup in the switch's own zone (`chk_lb_hairpin_reply`: no connection), the
+    /// receiver's stateful stages (`ct_lb_mark`, `ct_commit` of `mark`), an output.
+    /// Towards the backend the zones are ZN (A's), Z2, Z1 (B's); back, Z1, Z2, ZN.
+    fn lb_steps(back: bool, mark: u32) -> Vec<PStep> {
+        let nat = |z| PStep::Ct(CtAction::lookup(z).with_nat(Nat::Existing));
+        let (first, last) = if back { (Z1, ZN) } else { (ZN, Z1) };
+        vec![
+            nat(first),
+            PStep::Ct(CtAction::lookup(Z2)),
+            nat(last),
+            PStep::Commit(CtAction::commit(last).with_mark(mark, 0xff)),
+            PStep::Out(Out {
+                target: Target::Drop(DropReason::OvnPipeline),
+                rewrite: Box::new([]),
+                embedded: None,
+            }),
+        ]
+    }
+
+    /// Two trackers with a load balancer's connection A:40000 -> VIP:80, DNAT'd to
+    /// B:8080 in ZN, and as translated in Z1, both committed with `mark`, handshake
+    /// done.
+    fn lb_trackers(mark: u32) -> [Conntrack; 2] {
+        let to_b = NatRange {
+            min: ip(B),
+            max: ip(B),
+            ports: Some((8080, 8080)),
+        };
+        let nat = CtAction::lookup(ZN).with_nat(Nat::Existing);
+        [0, 1].map(|_| {
+            let ct = Conntrack::new(Config::default()).unwrap();
+            let syn = seg(A, 40000, VIP, 80, 0x02, 100, 0, 0);
+            let lb = CtAction::commit(ZN)
+                .with_nat(Nat::Dst(to_b))
+                .with_mark(mark, 0xff);
+            ct.execute(&syn, &lb, 0);
+            let syn_b = seg(A, 40000, B, 8080, 0x02, 100, 0, 0);
+            ct.execute(&syn_b, &CtAction::commit(Z1).with_mark(mark, 0xff), 0);
+            let synack = seg(B, 8080, A, 40000, 0x12, 5000, 101, 0);
+            ct.execute(&synack, &CtAction::lookup(Z1), 0);
+            ct.execute(&synack, &nat, 0);
+            ct.execute(&seg(A, 40000, VIP, 80, 0x10, 101, 5001, 0), &nat, 0);
+            ct.execute(
+                &seg(A, 40000, B, 8080, 0x10, 101, 5001, 0),
+                &CtAction::lookup(Z1),
+                0,
+            );
+            ct
+        })
+    }
+
+    /// Each frame's decision (its results, all steps taken) one by one, learning the
+    /// variants as a cache does: a frame whose results none had yet adds its own.
+    fn learn(
+        steps: &[PStep],
+        ct: &Conntrack,
+        pkts: &[Packet],
+    ) -> (Vec<Vec<CtResult>>, Vec<Variant>) {
+        let zones = Zones::default();
+        let mut vs: Vec<Variant> = Vec::new();
+        let mut out = Vec::new();
+        for p in pkts {
+            let mut live = LiveCt::new(ct, &zones, Some(*p), 5);
+            let results = if vs.is_empty() {
+                finish_live(steps, Vec::new(), &mut live)
+            } else {
+                match program::run(&vs, &mut live, None) {
+                    Ok(v) => v.ct.clone(),
+                    Err((done, _)) => finish_live(steps, done, &mut live),
+                }
+            };
+            if !vs.iter().any(|v| v.ct == results) {
+                vs.push(Variant {
+                    ct: results.clone(),
+                    steps: steps.to_vec(),
+                    punts: 0,
+                    dps: Box::new([]),
+                    rel: None,
+                    mcast: None,
+                });
+            }
+            out.push(results);
+        }
+        (out, vs)
+    }
+
+    /// The results `done` (of the first lookups of `steps`, whose commits before the
+    /// last of them ran too), then those of the rest of `steps`, run live: what the
+    /// interpreter would run after a miss.
+    fn finish_live(
+        steps: &[PStep],
+        mut done: Vec<CtResult>,
+        live: &mut LiveCt<'_>,
+    ) -> Vec<CtResult> {
+        let mut taken = done.len();
+        for s in steps {
+            match s {
+                PStep::Ct(_) if taken > 0 => taken -= 1,
+                PStep::Ct(a) => done.push(live.step(a)),
+                PStep::Commit(a) if taken == 0 => {
+                    live.step(a);
+                }
+                _ => {}
+            }
+        }
+        done
+    }
+
+    /// Each frame's decision stepped together through `vs` (all of `steps`' paths),
+    /// and how many went together to the end.
+    fn together_results(
+        steps: &[PStep],
+        vs: &[Variant],
+        ct: &Conntrack,
+        pkts: &[Packet],
+    ) -> (Vec<Vec<CtResult>>, usize) {
+        let zones = Zones::default();
+        let t = step_together(vs, ct, pkts, &Prepared::of(&pkts[0]), 5);
+        let out = (0..pkts.len())
+            .map(|f| match t.place(f) {
+                Place::Done(v) => v.ct.clone(),
+                Place::Alone {
+                    walk,
+                    state,
+                    answer,
+                } => {
+                    let mut live = LiveCt::new(ct, &zones, Some(pkts[f]), 5).resumed(state);
+                    match finish_alone(*walk, answer.copied(), &mut live) {
+                        Ok(v) => v.ct.clone(),
+                        Err((done, _)) => finish_live(steps, done, &mut live),
+                    }
+                }
+            })
+            .collect();
+        (out, t.n)
+    }
+
+    /// Segments of the load balancer's connection after the handshake, towards the
+    /// VIP (or back from the backend): data, FIN, RST, out-of-window, a SYN.
+    fn lb_segment(back: bool) -> impl Strategy<Value = Packet> {
+        (
+            prop::sample::select(vec![0x10u8, 0x18, 0x11, 0x04, 0x14, 0x02]),
+            prop::sample::select(vec![0u32, 500, 1000, 1_000_000]),
+            prop::sample::select(vec![0u32, 500]),
+        )
+            .prop_map(move |(f, off, len)| match back {
+                false => seg(A, 40000, VIP, 80, f, 101 + off, 5001, len),
+                true => seg(B, 8080, A, 40000, f, 5001 + off, 101, len),
+            })
+    }
+
+    #[test]
+    fn a_translated_flows_run_goes_together_and_is_translated_alike() {
+        for back in [false, true] {
+            let steps = lb_steps(back, 7);
+            let [a, b] = lb_trackers(7);
+            let pkts: Vec<_> = (0..8)
+                .map(|i| match back {
+                    false => seg(A, 40000, VIP, 80, 0x10, 101 + i * 100, 5001, 100),
+                    true => seg(B, 8080, A, 40000, 0x10, 5001 + i * 100, 101, 100),
+                })
+                .collect();
+            let (alone, vs) = learn(&steps, &a, &pkts);
+            let (t, n) = together_results(&steps, &vs, &b, &pkts);
+            assert_eq!(n, 8, "back {back}: all together");
+            assert_eq!(alone, t);
+            assert_eq!(dump(&a), dump(&b));
+            // Translated in ZN: DNAT'd there first, or un-DNAT'd there last on the way
+            // back from the VIP.
+            let nat = t[0][if back { 2 } else { 0 }].nat.expect("translated");
+            let want = if back { (ip(VIP), 80) } else { (ip(B), 8080) };
+            let got = if back {
+                (nat.packet.src, nat.packet.src_port)
+            } else {
+                (nat.packet.dst, nat.packet.dst_port)
+            };
+            assert_eq!(got, want);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever the segments of a load balancer's connection (either way, with a
+        /// mark the commit rewrites or not), each frame's decision and the
+        /// connections are those of one frame at a time.
+        #[test]
+        fn a_translated_run_decides_as_its_frames_one_by_one(
+            back in any::<bool>(),
+            mark in prop::sample::select(vec![0u32, 7]),
+            seed in prop::collection::vec(lb_segment(false), 1..16),
+            seed_back in prop::collection::vec(lb_segment(true), 1..16),
+        ) {
+            let pkts = if back { seed_back } else { seed };
+            let steps = lb_steps(back, 7);
+            let [a, b] = lb_trackers(mark);
+            // The variants a cache learnt from the same frames on a third tracker.
+            let [c, _] = lb_trackers(mark);
+            let (_, vs) = learn(&steps, &c, &pkts);
+            let (alone, _) = learn(&steps, &a, &pkts);
+            let (t, _) = together_results(&steps, &vs, &b, &pkts);
+            prop_assert_eq!(alone, t);
             prop_assert_eq!(dump(&a), dump(&b));
         }
     }

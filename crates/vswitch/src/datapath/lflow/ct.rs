@@ -102,12 +102,25 @@ impl<'a> LiveCt<'a> {
     }
 
     /// The tracker of a frame that goes on alone after steps run with others
-    /// ([`super::batch`]): its lookup `prep` made, and `last` its last step's answer
-    /// (`None`: no step yet).
-    pub fn resumed(mut self, prep: Prepared, last: Option<conntrack::CtResult>) -> Self {
-        self.prep = Some(prep);
-        self.last = last;
+    /// ([`super::batch`]), where they left it: its packet translated as theirs, its
+    /// lookup made, its last step's answer and what NAT did in it.
+    pub fn resumed(mut self, r: &super::batch::Resume) -> Self {
+        if let Some(e) = &r.moved {
+            self.translate(e);
+        }
+        self.prep = Some(r.prep);
+        (self.last, self.nat) = match r.last {
+            Some((last, nat)) => (Some(last), nat),
+            None => (None, None),
+        };
         self
+    }
+
+    /// Takes `r` as the answer to a step run for the frame with others (and `nat`,
+    /// what NAT did in it), as [`step`](Self::step) takes its own.
+    pub fn answered(&mut self, r: conntrack::CtResult, nat: Option<NatResult>) -> CtResult {
+        self.nat = nat;
+        self.settle(r)
     }
 
     /// With the load balancers' affinity sessions `a` (`chk_lb_aff`, `commit_lb_aff`).
@@ -218,6 +231,12 @@ impl<'a> LiveCt<'a> {
         if act.commit && r.refused.is_some() {
             self.refused = r.refused;
         }
+        self.settle(r)
+    }
+
+    /// The step's answer `r` (what NAT did in `self.nat`): the packet translated as it
+    /// says, kept as the last answer.
+    fn settle(&mut self, r: conntrack::CtResult) -> CtResult {
         let out = result_of(&r, self.nat);
         let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
         if let Some(n) = self.nat.filter(|_| translated) {
@@ -246,15 +265,22 @@ impl<'a> LiveCt<'a> {
         if (p.src, p.dst) == (e.src, e.dst) && ports(p) == Some((e.src_port, e.dst_port)) {
             return;
         }
-        p.src = e.src;
-        p.dst = e.dst;
-        match &mut p.l4 {
-            L4::Tcp(seg) => (seg.src_port, seg.dst_port) = (e.src_port, e.dst_port),
-            L4::Udp { src_port, dst_port } => (*src_port, *dst_port) = (e.src_port, e.dst_port),
-            L4::Icmp(_) | L4::Other { .. } => {}
-        }
+        *p = moved(p, e);
         self.prep = None;
     }
+}
+
+/// `p` with `e`'s addresses, and its ports for TCP and UDP.
+pub fn moved(p: &Packet, e: &Endpoints) -> Packet {
+    let mut q = *p;
+    q.src = e.src;
+    q.dst = e.dst;
+    match &mut q.l4 {
+        L4::Tcp(seg) => (seg.src_port, seg.dst_port) = (e.src_port, e.dst_port),
+        L4::Udp { src_port, dst_port } => (*src_port, *dst_port) = (e.src_port, e.dst_port),
+        L4::Icmp(_) | L4::Other { .. } => {}
+    }
+    q
 }
 
 /// Runs `act` on `pkt` (with its lookup `prep`) after the step that answered `last`

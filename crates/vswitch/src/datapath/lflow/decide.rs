@@ -187,8 +187,8 @@ impl Pipeline {
     }
 
     /// Decides and emits the frames `i..j`, a run of one key and connection, stepped
-    /// together ([`batch`]); false (nothing done) when its program is not cached
-    /// exactly or not [`batch::eligible`].
+    /// together ([`batch`]) as far as they may; false (nothing done) when its program
+    /// is not cached exactly.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn lflow_together<'m, B: RxBurst<'m>>(
         &mut self,
@@ -213,9 +213,6 @@ impl Pipeline {
         let Some((vs, None)) = cache.find(&key, || None) else {
             return false;
         };
-        if !batch::eligible(vs) {
-            return false;
-        }
         let prep = Prepared::of(&pkt);
         let t = batch::step_together(vs, &sw.conntrack, &lf.heads.ips[i..j], &prep, bu.now);
         // Programs the interpreter made for frames that went on alone, cached after.
@@ -240,13 +237,16 @@ impl Pipeline {
                     first = plain.then_some((lf.targets.len() as u32, 0));
                     Decided::Cached(v)
                 }
-                Place::Alone { walk, last, answer } => {
+                Place::Alone {
+                    walk,
+                    state,
+                    answer,
+                } => {
                     let head = lf.heads.get(f).expect("a run's frames have heads");
                     let alone = Alone {
                         walk,
-                        last,
+                        state,
                         answer,
-                        prep,
                     };
                     self.lflow_alone((topo, src, sw), lf, bu, f, &head, alone)
                 }
@@ -304,10 +304,10 @@ impl Pipeline {
         bu: &Burst<'_, B>,
         f: usize,
         head: &Head,
-        a: Alone<'v>,
+        a: Alone<'_, 'v>,
     ) -> Decided<'v> {
-        let mut live = tracker(sw, head, bu.now).resumed(a.prep, a.last);
-        match batch::finish_alone(a.walk, a.answer, &mut live) {
+        let mut live = tracker(sw, head, bu.now).resumed(a.state);
+        match batch::finish_alone(*a.walk, a.answer.copied(), &mut live) {
             Ok(v) => {
                 lf.hits += 1;
                 refused(&live).unwrap_or(Decided::Cached(v))
@@ -485,13 +485,11 @@ impl Pipeline {
     }
 }
 
-/// Where a frame of a run goes on alone from ([`Place::Alone`]), with the run's
-/// lookup.
-struct Alone<'v> {
-    walk: Walk<'v>,
-    last: Option<conntrack::CtResult>,
-    answer: Option<conntrack::CtResult>,
-    prep: Prepared,
+/// Where a frame of a run goes on alone from ([`Place::Alone`]).
+struct Alone<'t, 'v> {
+    walk: &'t Walk<'v>,
+    state: &'t batch::Resume,
+    answer: Option<&'t batch::Answer>,
 }
 
 /// The tracker of the frame of `head`, over `sw`'s connections, at `now` ms.

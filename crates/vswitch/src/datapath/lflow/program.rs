@@ -424,6 +424,18 @@ impl<'v> Walk<'v> {
         self.v
     }
 
+    /// The steps left of each variant whose results so far are the walk's: the paths
+    /// a frame at this point may still take (an exact key's variants: with the same
+    /// results, they took the same steps so far).
+    pub fn ahead(&self) -> impl Iterator<Item = &'v [PStep]> + '_ {
+        let (k, at) = (self.k, self.at);
+        let seen = self.v.ct.get(..k);
+        self.variants
+            .iter()
+            .filter(move |w| w.ct.get(..k) == seen)
+            .map(move |w| w.steps.get(at..).unwrap_or(&[]))
+    }
+
     /// Whether another `ct` step may be taken (a longer path is never cached).
     #[inline(always)]
     pub fn may_take(&self) -> Result<(), Partial> {
