@@ -140,6 +140,69 @@ fn blast(ns: &str, ip: &str, n: u32) {
     run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
 }
 
+/// vm1 (in `ns`) reaches `vip` as a neighbour at vm2's MAC (no ARP: see vm_ns).
+fn vip_neighbour(ns: &str, vip: &str) {
+    let dev = format!("pc{}1", std::process::id() % 10000);
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "ip",
+        "neigh",
+        "replace",
+        vip,
+        "lladdr",
+        VMS[1].2,
+        "dev",
+        &dev,
+        "nud",
+        "permanent",
+    ]);
+}
+
+/// A UDP echo server on `port` in `ns`.
+fn udp_echo(ns: &str, port: u16) -> KillOnDrop {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{port}))\n\
+         print('ready',flush=True)\n\
+         while True:\n d,a=s.recvfrom(2048); s.sendto(d,a)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    KillOnDrop(child)
+}
+
+/// Sends `n` datagrams back to back from `ns` (source port 40002) to `ip`:`port` on
+/// a connected socket (it takes only answers from there), then counts the answers
+/// that come within 3 s of each other.
+fn round_trips(ns: &str, ip: &str, port: u16, n: u32) -> u32 {
+    let script = format!(
+        "import socket\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',40002))\n\
+         s.connect(('{ip}',{port})); s.settimeout(3)\n\
+         for i in range({n}): s.send(b'x'*64)\n\
+         got=0\n\
+         try:\n\
+         \x20while got<{n}: s.recv(2048); got+=1\n\
+         except socket.timeout: pass\n\
+         print(got)\n"
+    );
+    run(&["ip", "netns", "exec", ns, "python3", "-c", &script])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 /// Frames stepped through their program together with earlier frames of their flow,
 /// over all PMDs.
 fn together(sw: &Vswitchd) -> u64 {
@@ -347,6 +410,50 @@ fn a_flows_back_to_back_frames_are_stepped_together_and_all_arrive() {
 }
 
 #[test]
+fn a_load_balanced_flows_back_to_back_frames_are_stepped_together_and_translated() {
+    let _g = serial();
+    let Setup {
+        _f,
+        _dir,
+        c,
+        sw,
+        nss,
+        _sink,
+        ..
+    } = setup("opl");
+    // A stateful ACL and a load balancer: each frame to the VIP is DNAT'd in vm1's
+    // zone, each answer un-DNAT'd there, both through vm2's zone too.
+    c.nbctl(&[
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "1000",
+        "udp",
+        "allow-related",
+    ]);
+    let (vip, port, vm2_ip) = ("10.0.0.101", 5001, VMS[1].3);
+    let (lb_vip, lb_backend) = (format!("{vip}:{port}"), format!("{vm2_ip}:{port}"));
+    c.nbctl(&["lb-add", "lb1", &lb_vip, &lb_backend, "udp"]);
+    c.nbctl(&["--wait=hv", "ls-lb-add", "sw0", "lb1"]);
+    let vm1 = &nss[0].0;
+    vip_neighbour(vm1, vip);
+    let _echo = udp_echo(&nss[1].0, port);
+    // Warm: the connection answered (established), its programs cached.
+    assert_eq!(round_trips(vm1, vip, port, 5), 5, "answers from the VIP");
+    let before = together(&sw);
+    // Each answer is taken only from the VIP: every one came back un-DNAT'd.
+    assert_eq!(
+        round_trips(vm1, vip, port, 150),
+        150,
+        "answers from the VIP"
+    );
+    let after = together(&sw);
+    eprintln!("stepped together: {before} -> {after}");
+    assert!(after > before, "no frame was stepped together: {after}");
+    drop(nss);
+}
+
+#[test]
 fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_port() {
     let _g = serial();
     let Setup {
@@ -364,23 +471,7 @@ fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_por
     let (lb_vip, lb_backend) = (format!("{vip}:{PORT}"), format!("{vm2_ip}:{PORT}"));
     c.nbctl(&["lb-add", "lb0", &lb_vip, &lb_backend, "udp"]);
     c.nbctl(&["--wait=hv", "ls-lb-add", "sw0", "lb0"]);
-    // vm1 reaches the VIP as a neighbour (no ARP: see vm_ns).
-    run(&[
-        "ip",
-        "netns",
-        "exec",
-        vm1,
-        "ip",
-        "neigh",
-        "replace",
-        vip,
-        "lladdr",
-        VMS[1].2,
-        "dev",
-        &format!("pc{}1", std::process::id() % 10000),
-        "nud",
-        "permanent",
-    ]);
+    vip_neighbour(vm1, vip);
 
     // 40 new flows to vm2, then 40 to the VIP: a handful of interpreter runs each.
     for (dst, ports, what) in [
