@@ -437,10 +437,12 @@ impl Conntrack {
     /// packets together (VPP's vectors) uses `keep` to stop where a packet's
     /// answer would make the next packets' answers depend on its later steps.
     ///
-    /// Runs nothing (returns 0) when `act` commits or sets a translation up
-    /// (only `nat` of an existing translation is taken), or when an alias
-    /// leads to no connection: a packet that may create runs its own step.
-    /// A SYN that reopens a closed connection ends the run before it.
+    /// A commit runs only on a connection found (its writes, and a
+    /// translation's set-up, are what a commit does to an existing
+    /// connection: the writes only). Runs nothing (returns 0) when `act`
+    /// commits and no connection is there, or when an alias leads to no
+    /// connection: a packet that may create runs its own step. A SYN that
+    /// reopens a closed connection ends the run before it.
     pub fn execute_run(
         &self,
         pkts: &[Packet],
@@ -449,7 +451,7 @@ impl Conntrack {
         now_ms: u64,
         mut keep: impl FnMut(&CtResult, &Option<NatResult>) -> bool,
     ) -> usize {
-        let (Ok(lk0), false, None | Some(Nat::Existing)) = (&prep.0, act.commit, act.nat) else {
+        let Ok(lk0) = &prep.0 else {
             return 0;
         };
         let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
@@ -459,7 +461,11 @@ impl Conntrack {
         if let Some(i) = self.find_live(&mut s, tag(h), &lk, now_ms) {
             return self.run_on(&mut s, i, pkts, &lk, Via::Key, act, now_ms, keep);
         }
-        let Some(a) = self.alias_of(&s, &lk.key) else {
+        let alias = self.alias_of(&s, &lk.key);
+        if act.commit && alias.is_none() {
+            return 0;
+        }
+        let Some(a) = alias else {
             // No connection: each packet's answer, as alone; nothing is created.
             let mut n = 0;
             while let Some(pkt) = pkts.get(n) {

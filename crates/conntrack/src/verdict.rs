@@ -375,6 +375,11 @@ pub struct CtResult {
 const _: () = assert!(core::mem::size_of::<CtResult>() <= 48);
 
 impl CtResult {
+    /// Whether the step found a connection (or made one, committing).
+    pub fn found(&self) -> bool {
+        self.has_conn
+    }
+
     pub(crate) fn new(zone: u16, state: CtState) -> CtResult {
         CtResult {
             state: state | CtState::TRK,

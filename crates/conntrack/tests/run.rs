@@ -1,7 +1,7 @@
 //! `Conntrack::execute_run`: a run of one connection's packets (or of no
 //! connection's), stepped under one lookup, answers (NAT included) and leaves
 //! the table exactly as the packets stepped one by one do; `keep` stops it
-//! where it says; what may create a connection runs nothing.
+//! where it says; a commit runs only on a connection found.
 
 mod common;
 
@@ -179,30 +179,27 @@ fn without_a_connection_a_lookup_answers_each_packet_and_creates_nothing() {
 }
 
 #[test]
-fn with_a_commit_nothing_runs() {
+fn a_commit_runs_only_on_a_connection_found() {
     let ct = tracker();
     let pkts = vec![udp(A, 5000, B, 53); 4];
     let prep = Prepared::of(&pkts[0]);
     let never = |_: &CtResult, _: &Option<NatResult>| -> bool { panic!("no packet runs") };
-    assert_eq!(
-        ct.execute_run(&pkts, &prep, &CtAction::commit(Z), 0, never),
-        0
-    );
+    let marked = CtAction::commit(Z).with_mark(7, 0xff);
+    assert_eq!(ct.execute_run(&pkts, &prep, &marked, 0, never), 0);
     assert!(ct.is_empty());
-    commit(&ct, &pkts[0], Z, 0);
-    let before = dump(&ct);
-    assert_eq!(
-        ct.execute_run(&pkts, &prep, &CtAction::commit(Z), 0, never),
-        0
-    );
-    assert_eq!(dump(&ct), before);
-    // Known now: a lookup runs all four, as four lookups would.
+    // Known now: a commit (its mark written by the first) and a lookup each run all
+    // four, as four steps would.
     let alone = tracker();
+    commit(&ct, &pkts[0], Z, 0);
     commit(&alone, &pkts[0], Z, 0);
-    assert_eq!(
-        as_run(&ct, &pkts, &CtAction::lookup(Z), 1),
-        one_by_one(&alone, &pkts, &CtAction::lookup(Z), 1)
-    );
+    for act in [marked, CtAction::lookup(Z)] {
+        assert_eq!(
+            as_run(&ct, &pkts, &act, 1),
+            one_by_one(&alone, &pkts, &act, 1)
+        );
+        assert_eq!(dump(&ct), dump(&alone));
+    }
+    assert_eq!(dump(&ct)[0].mark, 7);
 }
 
 #[test]

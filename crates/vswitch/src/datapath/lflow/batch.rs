@@ -38,18 +38,17 @@ pub struct Resume {
 }
 
 /// Whether no path the run's frames may still take (the variants `walk`, just past a
-/// lookup in `zone` answered `r`, has not ruled out) changes that zone's connection:
-/// each later step in `zone` is a commit right after a step in `zone` (answered from
-/// the lookup's answer, [`Conntrack::execute_next`]) that writes what the connection
-/// holds (a connection found: a commit after a miss creates one). Another lookup in `zone`, a commit after another zone's step (which steps
-/// the connection again) or a load balancer's pick in `zone` is not quiet.
+/// step in `zone` answered `r`, has not ruled out) changes that zone's connection:
+/// each later step in `zone` comes right after a step in `zone` and is [`calm`]
+/// there. A step in `zone` after another zone's (which steps the connection again)
+/// or a load balancer's pick in `zone` is not quiet.
 fn quiet(walk: &Walk<'_>, zone: u16, r: &conntrack::CtResult) -> bool {
     walk.ahead().all(|steps| {
         let mut last = zone;
         steps.iter().all(|s| {
             let (z, ok) = match s {
                 PStep::Out(_) => return true,
-                PStep::Commit(a) | PStep::Ct(a) => (a.zone, a.commits_nothing(r)),
+                PStep::Commit(a) | PStep::Ct(a) => (a.zone, calm(a, r)),
                 PStep::CtLb(req, _) => (req.zone, false),
             };
             let fine = z != zone || (last == zone && ok);
@@ -57,6 +56,25 @@ fn quiet(walk: &Walk<'_>, zone: u16, r: &conntrack::CtResult) -> bool {
             fine
         })
     })
+}
+
+/// Whether `a`, right after a step in its zone that answered `r`, leaves the zone's
+/// connection as it is ([`Conntrack::execute_next`]): an invalid answer is repeated; a
+/// connection found is at most written, with what it holds; where none was found, a
+/// lookup creates none.
+fn calm(a: &conntrack::CtAction, r: &conntrack::CtResult) -> bool {
+    r.state.contains(conntrack::CtState::INV) || !a.commit || a.commits_nothing(r)
+}
+
+/// Whether `a`, right after a step in its zone that answered `last`, answers `last`
+/// again for every frame of the run, with no lock: [`calm`], on a connection found
+/// (or an invalid answer), and no translation left to make (none asked, none there,
+/// or made already).
+fn repeats(a: &conntrack::CtAction, (r, nat): &Answer) -> bool {
+    let moved =
+        r.state.contains(conntrack::CtState::SNAT) || r.state.contains(conntrack::CtState::DNAT);
+    r.state.contains(conntrack::CtState::INV)
+        || (r.found() && calm(a, r) && (a.nat.is_none() || nat.is_none() || moved))
 }
 
 /// Where a run parted.
@@ -170,12 +188,20 @@ pub fn step_together<'v>(
     while let Some(step) = t.walk.next() {
         match step {
             PStep::Out(_) => t.walk.passed(),
-            PStep::Commit(a)
-                if a.nat.is_none() && t.state.last.is_some_and(|l| l.0.zone == a.zone) =>
-            {
-                // `quiet` held for this zone's answer: a commit of nothing, as
-                // `execute_next` answers it (no lock), for each frame.
-                t.walk.committed();
+            PStep::Commit(a) | PStep::Ct(a) if t.state.last.is_some_and(|l| l.0.zone == a.zone) => {
+                // Right after a step in its zone (whose `quiet` held): the answer
+                // before, for each frame, as `execute_next` gives it.
+                let last = t.state.last.expect("a step before");
+                if !repeats(a, &last) {
+                    break;
+                }
+                if matches!(step, PStep::Commit(_)) {
+                    t.walk.committed();
+                } else if t.walk.may_take().is_err()
+                    || t.walk.took(result_of(&last.0, last.1)).is_err()
+                {
+                    break;
+                }
             }
             PStep::Ct(act) if t.walk.may_take().is_ok() => {
                 let now = if t.state.moved.is_some() {
@@ -410,11 +436,11 @@ mod tests {
     #[test]
     fn a_second_lookup_in_a_zone_or_a_commit_after_another_zone_sends_frames_alone() {
         let pkts: Vec<_> = (0..4).map(|i| tcp(0x10, 101 + i * 100, 100)).collect();
-        // The same lookup twice in Z1: none goes together (the first lookup is not
+        // Z1's lookup again after Z2's: none goes together (the first lookup is not
         // quiet). A commit to Z2 before Z2's lookup: together through Z1's lookup,
         // each alone from the commit (4 together, not to the end).
         let mut twice = program(0, &[[EST, EST]]);
-        twice[0].steps[2] = PStep::Ct(CtAction::lookup(Z1));
+        twice[0].steps[3] = PStep::Ct(CtAction::lookup(Z1));
         let mut early = program(0, &[[EST, EST]]);
         early[0].steps[1] = PStep::Commit(CtAction::commit(Z2));
         for (vs, together_n) in [(twice, 0), (early, 4)] {
@@ -676,8 +702,63 @@ mod tests {
         }
     }
 
+    /// A floating IP's path on its gateway router (`vswitchd-fip`): a lookup that finds
+    /// nothing (Z2), the router's `ct_dnat(B)` (a commit with DNAT, of a connection
+    /// there: the translation it has), `ct_dnat` again in its zone (answered from the
+    /// step before), a commit, an output.
+    fn fip_steps() -> Vec<PStep> {
+        let to_b = NatRange {
+            min: ip(B),
+            max: ip(B),
+            ports: Some((8080, 8080)),
+        };
+        vec![
+            PStep::Ct(CtAction::lookup(Z2).with_nat(Nat::Existing)),
+            PStep::Ct(CtAction::commit(ZN).with_nat(Nat::Dst(to_b))),
+            PStep::Ct(CtAction::lookup(ZN).with_nat(Nat::Existing)),
+            PStep::Commit(CtAction::commit(ZN)),
+            PStep::Out(Out {
+                target: Target::Drop(DropReason::OvnPipeline),
+                rewrite: Box::new([]),
+                embedded: None,
+            }),
+        ]
+    }
+
+    #[test]
+    fn a_floating_ips_run_goes_together_through_its_dnat_commit() {
+        let steps = fip_steps();
+        let [a, b] = lb_trackers(0);
+        let pkts: Vec<_> = (0..8)
+            .map(|i| seg(A, 40000, VIP, 80, 0x10, 101 + i * 100, 5001, 100))
+            .collect();
+        let (alone, vs) = learn(&steps, &a, &pkts);
+        let (t, n) = together_results(&steps, &vs, &b, &pkts);
+        assert_eq!(n, 8, "all together");
+        assert_eq!(alone, t);
+        assert_eq!(dump(&a), dump(&b));
+        assert_eq!(t[0][2].nat.map(|n| n.packet.dst), Some(ip(B)), "DNAT'd");
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever the segments of a floating IP's connection, each frame's decision
+        /// and the connections are those of one frame at a time.
+        #[test]
+        fn a_floating_ips_run_decides_as_its_frames_one_by_one(
+            mark in prop::sample::select(vec![0u32, 7]),
+            pkts in prop::collection::vec(lb_segment(false), 1..16),
+        ) {
+            let steps = fip_steps();
+            let [a, b] = lb_trackers(mark);
+            let [c, _] = lb_trackers(mark);
+            let (_, vs) = learn(&steps, &c, &pkts);
+            let (alone, _) = learn(&steps, &a, &pkts);
+            let (t, _) = together_results(&steps, &vs, &b, &pkts);
+            prop_assert_eq!(alone, t);
+            prop_assert_eq!(dump(&a), dump(&b));
+        }
 
         /// Whatever the segments of a load balancer's connection (either way, with a
         /// mark the commit rewrites or not), each frame's decision and the
