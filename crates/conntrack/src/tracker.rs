@@ -490,7 +490,9 @@ impl Conntrack {
         self.run_on(&mut p, i, pkts, &lk, via, act, now_ms, keep)
     }
 
-    /// The steps of a run on connection `i` of `s`, found `via`.
+    /// The steps of a run on connection `i` of `s`, found `via` (inlined always: a
+    /// run found by key then steps with `via` known).
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn run_on(
         &self,
