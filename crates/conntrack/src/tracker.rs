@@ -505,10 +505,11 @@ impl Conntrack {
         now_ms: u64,
         mut keep: impl FnMut(&CtResult, &Option<NatResult>) -> bool,
     ) -> usize {
+        let memo = NatMemo::default();
         let mut n = 0;
         while let Some(pkt) = pkts.get(n) {
             let mut nat = None;
-            let r = self.on_conn(s, i, pkt, lk, via, act, now_ms, &mut nat);
+            let r = self.on_conn(s, i, pkt, lk, via, act, now_ms, (&mut nat, Some(&memo)));
             if r.is_again() {
                 // Reopened, and removed: this packet's own step creates anew.
                 break;
@@ -559,7 +560,7 @@ impl Conntrack {
         nat: &mut Option<NatResult>,
     ) -> CtResult {
         if let Some(i) = self.find_live(&mut s, tag(h), lk, now_ms) {
-            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms, nat);
+            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms, (nat, None));
             if !r.is_again() {
                 return r;
             }
@@ -602,7 +603,7 @@ impl Conntrack {
                 reply_swap: a.reply_swap,
                 info: &info,
             };
-            let r = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms, nat);
+            let r = self.on_conn(&mut p, i, pkt, lk, via, act, now_ms, (nat, None));
             if !r.is_again() {
                 return r;
             }
@@ -705,7 +706,7 @@ impl Conntrack {
         via: Via<'_>,
         act: &CtAction,
         now_ms: u64,
-        nat: &mut Option<NatResult>,
+        (nat, memo): (&mut Option<NatResult>, Option<&NatMemo>),
     ) -> CtResult {
         let liberal = self.tcp_liberal.load(Relaxed);
         let c = s.table.get_mut(i);
@@ -735,6 +736,7 @@ impl Conntrack {
                             reply,
                             related: false,
                             translate: false,
+                            memo,
                         };
                         report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
                     }
@@ -756,6 +758,7 @@ impl Conntrack {
                 reply,
                 related: lk.related,
                 translate: act.nat.is_some(),
+                memo,
             };
             return nat_conn_result(s, i, pkt, p, act.zone, state, nat);
         }
@@ -857,6 +860,7 @@ impl Conntrack {
                 reply: false,
                 related: false,
                 translate: true,
+                memo: None,
             };
             report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out.state, nat);
         }
@@ -949,7 +953,15 @@ struct Passage<'a> {
     reply: bool,
     related: bool,
     translate: bool,
+    /// A run's packets' report, made for its first ([`NatMemo`]).
+    memo: Option<&'a NatMemo>,
 }
+
+/// What NAT reported for a run's first packet, by whether the step asked to
+/// translate it (a valid packet) or not (an invalid one): the state bits added
+/// and the [`NatResult`]. A run's packets share their endpoints, their
+/// connection and their direction, so each later packet's report is the same.
+type NatMemo = [core::cell::Cell<Option<(CtState, NatResult)>>; 2];
 
 /// Writes `nat` for a packet of the NAT'd connection `key` (original
 /// direction: `flipped`) and translates it if the step asks for NAT and the
@@ -970,6 +982,12 @@ fn report_nat(
     state: &mut CtState,
     nat: &mut Option<NatResult>,
 ) {
+    let slot = p.memo.map(|m| &m[usize::from(p.translate)]);
+    if let Some((bits, n)) = slot.and_then(|m| m.get()) {
+        *state |= bits;
+        *nat = Some(n);
+        return;
+    }
     // Found through the alias: its translation is at hand, checked then.
     let info = match p.via {
         Via::Alias { info, .. } => info,
@@ -985,18 +1003,23 @@ fn report_nat(
         Via::Alias { .. } => p.reply,
     };
     let translate = p.translate && untranslated;
-    let packet = if translate {
-        *state |= info.state(p.reply);
-        info.rewrite(original, own, p.reply, p.related)
+    let (bits, packet) = if translate {
+        let bits = info.state(p.reply);
+        (bits, info.rewrite(original, own, p.reply, p.related))
     } else {
-        own
+        (CtState(0), own)
     };
+    *state |= bits;
     let inner = (translate && p.related).then(|| info.embedded(original, p.reply));
-    *nat = Some(NatResult {
+    let n = NatResult {
         packet,
         original,
         inner,
-    });
+    };
+    *nat = Some(n);
+    if let Some(m) = slot {
+        m.set(Some((bits, n)));
+    }
 }
 
 /// The result of a step on NAT'd connection `i` of `s` (its writes
@@ -1056,6 +1079,7 @@ fn next_on(
             reply: prev.state.contains(CtState::RPL),
             related: prev.state.contains(CtState::REL),
             translate: true,
+            memo: None,
         };
         report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
     }

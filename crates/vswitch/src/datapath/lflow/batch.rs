@@ -165,13 +165,15 @@ pub fn finish_alone<'v>(
 }
 
 /// Steps the run `pkts` (of one key and one lookup: `prep` is each one's) through
-/// `variants` (an exact key's) together, as far as the steps and the results allow.
+/// `variants` (an exact key's) together, as far as the steps and the results allow;
+/// `translated` holds the run's packets as a translation made them (kept by the
+/// caller: its room is reused).
 pub fn step_together<'v>(
     variants: &'v [Variant],
     ct: &Conntrack,
-    pkts: &[Packet],
-    prep: &Prepared,
+    (pkts, prep): (&[Packet], &Prepared),
     now_ms: u64,
+    translated: &mut Vec<Packet>,
 ) -> Together<'v> {
     let mut t = Together {
         n: pkts.len(),
@@ -183,8 +185,6 @@ pub fn step_together<'v>(
         },
         splits: Vec::new(),
     };
-    // The run's packets as translated so far (when `t.state.moved`).
-    let mut translated: Vec<Packet> = Vec::new();
     while let Some(step) = t.walk.next() {
         match step {
             PStep::Out(_) => t.walk.passed(),
@@ -255,8 +255,14 @@ pub fn step_together<'v>(
                 let moves = r.state.contains(conntrack::CtState::SNAT)
                     || r.state.contains(conntrack::CtState::DNAT);
                 if let Some(e) = nat.filter(|_| moves).map(|n| n.packet) {
-                    let next: Vec<Packet> = now[..t.n].iter().map(|p| moved(p, &e)).collect();
-                    translated = next;
+                    // In place: each packet is read before it is written.
+                    if t.state.moved.is_none() {
+                        translated.clear();
+                        translated.extend_from_slice(&pkts[..t.n]);
+                    }
+                    for p in &mut translated[..t.n] {
+                        *p = moved(p, &e);
+                    }
                     t.state.prep = Prepared::of(&translated[0]);
                     t.state.moved = Some(e);
                 }
@@ -343,7 +349,7 @@ mod tests {
     fn together(vs: &[Variant], ct: &Conntrack, pkts: &[Packet]) -> (Vec<Decision>, usize) {
         let zones = Zones::default();
         let prep = Prepared::of(&pkts[0]);
-        let t = step_together(vs, ct, pkts, &prep, 5);
+        let t = step_together(vs, ct, (pkts, &prep), 5, &mut Vec::new());
         let out = (0..pkts.len())
             .map(|f| match t.place(f) {
                 Place::Done(v) => Ok(index(vs, v)),
@@ -639,7 +645,7 @@ mod tests {
         pkts: &[Packet],
     ) -> (Vec<Vec<CtResult>>, usize) {
         let zones = Zones::default();
-        let t = step_together(vs, ct, pkts, &Prepared::of(&pkts[0]), 5);
+        let t = step_together(vs, ct, (pkts, &Prepared::of(&pkts[0])), 5, &mut Vec::new());
         let out = (0..pkts.len())
             .map(|f| match t.place(f) {
                 Place::Done(v) => v.ct.clone(),

@@ -214,7 +214,8 @@ impl Pipeline {
             return false;
         };
         let prep = Prepared::of(&pkt);
-        let t = batch::step_together(vs, &sw.conntrack, &lf.heads.ips[i..j], &prep, bu.now);
+        let run = (&lf.heads.ips[i..j], &prep);
+        let t = batch::step_together(vs, &sw.conntrack, run, bu.now, &mut lf.translated);
         // Programs the interpreter made for frames that went on alone, cached after.
         let mut made = Vec::new();
         // The destinations of the run's first frame done together, when its program

@@ -69,6 +69,8 @@ pub struct Lflow {
     frame: Vec<u8>,
     /// The burst's frames' keys and connections.
     heads: decide::Heads,
+    /// A run's packets as a translation made them ([`batch::step_together`]).
+    translated: Vec<conntrack::Packet>,
 }
 
 impl Lflow {
