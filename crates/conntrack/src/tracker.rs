@@ -431,8 +431,9 @@ impl Conntrack {
     /// answered `new` or `inv` as alone, under the lock of its shard.
     ///
     /// `keep` reads each packet's answer and what NAT did for it as soon as
-    /// they are made; the run stops after the first packet it returns
-    /// `false` for. Returns how many packets ran, from the first; the others
+    /// they are made (NAT is reported once for the run: packets with equal
+    /// answers have equal reports); the run stops after the first packet it
+    /// returns `false` for. Returns how many packets ran, from the first; the others
     /// did not (their own steps may follow). A caller that steps several
     /// packets together (VPP's vectors) uses `keep` to stop where a packet's
     /// answer would make the next packets' answers depend on its later steps.

@@ -77,6 +77,34 @@ fn repeats(a: &conntrack::CtAction, (r, nat): &Answer) -> bool {
         || (r.found() && calm(a, r) && (a.nat.is_none() || nat.is_none() || moved))
 }
 
+/// Whether the first frame's answer `r` (and NAT report `nat`) to a lookup in `zone`
+/// takes the run on together: `walk` takes it, no embedded header is to translate
+/// (an ICMP error's: each frame's own), and the zone is [`quiet`] after it. Out of
+/// line: the other frames' answers are only compared.
+#[inline(never)]
+fn leads(walk: &mut Walk<'_>, zone: u16, r: &conntrack::CtResult, nat: &Option<NatResult>) -> bool {
+    walk.took(result_of(r, *nat)).is_ok()
+        && nat.is_none_or(|n| n.inner.is_none())
+        && quiet(walk, zone, r)
+}
+
+/// Whether `a` and `b` are the same answer; the label is compared by halves (written
+/// so by the step just made, it is read back so: one wide read of it would wait for
+/// both stores).
+#[inline(always)]
+fn same_answer(a: &conntrack::CtResult, b: &conntrack::CtResult) -> bool {
+    let halves = |l: u128| [l as u64, (l >> 64) as u64];
+    let same = a.state == b.state
+        && a.zone == b.zone
+        && a.mark == b.mark
+        && halves(a.label) == halves(b.label)
+        && a.invalid == b.invalid
+        && a.refused == b.refused
+        && a.found() == b.found();
+    debug_assert_eq!(same, a == b, "every field compared");
+    same
+}
+
 /// Where a run parted.
 #[derive(Debug, Clone, Copy)]
 pub struct Split<'v> {
@@ -214,13 +242,15 @@ pub fn step_together<'v>(
                     let at = i;
                     i += 1;
                     let same = match &first {
-                        Some((f, fnat)) => r == f && nat == fnat,
+                        // Equal answers carry equal NAT reports (execute_run's).
+                        Some((f, fnat)) => {
+                            let same = same_answer(r, f);
+                            debug_assert!(!same || nat == fnat);
+                            same
+                        }
                         None => {
-                            let ok = walk.took(result_of(r, *nat)).is_ok()
-                                && nat.is_none_or(|n| n.inner.is_none())
-                                && quiet(&walk, act.zone, r);
                             first = Some((*r, *nat));
-                            ok
+                            leads(&mut walk, act.zone, r, nat)
                         }
                     };
                     if !same {
