@@ -7,7 +7,7 @@
 //! every frame before the next step for any: that gives each frame its answers alone
 //! only if no later step of an earlier frame changes what an earlier step of a later
 //! frame read. So a lookup is taken together only where every path the run's frames
-//! may still take ([`Walk::ahead`]) leaves its zone's connection as it is ([`quiet`]):
+//! may still take ([`Walk::ahead`]) leaves its zone's connection as it is (`quiet`):
 //! OVN's `ct_next` then `ct_commit` of what the connection holds. A lookup of an
 //! existing translation (`ct_dnat`, `ct_lb_mark` on a known connection: `nat`) is
 //! taken together too: every frame of the run is translated alike, and the next
