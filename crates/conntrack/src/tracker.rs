@@ -1072,7 +1072,7 @@ fn next_on(
         label: c.label(),
         ..*prev
     };
-    let translated = prev.state.contains(CtState::SNAT) || prev.state.contains(CtState::DNAT);
+    let translated = prev.state.translated();
     if act.nat.is_some() && c.nat && !translated {
         let (key, flipped) = (c.key, c.flipped);
         let p = Passage {

@@ -43,6 +43,11 @@ impl CtState {
     pub fn contains(self, other: CtState) -> bool {
         self.0 & other.0 == other.0
     }
+
+    /// Whether `snat` or `dnat` is set: the step translated the packet.
+    pub fn translated(self) -> bool {
+        self.0 & (CtState::SNAT.0 | CtState::DNAT.0) != 0
+    }
 }
 
 impl core::ops::BitOr for CtState {
@@ -375,11 +380,6 @@ pub struct CtResult {
 const _: () = assert!(core::mem::size_of::<CtResult>() <= 48);
 
 impl CtResult {
-    /// Whether the step found a connection (or made one, committing).
-    pub fn found(&self) -> bool {
-        self.has_conn
-    }
-
     pub(crate) fn new(zone: u16, state: CtState) -> CtResult {
         CtResult {
             state: state | CtState::TRK,

@@ -71,10 +71,9 @@ fn calm(a: &conntrack::CtAction, r: &conntrack::CtResult) -> bool {
 /// (or an invalid answer), and no translation left to make (none asked, none there,
 /// or made already).
 fn repeats(a: &conntrack::CtAction, (r, nat): &Answer) -> bool {
-    let moved =
-        r.state.contains(conntrack::CtState::SNAT) || r.state.contains(conntrack::CtState::DNAT);
+    let done = r.state.translated();
     r.state.contains(conntrack::CtState::INV)
-        || (r.found() && calm(a, r) && (a.nat.is_none() || nat.is_none() || moved))
+        || (r.has_connection() && calm(a, r) && (a.nat.is_none() || nat.is_none() || done))
 }
 
 /// Whether the first frame's answer `r` (and NAT report `nat`) to a lookup in `zone`
@@ -100,7 +99,7 @@ fn same_answer(a: &conntrack::CtResult, b: &conntrack::CtResult) -> bool {
         && halves(a.label) == halves(b.label)
         && a.invalid == b.invalid
         && a.refused == b.refused
-        && a.found() == b.found();
+        && a.has_connection() == b.has_connection();
     debug_assert_eq!(same, a == b, "every field compared");
     same
 }
@@ -282,9 +281,7 @@ pub fn step_together<'v>(
                 };
                 t.walk = walk;
                 t.state.last = Some((r, nat));
-                let moves = r.state.contains(conntrack::CtState::SNAT)
-                    || r.state.contains(conntrack::CtState::DNAT);
-                if let Some(e) = nat.filter(|_| moves).map(|n| n.packet) {
+                if let Some(e) = nat.filter(|_| r.state.translated()).map(|n| n.packet) {
                     // In place: each packet is read before it is written.
                     if t.state.moved.is_none() {
                         translated.clear();

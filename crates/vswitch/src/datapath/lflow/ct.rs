@@ -15,7 +15,7 @@
 //! its outputs are rewritten.
 
 use conntrack::{
-    Checksums, Conntrack, CtAction, CtState, Endpoints, NatResult, Packet, Prepared, Refused, L4,
+    Checksums, Conntrack, CtAction, Endpoints, NatResult, Packet, Prepared, Refused, L4,
 };
 use ovn_lflow::Flow;
 
@@ -238,7 +238,7 @@ impl<'a> LiveCt<'a> {
     /// says, kept as the last answer.
     fn settle(&mut self, r: conntrack::CtResult) -> CtResult {
         let out = result_of(&r, self.nat);
-        let translated = r.state.contains(CtState::SNAT) || r.state.contains(CtState::DNAT);
+        let translated = r.state.translated();
         if let Some(n) = self.nat.filter(|_| translated) {
             self.translate(&n.packet);
             if let Some(inner) = &n.inner {
