@@ -36,15 +36,6 @@ fn snat_to(addr: &str) -> Nat {
     Nat::Src(range(addr, addr, None))
 }
 
-fn ep(src: &str, sport: u16, dst: &str, dport: u16) -> Endpoints {
-    Endpoints {
-        src: ip(src),
-        dst: ip(dst),
-        src_port: sport,
-        dst_port: dport,
-    }
-}
-
 /// A step's answer and what NAT did ([`Conntrack::execute_nat`]).
 type Answer = (CtResult, Option<NatResult>);
 

@@ -6,9 +6,7 @@
 mod common;
 
 use common::*;
-use conntrack::{
-    Conntrack, CtAction, CtResult, Endpoints, Nat, NatRange, NatResult, Packet, Prepared,
-};
+use conntrack::{Conntrack, CtAction, CtResult, Nat, NatRange, NatResult, Packet, Prepared};
 use proptest::prelude::*;
 
 const Z: u16 = 3;
@@ -107,15 +105,6 @@ proptest! {
 
 /// The VIP of [`dnat_handshake`]'s load balancer.
 const VIP: &str = "10.0.0.100";
-
-fn ep(src: &str, sport: u16, dst: &str, dport: u16) -> Endpoints {
-    Endpoints {
-        src: ip(src),
-        dst: ip(dst),
-        src_port: sport,
-        dst_port: dport,
-    }
-}
 
 /// `p` (A:40000 → B:80) sent to the VIP instead.
 fn to_vip(p: &Packet) -> Packet {

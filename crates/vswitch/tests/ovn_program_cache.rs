@@ -21,8 +21,8 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::process::{ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,23 +92,30 @@ fn vm_ns(from: &str, tap: &str, ns: &str, vm: (&str, &str, &str, &str)) -> Netns
     n
 }
 
-/// A UDP receiver on `PORT` in `ns`; the count of datagrams it got.
-fn udp_sink(ns: &str) -> (KillOnDrop, Arc<AtomicU64>) {
+/// A UDP server on `port` in `ns` that runs `each` (Python, with the socket `s`) for
+/// each datagram, once it is bound; its standard output, past its "ready" line.
+fn udp_server(ns: &str, port: u16, each: &str) -> (KillOnDrop, BufReader<ChildStdout>) {
     let script = format!(
         "import socket\n\
-         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{PORT}))\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{port}))\n\
          print('ready',flush=True)\n\
-         while True:\n s.recv(2048); print('d',flush=True)\n"
+         while True:\n {each}\n"
     );
     let mut child = Command::new("ip")
         .args(["netns", "exec", ns, "python3", "-c", &script])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready");
+    (KillOnDrop(child), out)
+}
+
+/// A UDP receiver on `PORT` in `ns`; the count of datagrams it got.
+fn udp_sink(ns: &str) -> (KillOnDrop, Arc<AtomicU64>) {
+    let (child, out) = udp_server(ns, PORT, "s.recv(2048); print('d',flush=True)");
     let n = Arc::new(AtomicU64::new(0));
     let count = n.clone();
     std::thread::spawn(move || {
@@ -116,7 +123,7 @@ fn udp_sink(ns: &str) -> (KillOnDrop, Arc<AtomicU64>) {
             count.fetch_add(1, Relaxed);
         }
     });
-    (KillOnDrop(child), n)
+    (child, n)
 }
 
 /// Sends `n` datagrams of one flow (source port 40000) from `ns` to `ip`:`PORT`.
@@ -163,23 +170,7 @@ fn vip_neighbour(ns: &str, vip: &str) {
 
 /// A UDP echo server on `port` in `ns`.
 fn udp_echo(ns: &str, port: u16) -> KillOnDrop {
-    let script = format!(
-        "import socket\n\
-         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{port}))\n\
-         print('ready',flush=True)\n\
-         while True:\n d,a=s.recvfrom(2048); s.sendto(d,a)\n"
-    );
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns, "python3", "-c", &script])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    KillOnDrop(child)
+    udp_server(ns, port, "d,a=s.recvfrom(2048); s.sendto(d,a)").0
 }
 
 /// Sends `n` datagrams back to back from `ns` (source port 40002) to `ip`:`port` on
@@ -201,6 +192,20 @@ fn round_trips(ns: &str, ip: &str, port: u16, n: u32) -> u32 {
         .trim()
         .parse()
         .unwrap()
+}
+
+/// An `allow-related` ACL for UDP on sw0: each datagram goes through conntrack in
+/// its sender's zone and its receiver's.
+fn stateful_udp_acl(c: &OvnCentral) {
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "1000",
+        "udp",
+        "allow-related",
+    ]);
 }
 
 /// Frames stepped through their program together with earlier frames of their flow,
@@ -382,15 +387,7 @@ fn a_flows_back_to_back_frames_are_stepped_together_and_all_arrive() {
         got,
     } = setup("opt");
     // A stateful ACL: each frame goes through conntrack in vm1's zone and vm2's.
-    c.nbctl(&[
-        "--wait=hv",
-        "acl-add",
-        "sw0",
-        "from-lport",
-        "1000",
-        "udp",
-        "allow-related",
-    ]);
+    stateful_udp_acl(&c);
     let (vm1, vm2_ip) = (&nss[0].0, VMS[1].3);
     // Warm: the connection committed, the flow's programs cached.
     send(vm1, vm2_ip, 5);
@@ -423,14 +420,7 @@ fn a_load_balanced_flows_back_to_back_frames_are_stepped_together_and_translated
     } = setup("opl");
     // A stateful ACL and a load balancer: each frame to the VIP is DNAT'd in vm1's
     // zone, each answer un-DNAT'd there, both through vm2's zone too.
-    c.nbctl(&[
-        "acl-add",
-        "sw0",
-        "from-lport",
-        "1000",
-        "udp",
-        "allow-related",
-    ]);
+    stateful_udp_acl(&c);
     let (vip, port, vm2_ip) = ("10.0.0.101", 5001, VMS[1].3);
     let (lb_vip, lb_backend) = (format!("{vip}:{port}"), format!("{vm2_ip}:{port}"));
     c.nbctl(&["lb-add", "lb1", &lb_vip, &lb_backend, "udp"]);

@@ -5,8 +5,8 @@ use std::net::IpAddr;
 
 use conntrack::packet::icmp;
 use conntrack::{
-    Config, Conntrack, CtAction, CtResult, CtState, IcmpMessage, Packet, TcpFlags, TcpSegment,
-    Tuple, L4,
+    Config, Conntrack, CtAction, CtResult, CtState, Endpoints, IcmpMessage, Packet, TcpFlags,
+    TcpSegment, Tuple, L4,
 };
 
 pub const SYN: TcpFlags = TcpFlags::SYN;
@@ -125,6 +125,16 @@ pub fn lookup(ct: &Conntrack, p: &Packet, zone: u16, now: u64) -> CtResult {
 
 pub fn commit(ct: &Conntrack, p: &Packet, zone: u16, now: u64) -> CtResult {
     ct.execute(p, &CtAction::commit(zone), now)
+}
+
+/// Endpoints `src:sport -> dst:dport` (a NAT's answer, or what a test expects of it).
+pub fn ep(src: &str, sport: u16, dst: &str, dport: u16) -> Endpoints {
+    Endpoints {
+        src: ip(src),
+        dst: ip(dst),
+        src_port: sport,
+        dst_port: dport,
+    }
 }
 
 pub const A: &str = "10.0.0.1";

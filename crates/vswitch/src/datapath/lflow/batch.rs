@@ -394,22 +394,7 @@ mod tests {
     }
 
     fn tcp(flags: u8, seq: u32, len: u32) -> Packet {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        Packet {
-            src: ip("10.0.0.1"),
-            dst: ip("10.0.0.2"),
-            fragment: false,
-            l4: L4::Tcp(conntrack::TcpSegment {
-                src_port: 40000,
-                dst_port: 80,
-                flags: TcpFlags(flags),
-                seq,
-                ack: 5001,
-                window: 65535,
-                wscale: None,
-                payload_len: len,
-            }),
-        }
+        seg(A, 40000, B, 80, flags, seq, 5001, len)
     }
 
     /// Two trackers with the connection of A:40000 → B:80 in both zones, its
@@ -773,6 +758,23 @@ mod tests {
         assert_eq!(t[0][2].nat.map(|n| n.packet.dst), Some(ip(B)), "DNAT'd");
     }
 
+    /// Each frame's decision and the connections after, for `pkts` through `steps` on
+    /// [`lb_trackers`] committed with `mark`: one frame at a time, then stepped
+    /// together through the variants a cache learnt from the same frames on a third
+    /// tracker.
+    fn alone_and_together(
+        steps: &[PStep],
+        mark: u32,
+        pkts: &[Packet],
+    ) -> [(Vec<Vec<CtResult>>, Vec<conntrack::ConnEntry>); 2] {
+        let [a, b] = lb_trackers(mark);
+        let [c, _] = lb_trackers(mark);
+        let (_, vs) = learn(steps, &c, pkts);
+        let (alone, _) = learn(steps, &a, pkts);
+        let (together, _) = together_results(steps, &vs, &b, pkts);
+        [(alone, dump(&a)), (together, dump(&b))]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -783,14 +785,8 @@ mod tests {
             mark in prop::sample::select(vec![0u32, 7]),
             pkts in prop::collection::vec(lb_segment(false), 1..16),
         ) {
-            let steps = fip_steps();
-            let [a, b] = lb_trackers(mark);
-            let [c, _] = lb_trackers(mark);
-            let (_, vs) = learn(&steps, &c, &pkts);
-            let (alone, _) = learn(&steps, &a, &pkts);
-            let (t, _) = together_results(&steps, &vs, &b, &pkts);
-            prop_assert_eq!(alone, t);
-            prop_assert_eq!(dump(&a), dump(&b));
+            let [alone, together] = alone_and_together(&fip_steps(), mark, &pkts);
+            prop_assert_eq!(alone, together);
         }
 
         /// Whatever the segments of a load balancer's connection (either way, with a
@@ -804,15 +800,8 @@ mod tests {
             seed_back in prop::collection::vec(lb_segment(true), 1..16),
         ) {
             let pkts = if back { seed_back } else { seed };
-            let steps = lb_steps(back, 7);
-            let [a, b] = lb_trackers(mark);
-            // The variants a cache learnt from the same frames on a third tracker.
-            let [c, _] = lb_trackers(mark);
-            let (_, vs) = learn(&steps, &c, &pkts);
-            let (alone, _) = learn(&steps, &a, &pkts);
-            let (t, _) = together_results(&steps, &vs, &b, &pkts);
-            prop_assert_eq!(alone, t);
-            prop_assert_eq!(dump(&a), dump(&b));
+            let [alone, together] = alone_and_together(&lb_steps(back, 7), mark, &pkts);
+            prop_assert_eq!(alone, together);
         }
     }
 }
