@@ -48,7 +48,8 @@ pub(crate) struct Conn {
     /// The original direction's sender is the key's destination endpoint.
     pub flipped: bool,
     /// The connection has a translation (its `NatInfo` is in the shard's
-    /// NAT map, its alias in the alias key's shard).
+    /// NAT maps, under the connection's key and tag; its alias in the alias
+    /// key's shard).
     pub nat: bool,
     pub l4: L4State,
     pub mark: u32,
@@ -59,8 +60,16 @@ pub(crate) struct Conn {
     pub expires: u64,
 }
 
+impl crate::table::Entry for Conn {
+    const VACANT: Conn = Conn::VACANT;
+
+    fn key(&self) -> &Key {
+        &self.key
+    }
+}
+
 impl Conn {
-    /// An empty table slot: its key matches no lookup.
+    /// An empty table slot.
     pub const VACANT: Conn = Conn {
         key: Key::VACANT,
         flipped: false,

@@ -114,7 +114,11 @@ impl Iterator for Dump<'_> {
                 }
                 let c = s.table.get(i);
                 if !c.expired(self.now_ms) && self.zone.is_none_or(|z| c.key.zone == z) {
-                    let nat = if c.nat { s.nat.info.get(&c.key) } else { None };
+                    let nat = if c.nat {
+                        s.nat.info(s.table.tag_of(i), &c.key)
+                    } else {
+                        None
+                    };
                     self.buf.push(ConnEntry::of(c, nat));
                 }
             }

@@ -141,7 +141,7 @@ impl Conntrack {
             s.counters.flushed += 1;
             return true;
         }
-        let alias = self.alias_of(&s, &key);
+        let alias = self.alias_of(&s, tag(h), &key);
         drop(s);
         // `now` 0: a primary found this way is removed, expired or not.
         match alias.and_then(|a| self.primary_of(&a, 0)) {

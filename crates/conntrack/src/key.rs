@@ -8,7 +8,7 @@
 //! one the connection was created with. Open vSwitch keeps two keys per
 //! connection in its `cmap` for the same purpose; NAT, whose reply tuple is
 //! not the reverse of the original one, adds a second key for the
-//! translated reply tuple, an alias in a side map (see `nat.rs`).
+//! translated reply tuple, an alias in a second table (see `nat.rs`).
 //!
 //! ICMP queries key as Open vSwitch does (`extract_l4_icmp`): both ports are
 //! the identifier, and each endpoint carries the type it sends (an echo
@@ -268,78 +268,7 @@ impl Key {
     }
 }
 
-/// Six words (the two addresses, ports/zone/protocol, types) for the NAT
-/// side maps' [`MapState`]; equal keys write equal words.
-impl core::hash::Hash for Key {
-    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
-        let (meta, types) = self.meta_words();
-        for w in [
-            word(&self.src, 0),
-            word(&self.src, 1),
-            word(&self.dst, 0),
-            word(&self.dst, 1),
-            meta,
-            types,
-        ] {
-            h.write_u64(w);
-        }
-    }
-}
-
-/// The hasher of the per-shard NAT maps (`HashMap<Key, …>`): the folded
-/// multiply of [`KeyHasher`] chained over the key's words, seeded from the
-/// tracker's random seed (so guests cannot aim aliases at one chain).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct MapState {
-    seed: [u64; 2],
-}
-
-/// One hashing of a key: see [`MapState`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct MapHasher {
-    acc: u64,
-    k: u64,
-}
-
-impl std::hash::BuildHasher for MapState {
-    type Hasher = MapHasher;
-    fn build_hasher(&self) -> MapHasher {
-        MapHasher {
-            acc: self.seed[0],
-            k: self.seed[1],
-        }
-    }
-}
-
-impl std::hash::Hasher for MapHasher {
-    #[inline]
-    fn write_u64(&mut self, w: u64) {
-        self.acc = fold_mul(self.acc ^ w, self.k);
-        self.k = self.k.rotate_left(29) ^ MUL;
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_ne_bytes(w));
-        }
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        fold_mul(self.acc, MUL ^ self.k)
-    }
-}
-
 impl KeyHasher {
-    /// The seeded state of the NAT side maps' hashers.
-    pub fn map_state(&self) -> MapState {
-        MapState {
-            seed: [self.seed[3].rotate_left(7), self.seed[2] ^ MUL | 1],
-        }
-    }
-
     /// A hasher with a random seed (from `std`'s `RandomState`, which asks
     /// the OS once per process and then increments).
     pub fn random() -> KeyHasher {

@@ -11,12 +11,18 @@
 //! (only while the tracker holds a NAT'd connection) follows the alias to
 //! the primary, and the serial tells a live alias from one whose
 //! connection is gone (see the tracker for the locking).
+//!
+//! Both maps are [`Table`]s like the connections', each entry under its key's
+//! tag: the tracker has the hash at hand wherever it reads them (the
+//! packet's, or the connection slot's stored tag), so neither map hashes a
+//! key again, and an insert is one probe (a `HashMap` hashed every key it
+//! touched, twice per alias claimed, and rehashed every entry as it grew).
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::collections::HashMap;
 
-use crate::key::{addr, ordinal, Key, MapState, Oriented};
+use crate::key::{addr, ordinal, Key, Oriented};
 use crate::packet::{Packet, IPPROTO_TCP, IPPROTO_UDP, L4};
+use crate::table::{Entry, Table};
 use crate::verdict::{CtState, Endpoints, NatRange};
 
 /// Candidates (address, port) tried per new translation, at most: a
@@ -38,10 +44,9 @@ pub(crate) struct NatInfo {
     pub addr: IpAddr,
     /// The port (TCP/UDP), ICMP id (unchanged) or 0 the translated side takes.
     pub port: u16,
-    /// The alias key (the translated reply tuple's canonical key) and
-    /// whether that tuple, in the reply direction, is swapped in it;
-    /// `None` for a translation to itself.
-    pub alias: Option<(Key, bool)>,
+    /// Whether the translated reply tuple has an alias (its key:
+    /// [`alias_key`](Self::alias_key)); not for a translation to itself.
+    pub aliased: bool,
     /// This translation's number, unique in the tracker: an alias whose
     /// serial the primary no longer has is stale.
     pub serial: u64,
@@ -59,67 +64,148 @@ pub(crate) struct Alias {
     pub serial: u64,
 }
 
+/// A [`NatInfo`] under its connection's key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Translation {
+    key: Key,
+    info: NatInfo,
+}
+
+impl Entry for Translation {
+    const VACANT: Translation = Translation {
+        key: Key::VACANT,
+        info: NatInfo {
+            src_nat: false,
+            addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port: 0,
+            aliased: false,
+            serial: 0,
+        },
+    };
+
+    fn key(&self) -> &Key {
+        &self.key
+    }
+}
+
+/// An [`Alias`] under the translated reply tuple's key (its fields side by
+/// side: 96 bytes, where the two structs nested took 104).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AliasEntry {
+    key: Key,
+    primary: Key,
+    reply_swap: bool,
+    serial: u64,
+}
+
+impl Entry for AliasEntry {
+    const VACANT: AliasEntry = AliasEntry {
+        key: Key::VACANT,
+        primary: Key::VACANT,
+        reply_swap: false,
+        serial: 0,
+    };
+
+    fn key(&self) -> &Key {
+        &self.key
+    }
+}
+
 /// A shard's NAT maps: empty (and unallocated) until a NAT'd connection
-/// is created in the shard.
-#[derive(Debug)]
+/// is created in the shard. Every method takes the key's tag
+/// ([`crate::table::tag`] of the tracker's hash of the key).
+#[derive(Debug, Default)]
 pub(crate) struct NatMaps {
     /// Translations of this shard's NAT'd connections, by primary key.
-    pub info: HashMap<Key, NatInfo, MapState>,
+    info: Table<Translation>,
     /// Aliases whose key hashes to this shard.
-    pub aliases: HashMap<Key, Alias, MapState>,
+    aliases: Table<AliasEntry>,
 }
 
 impl NatMaps {
-    pub fn new(state: MapState) -> NatMaps {
-        NatMaps {
-            info: HashMap::with_hasher(state),
-            aliases: HashMap::with_hasher(state),
+    /// The translation of connection `key`.
+    #[inline]
+    pub fn info(&self, tag: u32, key: &Key) -> Option<&NatInfo> {
+        let i = self.info.find(tag, key)?;
+        Some(&self.info.get(i).info)
+    }
+
+    /// Records the translation of connection `key` (which has none).
+    pub fn insert_info(&mut self, tag: u32, key: Key, info: NatInfo) {
+        self.info.insert(tag, Translation { key, info });
+    }
+
+    /// Removes and returns the translation of connection `key`.
+    pub fn take_info(&mut self, tag: u32, key: &Key) -> Option<NatInfo> {
+        let i = self.info.find(tag, key)?;
+        Some(self.info.remove(i).info)
+    }
+
+    /// The alias under `key`.
+    #[inline]
+    pub fn alias(&self, tag: u32, key: &Key) -> Option<Alias> {
+        let e = self.aliases.get(self.aliases.find(tag, key)?);
+        Some(Alias {
+            primary: e.primary,
+            reply_swap: e.reply_swap,
+            serial: e.serial,
+        })
+    }
+
+    /// Inserts `alias` under `key` unless an alias holds it already; whether
+    /// it did.
+    pub fn claim_alias(&mut self, tag: u32, key: &Key, alias: Alias) -> bool {
+        if self.aliases.find(tag, key).is_some() {
+            return false;
         }
+        let e = AliasEntry {
+            key: *key,
+            primary: alias.primary,
+            reply_swap: alias.reply_swap,
+            serial: alias.serial,
+        };
+        self.aliases.insert(tag, e);
+        true
     }
 
     /// Removes `key`'s alias if it still has `serial`.
-    pub fn remove_alias(&mut self, key: &Key, serial: u64) {
-        if self.aliases.get(key).is_some_and(|a| a.serial == serial) {
-            self.aliases.remove(key);
+    pub fn remove_alias(&mut self, tag: u32, key: &Key, serial: u64) {
+        if let Some(i) = self.aliases.find(tag, key) {
+            if self.aliases.get(i).serial == serial {
+                self.aliases.remove(i);
+            }
         }
+    }
+
+    /// How many translations and aliases the shard holds.
+    #[cfg(test)]
+    pub fn lens(&self) -> (usize, usize) {
+        (self.info.len(), self.aliases.len())
     }
 
     /// Gives memory back after mass removal (a sweep or flush).
     pub fn maybe_shrink(&mut self) {
-        if self.info.len() * 4 < self.info.capacity() {
-            self.info.shrink_to_fit();
-        }
-        if self.aliases.len() * 4 < self.aliases.capacity() {
-            self.aliases.shrink_to_fit();
-        }
+        self.info.maybe_shrink();
+        self.aliases.maybe_shrink();
     }
 
-    /// Heap bytes held: each map's buckets (entries and a control byte each).
+    /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        map_bytes(self.info.capacity(), core::mem::size_of::<(Key, NatInfo)>())
-            + map_bytes(
-                self.aliases.capacity(),
-                core::mem::size_of::<(Key, Alias)>(),
-            )
+        self.info.bytes() + self.aliases.bytes()
     }
-}
-
-/// The heap bytes of a std `HashMap` (hashbrown) holding `capacity` entries of
-/// `entry` bytes: its buckets are a power of two with at most 7/8 of them used,
-/// each with a control byte, plus a group's worth (16) of control bytes.
-fn map_bytes(capacity: usize, entry: usize) -> usize {
-    if capacity == 0 {
-        return 0;
-    }
-    let buckets = if capacity < 8 {
-        (capacity + 1).next_power_of_two()
-    } else {
-        (capacity * 8 / 7).next_power_of_two()
-    };
-    buckets * (entry + 1) + 16
 }
 
 impl NatInfo {
+    /// The key of the alias of connection `key` (whose original direction's
+    /// sender is its destination endpoint when `flipped`): its translated
+    /// reply tuple, canonical, and whether that tuple is swapped in it.
+    pub fn alias_key(&self, key: &Key, flipped: bool) -> (Key, bool) {
+        let o = key.oriented(flipped);
+        translate(&o, self.src_nat, self.addr, self.port)
+            .reversed()
+            .canonical(key.zone)
+    }
+
     /// `ct.snat` or `ct.dnat` for a packet translated in the original direction; a
     /// reply un-NATed gets the other (Open vSwitch `un_nat_packet`: the reply of a
     /// source-NAT'd connection has its destination rewritten, `CS_DST_NAT`).
@@ -428,12 +514,19 @@ mod tests {
     }
 
     #[test]
+    fn entries_are_80_and_96_bytes() {
+        assert_eq!(core::mem::size_of::<NatInfo>(), 32);
+        assert_eq!(core::mem::size_of::<Translation>(), 80);
+        assert_eq!(core::mem::size_of::<AliasEntry>(), 96);
+    }
+
+    #[test]
     fn rewrite_each_way() {
         let info = NatInfo {
             src_nat: true,
             addr: IpAddr::from([192, 0, 2, 9]),
             port: 7000,
-            alias: None,
+            aliased: false,
             serial: 1,
         };
         let orig = Endpoints {

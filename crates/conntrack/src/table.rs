@@ -1,34 +1,57 @@
-//! One shard's connections: an open-addressing table with linear probing
-//! and entries stored inline.
+//! An open-addressing table with linear probing and entries stored inline:
+//! one shard's connections, and its NAT aliases and translations (see
+//! `nat.rs`), each entry under its key's tag (the tracker's hash of the key,
+//! which the tracker has at hand wherever it looks one up).
 //!
 //! A parallel array of 32-bit hashes (0 = empty slot) is what a probe
 //! scans: sixteen per cache line, so a miss costs about one line, and only
 //! a matching hash leads to an entry (a hit touches one). (Comparing the
 //! home slot's key first, to save the hash line on a hit, measured slower
 //! at 1k and 1M connections: a third of hits are not at home, and a miss
-//! then costs an entry too.) Vacant slots hold [`Conn::VACANT`], whose key
-//! no lookup builds.
+//! then costs an entry too.) Vacant slots hold [`Entry::VACANT`], never
+//! read: a slot's entry is compared only when its hash matches.
 //!
 //! Entries never hold tombstones: removal shifts the
 //! following entries back (Knuth's Algorithm R), which keeps probe runs
 //! short under churn and lets [`Table::remove`] run in the middle of a
 //! sweep. The home bucket is `hash × capacity >> 32` (Lemire's fast range),
-//! so the capacity need not be a power of two: it grows by half when the
-//! load passes 4/5 (so a growing table holds 1.25 to 1.9 slots per
-//! connection) and shrinks to half full when a sweep or flush leaves it
-//! under 1/5.
+//! so the capacity need not be a power of two (a shrunk table is half
+//! full). It doubles when the load passes 4/5, so a growing table holds
+//! 1.25 to 2.5 slots per entry, and shrinks to half full when a sweep or
+//! flush leaves it under 1/5. (Growing by half held 1.25 to 1.9 slots, but
+//! moved every entry about twice as often: while millions of connections
+//! opened, as in `scripts/bench-cps.sh`, the load balancer's rate was a
+//! fifth lower.)
 
-use crate::conn::Conn;
+use crate::key::Key;
 
 const MIN_CAPACITY: usize = 16;
 
-#[derive(Debug, Default)]
-pub(crate) struct Table {
+/// What a [`Table`] holds: plain data under a [`Key`].
+pub(crate) trait Entry: Copy {
+    /// What an empty slot holds.
+    const VACANT: Self;
+    /// The entry's key.
+    fn key(&self) -> &Key;
+}
+
+#[derive(Debug)]
+pub(crate) struct Table<E> {
     /// Hash of each slot's key, never 0 when occupied; 0 when empty.
     hashes: Vec<u32>,
-    /// Connections; an empty slot holds [`Conn::VACANT`].
-    slots: Vec<Conn>,
+    /// Entries; an empty slot holds [`Entry::VACANT`].
+    slots: Vec<E>,
     len: usize,
+}
+
+impl<E> Default for Table<E> {
+    fn default() -> Self {
+        Table {
+            hashes: Vec::new(),
+            slots: Vec::new(),
+            len: 0,
+        }
+    }
 }
 
 /// A key hash as stored: non-zero.
@@ -37,7 +60,7 @@ pub(crate) fn tag(h: u64) -> u32 {
     (h as u32).max(1)
 }
 
-impl Table {
+impl<E: Entry> Table<E> {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
@@ -49,7 +72,7 @@ impl Table {
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.hashes.capacity() * 4 + self.slots.capacity() * core::mem::size_of::<Conn>()
+        self.hashes.capacity() * 4 + self.slots.capacity() * core::mem::size_of::<E>()
     }
 
     #[inline]
@@ -68,7 +91,7 @@ impl Table {
 
     /// The slot holding `key`, if any.
     #[inline]
-    pub fn find(&self, tag: u32, key: &crate::key::Key) -> Option<usize> {
+    pub fn find(&self, tag: u32, key: &Key) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
@@ -78,11 +101,18 @@ impl Table {
             if h == 0 {
                 return None;
             }
-            if h == tag && self.slots[i].key == *key {
+            if h == tag && self.slots[i].key() == key {
                 return Some(i);
             }
             i = self.next(i);
         }
+    }
+
+    /// The occupied slot `i`'s tag (the tag its entry was inserted under).
+    #[inline]
+    pub fn tag_of(&self, i: usize) -> u32 {
+        debug_assert_ne!(self.hashes[i], 0);
+        self.hashes[i]
     }
 
     /// The occupied slot `i`'s tag, or `None` for an empty slot.
@@ -94,41 +124,41 @@ impl Table {
         }
     }
 
-    pub fn get(&self, i: usize) -> &Conn {
+    pub fn get(&self, i: usize) -> &E {
         &self.slots[i]
     }
 
-    pub fn get_mut(&mut self, i: usize) -> &mut Conn {
+    pub fn get_mut(&mut self, i: usize) -> &mut E {
         &mut self.slots[i]
     }
 
-    /// Inserts a connection whose key is not in the table; returns its slot.
-    pub fn insert(&mut self, tag: u32, conn: Conn) -> usize {
+    /// Inserts an entry whose key is not in the table; returns its slot.
+    pub fn insert(&mut self, tag: u32, e: E) -> usize {
         if (self.len + 1) * 5 > self.capacity() * 4 {
-            let grown = (self.capacity() + self.capacity() / 2).max(MIN_CAPACITY);
+            let grown = (2 * self.capacity()).max(MIN_CAPACITY);
             self.resize(grown);
         }
         self.len += 1;
-        self.place(tag, conn)
+        self.place(tag, e)
     }
 
-    fn place(&mut self, tag: u32, conn: Conn) -> usize {
+    fn place(&mut self, tag: u32, e: E) -> usize {
         let mut i = self.home(tag);
         while self.hashes[i] != 0 {
             i = self.next(i);
         }
         self.hashes[i] = tag;
-        self.slots[i] = conn;
+        self.slots[i] = e;
         i
     }
 
-    /// Removes slot `i` (occupied) and returns its connection. Entries after
+    /// Removes slot `i` (occupied) and returns its entry. Entries after
     /// it in the probe run move back; the one now at `i`, if any, has not
     /// been seen by a forward scan yet.
-    pub fn remove(&mut self, mut i: usize) -> Conn {
+    pub fn remove(&mut self, mut i: usize) -> E {
         let out = self.slots[i];
         self.hashes[i] = 0;
-        self.slots[i] = Conn::VACANT;
+        self.slots[i] = E::VACANT;
         self.len -= 1;
         let mut j = i;
         loop {
@@ -148,7 +178,7 @@ impl Table {
                 self.hashes[i] = h;
                 self.slots[i] = self.slots[j];
                 self.hashes[j] = 0;
-                self.slots[j] = Conn::VACANT;
+                self.slots[j] = E::VACANT;
                 i = j;
             }
         }
@@ -166,7 +196,7 @@ impl Table {
 
     fn resize(&mut self, cap: usize) {
         let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
-        let slots = core::mem::replace(&mut self.slots, vec![Conn::VACANT; cap]);
+        let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
         for (h, c) in hashes.into_iter().zip(slots) {
             if h != 0 {
                 self.place(h, c);
@@ -178,7 +208,7 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::Key;
+    use crate::conn::Conn;
 
     fn conn(n: u32) -> (u32, Conn) {
         let mut c = Conn::VACANT;
@@ -189,7 +219,7 @@ mod tests {
 
     #[test]
     fn insert_find_remove_under_collisions() {
-        let mut t = Table::default();
+        let mut t = Table::<Conn>::default();
         for n in 0..200 {
             let (h, c) = conn(n);
             t.insert(h, c);
@@ -214,7 +244,7 @@ mod tests {
 
     #[test]
     fn shrinks_when_emptied() {
-        let mut t = Table::default();
+        let mut t = Table::<Conn>::default();
         for n in 0..1000 {
             let (h, c) = conn(n);
             t.insert(h, c);

@@ -35,7 +35,7 @@ use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
 
 use crate::conn::{self, Conn};
-use crate::key::{Key, KeyHasher, MapState};
+use crate::key::{Key, KeyHasher};
 use crate::limits::Limits;
 use crate::lookup::Lookup;
 use crate::nat::{self, Alias, NatInfo, NatMaps};
@@ -56,7 +56,7 @@ pub const MAX_SHARDS: usize = 4096;
 /// written under the shard's lock, summed on read).
 #[derive(Debug)]
 pub(crate) struct Shard {
-    pub table: Table,
+    pub table: Table<Conn>,
     pub counters: Counters,
     pub nat: NatMaps,
 }
@@ -83,11 +83,11 @@ pub(crate) struct Counters {
 pub(crate) struct ShardCell(SpinMutex<Shard, Yield>);
 
 impl ShardCell {
-    fn new(state: MapState) -> ShardCell {
+    fn new() -> ShardCell {
         ShardCell(SpinMutex::new(Shard {
             table: Table::default(),
             counters: Counters::default(),
-            nat: NatMaps::new(state),
+            nat: NatMaps::default(),
         }))
     }
 }
@@ -176,7 +176,7 @@ impl Conntrack {
         }
         let hasher = KeyHasher::random();
         Ok(Conntrack {
-            shards: (0..n).map(|_| ShardCell::new(hasher.map_state())).collect(),
+            shards: (0..n).map(|_| ShardCell::new()).collect(),
             shard_shift: 64 - n.trailing_zeros(),
             hasher,
             timeouts: LiveTimeouts::new(&config.timeouts),
@@ -407,7 +407,7 @@ impl Conntrack {
             return next_on(&mut shard, i, pkt, Via::Key, act, prev, nat);
         }
         // A translated packet finds its connection through the alias.
-        let alias = self.alias_of(&shard, &lk.key);
+        let alias = self.alias_of(&shard, tag(h), &lk.key);
         drop(shard);
         if let Some(a) = alias {
             if let Some((mut p, i, info)) = self.primary_of(&a, now_ms) {
@@ -462,7 +462,7 @@ impl Conntrack {
         if let Some(i) = self.find_live(&mut s, tag(h), &lk, now_ms) {
             return self.run_on(&mut s, i, pkts, &lk, Via::Key, act, now_ms, keep);
         }
-        let alias = self.alias_of(&s, &lk.key);
+        let alias = self.alias_of(&s, tag(h), &lk.key);
         if act.commit && alias.is_none() {
             return 0;
         }
@@ -565,21 +565,21 @@ impl Conntrack {
             if !r.is_again() {
                 return r;
             }
-        } else if let Some(a) = self.alias_of(&s, &lk.key) {
+        } else if let Some(a) = self.alias_of(&s, tag(h), &lk.key) {
             drop(s);
             return self.step_alias(a, pkt, lk, h, act, now_ms, nat);
         }
         self.on_miss(s, pkt, lk, h, act, now_ms, nat)
     }
 
-    /// The alias `key` names in `s`, if the tracker holds NAT'd
+    /// The alias `key` (of tag `t`) names in `s`, if the tracker holds NAT'd
     /// connections at all (one predictable branch otherwise).
     #[inline]
-    pub(crate) fn alias_of(&self, s: &Shard, key: &Key) -> Option<Alias> {
+    pub(crate) fn alias_of(&self, s: &Shard, t: u32, key: &Key) -> Option<Alias> {
         if self.nat_conns.load(Relaxed) == 0 {
             return None;
         }
-        s.nat.aliases.get(key).copied()
+        s.nat.alias(t, key)
     }
 
     /// The step of a packet whose key is alias `a` (its shard's lock
@@ -611,7 +611,7 @@ impl Conntrack {
         }
         self.lock_shard(self.shard_index(h))
             .nat
-            .remove_alias(&lk.key, a.serial);
+            .remove_alias(tag(h), &lk.key, a.serial);
         CtResult::AGAIN
     }
 
@@ -630,7 +630,7 @@ impl Conntrack {
         if !p.table.get(i).nat {
             return None;
         }
-        let info = *p.nat.info.get(&a.primary)?;
+        let info = *p.nat.info(tag(hp), &a.primary)?;
         (info.serial == a.serial).then_some((p, i, info))
     }
 
@@ -648,10 +648,11 @@ impl Conntrack {
 
     /// Removes slot `i`'s connection, its translation and its alias.
     pub(crate) fn remove_at(&self, s: &mut Shard, i: usize) -> Conn {
+        let t = s.table.tag_of(i);
         let c = s.table.remove(i);
         self.limits.release(c.key.zone);
         if c.nat {
-            self.drop_nat(s, &c.key);
+            self.drop_nat(s, t, &c);
         }
         c
     }
@@ -661,21 +662,19 @@ impl Conntrack {
     /// free (`try_lock`: never wait for a second shard while holding one),
     /// else later ([`drain_orphans`](Self::drain_orphans)).
     #[cold]
-    fn drop_nat(&self, s: &mut Shard, key: &Key) {
+    fn drop_nat(&self, s: &mut Shard, t: u32, c: &Conn) {
         self.nat_conns.fetch_sub(1, Relaxed);
-        let Some(NatInfo {
-            alias: Some((ka, _)),
-            serial,
-            ..
-        }) = s.nat.info.remove(key)
-        else {
+        let key = &c.key;
+        let Some(info) = s.nat.take_info(t, key).filter(|i| i.aliased) else {
             return;
         };
-        let q = self.shard_index(self.hasher.hash(&ka));
+        let (serial, (ka, _)) = (info.serial, info.alias_key(key, c.flipped));
+        let hq = self.hasher.hash(&ka);
+        let q = self.shard_index(hq);
         if q == self.shard_index(self.hasher.hash(key)) {
-            s.nat.remove_alias(&ka, serial);
+            s.nat.remove_alias(tag(hq), &ka, serial);
         } else if let Some(mut g) = self.shards[q].0.try_lock() {
-            g.nat.remove_alias(&ka, serial);
+            g.nat.remove_alias(tag(hq), &ka, serial);
         } else {
             let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
             orphans.push((ka, serial));
@@ -688,8 +687,10 @@ impl Conntrack {
     pub(crate) fn drain_orphans(&self) {
         let orphans = core::mem::take(&mut *self.orphans.lock().unwrap_or_else(|e| e.into_inner()));
         for (ka, serial) in orphans {
-            let q = self.shard_index(self.hasher.hash(&ka));
-            self.lock_shard(q).nat.remove_alias(&ka, serial);
+            let hq = self.hasher.hash(&ka);
+            self.lock_shard(self.shard_index(hq))
+                .nat
+                .remove_alias(tag(hq), &ka, serial);
         }
     }
 
@@ -729,6 +730,7 @@ impl Conntrack {
                         ..CtResult::of_invalid(act.zone, r)
                     };
                     let (key, flipped, nat_conn) = (c.key, c.flipped, c.nat);
+                    let t = s.table.tag_of(i);
                     s.counters.invalid[r.index()] += 1;
                     if nat_conn {
                         // Reported, not translated.
@@ -739,7 +741,7 @@ impl Conntrack {
                             translate: false,
                             memo,
                         };
-                        report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
+                        report_nat(&s.nat, (t, &key), flipped, pkt, p, &mut out.state, nat);
                     }
                     return out;
                 }
@@ -832,7 +834,7 @@ impl Conntrack {
             match self.set_up_nat(&mut s, lk, h, src_nat, &range) {
                 Ok(info) => {
                     c.nat = true;
-                    s.nat.info.insert(lk.key, info);
+                    s.nat.insert_info(tag(h), lk.key, info);
                     self.nat_conns.fetch_add(1, Relaxed);
                 }
                 Err(NoTranslation::Busy) => {
@@ -863,7 +865,15 @@ impl Conntrack {
                 translate: true,
                 memo: None,
             };
-            report_nat(&s.nat, &c.key, c.flipped, pkt, p, &mut out.state, nat);
+            report_nat(
+                &s.nat,
+                (tag(h), &c.key),
+                c.flipped,
+                pkt,
+                p,
+                &mut out.state,
+                nat,
+            );
         }
         out
     }
@@ -892,7 +902,7 @@ impl Conntrack {
             let (ka, reply_swap) = t.reversed().canonical(lk.key.zone);
             if ka == lk.key {
                 // A translation to itself: no alias.
-                return Some(Ok((addr, port, None)));
+                return Some(Ok((addr, port, false)));
             }
             let alias = Alias {
                 primary: lk.key,
@@ -900,17 +910,17 @@ impl Conntrack {
                 serial,
             };
             match self.claim_alias(s, home, &ka, alias) {
-                Ok(true) => Some(Ok((addr, port, Some((ka, reply_swap))))),
+                Ok(true) => Some(Ok((addr, port, true))),
                 Ok(false) => None,
                 Err(busy) => Some(Err(busy)),
             }
         });
-        let (addr, port, alias) = found.ok_or(NoTranslation::Exhausted)??;
+        let (addr, port, aliased) = found.ok_or(NoTranslation::Exhausted)??;
         Ok(NatInfo {
             src_nat,
             addr,
             port,
-            alias,
+            aliased,
             serial,
         })
     }
@@ -930,11 +940,7 @@ impl Conntrack {
         let hq = self.hasher.hash(ka);
         let q = self.shard_index(hq);
         let claim = |s: &mut Shard| {
-            let free = s.table.find(tag(hq), ka).is_none() && !s.nat.aliases.contains_key(ka);
-            if free {
-                s.nat.aliases.insert(*ka, alias);
-            }
-            free
+            s.table.find(tag(hq), ka).is_none() && s.nat.claim_alias(tag(hq), ka, alias)
         };
         if q == home {
             return Ok(claim(s));
@@ -976,7 +982,7 @@ type NatMemo = [core::cell::Cell<Option<(CtState, NatResult)>>; 2];
 #[inline(never)]
 fn report_nat(
     maps: &NatMaps,
-    key: &Key,
+    (t, key): (u32, &Key),
     flipped: bool,
     pkt: &Packet,
     p: Passage<'_>,
@@ -992,7 +998,7 @@ fn report_nat(
     // Found through the alias: its translation is at hand, checked then.
     let info = match p.via {
         Via::Alias { info, .. } => info,
-        Via::Key => match maps.info.get(key) {
+        Via::Key => match maps.info(t, key) {
             Some(info) => info,
             None => return,
         },
@@ -1000,7 +1006,7 @@ fn report_nat(
     let original = nat::key_endpoints(key, flipped);
     let own = nat::packet_endpoints(pkt);
     let untranslated = match p.via {
-        Via::Key => !p.reply || info.alias.is_none(),
+        Via::Key => !p.reply || !info.aliased,
         Via::Alias { .. } => p.reply,
     };
     let translate = p.translate && untranslated;
@@ -1044,7 +1050,15 @@ fn nat_conn_result(
         has_conn: true,
         ..CtResult::new(zone, state)
     };
-    report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
+    report_nat(
+        &s.nat,
+        (s.table.tag_of(i), &key),
+        flipped,
+        pkt,
+        p,
+        &mut out.state,
+        nat,
+    );
     out
 }
 
@@ -1082,7 +1096,15 @@ fn next_on(
             translate: true,
             memo: None,
         };
-        report_nat(&s.nat, &key, flipped, pkt, p, &mut out.state, nat);
+        report_nat(
+            &s.nat,
+            (s.table.tag_of(i), &key),
+            flipped,
+            pkt,
+            p,
+            &mut out.state,
+            nat,
+        );
     }
     out
 }
@@ -1220,7 +1242,7 @@ mod tests {
     fn nat_entries(ct: &Conntrack) -> (usize, usize) {
         (0..ct.shards.len()).fold((0, 0), |(a, n), i| {
             let s = ct.lock_shard(i);
-            (a + s.nat.aliases.len(), n + s.nat.info.len())
+            (a + s.nat.lens().1, n + s.nat.lens().0)
         })
     }
 
