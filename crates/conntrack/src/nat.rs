@@ -359,12 +359,17 @@ pub(crate) fn probe<T>(
     // IPv4 ordinals sit in the top 32 bits.
     let shift = if v6 { 0 } else { 96 };
     let n = ((hi - lo) >> shift).saturating_add(1);
-    let start = u128::from(hash) % n;
+    // A `u128` remainder is a library call: ranges short enough (all but the
+    // widest IPv6 ones) take the 64-bit one, and the walk wraps by comparison.
+    let start = match u64::try_from(n) {
+        Ok(n) => u128::from(hash % n),
+        Err(_) => u128::from(hash) % n,
+    };
     let own = if src_nat { o.src_port } else { o.dst_port };
     let mut budget = MAX_PROBES;
-    let mut i = 0u128;
+    let (mut k, mut i) = (start, 0u128);
     while i < n && budget > 0 {
-        let a = from_ordinal(lo + (((start + i) % n) << shift), v6);
+        let a = from_ordinal(lo + (k << shift), v6);
         let found = probe_ports(o, src_nat, range, own, hash >> 32, &mut budget, |p| {
             try_one(a, p)
         });
@@ -372,6 +377,7 @@ pub(crate) fn probe<T>(
             return found;
         }
         i += 1;
+        k = if k + 1 == n { 0 } else { k + 1 };
     }
     None
 }

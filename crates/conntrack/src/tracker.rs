@@ -305,6 +305,9 @@ impl Conntrack {
             Ok(lk) => lk,
             Err(r) => return self.early(act.zone, *r),
         };
+        if let Some(r) = self.in_empty_zone(pkt, lk0, act) {
+            return r;
+        }
         let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
         loop {
             let shard = self.lock_shard(self.shard_index(h));
@@ -428,7 +431,8 @@ impl Conntrack {
     /// once (by its key, or by a translated connection's alias), and each
     /// packet's step (its state update, e.g. TCP's window) runs under that
     /// one lock, answering as it would alone; a packet of no connection is
-    /// answered `new` or `inv` as alone, under the lock of its shard.
+    /// answered `new` or `inv` as alone, under the lock of its shard (a lookup
+    /// in a zone that holds no connection answers `new` without it).
     ///
     /// `keep` reads each packet's answer and what NAT did for it as soon as
     /// they are made (NAT is reported once for the run: packets with equal
@@ -455,6 +459,19 @@ impl Conntrack {
         let Ok(lk0) = &prep.0 else {
             return 0;
         };
+        let mut n = 0;
+        while let Some(pkt) = pkts.get(n) {
+            let Some(r) = self.in_empty_zone(pkt, lk0, act) else {
+                break;
+            };
+            n += 1;
+            if !keep(&r, &None) {
+                return n;
+            }
+        }
+        if n > 0 {
+            return n;
+        }
         let h = self.hasher.hash_in_zone(&lk0.key, act.zone);
         let mut s = self.lock_shard(self.shard_index(h));
         let mut lk = *lk0;
@@ -538,6 +555,24 @@ impl Conntrack {
             Err(ParseError::Checksum) => self.early(act.zone, InvalidReason::Checksum),
             Err(_) => self.early(act.zone, InvalidReason::Malformed),
         }
+    }
+
+    /// The answer to a lookup (no commit) in a zone that holds no connection, and
+    /// so no alias either, of a packet that may open one: `new`, without a lock or
+    /// a table read (OVN's hairpin check looks every load-balanced packet up in the
+    /// switch's own zone, which holds nothing unless a VIP leads a client back to
+    /// itself). `None` when the step must run: a commit, a zone with connections, or
+    /// a packet the step would find invalid (counted under its shard's lock).
+    ///
+    /// A connection another thread is committing in the zone at the same time is
+    /// not seen, as if this lookup had come first.
+    #[inline]
+    fn in_empty_zone(&self, pkt: &Packet, lk: &Lookup, act: &CtAction) -> Option<CtResult> {
+        if act.commit || lk.related || self.limits.zone_count(act.zone) != 0 {
+            return None;
+        }
+        conn::may_open(pkt, lk.icmp_opener, self.tcp_loose.load(Relaxed)).ok()?;
+        Some(CtResult::new(act.zone, CtState::NEW))
     }
 
     fn early(&self, zone: u16, r: InvalidReason) -> CtResult {

@@ -155,3 +155,43 @@ fn global_limit_refuses_and_counts() {
     assert!(ct.is_empty());
     assert_eq!(commit(&ct, &udp(A, 4, B, 2), 4, 60_000).refused, None);
 }
+
+#[test]
+fn a_lookup_in_a_zone_that_holds_nothing_answers_as_with_the_table() {
+    // An empty zone's lookups are answered without the table (OVN's hairpin
+    // check); each answer must equal the table's, before and after the zone
+    // holds a connection, and an invalid packet is still counted.
+    let ct = tracker();
+    let syn = tcp(A, 40000, B, 80, SYN, 100, 0, 0);
+    let bare_ack = tcp(A, 40001, B, 80, ACK, 100, 0, 0);
+    let invalid_before = ct.stats().invalid.iter().sum::<u64>();
+    let r = lookup(&ct, &syn, 9, 0);
+    assert_eq!((r.state, r.has_connection()), (NEW, false));
+    assert_eq!(lookup(&ct, &udp(A, 1000, B, 53), 9, 0).state, NEW);
+    assert_eq!(lookup(&ct, &bare_ack, 9, 0).state, INV);
+    assert_eq!(ct.stats().invalid.iter().sum::<u64>(), invalid_before + 1);
+    assert_eq!(
+        (ct.zone_count(9), ct.len()),
+        (0, 0),
+        "a lookup creates nothing"
+    );
+    // Once the zone holds a connection, its packets find it (both ways).
+    commit(&ct, &syn, 9, 1);
+    let r = lookup(&ct, &syn, 9, 2);
+    assert_eq!((r.state, r.has_connection()), (NEW, true));
+    let synack = tcp(B, 80, A, 40000, SYN | ACK, 5000, 101, 0);
+    assert_eq!(lookup(&ct, &synack, 9, 2).state, EST_RPL);
+    // A run in an empty zone is answered packet by packet, up to what `keep` takes.
+    let pkts = [syn, tcp(A, 40000, B, 80, SYN, 100, 0, 0)];
+    let prep = conntrack::Prepared::of(&pkts[0]);
+    let mut seen = Vec::new();
+    let n = ct.execute_run(&pkts, &prep, &CtAction::lookup(10), 2, |r, nat| {
+        seen.push((r.state, r.has_connection(), nat.is_some()));
+        true
+    });
+    assert_eq!((n, seen), (2, vec![(NEW, false, false); 2]));
+    // Emptied again by a flush: answered without the table again.
+    assert_eq!(ct.flush(Some(9)), 1);
+    let r = lookup(&ct, &syn, 9, 3);
+    assert_eq!((r.state, r.has_connection()), (NEW, false));
+}
