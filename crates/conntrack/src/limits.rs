@@ -101,6 +101,7 @@ impl Limits {
         self.total.load(Relaxed)
     }
 
+    #[inline]
     pub fn zone_count(&self, zone: u16) -> u32 {
         self.zone_count[usize::from(zone)].load(Relaxed)
     }
