@@ -764,8 +764,7 @@ impl Conntrack {
                         label: c.label(),
                         ..CtResult::of_invalid(act.zone, r)
                     };
-                    let (key, flipped, nat_conn) = (c.key, c.flipped, c.nat);
-                    let t = s.table.tag_of(i);
+                    let nat_conn = c.nat;
                     s.counters.invalid[r.index()] += 1;
                     if nat_conn {
                         // Reported, not translated.
@@ -776,7 +775,7 @@ impl Conntrack {
                             translate: false,
                             memo,
                         };
-                        report_nat(&s.nat, (t, &key), flipped, pkt, p, &mut out.state, nat);
+                        report_slot(s, i, pkt, p, &mut out.state, nat);
                     }
                     return out;
                 }
@@ -1078,23 +1077,28 @@ fn nat_conn_result(
     nat: &mut Option<NatResult>,
 ) -> CtResult {
     let c = s.table.get(i);
-    let (key, flipped) = (c.key, c.flipped);
     let mut out = CtResult {
         mark: c.mark,
         label: c.label(),
         has_conn: true,
         ..CtResult::new(zone, state)
     };
-    report_nat(
-        &s.nat,
-        (s.table.tag_of(i), &key),
-        flipped,
-        pkt,
-        p,
-        &mut out.state,
-        nat,
-    );
+    report_slot(s, i, pkt, p, &mut out.state, nat);
     out
+}
+
+/// [`report_nat`] for the NAT'd connection in slot `i` of `s`.
+fn report_slot(
+    s: &Shard,
+    i: usize,
+    pkt: &Packet,
+    p: Passage<'_>,
+    state: &mut CtState,
+    nat: &mut Option<NatResult>,
+) {
+    let c = s.table.get(i);
+    let key = (s.table.tag_of(i), &c.key);
+    report_nat(&s.nat, key, c.flipped, pkt, p, state, nat);
 }
 
 /// [`Conntrack::execute_next`]'s step on a known connection: the writes.
@@ -1123,7 +1127,6 @@ fn next_on(
     };
     let translated = prev.state.translated();
     if act.nat.is_some() && c.nat && !translated {
-        let (key, flipped) = (c.key, c.flipped);
         let p = Passage {
             via,
             reply: prev.state.contains(CtState::RPL),
@@ -1131,15 +1134,7 @@ fn next_on(
             translate: true,
             memo: None,
         };
-        report_nat(
-            &s.nat,
-            (s.table.tag_of(i), &key),
-            flipped,
-            pkt,
-            p,
-            &mut out.state,
-            nat,
-        );
+        report_slot(s, i, pkt, p, &mut out.state, nat);
     }
     out
 }
