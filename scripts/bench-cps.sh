@@ -21,8 +21,9 @@
 #   fip  scripts/lib/ovn-sg.sh fip_tenant: a gateway router bound to the chassis, client
 #        port fip-a on the external switch (no port security), the VM fip-b 198.18.1.2
 #        behind floating IP 10.253.0.0 (dnat_and_snat). Each SYN (10.254.0.1+ -> the
-#        floating IP, to the router's MAC) is DNAT'd in the router's DNAT zone and committed
-#        in its SNAT zone: two new connections
+#        floating IP, to the router's MAC) is looked up in the router's SNAT zone (un-SNAT,
+#        which creates nothing: CPS_DEBUG shows that zone empty) and DNAT'd in its DNAT
+#        zone: one new connection, with its translation and alias
 # Switches (--only, interleaved over ROUNDS rounds):
 #   vswitchd-lb, vswitchd-fip  vswitchd as chassis hv-cps (its tunnel endpoint on a veth in
 #        namespace cpsns, idle), --ct-max-connections 12000000 --ct-zone-max 0 (OVS
