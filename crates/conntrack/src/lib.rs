@@ -123,8 +123,9 @@
 //! Storage: a NAT'd connection is a normal 96-byte entry with a flag; its
 //! translation (80 bytes) lives in a per-shard table beside the
 //! connections', under the connection's key and hash, and its alias (96
-//! bytes) in a third table, in the shard of the alias's own hash. A lookup consults the aliases only after a table
-//! miss and only while the tracker holds a NAT'd connection, so connections
+//! bytes) in a third table, in the shard of the alias's own hash. A lookup
+//! consults the aliases only after a table miss and only while the tracker
+//! holds a NAT'd connection, so connections
 //! without NAT pay one predictable branch on a miss and the test of the
 //! connection's flag on a hit. No step ever waits for a second shard lock while
 //! holding one: a packet found through an alias releases the alias's shard

@@ -883,7 +883,7 @@ impl Conntrack {
                 }
             }
         }
-        s.table.insert(tag(h), c);
+        let i = s.table.insert(tag(h), c);
         s.counters.created += 1;
         out = CtResult {
             mark: c.mark,
@@ -899,15 +899,7 @@ impl Conntrack {
                 translate: true,
                 memo: None,
             };
-            report_nat(
-                &s.nat,
-                (tag(h), &c.key),
-                c.flipped,
-                pkt,
-                p,
-                &mut out.state,
-                nat,
-            );
+            report_slot(&s, i, pkt, p, &mut out.state, nat);
         }
         out
     }

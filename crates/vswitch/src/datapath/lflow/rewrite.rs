@@ -187,19 +187,11 @@ fn ip_byte(f: &mut [u8], off: &Offsets, field: Field, v: u8) -> bool {
 /// Updates the Internet checksum at `at` for a 16-bit word changing from `old` to
 /// `new` (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')).
 fn update_csum(f: &mut [u8], at: usize, old: u16, new: u16) -> bool {
-    let Some(c) = f.get(at..at + 2) else {
-        return false;
-    };
-    let hc = u16::from_be_bytes([c[0], c[1]]);
-    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    put(f, at, &(!(sum as u16)).to_be_bytes())
+    update_csum_bytes(f, at, &old.to_be_bytes(), &new.to_be_bytes())
 }
 
 /// Updates the checksum at `at` for bytes `old` changed to `new` (same even length),
-/// word by word.
+/// all their words in one fold.
 pub(super) fn update_csum_bytes(f: &mut [u8], at: usize, old: &[u8], new: &[u8]) -> bool {
     let Some(c) = f.get(at..at + 2) else {
         return false;
