@@ -114,11 +114,7 @@ impl Iterator for Dump<'_> {
                 }
                 let c = s.table.get(i);
                 if !c.expired(self.now_ms) && self.zone.is_none_or(|z| c.key.zone == z) {
-                    let nat = if c.nat {
-                        s.nat.info(s.table.tag_of(i), &c.key)
-                    } else {
-                        None
-                    };
+                    let nat = c.nat.then(|| s.table.side(i));
                     self.buf.push(ConnEntry::of(c, nat));
                 }
             }

@@ -5,24 +5,27 @@
 //!
 //! A NAT'd connection is one table entry under its original tuple's
 //! canonical key, as any other, with [`Conn::nat`](crate::conn::Conn) set
-//! and its [`NatInfo`] in its shard's [`NatMaps::info`]. Its translated
+//! and its [`NatInfo`] beside it in the table (a side value, found with its
+//! slot, no lookup of its own). Its translated
 //! reply tuple keys an [`Alias`] in the shard of *that* key's hash, which
 //! names the primary key and a serial: a lookup that misses the table
 //! (only while the tracker holds a NAT'd connection) follows the alias to
 //! the primary, and the serial tells a live alias from one whose
 //! connection is gone (see the tracker for the locking).
 //!
-//! Both maps are [`Table`]s like the connections', each entry under its key's
-//! tag: the tracker has the hash at hand wherever it reads them (the
-//! packet's, or the connection slot's stored tag), so neither map hashes a
-//! key again, and an insert is one probe (a `HashMap` hashed every key it
-//! touched, twice per alias claimed, and rehashed every entry as it grew).
+//! The aliases are a [`Table`] like the connections', each entry under its
+//! key's tag: the tracker has the hash at hand wherever it reads them, so
+//! no key is hashed again, and an insert is one probe (a `HashMap` hashed
+//! every key it touched, twice per alias claimed, and rehashed every entry
+//! as it grew). Translations were such a table too, under the primary's
+//! key: one more lookup, two more lines, for every NAT'd packet and every
+//! translated connection created.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::key::{addr, ordinal, Key, Oriented};
 use crate::packet::{Packet, IPPROTO_TCP, IPPROTO_UDP, L4};
-use crate::table::{Entry, Table};
+use crate::table::{Entry, Side, Table};
 use crate::verdict::{CtState, Endpoints, NatRange};
 
 /// Candidates (address, port) tried per new translation, at most: a
@@ -35,7 +38,7 @@ pub(crate) const MAX_PROBES: u32 = 1 << 16;
 /// vSwitch and Linux use all of 1024..=65535).
 const FALLBACK_LO: u16 = 1024;
 
-/// A connection's translation, in its primary's shard.
+/// A connection's translation, beside it in its shard's table (32 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NatInfo {
     /// Source NAT (else destination NAT).
@@ -64,28 +67,14 @@ pub(crate) struct Alias {
     pub serial: u64,
 }
 
-/// A [`NatInfo`] under its connection's key.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Translation {
-    key: Key,
-    info: NatInfo,
-}
-
-impl Entry for Translation {
-    const VACANT: Translation = Translation {
-        key: Key::VACANT,
-        info: NatInfo {
-            src_nat: false,
-            addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            port: 0,
-            aliased: false,
-            serial: 0,
-        },
+impl Side for NatInfo {
+    const VACANT: NatInfo = NatInfo {
+        src_nat: false,
+        addr: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        port: 0,
+        aliased: false,
+        serial: 0,
     };
-
-    fn key(&self) -> &Key {
-        &self.key
-    }
 }
 
 /// An [`Alias`] under the translated reply tuple's key (its fields side by
@@ -111,36 +100,18 @@ impl Entry for AliasEntry {
     }
 }
 
-/// A shard's NAT maps: empty (and unallocated) until a NAT'd connection
-/// is created in the shard. Every method takes the key's tag
-/// ([`crate::table::tag`] of the tracker's hash of the key).
+/// A shard's NAT aliases: empty (and unallocated) until a NAT'd
+/// connection's alias hashes to the shard. (A connection's translation is
+/// beside it in the connections' table, a [`Side`] value.) Every method
+/// takes the key's tag ([`crate::table::tag`] of the tracker's hash of the
+/// key).
 #[derive(Debug, Default)]
 pub(crate) struct NatMaps {
-    /// Translations of this shard's NAT'd connections, by primary key.
-    info: Table<Translation>,
     /// Aliases whose key hashes to this shard.
     aliases: Table<AliasEntry>,
 }
 
 impl NatMaps {
-    /// The translation of connection `key`.
-    #[inline]
-    pub fn info(&self, tag: u32, key: &Key) -> Option<&NatInfo> {
-        let i = self.info.find(tag, key)?;
-        Some(&self.info.get(i).info)
-    }
-
-    /// Records the translation of connection `key` (which has none).
-    pub fn insert_info(&mut self, tag: u32, key: Key, info: NatInfo) {
-        self.info.insert(tag, Translation { key, info });
-    }
-
-    /// Removes and returns the translation of connection `key`.
-    pub fn take_info(&mut self, tag: u32, key: &Key) -> Option<NatInfo> {
-        let i = self.info.find(tag, key)?;
-        Some(self.info.remove(i).info)
-    }
-
     /// The alias under `key`.
     #[inline]
     pub fn alias(&self, tag: u32, key: &Key) -> Option<Alias> {
@@ -177,21 +148,20 @@ impl NatMaps {
         }
     }
 
-    /// How many translations and aliases the shard holds.
+    /// How many aliases the shard holds.
     #[cfg(test)]
-    pub fn lens(&self) -> (usize, usize) {
-        (self.info.len(), self.aliases.len())
+    pub fn len(&self) -> usize {
+        self.aliases.len()
     }
 
     /// Gives memory back after mass removal (a sweep or flush).
     pub fn maybe_shrink(&mut self) {
-        self.info.maybe_shrink();
         self.aliases.maybe_shrink();
     }
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.info.bytes() + self.aliases.bytes()
+        self.aliases.bytes()
     }
 }
 
@@ -520,9 +490,8 @@ mod tests {
     }
 
     #[test]
-    fn entries_are_80_and_96_bytes() {
+    fn a_translation_is_32_bytes_and_an_alias_96() {
         assert_eq!(core::mem::size_of::<NatInfo>(), 32);
-        assert_eq!(core::mem::size_of::<Translation>(), 80);
         assert_eq!(core::mem::size_of::<AliasEntry>(), 96);
     }
 

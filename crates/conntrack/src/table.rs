@@ -1,6 +1,6 @@
 //! An open-addressing table with linear probing and entries stored inline:
-//! one shard's connections, and its NAT aliases and translations (see
-//! `nat.rs`), each entry under its key's tag (the tracker's hash of the key,
+//! one shard's connections (with NAT'd ones' translations beside them), and
+//! its NAT aliases (see `nat.rs`), each entry under its key's tag (the tracker's hash of the key,
 //! which the tracker has at hand wherever it looks one up).
 //!
 //! A parallel array of 32-bit hashes (0 = empty slot) is what a probe
@@ -10,6 +10,12 @@
 //! at 1k and 1M connections: a third of hits are not at home, and a miss
 //! then costs an entry too.) Vacant slots hold [`Entry::VACANT`], never
 //! read: a slot's entry is compared only when its hash matches.
+//!
+//! A table may carry a side value per slot ([`Side`]; none by default),
+//! allocated only once one is set and moved with its entry: a NAT'd
+//! connection's translation sits beside it, found with its slot, not by a
+//! second lookup (a lookup that reaches it reads one more line, at an
+//! address known as soon as the entry's, so the two loads overlap).
 //!
 //! Entries never hold tombstones: removal shifts the
 //! following entries back (Knuth's Algorithm R), which keeps probe runs
@@ -35,20 +41,39 @@ pub(crate) trait Entry: Copy {
     fn key(&self) -> &Key;
 }
 
+/// A value kept beside some slots' entries (see [`Table::set_side`]).
+pub(crate) trait Side: Copy {
+    /// What a slot without one holds.
+    const VACANT: Self;
+}
+
+impl Side for () {
+    const VACANT: () = ();
+}
+
+#[cfg(test)]
+impl Side for u32 {
+    const VACANT: u32 = u32::MAX;
+}
+
 #[derive(Debug)]
-pub(crate) struct Table<E> {
+pub(crate) struct Table<E, S = ()> {
     /// Hash of each slot's key, never 0 when occupied; 0 when empty.
     hashes: Vec<u32>,
     /// Entries; an empty slot holds [`Entry::VACANT`].
     slots: Vec<E>,
+    /// Side values, one per slot once any was set (else empty); only a
+    /// slot whose entry says it has one holds a meaningful value.
+    side: Vec<S>,
     len: usize,
 }
 
-impl<E> Default for Table<E> {
+impl<E, S> Default for Table<E, S> {
     fn default() -> Self {
         Table {
             hashes: Vec::new(),
             slots: Vec::new(),
+            side: Vec::new(),
             len: 0,
         }
     }
@@ -60,7 +85,7 @@ pub(crate) fn tag(h: u64) -> u32 {
     (h as u32).max(1)
 }
 
-impl<E: Entry> Table<E> {
+impl<E: Entry, S: Side> Table<E, S> {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
@@ -72,7 +97,9 @@ impl<E: Entry> Table<E> {
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.hashes.capacity() * 4 + self.slots.capacity() * core::mem::size_of::<E>()
+        self.hashes.capacity() * 4
+            + self.slots.capacity() * core::mem::size_of::<E>()
+            + self.side.capacity() * core::mem::size_of::<S>()
     }
 
     #[inline]
@@ -108,13 +135,6 @@ impl<E: Entry> Table<E> {
         }
     }
 
-    /// The occupied slot `i`'s tag (the tag its entry was inserted under).
-    #[inline]
-    pub fn tag_of(&self, i: usize) -> u32 {
-        debug_assert_ne!(self.hashes[i], 0);
-        self.hashes[i]
-    }
-
     /// The occupied slot `i`'s tag, or `None` for an empty slot.
     #[inline]
     pub fn tag_at(&self, i: usize) -> Option<u32> {
@@ -132,6 +152,25 @@ impl<E: Entry> Table<E> {
         &mut self.slots[i]
     }
 
+    /// The side value of occupied slot `i`, which one was set for (the
+    /// caller's entry says so; reading any other is a bug, and panics if
+    /// the table never had one).
+    #[inline]
+    pub fn side(&self, i: usize) -> &S {
+        debug_assert_ne!(self.hashes[i], 0);
+        &self.side[i]
+    }
+
+    /// Sets the side value of occupied slot `i` (allocating the side
+    /// array at the first).
+    pub fn set_side(&mut self, i: usize, v: S) {
+        debug_assert_ne!(self.hashes[i], 0);
+        if self.side.is_empty() {
+            self.side = vec![S::VACANT; self.capacity()];
+        }
+        self.side[i] = v;
+    }
+
     /// Inserts an entry whose key is not in the table; returns its slot.
     pub fn insert(&mut self, tag: u32, e: E) -> usize {
         if (self.len + 1) * 5 > self.capacity() * 4 {
@@ -142,6 +181,8 @@ impl<E: Entry> Table<E> {
         self.place(tag, e)
     }
 
+    /// Writes an entry at the first free slot from its home; its side
+    /// value, if any, is the caller's to write.
     fn place(&mut self, tag: u32, e: E) -> usize {
         let mut i = self.home(tag);
         while self.hashes[i] != 0 {
@@ -177,6 +218,9 @@ impl<E: Entry> Table<E> {
             if !stays {
                 self.hashes[i] = h;
                 self.slots[i] = self.slots[j];
+                if !self.side.is_empty() {
+                    self.side[i] = self.side[j];
+                }
                 self.hashes[j] = 0;
                 self.slots[j] = E::VACANT;
                 i = j;
@@ -197,9 +241,19 @@ impl<E: Entry> Table<E> {
     fn resize(&mut self, cap: usize) {
         let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
         let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
-        for (h, c) in hashes.into_iter().zip(slots) {
+        if self.side.is_empty() {
+            for (h, c) in hashes.into_iter().zip(slots) {
+                if h != 0 {
+                    self.place(h, c);
+                }
+            }
+            return;
+        }
+        let side = core::mem::replace(&mut self.side, vec![S::VACANT; cap]);
+        for ((h, c), v) in hashes.into_iter().zip(slots).zip(side) {
             if h != 0 {
-                self.place(h, c);
+                let i = self.place(h, c);
+                self.side[i] = v;
             }
         }
     }
@@ -240,6 +294,28 @@ mod tests {
             ..Key::default()
         };
         assert_eq!(t.find(5, &missing), None);
+    }
+
+    #[test]
+    fn side_values_move_with_their_entries() {
+        let mut t = Table::<Conn, u32>::default();
+        for n in 0..300 {
+            let (h, c) = conn(n);
+            let i = t.insert(h, c);
+            if n % 2 == 0 {
+                t.set_side(i, n);
+            }
+        }
+        // Removals shift runs back; the growth above moved everything.
+        for n in (0..300).step_by(5) {
+            let (h, c) = conn(n);
+            t.remove(t.find(h, &c.key).unwrap());
+        }
+        t.maybe_shrink();
+        for n in (0..300).filter(|n| n % 2 == 0 && n % 5 != 0) {
+            let (h, c) = conn(n);
+            assert_eq!(*t.side(t.find(h, &c.key).unwrap()), n);
+        }
     }
 
     #[test]

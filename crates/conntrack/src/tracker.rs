@@ -56,7 +56,8 @@ pub const MAX_SHARDS: usize = 4096;
 /// written under the shard's lock, summed on read).
 #[derive(Debug)]
 pub(crate) struct Shard {
-    pub table: Table<Conn>,
+    /// Connections, each NAT'd one's translation beside it.
+    pub table: Table<Conn, NatInfo>,
     pub counters: Counters,
     pub nat: NatMaps,
 }
@@ -665,7 +666,7 @@ impl Conntrack {
         if !p.table.get(i).nat {
             return None;
         }
-        let info = *p.nat.info(tag(hp), &a.primary)?;
+        let info = *p.table.side(i);
         (info.serial == a.serial).then_some((p, i, info))
     }
 
@@ -683,26 +684,27 @@ impl Conntrack {
 
     /// Removes slot `i`'s connection, its translation and its alias.
     pub(crate) fn remove_at(&self, s: &mut Shard, i: usize) -> Conn {
-        let t = s.table.tag_of(i);
+        let info = s.table.get(i).nat.then(|| *s.table.side(i));
         let c = s.table.remove(i);
         self.limits.release(c.key.zone);
-        if c.nat {
-            self.drop_nat(s, t, &c);
+        if let Some(info) = info {
+            self.drop_nat(s, &c, info);
         }
         c
     }
 
-    /// Forgets the translation of `key` (just removed from `s`) and removes
-    /// its alias: at once if the alias lives in `s` or its shard's lock is
-    /// free (`try_lock`: never wait for a second shard while holding one),
-    /// else later ([`drain_orphans`](Self::drain_orphans)).
+    /// Counts NAT'd connection `c` (just removed from `s`, its translation
+    /// `info`) gone and removes its alias: at once if the alias lives in
+    /// `s` or its shard's lock is free (`try_lock`: never wait for a second
+    /// shard while holding one), else later
+    /// ([`drain_orphans`](Self::drain_orphans)).
     #[cold]
-    fn drop_nat(&self, s: &mut Shard, t: u32, c: &Conn) {
+    fn drop_nat(&self, s: &mut Shard, c: &Conn, info: NatInfo) {
         self.nat_conns.fetch_sub(1, Relaxed);
         let key = &c.key;
-        let Some(info) = s.nat.take_info(t, key).filter(|i| i.aliased) else {
+        if !info.aliased {
             return;
-        };
+        }
         let (serial, (ka, _)) = (info.serial, info.alias_key(key, c.flipped));
         let hq = self.hasher.hash(&ka);
         let q = self.shard_index(hq);
@@ -863,12 +865,13 @@ impl Conntrack {
         }
         let mut c = Conn::new(pkt, lk.key, lk.flipped, &self.timeouts, now_ms);
         apply_writes(&mut c, act);
+        let mut info = None;
         if let Some(Nat::Src(range) | Nat::Dst(range)) = act.nat {
             let src_nat = matches!(act.nat, Some(Nat::Src(_)));
             match self.set_up_nat(&mut s, lk, h, src_nat, &range) {
-                Ok(info) => {
+                Ok(v) => {
                     c.nat = true;
-                    s.nat.insert_info(tag(h), lk.key, info);
+                    info = Some(v);
                     self.nat_conns.fetch_add(1, Relaxed);
                 }
                 Err(NoTranslation::Busy) => {
@@ -884,6 +887,9 @@ impl Conntrack {
             }
         }
         let i = s.table.insert(tag(h), c);
+        if let Some(info) = info {
+            s.table.set_side(i, info);
+        }
         s.counters.created += 1;
         out = CtResult {
             mark: c.mark,
@@ -997,7 +1003,7 @@ struct Passage<'a> {
 type NatMemo = [core::cell::Cell<Option<(CtState, NatResult)>>; 2];
 
 /// Writes `nat` for a packet of the NAT'd connection `key` (original
-/// direction: `flipped`) and translates it if the step asks for NAT and the
+/// direction: `flipped`; its translation `own`, found beside it) and translates it if the step asks for NAT and the
 /// packet arrived untranslated: an original-direction packet by the key, a
 /// reply by the alias (with no alias, a translation to itself, every
 /// packet), adding `snat`/`dnat` to `state`. A packet that arrived translated
@@ -1007,8 +1013,8 @@ type NatMemo = [core::cell::Cell<Option<(CtState, NatResult)>>; 2];
 #[cold]
 #[inline(never)]
 fn report_nat(
-    maps: &NatMaps,
-    (t, key): (u32, &Key),
+    own: Option<&NatInfo>,
+    key: &Key,
     flipped: bool,
     pkt: &Packet,
     p: Passage<'_>,
@@ -1024,7 +1030,7 @@ fn report_nat(
     // Found through the alias: its translation is at hand, checked then.
     let info = match p.via {
         Via::Alias { info, .. } => info,
-        Via::Key => match maps.info(t, key) {
+        Via::Key => match own {
             Some(info) => info,
             None => return,
         },
@@ -1089,8 +1095,8 @@ fn report_slot(
     nat: &mut Option<NatResult>,
 ) {
     let c = s.table.get(i);
-    let key = (s.table.tag_of(i), &c.key);
-    report_nat(&s.nat, key, c.flipped, pkt, p, state, nat);
+    let info = c.nat.then(|| s.table.side(i));
+    report_nat(info, &c.key, c.flipped, pkt, p, state, nat);
 }
 
 /// [`Conntrack::execute_next`]'s step on a known connection: the writes.
@@ -1264,7 +1270,10 @@ mod tests {
     fn nat_entries(ct: &Conntrack) -> (usize, usize) {
         (0..ct.shards.len()).fold((0, 0), |(a, n), i| {
             let s = ct.lock_shard(i);
-            (a + s.nat.lens().1, n + s.nat.lens().0)
+            let t = (0..s.table.capacity())
+                .filter(|&j| s.table.tag_at(j).is_some() && s.table.get(j).nat)
+                .count();
+            (a + s.nat.len(), n + t)
         })
     }
 
