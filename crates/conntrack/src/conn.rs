@@ -47,9 +47,8 @@ pub(crate) struct Conn {
     pub key: Key,
     /// The original direction's sender is the key's destination endpoint.
     pub flipped: bool,
-    /// The connection has a translation (its `NatInfo` is in the shard's
-    /// NAT maps, under the connection's key and tag; its alias in the alias
-    /// key's shard).
+    /// The connection has a translation (its `NatInfo` beside it in the
+    /// table; its alias, if any, a slot in the alias key's shard).
     pub nat: bool,
     pub l4: L4State,
     pub mark: u32,

@@ -109,12 +109,11 @@ impl Iterator for Dump<'_> {
             let s = self.ct.lock_shard(self.next_shard);
             self.next_shard += 1;
             for i in (0..s.table.capacity()).rev() {
-                if s.table.tag_at(i).is_none() {
+                let Some(c) = s.conn_at(i) else {
                     continue;
-                }
-                let c = s.table.get(i);
+                };
                 if !c.expired(self.now_ms) && self.zone.is_none_or(|z| c.key.zone == z) {
-                    let nat = c.nat.then(|| s.table.side(i));
+                    let nat = c.nat.then(|| s.nat_info(i));
                     self.buf.push(ConnEntry::of(c, nat));
                 }
             }
@@ -215,17 +214,17 @@ impl Conntrack {
         st
     }
 
-    /// Heap bytes the tracker holds: tables, NAT maps (approximately),
+    /// Heap bytes the tracker holds: tables (connections, aliases, translations),
     /// shard locks, zone arrays.
     pub fn memory_bytes(&self) -> usize {
         let tables: usize = (0..self.shards.len())
             .map(|i| {
                 let s = self.lock_shard(i);
-                s.table.bytes() + s.nat.bytes()
+                s.table.bytes()
             })
             .sum();
         tables
-            + self.shards.len() * core::mem::size_of::<crate::tracker::ShardCell>()
+            + self.shards.len() * core::mem::size_of::<crate::shard::ShardCell>()
             + self.limits.bytes()
     }
 }

@@ -9,8 +9,8 @@
 //! expiration lists and a per-call cap.
 
 use crate::key::Oriented;
+use crate::shard::{Found, Shard};
 use crate::table::tag;
-use crate::tracker::Shard;
 use crate::{Conntrack, Tuple};
 
 /// Slots examined per shard-lock hold by [`Conntrack::sweep`].
@@ -48,7 +48,6 @@ impl Conntrack {
             out.expired += expired;
             if end >= s.table.capacity() {
                 s.table.maybe_shrink();
-                s.nat.maybe_shrink();
                 drop(s);
                 shard += 1;
                 pos = 0;
@@ -88,9 +87,9 @@ impl Conntrack {
         let mut i = pos;
         let mut expired = 0;
         while i < end {
-            if s.table.tag_at(i).is_some() && s.table.get(i).expired(now_ms) {
+            if s.conn_at(i).is_some_and(|c| c.expired(now_ms)) {
                 // The entry shifted into `i`, if any, is examined next.
-                self.remove_at(s, i);
+                self.remove_in_scan(s, i);
                 expired += 1;
             } else {
                 i += 1;
@@ -109,17 +108,19 @@ impl Conntrack {
             let mut removed = 0;
             let mut j = 0;
             while j < s.table.capacity() {
-                let hit = s.table.tag_at(j).is_some()
-                    && zone.is_none_or(|z| s.table.get(j).key.zone == z);
+                // An alias goes with its connection (which may be created in
+                // a shard this flush has passed: its alias stays).
+                let hit = s
+                    .conn_at(j)
+                    .is_some_and(|c| zone.is_none_or(|z| c.key.zone == z));
                 if hit {
-                    self.remove_at(&mut s, j);
+                    self.remove_in_scan(&mut s, j);
                     removed += 1;
                 } else {
                     j += 1;
                 }
             }
             s.table.maybe_shrink();
-            s.nat.maybe_shrink();
             s.counters.flushed += removed as u64;
             n += removed;
         }
@@ -136,12 +137,15 @@ impl Conntrack {
         let (key, _) = o.canonical(zone);
         let h = self.hash_key(&key);
         let mut s = self.lock_shard(self.shard_index(h));
-        if let Some(i) = s.table.find(tag(h), &key) {
-            self.remove_at(&mut s, i);
-            s.counters.flushed += 1;
-            return true;
-        }
-        let alias = self.alias_of(&s, tag(h), &key);
+        let alias = match s.find(tag(h), &key) {
+            Found::Conn(i) => {
+                self.remove_at(&mut s, i);
+                s.counters.flushed += 1;
+                return true;
+            }
+            Found::Alias(a) => Some(a),
+            Found::Nothing => None,
+        };
         drop(s);
         // `now` 0: a primary found this way is removed, expired or not.
         match alias.and_then(|a| self.primary_of(&a, 0)) {

@@ -164,6 +164,7 @@ mod lookup;
 mod nat;
 pub mod packet;
 mod parse;
+mod shard;
 mod table;
 mod tcp;
 mod timeouts;

@@ -6,26 +6,25 @@
 //! A NAT'd connection is one table entry under its original tuple's
 //! canonical key, as any other, with [`Conn::nat`](crate::conn::Conn) set
 //! and its [`NatInfo`] beside it in the table (a side value, found with its
-//! slot, no lookup of its own). Its translated
-//! reply tuple keys an [`Alias`] in the shard of *that* key's hash, which
-//! names the primary key and a serial: a lookup that misses the table
-//! (only while the tracker holds a NAT'd connection) follows the alias to
-//! the primary, and the serial tells a live alias from one whose
-//! connection is gone (see the tracker for the locking).
+//! slot, no lookup of its own). Its translated reply tuple keys an
+//! [`Alias`], a slot of the same kind of table in the shard of *that* key's
+//! hash (`shard.rs`), naming the primary key and a serial: a lookup that
+//! finds an alias follows it to the primary, and the serial tells a live
+//! alias from one whose connection is gone (see the tracker for the
+//! locking).
 //!
-//! The aliases are a [`Table`] like the connections', each entry under its
-//! key's tag: the tracker has the hash at hand wherever it reads them, so
-//! no key is hashed again, and an insert is one probe (a `HashMap` hashed
-//! every key it touched, twice per alias claimed, and rehashed every entry
-//! as it grew). Translations were such a table too, under the primary's
-//! key: one more lookup, two more lines, for every NAT'd packet and every
-//! translated connection created.
+//! History, measured in `scripts/bench-cps.sh` (see the README): the
+//! translations and aliases were `HashMap`s (every key hashed again, twice
+//! per alias claimed, every entry rehashed as they grew), then tables of
+//! their own under the tag the tracker already has, then the translation
+//! moved beside its connection and the alias into the connections' table,
+//! so that a lookup that finds nothing reads one hash line, not two.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::key::{addr, ordinal, Key, Oriented};
 use crate::packet::{Packet, IPPROTO_TCP, IPPROTO_UDP, L4};
-use crate::table::{Entry, Side, Table};
+use crate::table::Side;
 use crate::verdict::{CtState, Endpoints, NatRange};
 
 /// Candidates (address, port) tried per new translation, at most: a
@@ -38,7 +37,7 @@ pub(crate) const MAX_PROBES: u32 = 1 << 16;
 /// vSwitch and Linux use all of 1024..=65535).
 const FALLBACK_LO: u16 = 1024;
 
-/// A connection's translation, beside it in its shard's table (32 bytes).
+/// A connection's translation, beside it in its shard's table (28 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NatInfo {
     /// Source NAT (else destination NAT).
@@ -50,9 +49,11 @@ pub(crate) struct NatInfo {
     /// Whether the translated reply tuple has an alias (its key:
     /// [`alias_key`](Self::alias_key)); not for a translation to itself.
     pub aliased: bool,
-    /// This translation's number, unique in the tracker: an alias whose
-    /// serial the primary no longer has is stale.
-    pub serial: u64,
+    /// This translation's number: an alias whose serial the primary no
+    /// longer has is stale. A 32-bit count wraps after 4 billion
+    /// translations (over two hours at a million a second), while a stale
+    /// alias lives until the next sweep at most (`drain_orphans`).
+    pub serial: u32,
 }
 
 /// An alias: the translated reply tuple's key points to its connection.
@@ -64,7 +65,7 @@ pub(crate) struct Alias {
     /// direction; the other, in the (translated) original direction.
     pub reply_swap: bool,
     /// The connection's [`NatInfo::serial`].
-    pub serial: u64,
+    pub serial: u32,
 }
 
 impl Side for NatInfo {
@@ -75,94 +76,6 @@ impl Side for NatInfo {
         aliased: false,
         serial: 0,
     };
-}
-
-/// An [`Alias`] under the translated reply tuple's key (its fields side by
-/// side: 96 bytes, where the two structs nested took 104).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AliasEntry {
-    key: Key,
-    primary: Key,
-    reply_swap: bool,
-    serial: u64,
-}
-
-impl Entry for AliasEntry {
-    const VACANT: AliasEntry = AliasEntry {
-        key: Key::VACANT,
-        primary: Key::VACANT,
-        reply_swap: false,
-        serial: 0,
-    };
-
-    fn key(&self) -> &Key {
-        &self.key
-    }
-}
-
-/// A shard's NAT aliases: empty (and unallocated) until a NAT'd
-/// connection's alias hashes to the shard. (A connection's translation is
-/// beside it in the connections' table, a [`Side`] value.) Every method
-/// takes the key's tag ([`crate::table::tag`] of the tracker's hash of the
-/// key).
-#[derive(Debug, Default)]
-pub(crate) struct NatMaps {
-    /// Aliases whose key hashes to this shard.
-    aliases: Table<AliasEntry>,
-}
-
-impl NatMaps {
-    /// The alias under `key`.
-    #[inline]
-    pub fn alias(&self, tag: u32, key: &Key) -> Option<Alias> {
-        let e = self.aliases.get(self.aliases.find(tag, key)?);
-        Some(Alias {
-            primary: e.primary,
-            reply_swap: e.reply_swap,
-            serial: e.serial,
-        })
-    }
-
-    /// Inserts `alias` under `key` unless an alias holds it already; whether
-    /// it did.
-    pub fn claim_alias(&mut self, tag: u32, key: &Key, alias: Alias) -> bool {
-        if self.aliases.find(tag, key).is_some() {
-            return false;
-        }
-        let e = AliasEntry {
-            key: *key,
-            primary: alias.primary,
-            reply_swap: alias.reply_swap,
-            serial: alias.serial,
-        };
-        self.aliases.insert(tag, e);
-        true
-    }
-
-    /// Removes `key`'s alias if it still has `serial`.
-    pub fn remove_alias(&mut self, tag: u32, key: &Key, serial: u64) {
-        if let Some(i) = self.aliases.find(tag, key) {
-            if self.aliases.get(i).serial == serial {
-                self.aliases.remove(i);
-            }
-        }
-    }
-
-    /// How many aliases the shard holds.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.aliases.len()
-    }
-
-    /// Gives memory back after mass removal (a sweep or flush).
-    pub fn maybe_shrink(&mut self) {
-        self.aliases.maybe_shrink();
-    }
-
-    /// Heap bytes held.
-    pub fn bytes(&self) -> usize {
-        self.aliases.bytes()
-    }
 }
 
 impl NatInfo {
@@ -490,9 +403,8 @@ mod tests {
     }
 
     #[test]
-    fn a_translation_is_32_bytes_and_an_alias_96() {
-        assert_eq!(core::mem::size_of::<NatInfo>(), 32);
-        assert_eq!(core::mem::size_of::<AliasEntry>(), 96);
+    fn a_translation_is_28_bytes() {
+        assert_eq!(core::mem::size_of::<NatInfo>(), 28);
     }
 
     #[test]

@@ -28,20 +28,18 @@
 //! queues the alias as an orphan, removed by the next sweep, flush or
 //! retry.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
-
-use spin::mutex::{SpinMutex, SpinMutexGuard};
-use spin::relax::Yield;
 
 use crate::conn::{self, Conn};
 use crate::key::{Key, KeyHasher};
 use crate::limits::Limits;
 use crate::lookup::Lookup;
-use crate::nat::{self, Alias, NatInfo, NatMaps};
+use crate::nat::{self, Alias, NatInfo};
 use crate::packet::Packet;
 use crate::parse::{self, Checksums, ParseError};
-use crate::table::{tag, Table};
+use crate::shard::{Found, Guard, Shard, ShardCell, Slot};
+use crate::table::tag;
 use crate::tcp::Update;
 use crate::timeouts::{LiveTimeouts, Timeouts};
 use crate::verdict::{
@@ -51,47 +49,6 @@ use crate::{Config, Error};
 
 /// Largest shard count accepted by [`Conntrack::new`].
 pub const MAX_SHARDS: usize = 4096;
-
-/// One shard: its table, its NAT maps and its counters (plain integers,
-/// written under the shard's lock, summed on read).
-#[derive(Debug)]
-pub(crate) struct Shard {
-    /// Connections, each NAT'd one's translation beside it.
-    pub table: Table<Conn, NatInfo>,
-    pub counters: Counters,
-    pub nat: NatMaps,
-}
-
-/// A locked shard.
-pub(crate) type Guard<'a> = SpinMutexGuard<'a, Shard>;
-
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Counters {
-    pub created: u64,
-    pub expired: u64,
-    pub flushed: u64,
-    pub reopened: u64,
-    pub invalid: [u64; InvalidReason::COUNT],
-    pub table_full: u64,
-    pub zone_full: u64,
-    pub nat_exhausted: u64,
-}
-
-/// A shard's lock on its own pair of cache lines, so that two PMDs taking
-/// neighbouring shards do not share a line.
-#[derive(Debug)]
-#[repr(align(128))]
-pub(crate) struct ShardCell(SpinMutex<Shard, Yield>);
-
-impl ShardCell {
-    fn new() -> ShardCell {
-        ShardCell(SpinMutex::new(Shard {
-            table: Table::default(),
-            counters: Counters::default(),
-            nat: NatMaps::default(),
-        }))
-    }
-}
 
 /// How a packet found its connection: by the connection's own key, or by
 /// the alias of its translated reply tuple (with the translation the alias
@@ -143,15 +100,12 @@ pub struct Conntrack {
     /// malformed input): rare, so shared atomics.
     early_invalid: [AtomicU64; InvalidReason::COUNT],
     pub(crate) sweep_cursor: Mutex<(usize, usize)>,
-    /// NAT'd connections in the table: a lookup that misses the table
-    /// consults the aliases only while this is non-zero.
-    nat_conns: AtomicUsize,
     /// The last [`NatInfo::serial`] given.
-    nat_serial: AtomicU64,
+    nat_serial: AtomicU32,
     /// Aliases (key, serial) whose connection was removed while their
     /// shard was locked by another thread; removed by the next sweep,
     /// flush or NAT retry. A leaf lock: never held while taking a shard's.
-    orphans: Mutex<Vec<(Key, u64)>>,
+    orphans: Mutex<Vec<(Key, u32)>>,
 }
 
 /// A summary: the table itself is read with [`Conntrack::dump`].
@@ -186,8 +140,7 @@ impl Conntrack {
             tcp_loose: AtomicBool::new(config.tcp_loose),
             early_invalid: Default::default(),
             sweep_cursor: Mutex::new((0, 0)),
-            nat_conns: AtomicUsize::new(0),
-            nat_serial: AtomicU64::new(0),
+            nat_serial: AtomicU32::new(0),
             orphans: Mutex::new(Vec::new()),
         })
     }
@@ -407,11 +360,12 @@ impl Conntrack {
         let mut lk = *lk0;
         lk.key.zone = act.zone;
         let mut shard = self.lock_shard(self.shard_index(h));
-        if let Some(i) = shard.table.find(tag(h), &lk.key) {
-            return next_on(&mut shard, i, pkt, Via::Key, act, prev, nat);
-        }
-        // A translated packet finds its connection through the alias.
-        let alias = self.alias_of(&shard, tag(h), &lk.key);
+        let alias = match shard.find(tag(h), &lk.key) {
+            Found::Conn(i) => return next_on(&mut shard, i, pkt, Via::Key, act, prev, nat),
+            // A translated packet finds its connection through the alias.
+            Found::Alias(a) => Some(a),
+            Found::Nothing => None,
+        };
         drop(shard);
         if let Some(a) = alias {
             if let Some((mut p, i, info)) = self.primary_of(&a, now_ms) {
@@ -477,13 +431,14 @@ impl Conntrack {
         let mut s = self.lock_shard(self.shard_index(h));
         let mut lk = *lk0;
         lk.key.zone = act.zone;
-        if let Some(i) = self.find_live(&mut s, tag(h), &lk, now_ms) {
-            return self.run_on(&mut s, i, pkts, &lk, Via::Key, act, now_ms, keep);
-        }
-        let alias = self.alias_of(&s, tag(h), &lk.key);
-        if act.commit && alias.is_none() {
-            return 0;
-        }
+        let alias = match self.find_live(&mut s, tag(h), &lk, now_ms) {
+            Found::Conn(i) => {
+                return self.run_on(&mut s, i, pkts, &lk, Via::Key, act, now_ms, keep)
+            }
+            Found::Alias(a) => Some(a),
+            Found::Nothing if act.commit => return 0,
+            Found::Nothing => None,
+        };
         let Some(a) = alias else {
             // No connection: each packet's answer, as alone; nothing is created.
             let mut n = 0;
@@ -596,26 +551,20 @@ impl Conntrack {
         now_ms: u64,
         nat: &mut Option<NatResult>,
     ) -> CtResult {
-        if let Some(i) = self.find_live(&mut s, tag(h), lk, now_ms) {
-            let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms, (nat, None));
-            if !r.is_again() {
-                return r;
+        match self.find_live(&mut s, tag(h), lk, now_ms) {
+            Found::Conn(i) => {
+                let r = self.on_conn(&mut s, i, pkt, lk, Via::Key, act, now_ms, (nat, None));
+                if !r.is_again() {
+                    return r;
+                }
             }
-        } else if let Some(a) = self.alias_of(&s, tag(h), &lk.key) {
-            drop(s);
-            return self.step_alias(a, pkt, lk, h, act, now_ms, nat);
+            Found::Alias(a) => {
+                drop(s);
+                return self.step_alias(a, pkt, lk, h, act, now_ms, nat);
+            }
+            Found::Nothing => {}
         }
         self.on_miss(s, pkt, lk, h, act, now_ms, nat)
-    }
-
-    /// The alias `key` (of tag `t`) names in `s`, if the tracker holds NAT'd
-    /// connections at all (one predictable branch otherwise).
-    #[inline]
-    pub(crate) fn alias_of(&self, s: &Shard, t: u32, key: &Key) -> Option<Alias> {
-        if self.nat_conns.load(Relaxed) == 0 {
-            return None;
-        }
-        s.nat.alias(t, key)
     }
 
     /// The step of a packet whose key is alias `a` (its shard's lock
@@ -646,7 +595,6 @@ impl Conntrack {
             }
         }
         self.lock_shard(self.shard_index(h))
-            .nat
             .remove_alias(tag(h), &lk.key, a.serial);
         CtResult::AGAIN
     }
@@ -657,50 +605,70 @@ impl Conntrack {
     pub(crate) fn primary_of(&self, a: &Alias, now_ms: u64) -> Option<(Guard<'_>, usize, NatInfo)> {
         let hp = self.hasher.hash(&a.primary);
         let mut p = self.lock_shard(self.shard_index(hp));
-        let i = p.table.find(tag(hp), &a.primary)?;
-        if p.table.get(i).expired(now_ms) {
+        let Found::Conn(i) = p.find(tag(hp), &a.primary) else {
+            return None;
+        };
+        if p.conn(i).expired(now_ms) {
             self.remove_at(&mut p, i);
             p.counters.expired += 1;
             return None;
         }
-        if !p.table.get(i).nat {
+        if !p.conn(i).nat {
             return None;
         }
-        let info = *p.table.side(i);
+        let info = *p.nat_info(i);
         (info.serial == a.serial).then_some((p, i, info))
     }
 
-    /// The slot of `lk`'s connection; an expired one is removed on the way
-    /// (lazy expiry) and not found.
-    fn find_live(&self, s: &mut Shard, tag: u32, lk: &Lookup, now_ms: u64) -> Option<usize> {
-        let i = s.table.find(tag, &lk.key)?;
-        if !s.table.get(i).expired(now_ms) {
-            return Some(i);
+    /// What `lk`'s key names in `s`; an expired connection is removed on
+    /// the way (lazy expiry) and not found.
+    fn find_live(&self, s: &mut Shard, tag: u32, lk: &Lookup, now_ms: u64) -> Found {
+        let found = s.find(tag, &lk.key);
+        if let Found::Conn(i) = found {
+            if s.conn(i).expired(now_ms) {
+                self.remove_at(s, i);
+                s.counters.expired += 1;
+                return Found::Nothing;
+            }
         }
-        self.remove_at(s, i);
-        s.counters.expired += 1;
-        None
+        found
     }
 
-    /// Removes slot `i`'s connection, its translation and its alias.
+    /// Removes slot `i`'s connection, its translation and its alias (at
+    /// once, wherever it is: see [`remove_in_scan`](Self::remove_in_scan)
+    /// for a caller walking `s`'s slots).
     pub(crate) fn remove_at(&self, s: &mut Shard, i: usize) -> Conn {
-        let info = s.table.get(i).nat.then(|| *s.table.side(i));
-        let c = s.table.remove(i);
+        self.remove_conn(s, i, false)
+    }
+
+    /// Removes slot `i`'s connection and its translation for a caller
+    /// walking `s`'s slots (a sweep, a flush): only the slots after `i`
+    /// move (the next to examine may now be at `i`). An alias in `s` is left
+    /// to [`drain_orphans`](Self::drain_orphans), since removing it would
+    /// move slots the walk has passed or not yet reached; until then it is
+    /// stale, as any orphan.
+    pub(crate) fn remove_in_scan(&self, s: &mut Shard, i: usize) -> Conn {
+        self.remove_conn(s, i, true)
+    }
+
+    fn remove_conn(&self, s: &mut Shard, i: usize, scanning: bool) -> Conn {
+        let c = *s.conn(i);
+        let info = c.nat.then(|| *s.nat_info(i));
+        s.table.remove(i);
         self.limits.release(c.key.zone);
         if let Some(info) = info {
-            self.drop_nat(s, &c, info);
+            self.drop_nat(s, &c, info, scanning);
         }
         c
     }
 
     /// Counts NAT'd connection `c` (just removed from `s`, its translation
     /// `info`) gone and removes its alias: at once if the alias lives in
-    /// `s` or its shard's lock is free (`try_lock`: never wait for a second
-    /// shard while holding one), else later
+    /// `s` (unless `scanning`) or its shard's lock is free (`try_lock`:
+    /// never wait for a second shard while holding one), else later
     /// ([`drain_orphans`](Self::drain_orphans)).
     #[cold]
-    fn drop_nat(&self, s: &mut Shard, c: &Conn, info: NatInfo) {
-        self.nat_conns.fetch_sub(1, Relaxed);
+    fn drop_nat(&self, s: &mut Shard, c: &Conn, info: NatInfo, scanning: bool) {
         let key = &c.key;
         if !info.aliased {
             return;
@@ -708,10 +676,11 @@ impl Conntrack {
         let (serial, (ka, _)) = (info.serial, info.alias_key(key, c.flipped));
         let hq = self.hasher.hash(&ka);
         let q = self.shard_index(hq);
-        if q == self.shard_index(self.hasher.hash(key)) {
-            s.nat.remove_alias(tag(hq), &ka, serial);
-        } else if let Some(mut g) = self.shards[q].0.try_lock() {
-            g.nat.remove_alias(tag(hq), &ka, serial);
+        let own = q == self.shard_index(self.hasher.hash(key));
+        if own && !scanning {
+            s.remove_alias(tag(hq), &ka, serial);
+        } else if let Some(mut g) = (!own).then(|| self.shards[q].0.try_lock()).flatten() {
+            g.remove_alias(tag(hq), &ka, serial);
         } else {
             let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
             orphans.push((ka, serial));
@@ -726,7 +695,6 @@ impl Conntrack {
         for (ka, serial) in orphans {
             let hq = self.hasher.hash(&ka);
             self.lock_shard(self.shard_index(hq))
-                .nat
                 .remove_alias(tag(hq), &ka, serial);
         }
     }
@@ -748,7 +716,7 @@ impl Conntrack {
         (nat, memo): (&mut Option<NatResult>, Option<&NatMemo>),
     ) -> CtResult {
         let liberal = self.tcp_liberal.load(Relaxed);
-        let c = s.table.get_mut(i);
+        let c = s.conn_mut(i);
         let reply = match via {
             Via::Key => lk.flipped != c.flipped,
             Via::Alias { reply_swap, .. } => lk.flipped == reply_swap,
@@ -872,7 +840,6 @@ impl Conntrack {
                 Ok(v) => {
                     c.nat = true;
                     info = Some(v);
-                    self.nat_conns.fetch_add(1, Relaxed);
                 }
                 Err(NoTranslation::Busy) => {
                     self.limits.release(act.zone);
@@ -886,7 +853,7 @@ impl Conntrack {
                 }
             }
         }
-        let i = s.table.insert(tag(h), c);
+        let i = s.table.insert(tag(h), Slot::Conn(c));
         if let Some(info) = info {
             s.table.set_side(i, info);
         }
@@ -928,7 +895,7 @@ impl Conntrack {
     ) -> Result<NatInfo, NoTranslation> {
         let o = lk.key.oriented(lk.flipped);
         let home = self.shard_index(h);
-        let serial = self.nat_serial.fetch_add(1, Relaxed) + 1;
+        let serial = self.nat_serial.fetch_add(1, Relaxed).wrapping_add(1);
         let found = nat::probe(&o, src_nat, range, h, |addr, port| {
             let t = nat::translate(&o, src_nat, addr, port);
             let (ka, reply_swap) = t.reversed().canonical(lk.key.zone);
@@ -971,9 +938,7 @@ impl Conntrack {
     ) -> Result<bool, NoTranslation> {
         let hq = self.hasher.hash(ka);
         let q = self.shard_index(hq);
-        let claim = |s: &mut Shard| {
-            s.table.find(tag(hq), ka).is_none() && s.nat.claim_alias(tag(hq), ka, alias)
-        };
+        let claim = |s: &mut Shard| s.claim_alias(tag(hq), ka, alias);
         if q == home {
             return Ok(claim(s));
         }
@@ -1074,7 +1039,7 @@ fn nat_conn_result(
     state: CtState,
     nat: &mut Option<NatResult>,
 ) -> CtResult {
-    let c = s.table.get(i);
+    let c = s.conn(i);
     let mut out = CtResult {
         mark: c.mark,
         label: c.label(),
@@ -1094,8 +1059,8 @@ fn report_slot(
     state: &mut CtState,
     nat: &mut Option<NatResult>,
 ) {
-    let c = s.table.get(i);
-    let info = c.nat.then(|| s.table.side(i));
+    let c = s.conn(i);
+    let info = c.nat.then(|| s.nat_info(i));
     report_nat(info, &c.key, c.flipped, pkt, p, state, nat);
 }
 
@@ -1114,7 +1079,7 @@ fn next_on(
     prev: &CtResult,
     nat: &mut Option<NatResult>,
 ) -> CtResult {
-    let c = s.table.get_mut(i);
+    let c = s.conn_mut(i);
     if act.commit {
         apply_writes(c, act);
     }
@@ -1271,9 +1236,9 @@ mod tests {
         (0..ct.shards.len()).fold((0, 0), |(a, n), i| {
             let s = ct.lock_shard(i);
             let t = (0..s.table.capacity())
-                .filter(|&j| s.table.tag_at(j).is_some() && s.table.get(j).nat)
+                .filter(|&j| s.conn_at(j).is_some_and(|c| c.nat))
                 .count();
-            (a + s.nat.len(), n + t)
+            (a + s.aliases(), n + t)
         })
     }
 
@@ -1292,10 +1257,8 @@ mod tests {
             0,
         );
         assert_eq!(nat_entries(&ct), (1, 2));
-        assert_eq!(ct.nat_conns.load(Relaxed), 2);
         ct.flush(None);
         assert_eq!(nat_entries(&ct), (0, 0));
-        assert_eq!(ct.nat_conns.load(Relaxed), 0);
     }
 
     /// An alias whose shard is locked when its connection goes becomes an
