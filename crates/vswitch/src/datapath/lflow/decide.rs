@@ -8,6 +8,7 @@ use flowcache::FlowKey;
 use ovn_lflow::Field;
 
 use super::batch::{self, Place};
+use super::memo::HeadMemo;
 use super::program::{self, Cache, LKey, Partial, Target, Uncached, Walk};
 use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, HDR_BYTES};
 use crate::datapath::packet::{Action, FrameLoc, Pkt, RxBurst};
@@ -95,6 +96,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
     out.ips.resize(n, NO_PACKET);
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
     let mut hdr = [0u8; HDR_BYTES];
+    let mut memo: Option<HeadMemo> = None;
     for (i, p) in bu.pkts.iter().enumerate() {
         let n = bu
             .burst
@@ -109,6 +111,18 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             bu.counters.rx_bytes.add(u64::from(p.len));
         }
         let hdr = &hdr[..n];
+        let keys = bu.keys(i);
+        if let Some(m) = memo.as_ref().filter(|m| m.matches(hdr, p.len)) {
+            let size = wire_size(p, hdr);
+            let mut k = out.keys[m.from];
+            k.extra = k.extra & !0xffff | u32::from(keys.map_or(0, |k| k.1));
+            k.ingress = keys.map_or(0, |k| k.0);
+            k.size = program::size_class(sizes, size);
+            out.keys[i] = k;
+            out.ips[i] = out.ips[m.from];
+            out.sizes[i] = Some((size, true));
+            continue;
+        }
         let brief = parse::brief_of(hdr);
         // Parsed first, kept last: its stores are done before it is copied.
         let l3 = brief
@@ -119,7 +133,6 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             None => Err(conntrack::ParseError::BadIpVersion),
         };
         let size = wire_size(p, hdr);
-        let keys = bu.keys(i);
         let k = &mut out.keys[i];
         // The common IPv4 key is assembled in registers and stored in place.
         k.key = match FlowKey::extract_ipv4_l4(hdr, src.in_port, None) {
@@ -135,6 +148,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
         let ip = match parsed {
             Ok(pkt) => {
                 out.ips[i] = pkt;
+                memo = l3.and_then(|l3| HeadMemo::of(hdr, l3, i, p.len));
                 true
             }
             Err(_) => {

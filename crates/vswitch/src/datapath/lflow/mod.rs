@@ -19,6 +19,7 @@ pub mod batch;
 pub mod ct;
 mod decide;
 pub mod embedded;
+mod memo;
 pub mod parse;
 pub mod program;
 pub mod rewrite;

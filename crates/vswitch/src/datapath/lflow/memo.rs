@@ -1,0 +1,140 @@
+//! Frames of one flow in a row carry the same headers but for the fields that change
+//! per packet and that no decision reads: an IPv4 identification and checksums (the
+//! tracker trusts a guest's checksums, and no logical flow matches on them). A frame
+//! whose headers equal the frame before's in every other byte has that frame's cache
+//! key and IP packet, so [`super::decide::heads`] copies them instead of parsing it
+//! again (VPP and Open vSwitch parse every packet; a run of one flow's frames is what
+//! a poll mode burst mostly holds).
+//!
+//! Only IPv4 TCP and UDP frames, not fragments, whose headers (Ethernet, one VLAN
+//! tag at most, IP with options, TCP with options) fit [`MEMO_BYTES`], are memoized:
+//! the bytes compared are all the bytes those parses read.
+
+/// The longest headers memoized (Ethernet 14, a VLAN tag 4, IPv4 20, TCP 20 and
+/// 22 bytes of options, e.g. timestamps with padding: 80).
+pub const MEMO_BYTES: usize = 80;
+const WORDS: usize = MEMO_BYTES / 8;
+
+/// The headers of a frame whose head was parsed, and where its head is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadMemo {
+    /// The burst index of the frame parsed.
+    pub from: usize,
+    len: u32,
+    /// The frame's first bytes, as words; only the bytes under `mask` count.
+    words: [u64; WORDS],
+    /// Per byte, 0xff where frames must agree: the headers but for the IPv4
+    /// identification, the IPv4 checksum and the transport checksum.
+    mask: [u64; WORDS],
+}
+
+impl HeadMemo {
+    /// The memo of frame `from` (of `len` bytes, its first bytes `hdr`, its IPv4
+    /// header at `l3`), or `None` when the frame is not one memoized.
+    pub fn of(hdr: &[u8], l3: usize, from: usize, len: u32) -> Option<HeadMemo> {
+        let vihl = *hdr.get(l3)?;
+        let frag = u16::from_be_bytes([*hdr.get(l3 + 6)?, *hdr.get(l3 + 7)?]);
+        if vihl >> 4 != 4 || frag & 0x3fff != 0 {
+            return None;
+        }
+        let l4 = l3 + usize::from(vihl & 0x0f) * 4;
+        let (end, csum) = match *hdr.get(l3 + 9)? {
+            6 => (l4 + usize::from(*hdr.get(l4 + 12)? >> 4) * 4, l4 + 16),
+            17 => (l4 + 8, l4 + 6),
+            _ => return None,
+        };
+        if end > MEMO_BYTES.min(hdr.len()) || csum + 2 > end {
+            return None;
+        }
+        let mut bytes = [0u8; MEMO_BYTES];
+        bytes[..end].copy_from_slice(&hdr[..end]);
+        let mut m = [0u8; MEMO_BYTES];
+        m[..end].fill(0xff);
+        for hole in [l3 + 4, l3 + 10, csum] {
+            m[hole..hole + 2].fill(0);
+        }
+        Some(HeadMemo {
+            from,
+            len,
+            words: words(&bytes),
+            mask: words(&m),
+        })
+    }
+
+    /// Whether a frame of `len` bytes, first bytes `hdr`, has the memoized frame's head.
+    #[inline]
+    pub fn matches(&self, hdr: &[u8], len: u32) -> bool {
+        // A frame of the same length has as many first bytes at hand.
+        if len != self.len {
+            return false;
+        }
+        let mut bytes = [0u8; MEMO_BYTES];
+        let n = hdr.len().min(MEMO_BYTES);
+        bytes[..n].copy_from_slice(&hdr[..n]);
+        let diff = words(&bytes)
+            .iter()
+            .zip(self.words.iter().zip(&self.mask))
+            .fold(0, |d, (w, (m, k))| d | (w ^ m) & k);
+        diff == 0
+    }
+}
+
+#[inline]
+fn words(b: &[u8; MEMO_BYTES]) -> [u64; WORDS] {
+    core::array::from_fn(|i| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An Ethernet + IPv4 + UDP frame of 64 bytes.
+    fn udp_frame() -> Vec<u8> {
+        let mut f = vec![0u8; 64];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&50u16.to_be_bytes());
+        f[22] = 64;
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&5000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&53u16.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn identification_checksums_and_payload_may_differ() {
+        let a = udp_frame();
+        let m = HeadMemo::of(&a, 14, 0, 64).unwrap();
+        let mut b = a.clone();
+        b[18] = 0x12; // identification
+        b[25] = 0x34; // IP checksum
+        b[41] = 0x56; // UDP checksum
+        b[50] = 0x78; // payload
+        assert!(m.matches(&b, 64));
+        assert!(!m.matches(&b, 65), "another length");
+    }
+
+    #[test]
+    fn every_other_header_byte_counts() {
+        let a = udp_frame();
+        let m = HeadMemo::of(&a, 14, 0, 64).unwrap();
+        let holes = [18, 19, 24, 25, 40, 41];
+        for i in (0..42).filter(|i| !holes.contains(i)) {
+            let mut b = a.clone();
+            b[i] ^= 1;
+            assert!(!m.matches(&b, 64), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn fragments_and_other_protocols_are_not_memoized() {
+        let mut a = udp_frame();
+        a[20] = 0x20; // more fragments
+        assert!(HeadMemo::of(&a, 14, 0, 64).is_none());
+        let mut b = udp_frame();
+        b[23] = 1; // ICMP
+        assert!(HeadMemo::of(&b, 14, 0, 64).is_none());
+    }
+}
