@@ -238,6 +238,7 @@ impl<E: Entry, S: Side> Table<E, S> {
         }
     }
 
+    /// Builds new arrays of `cap` slots and places every entry in them.
     fn resize(&mut self, cap: usize) {
         let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
         let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
@@ -315,6 +316,43 @@ mod tests {
         for n in (0..300).filter(|n| n % 2 == 0 && n % 5 != 0) {
             let (h, c) = conn(n);
             assert_eq!(*t.side(t.find(h, &c.key).unwrap()), n);
+        }
+    }
+
+    /// Inserts, removals and growth against a model, with a hash
+    /// that makes long runs, shared homes and runs that wrap.
+    #[test]
+    fn against_a_model_under_growth_and_removal() {
+        let mut t = Table::<Conn, u32>::default();
+        let mut model = std::collections::HashMap::new();
+        let mut x = 1u32;
+        for round in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let n = x % 3000;
+            let (h, c) = conn(n);
+            // A poorer hash still for a third of the keys: one home.
+            let h = if n % 3 == 0 { tag(u64::MAX) } else { h };
+            match (t.find(h, &c.key), round % 4) {
+                (Some(i), 0) => {
+                    t.remove(i);
+                    model.remove(&n);
+                }
+                (Some(i), _) => assert_eq!(*t.side(i), model[&n], "{n}"),
+                (None, _) => {
+                    let i = t.insert(h, c);
+                    t.set_side(i, n);
+                    model.insert(n, n);
+                }
+            }
+        }
+        assert_eq!(t.len(), model.len());
+        for n in 0..3000u32 {
+            let (h, c) = conn(n);
+            let h = if n % 3 == 0 { tag(u64::MAX) } else { h };
+            let found = t.find(h, &c.key).map(|i| *t.side(i));
+            assert_eq!(found, model.get(&n).copied(), "{n}");
         }
     }
 
