@@ -864,7 +864,7 @@ impl Conntrack {
             has_conn: true,
             ..out
         };
-        if c.nat {
+        if let Some(info) = &info {
             let p = Passage {
                 via: Via::Key,
                 reply: false,
@@ -872,7 +872,10 @@ impl Conntrack {
                 translate: true,
                 memo: None,
             };
-            report_slot(&s, i, pkt, p, &mut out.state, nat);
+            // From the values in hand: the slot and the translation were just
+            // written to lines that may not be in the cache yet, and a read the
+            // CPU cannot forward from those stores waits for them.
+            report_nat(Some(info), &c.key, c.flipped, pkt, p, &mut out.state, nat);
         }
         out
     }
