@@ -242,19 +242,16 @@ impl<E: Entry, S: Side> Table<E, S> {
     fn resize(&mut self, cap: usize) {
         let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
         let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
-        if self.side.is_empty() {
-            for (h, c) in hashes.into_iter().zip(slots) {
-                if h != 0 {
-                    self.place(h, c);
-                }
-            }
-            return;
+        let side = core::mem::take(&mut self.side);
+        if !side.is_empty() {
+            self.side = vec![S::VACANT; cap];
         }
-        let side = core::mem::replace(&mut self.side, vec![S::VACANT; cap]);
-        for ((h, c), v) in hashes.into_iter().zip(slots).zip(side) {
+        for (j, (h, c)) in hashes.into_iter().zip(slots).enumerate() {
             if h != 0 {
                 let i = self.place(h, c);
-                self.side[i] = v;
+                if let Some(&v) = side.get(j) {
+                    self.side[i] = v;
+                }
             }
         }
     }
