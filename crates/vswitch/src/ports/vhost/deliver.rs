@@ -34,6 +34,12 @@ const BUFFER_AHEAD: u16 = 4;
 const PREFETCH_MAX_FRAME: u32 = 256;
 
 /// One delivery batch into a receive ring: ring positions and what was delivered.
+///
+/// Kept in registers through the delivery loop: no reference to it leaves the loop
+/// (the slow path takes a copy). In memory, its 16-bit positions were stored one at a
+/// time and read back by wider loads the store buffer cannot forward from, a stall of
+/// two a frame.
+#[derive(Clone, Copy)]
 struct RxCursor {
     avail: AvailCursor,
     used: u16,
@@ -281,9 +287,13 @@ fn put_frame<'d, R: DeviceRing<'d>>(
             }
         }
     }
-    if let Err(r) = put_frame_inner(
-        ring, cur, scratch, mergeable, dst_hdr, hdr, src, frame_len, counters,
-    ) {
+    // A copy, so that `cur` itself never escapes (see [`RxCursor`]).
+    let mut slow = *cur;
+    let done = put_frame_inner(
+        ring, &mut slow, scratch, mergeable, dst_hdr, hdr, src, frame_len, counters,
+    );
+    *cur = slow;
+    if let Err(r) = done {
         counters.drop(r, 1);
         cur.out_of_buffers |= r == DropReason::NoRxBuffer;
     } else {
