@@ -8,7 +8,7 @@ use flowcache::FlowKey;
 use ovn_lflow::Field;
 
 use super::batch::{self, Place};
-use super::memo::HeadMemo;
+use super::memo::{HeadMemo, MEMO_BYTES};
 use super::program::{self, Cache, LKey, Partial, Target, Uncached, Walk};
 use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, HDR_BYTES};
 use crate::datapath::packet::{Action, FrameLoc, Pkt, RxBurst};
@@ -41,7 +41,14 @@ pub struct Heads {
     sizes: Vec<Option<(u32, bool)>>,
     /// Each frame's IP packet ([`NO_PACKET`] for a frame without).
     ips: Vec<Packet>,
+    /// Each frame's memoized head ([`HeadMemo`]): the frame whose headers its own
+    /// equal but for the IPv4 identification and the checksums (its own index for
+    /// the frame memoized, [`NOT_ALIKE`] for a frame not memoized).
+    alike: Vec<u32>,
 }
+
+/// [`Heads::alike`] of a frame whose head is not memoized.
+const NOT_ALIKE: u32 = u32::MAX;
 
 /// The place of a frame's IP packet when it has none: a fragment, which no packet
 /// looks up alike ([`Packet::same_lookup`]).
@@ -53,6 +60,19 @@ const NO_PACKET: Packet = Packet {
 };
 
 impl Heads {
+    /// The frame whose headers frame `i`'s equal but for the IPv4 identification
+    /// and the checksums (`i` for the first of them), if its head is memoized.
+    fn alike(&self, i: usize) -> Option<usize> {
+        let a = self.alike[i];
+        (a != NOT_ALIKE).then_some(a as usize)
+    }
+
+    /// Whether frame `i` is the first of frames alike (see [`Heads::alike`]) and the
+    /// next frame is one of them.
+    fn leads_alike(&self, i: usize) -> bool {
+        self.alike[i] == i as u32 && self.alike.get(i + 1) == Some(&(i as u32))
+    }
+
     /// Frame `i`'s head (`None`: a runt).
     fn get(&self, i: usize) -> Option<Head> {
         let (size, ip) = self.sizes[i]?;
@@ -94,6 +114,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
     out.keys.resize(n, LKey::default());
     out.sizes.resize(n, None);
     out.ips.resize(n, NO_PACKET);
+    out.alike.resize(n, NOT_ALIKE);
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
     let mut hdr = [0u8; HDR_BYTES];
     let mut memo: Option<HeadMemo> = None;
@@ -102,6 +123,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             .burst
             .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
         if n < 14 {
+            out.alike[i] = NOT_ALIKE;
             out.sizes[i] = None;
             out.ips[i] = NO_PACKET;
             continue;
@@ -110,10 +132,9 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             bu.counters.rx_packets.add(1);
             bu.counters.rx_bytes.add(u64::from(p.len));
         }
-        let hdr = &hdr[..n];
         let keys = bu.keys(i);
-        if let Some(m) = memo.as_ref().filter(|m| m.matches(hdr, p.len)) {
-            let size = wire_size(p, hdr);
+        if let Some(m) = memo.as_ref().filter(|m| m.matches(&hdr, n, p.len)) {
+            let size = wire_size(p, &hdr[..n]);
             let mut k = out.keys[m.from];
             k.extra = k.extra & !0xffff | u32::from(keys.map_or(0, |k| k.1));
             k.ingress = keys.map_or(0, |k| k.0);
@@ -121,8 +142,11 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             out.keys[i] = k;
             out.ips[i] = out.ips[m.from];
             out.sizes[i] = Some((size, true));
+            out.alike[i] = m.from as u32;
             continue;
         }
+        let hdr = &hdr[..n];
+        out.alike[i] = NOT_ALIKE;
         let brief = parse::brief_of(hdr);
         // Parsed first, kept last: its stores are done before it is copied.
         let l3 = brief
@@ -149,6 +173,9 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             Ok(pkt) => {
                 out.ips[i] = pkt;
                 memo = l3.and_then(|l3| HeadMemo::of(hdr, l3, i, p.len));
+                if memo.is_some() {
+                    out.alike[i] = i as u32;
+                }
                 true
             }
             Err(_) => {
@@ -474,7 +501,7 @@ impl Pipeline {
         mcast: &mut Tally,
     ) {
         let counters = bu.counters;
-        let (outs, counted) = lf_outputs(lf, v, bu.burst, &bu.pkts[f], counters);
+        let (outs, counted) = lf_outputs(lf, v, bu.burst, (f, &bu.pkts[f]), counters);
         if outs > 0 {
             mcast.note(v.mcast);
         }
@@ -600,15 +627,15 @@ fn refused<'c>(live: &ct::LiveCt<'_>) -> Option<Decided<'c>> {
     })
 }
 
-/// Adds frame `p`'s outputs of program `v`: unchanged ones to its targets, changed ones
-/// copied and rewritten for the second pass; returns how many, and whether a drop was
-/// counted (an output to nowhere, a rewrite that failed), so that a frame is counted
-/// once.
+/// Adds frame `f`'s (`p`'s) outputs of program `v`: unchanged ones to its targets,
+/// changed ones copied and rewritten for the second pass; returns how many, and
+/// whether a drop was counted (an output to nowhere, a rewrite that failed), so that a
+/// frame is counted once.
 fn lf_outputs<'m, B: RxBurst<'m>>(
     lf: &mut Lflow,
     v: &program::Variant,
     burst: &B,
-    p: &Pkt,
+    (f, p): (usize, &Pkt),
     counters: &crate::model::stats::PortCounters,
 ) -> (usize, bool) {
     let (mut n, mut counted) = (0, false);
@@ -635,12 +662,7 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.buf.resize(start + p.len as usize, 0);
         let got = burst.read(p, 0, &mut lf.buf[start..]);
         lf.buf.truncate(start + got);
-        let off = parse::offsets_of(&lf.buf[start..]);
-        let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
-        let f = &mut lf.buf[start..];
-        let done = rewrite::apply(f, &off, &o.rewrite, partial).is_ok()
-            && o.embedded.is_none_or(|e| embedded::rewrite(f, &off, &e));
-        if !done {
+        if !rewrite_copy(lf, (f, p), start, o) {
             lf.buf.truncate(start);
             counters.drop(DropReason::OvnPipeline, 1);
             (n, counted) = (n - 1, true);
@@ -659,6 +681,36 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
         lf.dests.push(target);
     }
     (n, counted)
+}
+
+/// Rewrites the copy of frame `f` (`p`) at `start` of the rewritten frames for output
+/// `o`: by the patch of the frame it is alike to ([`Patch`]), or field by field,
+/// keeping the patch when frames alike to it follow. False when it cannot be done.
+fn rewrite_copy(lf: &mut Lflow, (f, p): (usize, &Pkt), start: usize, o: &program::Out) -> bool {
+    let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+    let frame = &mut lf.buf[start..];
+    let simple = o.embedded.is_none();
+    if let Some(from) = lf.heads.alike(f).filter(|_| simple) {
+        if lf.patch.is_for(from, &o.rewrite, partial) && lf.patch.apply(frame) {
+            return true;
+        }
+    }
+    let off = parse::offsets_of(frame);
+    let keep = simple && lf.heads.leads_alike(f);
+    let mut before = [0u8; MEMO_BYTES];
+    if keep {
+        let n = frame.len().min(MEMO_BYTES);
+        before[..n].copy_from_slice(&frame[..n]);
+    }
+    let done = rewrite::apply(frame, &off, &o.rewrite, partial).is_ok()
+        && o.embedded
+            .is_none_or(|e| embedded::rewrite(frame, &off, &e));
+    if done && keep {
+        let n = frame.len().min(MEMO_BYTES);
+        lf.patch
+            .make(f, (&before[..n], &frame[..n]), &off, (&o.rewrite, partial));
+    }
+    done
 }
 
 /// The length `check_pkt_larger` compares for frame `p` (`hdr`: its first bytes): its

@@ -21,6 +21,8 @@ pub struct HeadMemo {
     /// The burst index of the frame parsed.
     pub from: usize,
     len: u32,
+    /// The end of its headers: the bytes compared.
+    end: u32,
     /// The frame's first bytes, as words; only the bytes under `mask` count.
     words: [u64; WORDS],
     /// Per byte, 0xff where frames must agree: the headers but for the IPv4
@@ -56,22 +58,25 @@ impl HeadMemo {
         Some(HeadMemo {
             from,
             len,
+            end: end as u32,
             words: words(&bytes),
             mask: words(&m),
         })
     }
 
-    /// Whether a frame of `len` bytes, first bytes `hdr`, has the memoized frame's head.
+    /// Whether a frame of `len` bytes, whose first `n` bytes are read into `hdr`
+    /// (what follows them is stale), has the memoized frame's head.
     #[inline]
-    pub fn matches(&self, hdr: &[u8], len: u32) -> bool {
-        // A frame of the same length has as many first bytes at hand.
-        if len != self.len {
+    pub fn matches<const N: usize>(&self, hdr: &[u8; N], n: usize, len: u32) -> bool {
+        const { assert!(N >= MEMO_BYTES) };
+        // The bytes compared are the memoized frame's headers, read here too (the
+        // mask leaves out the stale bytes after them). Read in place: a copy of
+        // `n` bytes first was a call to `memcpy`.
+        if len != self.len || n < self.end as usize {
             return false;
         }
-        let mut bytes = [0u8; MEMO_BYTES];
-        let n = hdr.len().min(MEMO_BYTES);
-        bytes[..n].copy_from_slice(&hdr[..n]);
-        let diff = words(&bytes)
+        let head: &[u8; MEMO_BYTES] = hdr[..MEMO_BYTES].try_into().unwrap();
+        let diff = words(head)
             .iter()
             .zip(self.words.iter().zip(&self.mask))
             .fold(0, |d, (w, (m, k))| d | (w ^ m) & k);
@@ -103,6 +108,14 @@ mod tests {
         f
     }
 
+    /// Whether frame `b` matches `m`, read as [`super::super::decide::heads`] reads it.
+    fn matches(m: &HeadMemo, b: &[u8], len: u32) -> bool {
+        let mut hdr = [0xaau8; 128];
+        let n = b.len().min(128);
+        hdr[..n].copy_from_slice(&b[..n]);
+        m.matches(&hdr, n, len)
+    }
+
     #[test]
     fn identification_checksums_and_payload_may_differ() {
         let a = udp_frame();
@@ -112,8 +125,9 @@ mod tests {
         b[25] = 0x34; // IP checksum
         b[41] = 0x56; // UDP checksum
         b[50] = 0x78; // payload
-        assert!(m.matches(&b, 64));
-        assert!(!m.matches(&b, 65), "another length");
+        assert!(matches(&m, &b, 64));
+        assert!(!matches(&m, &b, 65), "another length");
+        assert!(!matches(&m, &b[..41], 64), "headers not all read");
     }
 
     #[test]
@@ -124,7 +138,7 @@ mod tests {
         for i in (0..42).filter(|i| !holes.contains(i)) {
             let mut b = a.clone();
             b[i] ^= 1;
-            assert!(!m.matches(&b, 64), "byte {i}");
+            assert!(!matches(&m, &b, 64), "byte {i}");
         }
     }
 

@@ -11,7 +11,9 @@
 //!    lookup, one conntrack lookup per zone;
 //! 3. outputs without changes go out as received, grouped by destination with the rest
 //!    of the burst; outputs with changed headers ([`rewrite`]) are copied, rewritten
-//!    and sent in a second pass.
+//!    and sent in a second pass. The frames of a run whose headers are alike but for
+//!    the IPv4 identification and the checksums take the first one's rewritten
+//!    headers ([`patch`]).
 //!
 //! A frame from a tunnel enters the egress pipeline with the keys of OVN's option.
 
@@ -21,6 +23,7 @@ mod decide;
 pub mod embedded;
 mod memo;
 pub mod parse;
+mod patch;
 pub mod program;
 pub mod rewrite;
 pub mod slow;
@@ -72,6 +75,8 @@ pub struct Lflow {
     heads: decide::Heads,
     /// A run's packets as a translation made them ([`batch::step_together`]).
     translated: Vec<conntrack::Packet>,
+    /// The rewrite of the first of frames alike, for the others ([`patch`]).
+    patch: patch::Patch,
 }
 
 impl Lflow {
@@ -123,6 +128,7 @@ impl Pipeline {
         lf.buf.clear();
         lf.pkts.clear();
         lf.dests.clear();
+        lf.patch.clear();
         self.actions.clear();
         let counters = src.port.counters(self.pmd);
         let mut mcast = super::snoop::Tally::default();
