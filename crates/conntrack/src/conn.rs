@@ -113,6 +113,14 @@ impl Conn {
         now_ms >= self.expires
     }
 
+    /// Whether a packet's [`update`](Self::update) done again at the same time by
+    /// another packet of the same lookup and direction changes nothing and answers
+    /// the same: every state but TCP's, whose window moves with each segment (UDP,
+    /// ICMP and other protocols reach their state at the first packet and stay).
+    pub fn idempotent(&self) -> bool {
+        !matches!(self.l4, L4State::Tcp(_))
+    }
+
     /// Runs the protocol state machine for a packet of this connection.
     pub fn update(
         &mut self,

@@ -385,7 +385,9 @@ impl Conntrack {
     /// each of `pkts` (see [`Packet::same_lookup`]). The connection is found
     /// once (by its key, or by a translated connection's alias), and each
     /// packet's step (its state update, e.g. TCP's window) runs under that
-    /// one lock, answering as it would alone; a packet of no connection is
+    /// one lock, answering as it would alone (a connection of another protocol
+    /// than TCP, whose state is reached at its first packet, gives the later
+    /// packets the first one's answer); a packet of no connection is
     /// answered `new` or `inv` as alone, under the lock of its shard (a lookup
     /// in a zone that holds no connection answers `new` without it).
     ///
@@ -490,6 +492,17 @@ impl Conntrack {
             }
             n += 1;
             if !keep(&r, &nat) {
+                break;
+            }
+            if s.conn(i).idempotent() {
+                // Each later packet's step would do what this one's did, and
+                // answer alike: their answer is this one's.
+                while n < pkts.len() {
+                    n += 1;
+                    if !keep(&r, &nat) {
+                        break;
+                    }
+                }
                 break;
             }
         }

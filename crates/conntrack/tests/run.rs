@@ -103,6 +103,62 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// UDP, ICMP echo and other protocols (whose runs take the first packet's step
+    /// for all: their state is reached at the first packet): from every state a
+    /// connection can be in (just created, seen once more, answered), a run either
+    /// way, as lookups or commits, with or without a load balancer's DNAT, answers
+    /// and leaves the connection (state, expiry) as one step per packet.
+    #[test]
+    fn a_run_of_another_protocol_answers_as_its_packets_one_by_one(
+        kind in 0u8..3,
+        dnat: bool,
+        before in prop::collection::vec(any::<bool>(), 0..3),
+        reply: bool,
+        commit: bool,
+        n in 1usize..12,
+    ) {
+        let (a, b) = (tracker(), tracker());
+        // Forward (A → VIP, or A → B) and the reply (B → A), as `kind` carries them.
+        let pkt = |reply: bool| {
+            let (src, dst) = if reply { (B, A) } else { (A, if dnat { VIP } else { B }) };
+            let mut p = match kind {
+                0 => udp(src, 5000, dst, 53),
+                1 => echo(src, dst, 7, !reply),
+                _ => other(src, dst, 47),
+            };
+            if reply && kind == 0 {
+                p.l4 = conntrack::L4::Udp { src_port: if dnat { 5353 } else { 53 }, dst_port: 5000 };
+            }
+            p
+        };
+        let open = if dnat {
+            let to = NatRange { min: ip(B), max: ip(B), ports: (kind == 0).then_some((5353, 5353)) };
+            CtAction::commit(Z).with_nat(Nat::Dst(to))
+        } else {
+            CtAction::commit(Z)
+        };
+        for ct in [&a, &b] {
+            one_by_one(ct, &[pkt(false)], &open, 0);
+            for &r in &before {
+                one_by_one(ct, &[pkt(r)], &CtAction::lookup(Z).with_nat(Nat::Existing), 1);
+            }
+        }
+        let act = if commit { CtAction::commit(Z) } else { CtAction::lookup(Z) };
+        let act = act.with_nat(Nat::Existing);
+        let pkts = vec![pkt(reply); n];
+        let run = as_run(&b, &pkts, &act, 5);
+        prop_assert_eq!(one_by_one(&a, &pkts, &act, 5), run.clone());
+        prop_assert_eq!(dump(&a), dump(&b));
+        // Not vacuous: the connection was found, and translated when DNAT'd.
+        prop_assert!(run[0].0.state.contains(conntrack::CtState::TRK));
+        prop_assert!(!run[0].0.state.contains(NEW) || !reply);
+        prop_assert!(!dnat || run[0].1.is_some(), "{:?}", run[0]);
+    }
+}
+
 /// The VIP of [`dnat_handshake`]'s load balancer.
 const VIP: &str = "10.0.0.100";
 
