@@ -116,12 +116,22 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
     out.ips.resize(n, NO_PACKET);
     out.alike.resize(n, NOT_ALIKE);
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
-    let mut hdr = [0u8; HDR_BYTES];
+    // Each frame's first bytes are read one frame ahead, into the buffer the frame
+    // before used: read right before they were parsed, their loads waited on the
+    // copy's stores (wider than the loads, they could not be forwarded).
+    let mut bufs = [[0u8; HDR_BYTES]; 2];
+    let read = |p: &Pkt, hdr: &mut [u8; HDR_BYTES]| {
+        bu.burst
+            .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)])
+    };
+    let mut ahead = bu.pkts.first().map_or(0, |p| read(p, &mut bufs[0]));
     let mut memo: Option<HeadMemo> = None;
     for (i, p) in bu.pkts.iter().enumerate() {
-        let n = bu
-            .burst
-            .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)]);
+        let [even, odd] = &mut bufs;
+        let (hdr, next) = if i % 2 == 0 { (even, odd) } else { (odd, even) };
+        let n = ahead;
+        ahead = bu.pkts.get(i + 1).map_or(0, |q| read(q, next));
+        let hdr: &[u8; HDR_BYTES] = hdr;
         if n < 14 {
             out.alike[i] = NOT_ALIKE;
             out.sizes[i] = None;
@@ -133,7 +143,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             bu.counters.rx_bytes.add(u64::from(p.len));
         }
         let keys = bu.keys(i);
-        if let Some(m) = memo.as_ref().filter(|m| m.matches(&hdr, n, p.len)) {
+        if let Some(m) = memo.as_ref().filter(|m| m.matches(hdr, n, p.len)) {
             let size = wire_size(p, &hdr[..n]);
             let mut k = out.keys[m.from];
             k.extra = k.extra & !0xffff | u32::from(keys.map_or(0, |k| k.1));
