@@ -155,6 +155,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
             out.alike[i] = m.from as u32;
             continue;
         }
+        let full = hdr;
         let hdr = &hdr[..n];
         out.alike[i] = NOT_ALIKE;
         let brief = parse::brief_of(hdr);
@@ -182,7 +183,7 @@ pub(super) fn heads<'m, B: RxBurst<'m>>(
         let ip = match parsed {
             Ok(pkt) => {
                 out.ips[i] = pkt;
-                memo = l3.and_then(|l3| HeadMemo::of(hdr, l3, i, p.len));
+                memo = l3.and_then(|l3| HeadMemo::of(full, n, l3, i, p.len));
                 if memo.is_some() {
                     out.alike[i] = i as u32;
                 }

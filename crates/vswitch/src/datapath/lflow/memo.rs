@@ -31,36 +31,50 @@ pub struct HeadMemo {
 }
 
 impl HeadMemo {
-    /// The memo of frame `from` (of `len` bytes, its first bytes `hdr`, its IPv4
-    /// header at `l3`), or `None` when the frame is not one memoized.
-    pub fn of(hdr: &[u8], l3: usize, from: usize, len: u32) -> Option<HeadMemo> {
-        let vihl = *hdr.get(l3)?;
-        let frag = u16::from_be_bytes([*hdr.get(l3 + 6)?, *hdr.get(l3 + 7)?]);
+    /// The memo of frame `from` (of `len` bytes, its first `n` bytes read into `hdr`,
+    /// its IPv4 header at `l3`), or `None` when the frame is not one memoized.
+    pub fn of<const N: usize>(
+        hdr: &[u8; N],
+        n: usize,
+        l3: usize,
+        from: usize,
+        len: u32,
+    ) -> Option<HeadMemo> {
+        const { assert!(N >= MEMO_BYTES) };
+        let read = &hdr[..n.min(N)];
+        let vihl = *read.get(l3)?;
+        let frag = u16::from_be_bytes([*read.get(l3 + 6)?, *read.get(l3 + 7)?]);
         if vihl >> 4 != 4 || frag & 0x3fff != 0 {
             return None;
         }
         let l4 = l3 + usize::from(vihl & 0x0f) * 4;
-        let (end, csum) = match *hdr.get(l3 + 9)? {
-            6 => (l4 + usize::from(*hdr.get(l4 + 12)? >> 4) * 4, l4 + 16),
+        let (end, csum) = match *read.get(l3 + 9)? {
+            6 => (l4 + usize::from(*read.get(l4 + 12)? >> 4) * 4, l4 + 16),
             17 => (l4 + 8, l4 + 6),
             _ => return None,
         };
-        if end > MEMO_BYTES.min(hdr.len()) || csum + 2 > end {
+        if end > MEMO_BYTES.min(read.len()) || csum + 2 > end {
             return None;
         }
-        let mut bytes = [0u8; MEMO_BYTES];
-        bytes[..end].copy_from_slice(&hdr[..end]);
-        let mut m = [0u8; MEMO_BYTES];
-        m[..end].fill(0xff);
+        // Built in words (every frame parsed makes one): the bytes before `end`,
+        // but for the holes.
+        let mut mask: [u64; WORDS] = core::array::from_fn(|k| match end.saturating_sub(k * 8) {
+            0 => 0,
+            b @ 1..=7 => (1u64 << (b * 8)) - 1,
+            _ => !0,
+        });
         for hole in [l3 + 4, l3 + 10, csum] {
-            m[hole..hole + 2].fill(0);
+            for b in hole..hole + 2 {
+                mask[b / 8] &= !(0xffu64 << (b % 8 * 8));
+            }
         }
+        let head: &[u8; MEMO_BYTES] = hdr[..MEMO_BYTES].try_into().unwrap();
         Some(HeadMemo {
             from,
             len,
             end: end as u32,
-            words: words(&bytes),
-            mask: words(&m),
+            words: words(head),
+            mask,
         })
     }
 
@@ -86,7 +100,8 @@ impl HeadMemo {
 
 #[inline]
 fn words(b: &[u8; MEMO_BYTES]) -> [u64; WORDS] {
-    core::array::from_fn(|i| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
+    // Little-endian: byte `j` of a word is its bits `8j..8j + 8`, as the masks say.
+    core::array::from_fn(|i| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap()))
 }
 
 #[cfg(test)]
@@ -108,18 +123,31 @@ mod tests {
         f
     }
 
-    /// Whether frame `b` matches `m`, read as [`super::super::decide::heads`] reads it.
-    fn matches(m: &HeadMemo, b: &[u8], len: u32) -> bool {
-        let mut hdr = [0xaau8; 128];
+    /// Frame `b` read as [`super::super::decide::heads`] reads it: its first bytes,
+    /// stale ones after them.
+    fn read(b: &[u8], stale: u8) -> ([u8; 128], usize) {
+        let mut hdr = [stale; 128];
         let n = b.len().min(128);
         hdr[..n].copy_from_slice(&b[..n]);
+        (hdr, n)
+    }
+
+    /// Whether frame `b` matches `m`.
+    fn matches(m: &HeadMemo, b: &[u8], len: u32) -> bool {
+        let (hdr, n) = read(b, 0xaa);
         m.matches(&hdr, n, len)
+    }
+
+    /// The memo of frame `b`.
+    fn memo(b: &[u8]) -> Option<HeadMemo> {
+        let (hdr, n) = read(b, 0x55);
+        HeadMemo::of(&hdr, n, 14, 0, b.len() as u32)
     }
 
     #[test]
     fn identification_checksums_and_payload_may_differ() {
         let a = udp_frame();
-        let m = HeadMemo::of(&a, 14, 0, 64).unwrap();
+        let m = memo(&a).unwrap();
         let mut b = a.clone();
         b[18] = 0x12; // identification
         b[25] = 0x34; // IP checksum
@@ -133,7 +161,7 @@ mod tests {
     #[test]
     fn every_other_header_byte_counts() {
         let a = udp_frame();
-        let m = HeadMemo::of(&a, 14, 0, 64).unwrap();
+        let m = memo(&a).unwrap();
         let holes = [18, 19, 24, 25, 40, 41];
         for i in (0..42).filter(|i| !holes.contains(i)) {
             let mut b = a.clone();
@@ -142,13 +170,30 @@ mod tests {
         }
     }
 
+    /// A TCP frame with 12 bytes of options: its headers end at 66, inside a word.
+    #[test]
+    fn headers_ending_inside_a_word_count_to_their_last_byte() {
+        let mut a = udp_frame();
+        a.resize(80, 0);
+        a[23] = 6;
+        a[46] = 8 << 4; // data offset: 32 bytes
+        let m = memo(&a).unwrap();
+        let mut b = a.clone();
+        b[65] ^= 1; // the last option byte
+        assert!(!matches(&m, &b, 80));
+        let mut c = a.clone();
+        c[66] ^= 1; // the first payload byte
+        c[50] ^= 1; // the TCP checksum
+        assert!(matches(&m, &c, 80));
+    }
+
     #[test]
     fn fragments_and_other_protocols_are_not_memoized() {
         let mut a = udp_frame();
         a[20] = 0x20; // more fragments
-        assert!(HeadMemo::of(&a, 14, 0, 64).is_none());
+        assert!(memo(&a).is_none());
         let mut b = udp_frame();
         b[23] = 1; // ICMP
-        assert!(HeadMemo::of(&b, 14, 0, 64).is_none());
+        assert!(memo(&b).is_none());
     }
 }
