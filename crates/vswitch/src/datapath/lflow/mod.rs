@@ -13,7 +13,7 @@
 //!    of the burst; outputs with changed headers ([`rewrite`]) are copied, rewritten
 //!    and sent in a second pass. The frames of a run whose headers are alike but for
 //!    the IPv4 identification and the checksums take the first one's rewritten
-//!    headers ([`patch`]).
+//!    headers (`patch.rs`).
 //!
 //! A frame from a tunnel enters the egress pipeline with the keys of OVN's option.
 
