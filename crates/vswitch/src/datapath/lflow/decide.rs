@@ -204,12 +204,19 @@ pub(super) fn run_end(heads: &Heads, i: usize) -> usize {
     let Some((_, true)) = heads.sizes[i] else {
         return i + 1;
     };
-    let (key, pkt) = (&heads.keys[i], &heads.ips[i]);
-    // A runt's packet is `NO_PACKET`, alike to none.
-    let more = heads.keys[i + 1..]
-        .iter()
-        .zip(&heads.ips[i + 1..])
-        .take_while(|(k, q)| *k == key && q.same_lookup(pkt))
+    let (key, pkt, alike) = (&heads.keys[i], &heads.ips[i], heads.alike[i]);
+    // A runt's packet is `NO_PACKET`, alike to none. A frame alike to the same frame
+    // as frame `i` has its flow key and packet (copied): only the parts of its key
+    // the memo does not copy are compared.
+    let more = (i + 1..heads.keys.len())
+        .take_while(|&f| {
+            let k = &heads.keys[f];
+            if alike != NOT_ALIKE && heads.alike[f] == alike {
+                (k.extra, k.ingress, k.size) == (key.extra, key.ingress, key.size)
+            } else {
+                k == key && heads.ips[f].same_lookup(pkt)
+            }
+        })
         .count();
     i + 1 + more
 }
@@ -281,7 +288,11 @@ impl Pipeline {
                     lf.together += u64::from(f > i);
                     if let Some((at, n)) = first {
                         let at = at as usize;
-                        lf.targets.extend_from_within(at..at + n as usize);
+                        // One by one: a copy of the usual one target was a call.
+                        for k in at..at + n as usize {
+                            let t = lf.targets[k];
+                            lf.targets.push(t);
+                        }
                         lf.spans.push((lf.targets.len() as u32 - n, n));
                         mcast.note(v.mcast);
                         self.actions.push(Action::Lflow(f as u16));
@@ -737,5 +748,64 @@ fn wire_size(p: &Pkt, hdr: &[u8]) -> u32 {
     match hdr.get(l4 + 12) {
         Some(&off) => (l4 as u32 + u32::from(off >> 4) * 4 + u32::from(p.vhdr.gso_size)).min(p.len),
         None => p.len,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A UDP packet from port `sport`.
+    fn udp(sport: u16) -> Packet {
+        Packet {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            fragment: false,
+            l4: conntrack::L4::Udp {
+                src_port: sport,
+                dst_port: 53,
+            },
+        }
+    }
+
+    /// Heads of frames with `alike` ([`NOT_ALIKE`] or a frame) and ingress keys
+    /// `ingress`, all of one flow key and packet but where `sport` differs.
+    fn heads(alike: &[u32], ingress: &[u16], sport: &[u16]) -> Heads {
+        Heads {
+            keys: ingress
+                .iter()
+                .map(|&g| LKey {
+                    ingress: g,
+                    ..LKey::default()
+                })
+                .collect(),
+            sizes: vec![Some((64, true)); alike.len()],
+            ips: sport.iter().map(|&s| udp(s)).collect(),
+            alike: alike.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_run_ends_where_a_frame_alike_to_its_first_differs_in_its_own_keys() {
+        // Frames 0..5 alike to frame 0; frame 2 came with another ingress key.
+        let h = heads(&[0, 0, 0, 0, 0], &[1, 1, 2, 1, 1], &[7; 5]);
+        assert_eq!(run_end(&h, 0), 2);
+        assert_eq!(run_end(&h, 2), 3);
+        assert_eq!(run_end(&h, 3), 5);
+    }
+
+    #[test]
+    fn frames_not_alike_join_a_run_by_key_and_packet() {
+        // Frame 1 is not memoized but has frame 0's key and packet; frame 2 another
+        // packet; frame 3 is alike to another frame than frame 2's.
+        let h = heads(&[0, NOT_ALIKE, NOT_ALIKE, 1], &[1; 4], &[7, 7, 8, 8]);
+        assert_eq!(run_end(&h, 0), 2);
+        assert_eq!(run_end(&h, 2), 4, "frame 3's key and packet are frame 2's");
+        let h = heads(&[0, NOT_ALIKE, 2, 2], &[1; 4], &[7, 7, 8, 9]);
+        assert_eq!(
+            run_end(&h, 2),
+            4,
+            "alike frames: their packet is the first's"
+        );
     }
 }
