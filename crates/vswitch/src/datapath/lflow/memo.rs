@@ -48,11 +48,7 @@ impl HeadMemo {
             return None;
         }
         let l4 = l3 + usize::from(vihl & 0x0f) * 4;
-        let (end, csum) = match *read.get(l3 + 9)? {
-            6 => (l4 + usize::from(*read.get(l4 + 12)? >> 4) * 4, l4 + 16),
-            17 => (l4 + 8, l4 + 6),
-            _ => return None,
-        };
+        let (end, csum) = transport_head(read, *read.get(l3 + 9)?, l4)?;
         if end > MEMO_BYTES.min(read.len()) || csum + 2 > end {
             return None;
         }
@@ -95,6 +91,17 @@ impl HeadMemo {
             .zip(self.words.iter().zip(&self.mask))
             .fold(0, |d, (w, (m, k))| d | (w ^ m) & k);
         diff == 0
+    }
+}
+
+/// Where the TCP (`proto` 6) or UDP (17) header at `l4` of frame `b` ends, and where
+/// its checksum is; `None` for another protocol, or a TCP header whose data offset was
+/// not read.
+pub fn transport_head(b: &[u8], proto: u8, l4: usize) -> Option<(usize, usize)> {
+    match proto {
+        6 => Some((l4 + usize::from(*b.get(l4 + 12)? >> 4) * 4, l4 + 16)),
+        17 => Some((l4 + 8, l4 + 6)),
+        _ => None,
     }
 }
 
