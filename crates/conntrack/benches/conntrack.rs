@@ -12,7 +12,12 @@
 //! - `nat_hit` / `plain_hit` (group `nat`, 1k, 100k and 1M): an established
 //!   UDP connection, SNAT'd or not, both directions alternately, with
 //!   `ct(nat)` (the NAT'd reply arrives translated and finds its connection
-//!   through the alias: `cargo bench -p conntrack -- nat/`).
+//!   through the alias: `cargo bench -p conntrack -- nat/`);
+//! - `nat_hit_burst` / `plain_hit_burst`: the same packets 32 at a time, as a
+//!   PMD's burst: every packet's step prefetched ([`Conntrack::prefetch`]),
+//!   then each stepped (time per packet). The packets are read one after the
+//!   other, as from a receive ring (the flows in the same scattered order);
+//!   `…_burst_noprefetch` is the same without the prefetches.
 //!
 //! Bytes per connection at 1M are printed before the runs (the tracker's
 //! own count of its heap, which `tests/memory.rs` checks against a
@@ -28,6 +33,8 @@ use conntrack::{
 };
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
+/// Packets a burst bench prefetches together, then steps (a PMD's burst).
+const BURST: usize = 32;
 const SIZES: [(u32, &str); 2] = [(1 << 10, "1k"), (1 << 20, "1M")];
 /// An odd stride: visits every index of a power-of-two table, scattered.
 const STRIDE: u32 = 0x9e37_79b9;
@@ -258,6 +265,7 @@ fn bench_nat(c: &mut Criterion) {
             let len = packets.len() as u64;
             let mut j = 0u64;
             let mut translation = None;
+            g.throughput(Throughput::Elements(1));
             g.bench_function(BenchmarkId::new(case, name), |b| {
                 b.iter(|| {
                     j = (j + u64::from(STRIDE)) % len;
@@ -268,6 +276,39 @@ fn bench_nat(c: &mut Criterion) {
                     (r, black_box(&translation).is_some())
                 })
             });
+            // The same order, laid out as a receive ring would hold the packets:
+            // one after the other.
+            let ring: Vec<Packet> = (0..len)
+                .map(|k| packets[(k * u64::from(STRIDE) % len) as usize])
+                .collect();
+            for (prefetch, kind) in [(false, "burst_noprefetch"), (true, "burst")] {
+                let mut k = 0;
+                g.throughput(Throughput::Elements(BURST as u64));
+                g.bench_function(BenchmarkId::new(format!("{case}_{kind}"), name), |b| {
+                    b.iter(|| {
+                        if k + BURST > ring.len() {
+                            k = 0;
+                        }
+                        let burst = black_box(&ring[k..k + BURST]);
+                        k += BURST;
+                        let preps: [Prepared; BURST] =
+                            core::array::from_fn(|i| Prepared::of(&burst[i]));
+                        if prefetch {
+                            for prep in &preps {
+                                ct.prefetch(prep, act.zone);
+                            }
+                        }
+                        let mut est = 0;
+                        for (p, prep) in burst.iter().zip(&preps) {
+                            let r = ct.execute_nat(p, prep, &act, 1, &mut translation);
+                            est += usize::from(r.state.contains(conntrack::CtState::EST));
+                            debug_assert_eq!(translation.is_some(), nat);
+                        }
+                        debug_assert_eq!(est, BURST);
+                        est
+                    })
+                });
+            }
         }
     }
     g.finish();

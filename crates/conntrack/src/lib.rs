@@ -31,8 +31,9 @@
 //!   [`Packet`]; callers that already have a flow key fill `Packet` directly.
 //!
 //! No I/O, no clock reads (callers pass `now_ms`, milliseconds of any
-//! monotonic clock), no `unsafe`, no allocation on the lookup path (NAT
-//! allocates when a commit sets up a translation).
+//! monotonic clock), no allocation on the lookup path (NAT allocates when
+//! a commit sets up a translation), no `unsafe` but the one prefetch
+//! instruction of [`Conntrack::prefetch`].
 //!
 //! # Example
 //!
@@ -151,7 +152,7 @@
 //! - `serde`: derives `serde::Serialize` for [`ConnEntry`], [`Stats`] and
 //!   their parts, and `Serialize`/`Deserialize` for [`Timeouts`].
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 mod checksum;
@@ -164,6 +165,7 @@ mod lookup;
 mod nat;
 pub mod packet;
 mod parse;
+mod prefetch;
 mod shard;
 mod table;
 mod tcp;

@@ -18,6 +18,7 @@ use spin::relax::Yield;
 use crate::conn::Conn;
 use crate::key::Key;
 use crate::nat::{Alias, NatInfo};
+use crate::prefetch::Geometry;
 use crate::table::{Entry, Table};
 use crate::verdict::InvalidReason;
 
@@ -30,8 +31,34 @@ pub(crate) struct Shard {
     pub counters: Counters,
 }
 
-/// A locked shard.
-pub(crate) type Guard<'a> = SpinMutexGuard<'a, Shard>;
+/// A locked shard; publishes where its table is when released.
+pub(crate) struct Guard<'a> {
+    shard: SpinMutexGuard<'a, Shard>,
+    geometry: &'a Geometry,
+}
+
+impl core::ops::Deref for Guard<'_> {
+    type Target = Shard;
+
+    #[inline]
+    fn deref(&self) -> &Shard {
+        &self.shard
+    }
+}
+
+impl core::ops::DerefMut for Guard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Shard {
+        &mut self.shard
+    }
+}
+
+impl Drop for Guard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.geometry.publish(&self.shard.table);
+    }
+}
 
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counters {
@@ -46,17 +73,41 @@ pub(crate) struct Counters {
 }
 
 /// A shard's lock on its own pair of cache lines, so that two PMDs taking
-/// neighbouring shards do not share a line.
+/// neighbouring shards do not share a line, and where its table is for
+/// prefetches made without the lock.
 #[derive(Debug)]
 #[repr(align(128))]
-pub(crate) struct ShardCell(pub SpinMutex<Shard, Yield>);
+pub(crate) struct ShardCell {
+    lock: SpinMutex<Shard, Yield>,
+    pub geometry: Geometry,
+}
 
 impl ShardCell {
     pub fn new() -> ShardCell {
-        ShardCell(SpinMutex::new(Shard {
-            table: Table::default(),
-            counters: Counters::default(),
-        }))
+        ShardCell {
+            lock: SpinMutex::new(Shard {
+                table: Table::default(),
+                counters: Counters::default(),
+            }),
+            geometry: Geometry::default(),
+        }
+    }
+
+    #[inline]
+    pub fn lock(&self) -> Guard<'_> {
+        Guard {
+            shard: self.lock.lock(),
+            geometry: &self.geometry,
+        }
+    }
+
+    #[inline]
+    pub fn try_lock(&self) -> Option<Guard<'_>> {
+        let shard = self.lock.try_lock()?;
+        Some(Guard {
+            shard,
+            geometry: &self.geometry,
+        })
     }
 }
 

@@ -95,6 +95,19 @@ impl<E: Entry, S: Side> Table<E, S> {
         self.hashes.len()
     }
 
+    /// The addresses of the hash, entry and side arrays (0 where not
+    /// allocated) and the capacity, for prefetches (`prefetch.rs`).
+    pub fn geometry(&self) -> (usize, usize, usize, usize) {
+        let addr = |allocated: bool, a: usize| if allocated { a } else { 0 };
+        let cap = self.capacity();
+        (
+            addr(cap > 0, self.hashes.as_ptr() as usize),
+            addr(cap > 0, self.slots.as_ptr() as usize),
+            addr(!self.side.is_empty(), self.side.as_ptr() as usize),
+            cap,
+        )
+    }
+
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
         self.hashes.capacity() * 4
