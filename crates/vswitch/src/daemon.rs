@@ -283,6 +283,31 @@ impl Daemon {
     }
 }
 
+/// Below this size (glibc's largest), a block comes from malloc's arenas and, once
+/// freed, serves the next request of its size; above, it is mapped and unmapped.
+pub const MMAP_THRESHOLD: usize = 32 << 20;
+/// How much free memory malloc keeps at the top of an arena before returning it.
+pub const TRIM_THRESHOLD: usize = 1 << 30;
+
+/// Has malloc keep freed memory for reuse, as switches that own their memory do (DPDK's
+/// and VPP's heaps are never returned): glibc maps large blocks on their own above a
+/// threshold that starts at 128 KiB, unmaps them when freed, and returns an arena's free
+/// top above 128 KiB, so a growing table (a connection-tracker shard doubling, every
+/// few thousand new connections under load) faulted in and zeroed fresh pages while
+/// the blocks its neighbours had just outgrown went back to the kernel. Blocks up to
+/// [`MMAP_THRESHOLD`] now come from the arenas and are reused, and an arena keeps up to
+/// [`TRIM_THRESHOLD`] free at its top (the OVN chassis still trims after each pass of
+/// its database replica, `malloc_trim`). Call first, before other threads start.
+/// Nothing outside glibc.
+pub fn keep_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only changes malloc's tunables; called before other threads run.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD as libc::c_int);
+    }
+}
+
 /// The control plane's runtime: two worker threads (and the blocking pool) on the CPUs
 /// the PMDs do not use, when there are such CPUs.
 ///

@@ -6,9 +6,10 @@ use clap::Parser;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::EnvFilter;
 use vswitch::config::{Args, Config};
-use vswitch::daemon::{runtime, Daemon};
+use vswitch::daemon::{keep_freed_memory, runtime, Daemon};
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     init_logging();
     let args = Args::parse();
     let config = match Config::try_from(args.clone()) {
