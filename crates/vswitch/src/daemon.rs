@@ -297,9 +297,16 @@ pub const TRIM_THRESHOLD: usize = 1 << 30;
 /// the blocks its neighbours had just outgrown went back to the kernel. Blocks up to
 /// [`MMAP_THRESHOLD`] now come from the arenas and are reused, and an arena keeps up to
 /// [`TRIM_THRESHOLD`] free at its top (the OVN chassis still trims after each pass of
-/// its database replica, `malloc_trim`). Call first, before other threads start.
-/// Nothing outside glibc.
+/// its database replica, `malloc_trim`). An operator's own `GLIBC_TUNABLES` setting of
+/// either threshold is left as it is. Call first, before other threads start. Nothing
+/// outside glibc.
 pub fn keep_freed_memory() {
+    let tunables = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+    if tunables.contains("glibc.malloc.mmap_threshold")
+        || tunables.contains("glibc.malloc.trim_threshold")
+    {
+        return;
+    }
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt only changes malloc's tunables; called before other threads run.
     unsafe {
