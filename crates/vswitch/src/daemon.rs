@@ -359,3 +359,27 @@ fn avoid_cpus(avoid: &[usize]) {
         unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     }
 }
+
+#[cfg(all(test, target_env = "gnu"))]
+mod tests {
+    use super::*;
+
+    /// Bytes malloc holds in blocks mapped on their own.
+    fn mapped_bytes() -> usize {
+        // SAFETY: mallinfo2 only reads malloc's statistics.
+        unsafe { libc::mallinfo2() }.hblkhd
+    }
+
+    #[test]
+    fn a_table_s_array_comes_from_the_arenas() {
+        keep_freed_memory();
+        let before = mapped_bytes();
+        let array = vec![1u8; 8 << 20];
+        let during = mapped_bytes();
+        drop(std::hint::black_box(array));
+        assert!(
+            during < before + (8 << 20),
+            "an 8 MiB block was mapped on its own ({before} -> {during} bytes mapped)"
+        );
+    }
+}
