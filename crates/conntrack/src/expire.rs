@@ -48,6 +48,7 @@ impl Conntrack {
             out.expired += expired;
             if end >= s.table.capacity() {
                 s.table.maybe_shrink();
+                self.shards[shard % self.shards.len()].published(&mut s);
                 drop(s);
                 shard += 1;
                 pos = 0;
@@ -121,6 +122,7 @@ impl Conntrack {
                 }
             }
             s.table.maybe_shrink();
+            self.shards[i].published(&mut s);
             s.counters.flushed += removed as u64;
             n += removed;
         }

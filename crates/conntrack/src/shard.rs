@@ -31,34 +31,8 @@ pub(crate) struct Shard {
     pub counters: Counters,
 }
 
-/// A locked shard; publishes where its table is when released.
-pub(crate) struct Guard<'a> {
-    shard: SpinMutexGuard<'a, Shard>,
-    geometry: &'a Geometry,
-}
-
-impl core::ops::Deref for Guard<'_> {
-    type Target = Shard;
-
-    #[inline]
-    fn deref(&self) -> &Shard {
-        &self.shard
-    }
-}
-
-impl core::ops::DerefMut for Guard<'_> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut Shard {
-        &mut self.shard
-    }
-}
-
-impl Drop for Guard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.geometry.publish(&self.shard.table);
-    }
-}
+/// A locked shard.
+pub(crate) type Guard<'a> = SpinMutexGuard<'a, Shard>;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counters {
@@ -76,8 +50,10 @@ pub(crate) struct Counters {
 /// neighbouring shards do not share a line, and where its table is for
 /// prefetches made without the lock.
 #[derive(Debug)]
-#[repr(align(128))]
+#[repr(C, align(128))]
 pub(crate) struct ShardCell {
+    // The lock first, with the table's header beside it: the geometry is read only
+    // by prefetches and written only when the table moved.
     lock: SpinMutex<Shard, Yield>,
     pub geometry: Geometry,
 }
@@ -95,19 +71,22 @@ impl ShardCell {
 
     #[inline]
     pub fn lock(&self) -> Guard<'_> {
-        Guard {
-            shard: self.lock.lock(),
-            geometry: &self.geometry,
-        }
+        self.lock.lock()
     }
 
     #[inline]
     pub fn try_lock(&self) -> Option<Guard<'_>> {
-        let shard = self.lock.try_lock()?;
-        Some(Guard {
-            shard,
-            geometry: &self.geometry,
-        })
+        self.lock.try_lock()
+    }
+
+    /// Publishes where `s`'s (this shard's, locked) table is if its arrays moved:
+    /// after whatever may grow, shrink or add to them (an insert, a side value, a
+    /// shrink).
+    #[inline]
+    pub fn published(&self, s: &mut Shard) {
+        if s.table.take_moved() {
+            self.geometry.publish(&s.table);
+        }
     }
 }
 

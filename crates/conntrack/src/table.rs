@@ -66,6 +66,9 @@ pub(crate) struct Table<E, S = ()> {
     /// slot whose entry says it has one holds a meaningful value.
     side: Vec<S>,
     len: usize,
+    /// An array was allocated or freed since [`take_moved`](Self::take_moved) last
+    /// said so.
+    moved: bool,
 }
 
 impl<E, S> Default for Table<E, S> {
@@ -75,6 +78,7 @@ impl<E, S> Default for Table<E, S> {
             slots: Vec::new(),
             side: Vec::new(),
             len: 0,
+            moved: true,
         }
     }
 }
@@ -106,6 +110,18 @@ impl<E: Entry, S: Side> Table<E, S> {
             addr(!self.side.is_empty(), self.side.as_ptr() as usize),
             cap,
         )
+    }
+
+    /// Whether an array was allocated or freed since the last call (the table's
+    /// [`geometry`](Self::geometry) changed), and forgets it.
+    #[inline]
+    pub fn take_moved(&mut self) -> bool {
+        // Read first: an unlock stores nothing more when nothing moved.
+        if self.moved {
+            self.moved = false;
+            return true;
+        }
+        false
     }
 
     /// Heap bytes held.
@@ -180,6 +196,7 @@ impl<E: Entry, S: Side> Table<E, S> {
         debug_assert_ne!(self.hashes[i], 0);
         if self.side.is_empty() {
             self.side = vec![S::VACANT; self.capacity()];
+            self.moved = true;
         }
         self.side[i] = v;
     }
@@ -253,6 +270,7 @@ impl<E: Entry, S: Side> Table<E, S> {
 
     /// Builds new arrays of `cap` slots and places every entry in them.
     fn resize(&mut self, cap: usize) {
+        self.moved = true;
         let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
         let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
         let side = core::mem::take(&mut self.side);

@@ -910,6 +910,7 @@ impl Conntrack {
         if let Some(info) = info {
             s.table.set_side(i, info);
         }
+        self.shards[self.shard_index(h)].published(&mut s);
         s.counters.created += 1;
         out = CtResult {
             mark: c.mark,
@@ -994,7 +995,11 @@ impl Conntrack {
     ) -> Result<bool, NoTranslation> {
         let hq = self.hasher.hash(ka);
         let q = self.shard_index(hq);
-        let claim = |s: &mut Shard| s.claim_alias(tag(hq), ka, alias);
+        let claim = |s: &mut Shard| {
+            let claimed = s.claim_alias(tag(hq), ka, alias);
+            self.shards[q].published(s);
+            claimed
+        };
         if q == home {
             return Ok(claim(s));
         }
