@@ -116,7 +116,7 @@ impl<E: Entry, S: Side> Table<E, S> {
     /// [`geometry`](Self::geometry) changed), and forgets it.
     #[inline]
     pub fn take_moved(&mut self) -> bool {
-        // Read first: an unlock stores nothing more when nothing moved.
+        // Read first: nothing is stored when nothing moved.
         if self.moved {
             self.moved = false;
             return true;
