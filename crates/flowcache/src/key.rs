@@ -125,6 +125,35 @@ impl core::ops::BitOrAssign for Wildcards {
     }
 }
 
+/// The shape of a wildcarded key ([`FlowKey::masked`]): the parts left out whole, and
+/// how many leading bits of each IP address are kept (128: all of it; an IPv4
+/// address has 32), as Open vSwitch's megaflows keep an address prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyMask {
+    /// The parts left out whole.
+    pub wild: Wildcards,
+    /// Leading bits of the IP source address kept (unless `wild` leaves it out).
+    pub ip_src_bits: u8,
+    /// Leading bits of the IP destination address kept (unless `wild` leaves it out).
+    pub ip_dst_bits: u8,
+}
+
+impl KeyMask {
+    /// `wild`'s parts left out, the rest whole.
+    pub const fn whole(wild: Wildcards) -> KeyMask {
+        KeyMask {
+            wild,
+            ip_src_bits: 128,
+            ip_dst_bits: 128,
+        }
+    }
+
+    /// Whether it leaves nothing out.
+    pub fn is_exact(self) -> bool {
+        self.wild.is_none() && self.ip_src_bits >= 128 && self.ip_dst_bits >= 128
+    }
+}
+
 /// A compact, fixed-size (64 bytes, 8-byte aligned) exact-match flow key.
 ///
 /// Fields: ingress port, tunnel VNI (24 bits) when present, outer and inner
@@ -521,6 +550,27 @@ impl FlowKey {
         k
     }
 
+    /// The key with `mask`'s parts zeroed ([`without`](Self::without)) and each IP
+    /// address cut to the bits the mask keeps of it (the address is stored from its
+    /// first byte, network order: an IPv4 address keeps at most its 32 bits).
+    #[inline]
+    pub fn masked(&self, mask: KeyMask) -> FlowKey {
+        let mut k = self.without(mask.wild);
+        for (range, bits) in [
+            (field::IP_SRC, mask.ip_src_bits),
+            (field::IP_DST, mask.ip_dst_bits),
+        ] {
+            if bits >= 128 {
+                continue;
+            }
+            for (i, b) in k.bytes[range].iter_mut().enumerate() {
+                let keep = usize::from(bits).saturating_sub(8 * i).min(8);
+                *b &= !(0xffu16 >> keep) as u8;
+            }
+        }
+        k
+    }
+
     /// Builds a key from its raw bytes (the layout of [`as_bytes`](Self::as_bytes)).
     /// Any 64 bytes are accepted; accessors then report what the bytes say.
     /// Meant for tests, benches and slow paths that synthesize keys.
@@ -768,6 +818,39 @@ mod tests {
         f[30..34].copy_from_slice(&[10, 0, 0, 2]);
         f[34..38].copy_from_slice(&[0x04, 0x00, 0x13, 0x89]);
         f
+    }
+
+    #[test]
+    fn a_masked_key_keeps_each_address_s_prefix() {
+        let key = |src: [u8; 4], dst: [u8; 4]| {
+            let mut f = ipv4_udp(60);
+            f[26..30].copy_from_slice(&src);
+            f[30..34].copy_from_slice(&dst);
+            FlowKey::extract(&f, 3, None)
+        };
+        let m = KeyMask {
+            wild: Wildcards::L4_SRC,
+            ip_src_bits: 128,
+            ip_dst_bits: 25,
+        };
+        let k = key([10, 0, 0, 1], [10, 0, 0, 200]);
+        // The same /25 of destinations, another source port: one masked key.
+        let mut f = ipv4_udp(60);
+        f[30..34].copy_from_slice(&[10, 0, 0, 239]);
+        f[34..36].copy_from_slice(&[0x77, 0x77]);
+        assert_eq!(k.masked(m), FlowKey::extract(&f, 3, None).masked(m));
+        assert_ne!(k.masked(m), key([10, 0, 0, 1], [10, 0, 0, 127]).masked(m));
+        assert_ne!(k.masked(m), key([10, 0, 0, 2], [10, 0, 0, 200]).masked(m));
+        let d = k.masked(m).ipv4().map(|a| a.1);
+        assert_eq!(d, Some(Ipv4Addr::new(10, 0, 0, 128)), "cut after bit 25");
+        assert_eq!(k.masked(KeyMask::whole(Wildcards::NONE)), k);
+        assert!(KeyMask::whole(Wildcards::NONE).is_exact());
+        assert!(!m.is_exact());
+        let none = KeyMask {
+            ip_dst_bits: 0,
+            ..KeyMask::whole(Wildcards::NONE)
+        };
+        assert_eq!(k.masked(none), k.without(Wildcards::IP_DST));
     }
 
     #[test]

@@ -34,18 +34,36 @@ pub struct Test {
 }
 
 impl Test {
-    /// Whether `flow` passes the test.
+    /// Whether `flow` passes the test. What it read is noted ([`Flow::note_bits`]):
+    /// the bits tested, but for an equality that does not hold only those down to the
+    /// first that differs (every value equal to the flow's there differs from the
+    /// test's value too), as Open vSwitch's prefix tracking un-wildcards.
     #[inline]
     pub fn eval(&self, flow: &Flow) -> bool {
-        let v = flow.get(self.field) & self.mask;
-        match self.op {
-            Relop::Eq => v == self.value,
-            Relop::Ne => v != self.value,
-            Relop::Lt => v < self.value,
-            Relop::Le => v <= self.value,
-            Relop::Gt => v > self.value,
-            Relop::Ge => v >= self.value,
+        let v = flow.peek(self.field) & self.mask;
+        let (pass, read) = match self.op {
+            Relop::Eq => (v == self.value, self.decisive_bits(v)),
+            Relop::Ne => (v != self.value, self.decisive_bits(v)),
+            Relop::Lt => (v < self.value, self.mask),
+            Relop::Le => (v <= self.value, self.mask),
+            Relop::Gt => (v > self.value, self.mask),
+            Relop::Ge => (v >= self.value, self.mask),
+        };
+        flow.note_bits(self.field, read);
+        pass
+    }
+
+    /// The bits of the mask an (in)equality with masked value `v` rests on: all of
+    /// them when `v` equals the value, else those from the top down to the first
+    /// that differs.
+    #[inline]
+    fn decisive_bits(&self, v: u128) -> u128 {
+        let differ = v ^ self.value;
+        if differ == 0 {
+            return self.mask;
         }
+        let first = 127 - differ.leading_zeros();
+        self.mask & !((1u128 << first) - 1)
     }
 }
 

@@ -21,20 +21,70 @@ pub struct Flow {
     reads: Reads,
 }
 
-/// The set of fields read, shared by a flow and its clones.
+/// The set of fields read, shared by a flow and its clones, and for each IP address
+/// field the bits read (what a megaflow's prefix keeps).
 #[derive(Debug, Clone, Default)]
-struct Reads(std::sync::Arc<core::sync::atomic::AtomicU64>);
+struct Reads(std::sync::Arc<ReadSet>);
+
+#[derive(Debug, Default)]
+struct ReadSet {
+    fields: core::sync::atomic::AtomicU64,
+    /// The bits read of [`ADDRESSES`], each as two words (high, low).
+    bits: [[core::sync::atomic::AtomicU64; 2]; 4],
+}
+
+/// The fields whose bits read are kept apart ([`Flow::read_bits`]).
+const ADDRESSES: [Field; 4] = [
+    Field::Ipv4Src,
+    Field::Ipv4Dst,
+    Field::Ipv6Src,
+    Field::Ipv6Dst,
+];
 
 impl Reads {
     #[inline]
     fn note(&self, field: Field) {
+        self.note_bits(field, field.full_mask());
+    }
+
+    /// Notes `bits` of `field` as read.
+    #[inline]
+    fn note_bits(&self, field: Field, bits: u128) {
         use core::sync::atomic::Ordering::Relaxed;
         // One thread runs a pipeline over a flow and its copies: a plain read then
         // write, no read-modify-write.
         let bit = 1u64 << field.index();
-        let set = self.0.load(Relaxed);
+        let set = self.0.fields.load(Relaxed);
         if set & bit == 0 {
-            self.0.store(set | bit, Relaxed);
+            self.0.fields.store(set | bit, Relaxed);
+        }
+        if let Some(a) = ADDRESSES.iter().position(|&f| f == field) {
+            let [hi, lo] = &self.0.bits[a];
+            let (h, l) = ((bits >> 64) as u64, bits as u64);
+            if hi.load(Relaxed) & h != h || lo.load(Relaxed) & l != l {
+                hi.store(hi.load(Relaxed) | h, Relaxed);
+                lo.store(lo.load(Relaxed) | l, Relaxed);
+            }
+        }
+    }
+
+    fn bits(&self, field: Field) -> u128 {
+        use core::sync::atomic::Ordering::Relaxed;
+        match ADDRESSES.iter().position(|&f| f == field) {
+            Some(a) => {
+                let [hi, lo] = &self.0.bits[a];
+                u128::from(hi.load(Relaxed)) << 64 | u128::from(lo.load(Relaxed))
+            }
+            None if self.0.fields.load(Relaxed) & (1 << field.index()) != 0 => field.full_mask(),
+            None => 0,
+        }
+    }
+
+    fn clear(&self) {
+        use core::sync::atomic::Ordering::Relaxed;
+        self.0.fields.store(0, Relaxed);
+        for w in self.0.bits.iter().flatten() {
+            w.store(0, Relaxed);
         }
     }
 }
@@ -91,16 +141,37 @@ impl Flow {
         self.reads.note(field);
     }
 
+    /// Notes only `bits` of `field` as read: for a decision that any value equal to
+    /// this flow's in those bits would take alike (a masked test, see
+    /// [`crate::Test::eval`]). The field counts as read ([`Flow::reads`]); for an IP
+    /// address field the bits are kept apart ([`Flow::read_bits`]).
+    #[inline]
+    pub fn note_bits(&self, field: Field, bits: u128) {
+        self.reads.note_bits(field, bits);
+    }
+
     /// The fields read through [`Flow::get`] (and the reads built on it) on this flow
     /// and on every flow cloned from it or that it was cloned from, since the set was
     /// last cleared: bit `i` is the field of [`Field::index`] `i`.
     pub fn reads(&self) -> u64 {
-        self.reads.0.load(core::sync::atomic::Ordering::Relaxed)
+        self.reads
+            .0
+            .fields
+            .load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The bits of `field` read as [`Flow::reads`] counts them: for the IP address
+    /// fields (`ip4.src`, `ip4.dst`, `ip6.src`, `ip6.dst`) those the decisions rested
+    /// on (Open vSwitch's prefix tracking: a route or a CIDR test reads a prefix, a
+    /// failed equality test the bits down to the first that differs); for any other
+    /// field all of its bits once read, else none.
+    pub fn read_bits(&self, field: Field) -> u128 {
+        self.reads.bits(field)
     }
 
     /// Empties the set of fields read (shared with its clones).
     pub fn clear_reads(&self) {
-        self.reads.0.store(0, core::sync::atomic::Ordering::Relaxed);
+        self.reads.clear();
     }
 
     /// A copy with a set of fields read of its own (empty).
@@ -200,6 +271,30 @@ mod tests {
         assert!(flow.get_symbol(&symtab, "ip4").is_err());
         flow.set(Field::EthType, 0x1_0800);
         assert_eq!(flow.get(Field::EthType), 0x0800);
+    }
+
+    #[test]
+    fn an_address_s_bits_read_are_kept_apart() {
+        let flow = Flow::new().with(Field::Ipv6Dst, 1 << 100);
+        let copy = flow.clone();
+        copy.note_bits(Field::Ipv6Dst, u128::MAX << 64);
+        flow.note_bits(Field::Ipv6Dst, 0xff << 56);
+        flow.note_bits(Field::TcpDst, 1);
+        assert_eq!(flow.read_bits(Field::Ipv6Dst), u128::MAX << 56);
+        assert_eq!(
+            flow.read_bits(Field::TcpDst),
+            0xffff,
+            "other fields: all bits"
+        );
+        assert_eq!(flow.read_bits(Field::Ipv4Dst), 0);
+        assert_eq!(
+            flow.reads(),
+            1 << Field::Ipv6Dst.index() | 1 << Field::TcpDst.index()
+        );
+        flow.get(Field::Ipv4Src);
+        assert_eq!(copy.read_bits(Field::Ipv4Src), 0xffff_ffff);
+        flow.clear_reads();
+        assert_eq!((copy.reads(), copy.read_bits(Field::Ipv6Dst)), (0, 0));
     }
 
     #[test]

@@ -18,7 +18,11 @@
 //! the pipeline never read share one program. New source ports to a peer, and to a
 //! load balancer's VIP (each DNAT'd to its one backend), run the interpreter a few
 //! times, not once per flow; an ACL that reads the source port makes each flow its
-//! own program again, so the one port it drops is dropped.
+//! own program again, so the one port it drops is dropped. New destinations share a
+//! program when the pipeline read only a prefix of them (Open vSwitch's prefix
+//! tracking): of 40 addresses of a /25 that vm2 takes as its own, an ACL drops one,
+//! exactly, with a handful of interpreter runs (a failed equality reads the address
+//! down to its first bit that differs).
 
 mod common;
 
@@ -541,6 +545,116 @@ fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_por
     assert!(
         decided[1] - before[1] >= 8,
         "each flow ran the interpreter: {decided:?}"
+    );
+    drop(nss);
+}
+
+/// Sends one datagram from source port `sport` of `ns` to each `10.0.0.X`:`PORT`, X in
+/// `hosts`.
+fn send_to_hosts(ns: &str, sport: u16, hosts: std::ops::Range<u8>) {
+    let script = format!(
+        "import socket,time\n\
+         s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',{sport}))\n\
+         for h in range({}, {}):\n\
+         \x20s.sendto(b'x'*64,('10.0.0.%d' % h,{PORT})); time.sleep(0.005)\n",
+        hosts.start, hosts.end
+    );
+    run(&["ip", "netns", "exec", ns, "python3", "-c", &script]);
+}
+
+#[test]
+fn new_destinations_share_a_program_when_the_pipeline_read_a_prefix_of_them() {
+    let _g = serial();
+    let Setup {
+        _f,
+        _dir,
+        c,
+        sw,
+        nss,
+        _sink,
+        got,
+    } = setup("opp");
+    let (vm1, vm2) = (&nss[0].0, &nss[1].0);
+    // vm1 reaches 10.0.0.128/25 through vm2, which takes the prefix as its own.
+    let vm2_ip = VMS[1].3;
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        vm1,
+        "ip",
+        "route",
+        "add",
+        "10.0.0.128/25",
+        "via",
+        vm2_ip,
+    ]);
+    run(&[
+        "ip",
+        "netns",
+        "exec",
+        vm2,
+        "ip",
+        "route",
+        "add",
+        "local",
+        "10.0.0.128/25",
+        "dev",
+        "lo",
+    ]);
+
+    // 40 new destinations, which this switch's pipeline does not read: one program.
+    let (before, got0) = (lflow(&sw), got.load(Relaxed));
+    send_to_hosts(vm1, 44000, 200..240);
+    wait_for(Duration::from_secs(10), "40 datagrams at vm2", || {
+        (got.load(Relaxed) >= got0 + 40).then_some(())
+    });
+    let after = lflow(&sw);
+    eprintln!("40 destinations: {before:?} -> {after:?}");
+    assert!(
+        after[1] - before[1] <= 4,
+        "interpreter runs: {before:?} -> {after:?}"
+    );
+    assert!(
+        after[4] - before[4] >= 36,
+        "wildcard hits: {before:?} -> {after:?}"
+    );
+
+    // An ACL dropping 10.0.0.230: the datagram to it is dropped, the 39 others pass.
+    // Its test reads all of the address it drops and, of the others, the bits down
+    // to the first that differs from it (10.0.0.192/27, .224/30, .228/31, .231,
+    // .232/29): six programs, not one per destination.
+    c.nbctl(&[
+        "--wait=hv",
+        "acl-add",
+        "sw0",
+        "from-lport",
+        "2000",
+        "ip4.dst == 10.0.0.230",
+        "drop",
+    ]);
+    let (before, got0) = (lflow(&sw), got.load(Relaxed));
+    send_to_hosts(vm1, 44001, 200..240);
+    let decided = wait_for(Duration::from_secs(10), "40 datagrams decided", || {
+        let now = lflow(&sw);
+        (now[0] + now[1] >= before[0] + before[1] + 40).then_some(now)
+    });
+    wait_for(Duration::from_secs(10), "39 datagrams at vm2", || {
+        (got.load(Relaxed) >= got0 + 39).then_some(())
+    });
+    eprintln!("40 destinations, one dropped: {before:?} -> {decided:?}");
+    assert_eq!(
+        got.load(Relaxed),
+        got0 + 39,
+        "the datagram to .230 was dropped"
+    );
+    assert!(
+        decided[1] - before[1] <= 8,
+        "interpreter runs: {before:?} -> {decided:?}"
+    );
+    assert!(
+        decided[4] - before[4] >= 32,
+        "wildcard hits: {before:?} -> {decided:?}"
     );
     drop(nss);
 }

@@ -418,8 +418,10 @@ impl Pipeline {
             };
             pipeline.run(dp, keys.is_some(), flow.clone(), frame, &mut replay)
         };
-        // What the decision rests on: the fields the run read.
+        // What the decision rests on: the fields the run read (taken now: compiling
+        // the outcome reads the flow too).
         let reads = flow.reads();
+        let w = wild::unread(&flow, &head.key.key);
         if let Some(d) = refused(&live) {
             return d;
         }
@@ -455,15 +457,14 @@ impl Pipeline {
             .filter(|j| !j.outs.is_empty() || j.awaits.is_some())
             .map(Box::new);
         let cached = uncached.is_none() && pipeline.cacheable();
-        let w = wild::unread(reads, &head.key.key);
         tracing::trace!(
             reads = format_args!("{reads:#x}"),
-            wild = w.0,
+            wild = ?w,
             "interpreter run"
         );
         let keys = Keys {
             exact: head.key,
-            wild: (!w.is_none())
+            wild: (!w.is_exact())
                 .then(|| live.received_endpoints())
                 .flatten()
                 .map(|r| (w, r)),
@@ -580,7 +581,7 @@ fn cache_made(cache: &mut Cache, m: Made) {
 /// those parts too, with its results relative to the frame's `received` endpoints.
 struct Keys {
     exact: LKey,
-    wild: Option<(flowcache::Wildcards, conntrack::Endpoints)>,
+    wild: Option<(flowcache::KeyMask, conntrack::Endpoints)>,
 }
 
 /// A program the interpreter made for a frame.

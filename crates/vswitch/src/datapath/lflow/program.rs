@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use flowcache::{FlowKey, Wildcards};
+use flowcache::{FlowKey, KeyMask};
 use ovn_lflow::{Field, Flow};
 
 use super::ct::LiveCt;
@@ -31,6 +31,9 @@ use crate::switch::topology::Topology;
 pub const MAX_KEYS: usize = 65_536;
 /// Variants one key holds at most.
 pub const MAX_VARIANTS: usize = 8;
+/// Most sets of parts left out (with address prefixes: Open vSwitch's subtables) a
+/// cache looks a missed key up under; a program of another set is cached exactly.
+pub const MAX_MASKS: usize = 16;
 
 /// A frame's cache key: its flow key, the IP fields the flow key leaves out that a
 /// logical pipeline reads (TTL: `ip.ttl == {0, 1}` in routers; TOS), for a frame from
@@ -177,14 +180,15 @@ impl Variant {
 /// every flow. Any other change empties the cache.
 ///
 /// Beside the exact keys, wildcard keys ([`wild`]): a key with the parts its program
-/// never read left out, under each set of parts left out so far (a handful: Open
-/// vSwitch's subtables), looked up when the exact key misses.
+/// never read left out and each address cut to the prefix it read, under each such
+/// mask so far (at most [`MAX_MASKS`]: Open vSwitch's subtables), looked up when the
+/// exact key misses.
 #[derive(Debug, Default)]
 pub struct Cache {
     index: HashMap<LKey, u32, rustc_hash::FxBuildHasher>,
-    wild: HashMap<(u8, LKey), u32, rustc_hash::FxBuildHasher>,
+    wild: HashMap<(KeyMask, LKey), u32, rustc_hash::FxBuildHasher>,
     /// The sets of parts left out in `wild`, in the order they came.
-    masks: Vec<Wildcards>,
+    masks: Vec<KeyMask>,
     programs: Vec<Vec<Variant>>,
     last: Option<(LKey, u32)>,
     generation: u64,
@@ -265,14 +269,17 @@ impl Cache {
 
     /// Adds `v` (with its relative results) for the wildcard key of `key` without
     /// the parts `w`.
-    pub fn insert_wild(&mut self, key: &LKey, w: Wildcards, v: Variant) {
+    pub fn insert_wild(&mut self, key: &LKey, w: KeyMask, v: Variant) {
         if self.index.len() + self.wild.len() >= MAX_KEYS {
             self.clear();
         }
         if !self.masks.contains(&w) {
+            if self.masks.len() >= MAX_MASKS {
+                return;
+            }
             self.masks.push(w);
         }
-        let k = (w.0, key.without(w));
+        let k = (w, key.without(w));
         let slot = match self.wild.get(&k) {
             Some(&slot) => slot,
             None => {
@@ -308,7 +315,7 @@ impl Cache {
         let slot = self
             .masks
             .iter()
-            .find_map(|&w| self.wild.get(&(w.0, key.without(w))).copied())?;
+            .find_map(|&w| self.wild.get(&(w, key.without(w))).copied())?;
         Some((&self.programs[slot as usize], Some(received)))
     }
 
@@ -350,9 +357,9 @@ fn push_variant(vs: &mut Vec<Variant>, v: Variant) {
 
 impl LKey {
     /// The key without the parts `w` (the rest as it is).
-    pub fn without(&self, w: Wildcards) -> LKey {
+    pub fn without(&self, w: KeyMask) -> LKey {
         LKey {
-            key: self.key.without(w),
+            key: self.key.masked(w),
             ..*self
         }
     }
@@ -724,7 +731,66 @@ pub fn target(dest: &Dest, topo: &Topology) -> Target {
 
 #[cfg(test)]
 mod tests {
-    use super::size_class;
+    use super::*;
+
+    fn variant() -> Variant {
+        Variant {
+            ct: Vec::new(),
+            steps: Vec::new(),
+            punts: 0,
+            dps: Box::new([]),
+            rel: None,
+            mcast: None,
+        }
+    }
+
+    /// Programs under up to [`MAX_MASKS`] masks are found by any key they cover; one
+    /// under another mask is not kept as a wildcard.
+    #[test]
+    fn a_wildcard_program_covers_its_prefix_under_at_most_max_masks() {
+        let key = |dst: u8| {
+            let mut f = vec![0u8; 60];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[16..18].copy_from_slice(&46u16.to_be_bytes());
+            f[23] = 17;
+            f[30..34].copy_from_slice(&[10, 0, 0, dst]);
+            LKey {
+                key: FlowKey::extract(&f, 1, None),
+                ..LKey::default()
+            }
+        };
+        let mut cache = Cache::default();
+        let mask = |bits: u8| KeyMask {
+            ip_dst_bits: bits,
+            ..KeyMask::whole(flowcache::Wildcards::L4_SRC)
+        };
+        for bits in 0..=MAX_MASKS as u8 {
+            cache.insert_wild(&key(200), mask(32 - bits), variant());
+        }
+        let r = || None;
+        assert!(
+            cache.find(&key(201), r).is_none(),
+            "no endpoints, no wildcard"
+        );
+        let ep = || {
+            let a = std::net::Ipv4Addr::new(10, 0, 0, 1).into();
+            Some(conntrack::Endpoints {
+                src: a,
+                dst: a,
+                src_port: 1,
+                dst_port: 2,
+            })
+        };
+        assert!(cache.find(&key(201), ep).is_some(), "201 is in 200's /31");
+        // The masks kept: /32 down to /17; 10.0.0.0/16 was not kept.
+        assert_eq!(cache.masks.len(), MAX_MASKS);
+        assert!(!cache.masks.contains(&mask(32 - MAX_MASKS as u8)));
+        assert!(
+            cache.find(&key(1), ep).is_some(),
+            "10.0.0.1 is in 200's /24"
+        );
+    }
 
     #[test]
     fn a_size_class_counts_the_lengths_a_frame_exceeds() {

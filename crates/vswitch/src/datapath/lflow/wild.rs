@@ -17,34 +17,63 @@
 use std::net::IpAddr;
 
 use conntrack::{CtState, Endpoints};
-use flowcache::{FlowKey, Fragment, Wildcards};
-use ovn_lflow::Field;
+use flowcache::{FlowKey, Fragment, KeyMask, Wildcards};
+use ovn_lflow::{Field, Flow};
 
 use crate::model::lflow::{CtResult, NatSeen};
 
-/// The parts of `key` a program whose pipeline read the fields `reads` may leave out:
-/// those of a TCP or UDP frame (not a fragment) whose fields it never read.
-pub fn unread(reads: u64, key: &FlowKey) -> Wildcards {
+/// The parts of `key` a program whose pipeline read what `flow` says
+/// ([`ovn_lflow::Flow::reads`], [`ovn_lflow::Flow::read_bits`]) may leave out: those
+/// of a TCP or UDP frame (not a fragment) whose fields it never read, and of each IP
+/// address the bits after the last it read (Open vSwitch's prefix tracking: a route or
+/// a CIDR test reads a prefix, an equality that failed the bits down to the first that
+/// differed).
+pub fn unread(flow: &Flow, key: &FlowKey) -> KeyMask {
     use Field::*;
     if !matches!(key.ip_proto(), Some(6 | 17))
         || key.fragment() != Fragment::No
         || key.is_malformed()
     {
-        return Wildcards::NONE;
+        return KeyMask::whole(Wildcards::NONE);
     }
+    let reads = flow.reads();
     let read = |fields: &[Field]| fields.iter().any(|f| reads & (1 << f.index()) != 0);
     let mut w = Wildcards::NONE;
     for (part, fields) in [
-        (Wildcards::IP_SRC, &[Ipv4Src, Ipv6Src][..]),
-        (Wildcards::IP_DST, &[Ipv4Dst, Ipv6Dst]),
-        (Wildcards::L4_SRC, &[TcpSrc, UdpSrc, SctpSrc]),
+        (Wildcards::L4_SRC, &[TcpSrc, UdpSrc, SctpSrc][..]),
         (Wildcards::L4_DST, &[TcpDst, UdpDst, SctpDst]),
     ] {
         if !read(fields) {
             w |= part;
         }
     }
-    w
+    let (src, dst) = match key.is_ipv4() {
+        true => (prefix(flow, Ipv4Src, 32), prefix(flow, Ipv4Dst, 32)),
+        false => (prefix(flow, Ipv6Src, 128), prefix(flow, Ipv6Dst, 128)),
+    };
+    for (part, bits) in [(Wildcards::IP_SRC, src), (Wildcards::IP_DST, dst)] {
+        if bits == 0 {
+            w |= part;
+        }
+    }
+    KeyMask {
+        wild: w,
+        ip_src_bits: src,
+        ip_dst_bits: dst,
+    }
+}
+
+/// How many leading bits of address field `field` (`width` bits) a decision read: up
+/// to the lowest bit read (128 for all of an address).
+fn prefix(flow: &Flow, field: Field, width: u32) -> u8 {
+    let bits = flow.read_bits(field);
+    if bits == 0 {
+        return 0;
+    }
+    match width - bits.trailing_zeros() {
+        n if n >= width => 128,
+        n => n as u8,
+    }
 }
 
 /// A value as the packet before a step has it: its source's, its destination's, or
@@ -254,14 +283,47 @@ mod tests {
         f[16..18].copy_from_slice(&46u16.to_be_bytes());
         f[23] = 6;
         let key = FlowKey::extract(&f, 1, None);
-        let bit = |f: Field| 1u64 << f.index();
-        let reads = bit(Field::Ipv4Src) | bit(Field::Ipv4Dst) | bit(Field::TcpDst);
-        assert_eq!(unread(reads, &key), Wildcards::L4_SRC);
-        assert_eq!(
-            unread(bit(Field::TcpDst), &key),
-            Wildcards::IP_SRC | Wildcards::IP_DST | Wildcards::L4_SRC
-        );
+        let read = |fields: &[Field]| {
+            let flow = Flow::new();
+            fields.iter().for_each(|&f| flow.note_read(f));
+            flow
+        };
+        let all = read(&[Field::Ipv4Src, Field::Ipv4Dst, Field::TcpDst]);
+        assert_eq!(unread(&all, &key), KeyMask::whole(Wildcards::L4_SRC));
+        let w = Wildcards::IP_SRC | Wildcards::IP_DST | Wildcards::L4_SRC;
+        assert_eq!(unread(&read(&[Field::TcpDst]), &key).wild, w);
         f[23] = 1; // ICMP
-        assert_eq!(unread(0, &FlowKey::extract(&f, 1, None)), Wildcards::NONE);
+        let icmp = FlowKey::extract(&f, 1, None);
+        assert_eq!(unread(&Flow::new(), &icmp), KeyMask::whole(Wildcards::NONE));
+    }
+
+    /// A destination tested against a /8 that it is in, and against an address it
+    /// differs from first in its 25th bit: its first 25 bits are kept.
+    #[test]
+    fn an_address_keeps_the_prefix_its_tests_read() {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&46u16.to_be_bytes());
+        f[23] = 17;
+        let key = FlowKey::extract(&f, 1, None);
+        let flow = Flow::new().with(Field::Ipv4Dst, 0x0a00_00c8); // 10.0.0.200
+        let test = |mask: u128, value: u128| ovn_lflow::Test {
+            field: Field::Ipv4Dst,
+            op: ovn_lflow::Relop::Eq,
+            mask,
+            value,
+        };
+        assert!(test(0xff00_0000, 0x0a00_0000).eval(&flow));
+        assert!(!test(0xffff_ffff, 0x0a00_000c).eval(&flow)); // 10.0.0.12
+        flow.note_read(Field::UdpDst);
+        let m = unread(&flow, &key);
+        assert_eq!(
+            (m.ip_dst_bits, m.wild),
+            (25, Wildcards::IP_SRC | Wildcards::L4_SRC)
+        );
+        // The whole address once read as a value (copied, hashed).
+        let _ = flow.get(Field::Ipv4Dst);
+        assert_eq!(unread(&flow, &key).ip_dst_bits, 128);
     }
 }
