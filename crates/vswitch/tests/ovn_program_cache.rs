@@ -496,21 +496,8 @@ fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_por
     ] {
         let (before, got0) = (lflow(&sw), got.load(Relaxed));
         send_from_ports(vm1, dst, ports);
-        wait_for(
-            Duration::from_secs(10),
-            &format!("40 datagrams to {what} at vm2"),
-            || (got.load(Relaxed) >= got0 + 40).then_some(()),
-        );
-        let after = lflow(&sw);
-        eprintln!("40 flows to {what}: {before:?} -> {after:?}");
-        assert!(
-            after[1] - before[1] <= 4,
-            "interpreter runs: {before:?} -> {after:?}"
-        );
-        assert!(
-            after[4] - before[4] >= 36,
-            "wildcard hits: {before:?} -> {after:?}"
-        );
+        arrived(&got, got0 + 40, &format!("40 datagrams to {what} at vm2"));
+        shared(before, lflow(&sw), (4, 36), &format!("40 flows to {what}"));
     }
 
     // An ACL on the source port: each flow is decided by its own reading of it.
@@ -547,6 +534,29 @@ fn new_flows_share_a_wildcard_program_unless_the_pipeline_reads_their_source_por
         "each flow ran the interpreter: {decided:?}"
     );
     drop(nss);
+}
+
+/// Waits until vm2's sink counted `n` datagrams in all.
+fn arrived(got: &AtomicU64, n: u64, what: &str) {
+    wait_for(Duration::from_secs(10), what, || {
+        (got.load(Relaxed) >= n).then_some(())
+    });
+}
+
+/// Asserts that the frames decided between the counters `before` and `after`
+/// ([`lflow`]) ran the interpreter at most `runs` times and hit wildcard programs at
+/// least `wild` times.
+fn shared(before: [u64; 5], after: [u64; 5], (runs, wild): (u64, u64), what: &str) {
+    eprintln!("{what}: {before:?} -> {after:?}");
+    let d = |i: usize| after[i] - before[i];
+    assert!(
+        d(1) <= runs,
+        "{what}: interpreter runs {before:?} -> {after:?}"
+    );
+    assert!(
+        d(4) >= wild,
+        "{what}: wildcard hits {before:?} -> {after:?}"
+    );
 }
 
 /// Sends one datagram from source port `sport` of `ns` to each `10.0.0.X`:`PORT`, X in
@@ -606,19 +616,8 @@ fn new_destinations_share_a_program_when_the_pipeline_read_a_prefix_of_them() {
     // 40 new destinations, which this switch's pipeline does not read: one program.
     let (before, got0) = (lflow(&sw), got.load(Relaxed));
     send_to_hosts(vm1, 44000, 200..240);
-    wait_for(Duration::from_secs(10), "40 datagrams at vm2", || {
-        (got.load(Relaxed) >= got0 + 40).then_some(())
-    });
-    let after = lflow(&sw);
-    eprintln!("40 destinations: {before:?} -> {after:?}");
-    assert!(
-        after[1] - before[1] <= 4,
-        "interpreter runs: {before:?} -> {after:?}"
-    );
-    assert!(
-        after[4] - before[4] >= 36,
-        "wildcard hits: {before:?} -> {after:?}"
-    );
+    arrived(&got, got0 + 40, "40 datagrams at vm2");
+    shared(before, lflow(&sw), (4, 36), "40 destinations");
 
     // An ACL dropping 10.0.0.230: the datagram to it is dropped, the 39 others pass.
     // Its test reads all of the address it drops and, of the others, the bits down
@@ -639,22 +638,12 @@ fn new_destinations_share_a_program_when_the_pipeline_read_a_prefix_of_them() {
         let now = lflow(&sw);
         (now[0] + now[1] >= before[0] + before[1] + 40).then_some(now)
     });
-    wait_for(Duration::from_secs(10), "39 datagrams at vm2", || {
-        (got.load(Relaxed) >= got0 + 39).then_some(())
-    });
-    eprintln!("40 destinations, one dropped: {before:?} -> {decided:?}");
+    arrived(&got, got0 + 39, "39 datagrams at vm2");
     assert_eq!(
         got.load(Relaxed),
         got0 + 39,
         "the datagram to .230 was dropped"
     );
-    assert!(
-        decided[1] - before[1] <= 8,
-        "interpreter runs: {before:?} -> {decided:?}"
-    );
-    assert!(
-        decided[4] - before[4] >= 32,
-        "wildcard hits: {before:?} -> {decided:?}"
-    );
+    shared(before, decided, (8, 32), "40 destinations, one dropped");
     drop(nss);
 }

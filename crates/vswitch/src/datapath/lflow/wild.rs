@@ -275,14 +275,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn only_unread_parts_of_tcp_and_udp_keys_are_left_out() {
+    /// The key of an IPv4 frame of protocol `proto`, addresses and ports 0.
+    fn ipv4_key(proto: u8) -> FlowKey {
         let mut f = vec![0u8; 60];
         f[12..14].copy_from_slice(&[0x08, 0x00]);
         f[14] = 0x45;
         f[16..18].copy_from_slice(&46u16.to_be_bytes());
-        f[23] = 6;
-        let key = FlowKey::extract(&f, 1, None);
+        f[23] = proto;
+        FlowKey::extract(&f, 1, None)
+    }
+
+    #[test]
+    fn only_unread_parts_of_tcp_and_udp_keys_are_left_out() {
+        let key = ipv4_key(6);
         let read = |fields: &[Field]| {
             let flow = Flow::new();
             fields.iter().for_each(|&f| flow.note_read(f));
@@ -292,8 +297,7 @@ mod tests {
         assert_eq!(unread(&all, &key), KeyMask::whole(Wildcards::L4_SRC));
         let w = Wildcards::IP_SRC | Wildcards::IP_DST | Wildcards::L4_SRC;
         assert_eq!(unread(&read(&[Field::TcpDst]), &key).wild, w);
-        f[23] = 1; // ICMP
-        let icmp = FlowKey::extract(&f, 1, None);
+        let icmp = ipv4_key(1);
         assert_eq!(unread(&Flow::new(), &icmp), KeyMask::whole(Wildcards::NONE));
     }
 
@@ -301,12 +305,7 @@ mod tests {
     /// differs from first in its 25th bit: its first 25 bits are kept.
     #[test]
     fn an_address_keeps_the_prefix_its_tests_read() {
-        let mut f = vec![0u8; 60];
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[14] = 0x45;
-        f[16..18].copy_from_slice(&46u16.to_be_bytes());
-        f[23] = 17;
-        let key = FlowKey::extract(&f, 1, None);
+        let key = ipv4_key(17);
         let flow = Flow::new().with(Field::Ipv4Dst, 0x0a00_00c8); // 10.0.0.200
         let test = |mask: u128, value: u128| ovn_lflow::Test {
             field: Field::Ipv4Dst,
