@@ -15,10 +15,10 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::nat::NatInfo;
 use crate::shard::Slot;
-use crate::table::Table;
+use crate::table::{home, Table};
 
 /// Where a shard's table arrays are: their addresses (0 for an array not
-/// allocated) and the capacity, as of the last release of its lock.
+/// allocated) and the capacity, as of the last time they moved.
 #[derive(Debug, Default)]
 pub(crate) struct Geometry {
     hashes: AtomicUsize,
@@ -48,7 +48,7 @@ impl Geometry {
         if capacity == 0 {
             return;
         }
-        let home = ((u64::from(tag) * capacity as u64) >> 32) as usize;
+        let home = home(tag, capacity);
         let hashes = self.hashes.load(Relaxed);
         let slots = self.slots.load(Relaxed);
         let side = self.side.load(Relaxed);
@@ -88,8 +88,8 @@ mod tests {
         (l(&g.hashes), l(&g.slots), l(&g.side), l(&g.capacity))
     }
 
-    /// Every shard's published geometry is its table's as of its last release,
-    /// through growth, NAT's side arrays and a flush.
+    /// Every shard's published geometry is its table's, through growth, NAT's
+    /// side arrays, flushes and a sweep that shrinks.
     #[test]
     fn shards_publish_where_their_tables_are() {
         let ct = Conntrack::new(Config::default()).unwrap();

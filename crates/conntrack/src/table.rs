@@ -89,6 +89,12 @@ pub(crate) fn tag(h: u64) -> u32 {
     (h as u32).max(1)
 }
 
+/// The home slot of `tag` in a table of `capacity` slots (Lemire's fast range).
+#[inline]
+pub(crate) fn home(tag: u32, capacity: usize) -> usize {
+    ((u64::from(tag) * capacity as u64) >> 32) as usize
+}
+
 impl<E: Entry, S: Side> Table<E, S> {
     #[cfg(test)]
     pub fn len(&self) -> usize {
@@ -133,7 +139,7 @@ impl<E: Entry, S: Side> Table<E, S> {
 
     #[inline]
     fn home(&self, tag: u32) -> usize {
-        ((u64::from(tag) * self.hashes.len() as u64) >> 32) as usize
+        home(tag, self.hashes.len())
     }
 
     #[inline]
