@@ -11,12 +11,11 @@ use super::batch::{self, Place};
 use super::memo::{HeadMemo, MEMO_BYTES};
 use super::program::{self, Cache, LKey, Partial, Target, Uncached, Walk};
 use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, HDR_BYTES};
-use crate::datapath::packet::{Action, FrameLoc, Pkt, RxBurst};
+use crate::datapath::packet::{Action, Pkt, RxBurst};
 use crate::datapath::pipeline::{Pipeline, Source};
 use crate::datapath::snoop::Tally;
 use crate::model::lflow::{Frame, Learned, SlowJob, Step};
 use crate::model::stats::{DropReason, PortCounters};
-use crate::ports::host::IN_LINEAR;
 use crate::switch::topology::Topology;
 use crate::switch::Switch;
 
@@ -281,11 +280,21 @@ impl Pipeline {
         // sends it out unchanged: the next ones done go where it went.
         let plain = t.n > 1 && t.walk.next().is_none() && t.walk.variant().plain();
         let mut first: Option<(u32, u32)> = None;
+        // Where the run's first frame done together went rewritten, when the frames
+        // alike to it take its patch: each of them is copied and patched to go there.
+        let mut patched: Option<crate::datapath::forward::Target> = None;
         for f in i..j {
+            let dests = lf.dests.len();
             let decided = match t.place(f - i) {
                 Place::Done(v) => {
                     lf.hits += 1;
                     lf.together += u64::from(f > i);
+                    if patched.is_some_and(|to| patched_copy(lf, bu, f, to)) {
+                        lf.spans.push((lf.targets.len() as u32, 0));
+                        mcast.note(v.mcast);
+                        self.actions.push(Action::Lflow(f as u16));
+                        continue;
+                    }
                     if let Some((at, n)) = first {
                         let at = at as usize;
                         // One by one: a copy of the usual one target was a call.
@@ -315,11 +324,18 @@ impl Pipeline {
                     self.lflow_alone((topo, src, sw), lf, bu, f, &head, alone)
                 }
             };
+            let done = match decided {
+                Decided::Cached(v) if f == i && t.n > 1 => Some(v),
+                _ => None,
+            };
             if let Some(m) = self.lflow_emit(sw, lf, bu, f, decided, mcast) {
                 made.push(m);
             }
             if let Some((_, n @ 0)) = &mut first {
                 *n = lf.spans.last().map_or(0, |s| s.1);
+            }
+            if let Some(v) = done.filter(|_| lf.dests.len() == dests + 1) {
+                patched = patch_target(lf, v, (f, &bu.pkts[f]));
             }
         }
         for m in made {
@@ -681,37 +697,90 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
             lf.targets.push(target);
             continue;
         }
-        let start = lf.buf.len();
-        lf.buf.resize(start + p.len as usize, 0);
-        let got = burst.read(p, 0, &mut lf.buf[start..]);
-        lf.buf.truncate(start + got);
-        if !rewrite_copy(lf, (f, p), start, o) {
-            lf.buf.truncate(start);
+        let (start, room) = lf.buf.room(p.len as usize);
+        let got = burst.read(p, 0, room);
+        if !rewrite_copy(lf, (f, p), (start, got), o) {
             counters.drop(DropReason::OvnPipeline, 1);
             (n, counted) = (n - 1, true);
             continue;
         }
         lf.pkts.push(Pkt {
-            loc: FrameLoc {
-                head: 0,
-                start: start as u32,
-                end: IN_LINEAR,
-            },
-            len: got as u32,
             vhdr: p.vhdr,
-            ..Pkt::default()
+            ..lf.buf.keep(got)
         });
         lf.dests.push(target);
     }
     (n, counted)
 }
 
-/// Rewrites the copy of frame `f` (`p`) at `start` of the rewritten frames for output
-/// `o`: by the patch of the frame it is alike to ([`Patch`]), or field by field,
-/// keeping the patch when frames alike to it follow. False when it cannot be done.
-fn rewrite_copy(lf: &mut Lflow, (f, p): (usize, &Pkt), start: usize, o: &program::Out) -> bool {
-    let partial = p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
-    let frame = &mut lf.buf[start..];
+/// Where the one output of program `v` sends frame `i` (`p`), the first of a run,
+/// when it is rewritten by a patch that the frames alike to it take
+/// ([`patched_copy`]).
+fn patch_target(
+    lf: &Lflow,
+    v: &program::Variant,
+    (i, p): (usize, &Pkt),
+) -> Option<crate::datapath::forward::Target> {
+    let mut outs = v.steps.iter().filter_map(|s| match s {
+        program::PStep::Out(o) => Some(o),
+        _ => None,
+    });
+    let (Some(o), None) = (outs.next(), outs.next()) else {
+        return None;
+    };
+    let simple = !o.unchanged() && o.embedded.is_none();
+    (simple && lf.patch.is_for(i, &o.rewrite, partial(p)))
+        .then(|| lf.dests.last().copied())
+        .flatten()
+}
+
+/// Copies frame `f` of a run and rewrites it by the patch of the frame it is alike to,
+/// for `to`; false (nothing kept) when the patch does not take it.
+fn patched_copy<'m, B: RxBurst<'m>>(
+    lf: &mut Lflow,
+    bu: &Burst<'_, B>,
+    f: usize,
+    to: crate::datapath::forward::Target,
+) -> bool {
+    let p = &bu.pkts[f];
+    if !lf
+        .heads
+        .alike(f)
+        .is_some_and(|a| lf.patch.takes(a, partial(p)))
+    {
+        return false;
+    }
+    let (_, room) = lf.buf.room(p.len as usize);
+    let got = bu.burst.read(p, 0, room);
+    if !lf.patch.apply(&mut room[..got]) {
+        return false;
+    }
+    lf.pkts.push(Pkt {
+        vhdr: p.vhdr,
+        ..lf.buf.keep(got)
+    });
+    lf.dests.push(to);
+    true
+}
+
+/// Whether frame `p`'s transport checksum is partial.
+fn partial(p: &Pkt) -> bool {
+    p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0
+}
+
+/// Rewrites the copy of frame `f` (`p`), the `len` bytes at `start` of the rewritten
+/// frames' room, for output `o`: by the patch of the frame it is alike to
+/// ([`super::patch::Patch`]), or field by field, keeping the patch when frames alike to it follow.
+/// False when it cannot be done.
+fn rewrite_copy(
+    lf: &mut Lflow,
+    (f, p): (usize, &Pkt),
+    (start, len): (usize, usize),
+    o: &program::Out,
+) -> bool {
+    let partial = partial(p);
+    let (at, frame) = lf.buf.room(len);
+    debug_assert_eq!(at, start, "the copy is the room's");
     let simple = o.embedded.is_none();
     if let Some(from) = lf.heads.alike(f).filter(|_| simple) {
         if lf.patch.is_for(from, &o.rewrite, partial) && lf.patch.apply(frame) {

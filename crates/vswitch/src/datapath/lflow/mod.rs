@@ -52,7 +52,7 @@ pub struct Lflow {
     /// The burst's OVN tunnels ([`super::forward::TargetKind::Tunnel`] indexes them).
     pub tunnels: Vec<Tunnel>,
     /// Rewritten frames, one after another ([`IN_LINEAR`] frames of a second pass).
-    buf: Vec<u8>,
+    buf: Linear,
     /// Each rewritten frame.
     pkts: Vec<Pkt>,
     /// Each rewritten frame's destination.
@@ -220,7 +220,7 @@ impl Pipeline {
                         egress,
                     }),
                 };
-                let p = append_linear(&mut lf.buf, &f.frame);
+                let p = lf.buf.push(&f.frame);
                 lf.pkts.push(p);
                 lf.dests.push(dest);
             }
@@ -247,14 +247,14 @@ impl Pipeline {
                     .fetch_add(same.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 continue;
             };
-            let mut buf = Vec::new();
+            let mut buf = Linear::default();
             let mut pkts = Vec::with_capacity(same.len());
             for f in same {
-                pkts.push(append_linear(&mut buf, &f.frame));
+                pkts.push(buf.push(&f.frame));
             }
             // SAFETY: every frame described lies in `buf` (IN_LINEAR), owned here and
             // not changed while `burst` lives; the area is empty.
-            let burst = unsafe { HostFrames::new(std::ptr::null(), 0, &buf) };
+            let burst = unsafe { HostFrames::new(std::ptr::null(), 0, buf.bytes()) };
             self.lflow(topo, &src, 0, &burst, &mut pkts, Entry::Resubmit);
         }
     }
@@ -278,24 +278,62 @@ impl Pipeline {
         self.lflow = lf;
         // SAFETY: every frame described lies in `buf` (IN_LINEAR), owned here and not
         // changed while `frames` lives; the area is empty.
-        let frames = unsafe { HostFrames::new(std::ptr::null(), 0, &buf) };
+        let frames = unsafe { HostFrames::new(std::ptr::null(), 0, buf.bytes()) };
         self.forward(topo, src, queue, &frames, &mut pkts);
         self.lflow.pkts = pkts;
         self.lflow.buf = buf;
     }
 }
 
-/// Appends `frame` to `buf`; returns it described as a frame of `buf` ([`IN_LINEAR`]).
-fn append_linear(buf: &mut Vec<u8>, frame: &[u8]) -> Pkt {
-    let start = buf.len();
-    buf.extend_from_slice(frame);
-    Pkt {
-        loc: FrameLoc {
-            head: 0,
-            start: start as u32,
-            end: IN_LINEAR,
-        },
-        len: frame.len() as u32,
-        ..Pkt::default()
+/// Frames made in a burst, one after another, each described as a frame of the buffer
+/// ([`IN_LINEAR`]). The buffer only grows: a frame is copied over what an earlier
+/// burst left (zeroed first, each frame's copy cost a `memset`).
+#[derive(Debug, Default)]
+pub(super) struct Linear {
+    bytes: Vec<u8>,
+    /// Bytes holding this burst's frames.
+    used: usize,
+}
+
+impl Linear {
+    /// Forgets the frames.
+    pub(super) fn clear(&mut self) {
+        self.used = 0;
+    }
+
+    /// The frames' bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.used]
+    }
+
+    /// `n` bytes after the frames, for the next one: their offset, and the bytes
+    /// (whatever was there), kept only by [`Linear::keep`].
+    pub(super) fn room(&mut self, n: usize) -> (usize, &mut [u8]) {
+        let start = self.used;
+        if self.bytes.len() < start + n {
+            self.bytes.resize(start + n, 0);
+        }
+        (start, &mut self.bytes[start..start + n])
+    }
+
+    /// Keeps the `n` bytes of [`Linear::room`] as a frame: returns it described.
+    pub(super) fn keep(&mut self, n: usize) -> Pkt {
+        let start = self.used;
+        self.used += n;
+        Pkt {
+            loc: FrameLoc {
+                head: 0,
+                start: start as u32,
+                end: IN_LINEAR,
+            },
+            len: n as u32,
+            ..Pkt::default()
+        }
+    }
+
+    /// Appends `frame`; returns it described.
+    pub(super) fn push(&mut self, frame: &[u8]) -> Pkt {
+        self.room(frame.len()).1.copy_from_slice(frame);
+        self.keep(frame.len())
     }
 }

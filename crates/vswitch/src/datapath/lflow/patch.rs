@@ -67,6 +67,12 @@ impl Patch {
         self.from == from as u32 && self.partial == partial && self.changes == changes
     }
 
+    /// Whether the patch is frame `from`'s (`partial`: a frame whose transport
+    /// checksum is partial), by whatever changes it was made for.
+    pub fn takes(&self, from: usize, partial: bool) -> bool {
+        self.from == from as u32 && self.partial == partial
+    }
+
     /// Keeps the rewrite of frame `from`, `before` and `after` its rewrite by `changes`
     /// (headers at `off`); false (and no patch) when the frame is not one a patch
     /// takes: IPv4 TCP or UDP whose headers fit [`MEMO_BYTES`].
