@@ -182,11 +182,16 @@ fn udp_echo(ns: &str, port: u16) -> KillOnDrop {
 /// a connected socket (it takes only answers from there), then counts the answers
 /// that come within 3 s of each other.
 fn round_trips(ns: &str, ip: &str, port: u16, n: u32) -> u32 {
+    round_trips_of(ns, (ip, port), n, 64)
+}
+
+/// [`round_trips`] of datagrams of `payload` bytes.
+fn round_trips_of(ns: &str, (ip, port): (&str, u16), n: u32, payload: usize) -> u32 {
     let script = format!(
         "import socket\n\
          s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('0.0.0.0',40002))\n\
          s.connect(('{ip}',{port})); s.settimeout(3)\n\
-         for i in range({n}): s.send(b'%064d'%i)\n\
+         for i in range({n}): s.send(b'%0{payload}d'%i)\n\
          got=0\n\
          try:\n\
          \x20while got<{n}: s.recv(2048); got+=1\n\
@@ -448,16 +453,22 @@ fn a_load_balanced_flows_back_to_back_frames_are_stepped_together_and_translated
     // With checksums computed by the senders (a tap's frames otherwise carry partial
     // ones, which the receiving kernel does not check): the frames of a run after its
     // first are rewritten by the first's patch, and a checksum it got wrong would
-    // drop the datagram on receipt.
+    // drop the datagram on receipt. Small frames are rewritten where their headers
+    // were read, longer ones in a copy of their own.
     for ns in [vm1, &nss[1].0] {
         full_checksums(ns);
     }
-    assert_eq!(
-        round_trips(vm1, vip, port, 150),
-        150,
-        "answers from the VIP, checksums verified"
-    );
-    assert!(together(&sw) > after, "no frame was stepped together");
+    let mut before = after;
+    for payload in [64, 600] {
+        assert_eq!(
+            round_trips_of(vm1, (vip, port), 150, payload),
+            150,
+            "answers from the VIP, {payload} B, checksums verified"
+        );
+        let now = together(&sw);
+        assert!(now > before, "no frame of {payload} B was stepped together");
+        before = now;
+    }
     drop(nss);
 }
 

@@ -356,13 +356,15 @@ pub fn parse_packet(
 
 /// The IP packet of a frame for the tracker, from its first `hdr.len()` bytes (its
 /// headers: the payload is not read) and its length `frame_len`: the IP length fields
-/// of a copy are cut to the bytes at hand, and a TCP segment's payload length is then
-/// taken from the original header (a 64 KiB TSO frame is not read whole).
+/// of a copy, and a UDP header's, are cut to the bytes at hand, and a TCP segment's
+/// payload length is then taken from the original header (a 64 KiB TSO frame is not
+/// read whole).
 pub fn packet(hdr: &[u8], l3: usize, frame_len: usize) -> Option<Packet> {
     let b = hdr.get(l3..)?;
     if hdr.len() >= frame_len {
         return conntrack::parse(b, Checksums::Trust).ok();
     }
+    let off = super::parse::offsets_of(hdr);
     let mut copy = b.to_vec();
     let (orig_payload, hdr_len) = match copy.first()? >> 4 {
         4 => {
@@ -379,6 +381,14 @@ pub fn packet(hdr: &[u8], l3: usize, frame_len: usize) -> Option<Packet> {
         }
         _ => return None,
     };
+    if let (17, Some(l4)) = (off.proto, off.l4) {
+        // A UDP header's length too: the datagram is cut where the copy ends.
+        let at = l4.checked_sub(l3)?;
+        let have = copy.len().checked_sub(at)?;
+        let len = usize::from(u16::from_be_bytes([*copy.get(at + 4)?, *copy.get(at + 5)?]));
+        let n = (len.min(have) as u16).to_be_bytes();
+        copy[at + 4..at + 6].copy_from_slice(&n);
+    }
     let mut p = conntrack::parse(&copy, Checksums::Trust).ok()?;
     if let L4::Tcp(seg) = &mut p.l4 {
         // The TCP header's offset in the copy: after the IP header and any extension
@@ -400,4 +410,45 @@ fn same_tuple(a: &Flow, b: &Flow) -> bool {
     ]
     .iter()
     .all(|f| a.peek(*f) == b.peek(*f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::lflow::HDR_BYTES;
+
+    /// An Ethernet frame of a UDP datagram with `payload` bytes, over IPv4 (else IPv6).
+    fn udp_frame(v4: bool, payload: usize) -> Vec<u8> {
+        let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        let b = if v4 {
+            b.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        } else {
+            b.ipv6([0xfd; 16], [0xfe; 16], 64)
+        };
+        let b = b.udp(40002, 5001);
+        let data = vec![7u8; payload];
+        let mut f = Vec::with_capacity(b.size(payload));
+        b.write(&mut f, &data).expect("a frame");
+        f
+    }
+
+    #[test]
+    fn a_datagram_longer_than_the_bytes_read_is_its_connection_s_packet() {
+        for v4 in [true, false] {
+            let f = udp_frame(v4, 600);
+            for read in [f.len(), HDR_BYTES, 64] {
+                let p = parse_packet(&f[..read], 14, f.len())
+                    .unwrap_or_else(|e| panic!("v4 {v4}, {read} of {} B read: {e:?}", f.len()));
+                assert_eq!(
+                    p.l4,
+                    conntrack::L4::Udp {
+                        src_port: 40002,
+                        dst_port: 5001
+                    },
+                    "v4 {v4}, {read} B read"
+                );
+                assert!(!p.fragment);
+            }
+        }
+    }
 }
