@@ -10,7 +10,7 @@ use ovn_lflow::Field;
 use super::batch::{self, Place};
 use super::memo::{HeadMemo, MEMO_BYTES};
 use super::program::{self, Cache, LKey, Partial, Target, Uncached, Walk};
-use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, Linear, HDR_BYTES};
+use super::{ct, embedded, parse, rewrite, wild, Entry, Lflow, HDR_BYTES};
 use crate::datapath::packet::{Action, Pkt, RxBurst};
 use crate::datapath::pipeline::{Pipeline, Source};
 use crate::datapath::snoop::Tally;
@@ -44,8 +44,6 @@ pub struct Heads {
     /// equal but for the IPv4 identification and the checksums (its own index for
     /// the frame memoized, [`NOT_ALIKE`] for a frame not memoized).
     alike: Vec<u32>,
-    /// The bytes of each frame read into its slot ([`Linear::slots`]).
-    read: Vec<u32>,
 }
 
 /// [`Heads::alike`] of a frame whose head is not memoized.
@@ -104,36 +102,35 @@ impl<B> Burst<'_, B> {
     }
 }
 
-/// Each frame's [`Head`] into `out`, counting what is received; each frame's first
-/// bytes are read into its slot of `slots` ([`Linear::slots`]) and left there.
+/// Each frame's [`Head`] into `out`, counting what is received.
 pub(super) fn heads<'m, B: RxBurst<'m>>(
     topo: &Topology,
     src: &Source<'_>,
     bu: &Burst<'_, B>,
-    (out, slots): (&mut Heads, &mut Linear),
+    out: &mut Heads,
 ) {
     let n = bu.pkts.len();
     out.keys.resize(n, LKey::default());
     out.sizes.resize(n, None);
     out.ips.resize(n, NO_PACKET);
     out.alike.resize(n, NOT_ALIKE);
-    out.read.resize(n, 0);
-    slots.slots(n);
     let sizes = topo.ovn.pipeline.as_ref().map_or(&[][..], |p| p.sizes());
-    // Each frame's first bytes are read one frame ahead: read right before they were
-    // parsed, their loads waited on the copy's stores (wider than the loads, they
-    // could not be forwarded).
+    // Each frame's first bytes are read one frame ahead, into the buffer the frame
+    // before used: read right before they were parsed, their loads waited on the
+    // copy's stores (wider than the loads, they could not be forwarded).
+    let mut bufs = [[0u8; HDR_BYTES]; 2];
     let read = |p: &Pkt, hdr: &mut [u8; HDR_BYTES]| {
         bu.burst
             .read(p, 0, &mut hdr[..(p.len as usize).min(HDR_BYTES)])
     };
-    let mut ahead = bu.pkts.first().map_or(0, |p| read(p, slots.slot(0)));
+    let mut ahead = bu.pkts.first().map_or(0, |p| read(p, &mut bufs[0]));
     let mut memo: Option<HeadMemo> = None;
     for (i, p) in bu.pkts.iter().enumerate() {
+        let [even, odd] = &mut bufs;
+        let (hdr, next) = if i % 2 == 0 { (even, odd) } else { (odd, even) };
         let n = ahead;
-        out.read[i] = n as u32;
-        ahead = bu.pkts.get(i + 1).map_or(0, |q| read(q, slots.slot(i + 1)));
-        let hdr: &[u8; HDR_BYTES] = slots.slot(i);
+        ahead = bu.pkts.get(i + 1).map_or(0, |q| read(q, next));
+        let hdr: &[u8; HDR_BYTES] = hdr;
         if n < 14 {
             out.alike[i] = NOT_ALIKE;
             out.sizes[i] = None;
@@ -753,19 +750,6 @@ fn patched_copy<'m, B: RxBurst<'m>>(
     {
         return false;
     }
-    if lf.heads.read[f] == p.len {
-        // Read whole into its slot: rewritten there, sent from there.
-        let len = p.len as usize;
-        if !lf.patch.apply(&mut lf.buf.slot(f)[..len]) {
-            return false;
-        }
-        lf.pkts.push(Pkt {
-            vhdr: p.vhdr,
-            ..lf.buf.slot_frame(f, len)
-        });
-        lf.dests.push(to);
-        return true;
-    }
     let (_, room) = lf.buf.room(p.len as usize);
     let got = bu.burst.read(p, 0, room);
     if !lf.patch.apply(&mut room[..got]) {
@@ -868,7 +852,6 @@ mod tests {
             sizes: vec![Some((64, true)); alike.len()],
             ips: sport.iter().map(|&s| udp(s)).collect(),
             alike: alike.to_vec(),
-            read: vec![64; alike.len()],
         }
     }
 

@@ -141,7 +141,7 @@ impl Pipeline {
             counters,
             now: ct::now_ms(),
         };
-        decide::heads(topo, src, &bu, (&mut lf.heads, &mut lf.buf));
+        decide::heads(topo, src, &bu, &mut lf.heads);
         let at = (topo, src, &*sw);
         let mut i = 0;
         while i < pkts.len() {
@@ -288,10 +288,6 @@ impl Pipeline {
 /// Frames made in a burst, one after another, each described as a frame of the buffer
 /// ([`IN_LINEAR`]). The buffer only grows: a frame is copied over what an earlier
 /// burst left (zeroed first, each frame's copy cost a `memset`).
-///
-/// It may start with one slot of [`HDR_BYTES`] per frame of the burst
-/// ([`Linear::slots`]), where each frame's first bytes are read to be parsed: a frame
-/// no longer than that, rewritten there, is sent from its slot without another copy.
 #[derive(Debug, Default)]
 pub(super) struct Linear {
     bytes: Vec<u8>,
@@ -303,33 +299,6 @@ impl Linear {
     /// Forgets the frames.
     pub(super) fn clear(&mut self) {
         self.used = 0;
-    }
-
-    /// Forgets the frames and starts the buffer with `n` slots of [`HDR_BYTES`].
-    pub(super) fn slots(&mut self, n: usize) {
-        self.used = 0;
-        self.room(n * HDR_BYTES);
-        self.used = n * HDR_BYTES;
-    }
-
-    /// Slot `i` ([`Linear::slots`]).
-    pub(super) fn slot(&mut self, i: usize) -> &mut [u8; HDR_BYTES] {
-        let s = &mut self.bytes[i * HDR_BYTES..][..HDR_BYTES];
-        s.try_into().expect("a slot is HDR_BYTES long")
-    }
-
-    /// The first `len` bytes of slot `i`, described as a frame.
-    pub(super) fn slot_frame(&self, i: usize, len: usize) -> Pkt {
-        debug_assert!(len <= HDR_BYTES && (i + 1) * HDR_BYTES <= self.used);
-        Pkt {
-            loc: FrameLoc {
-                head: 0,
-                start: (i * HDR_BYTES) as u32,
-                end: IN_LINEAR,
-            },
-            len: len as u32,
-            ..Pkt::default()
-        }
     }
 
     /// The frames' bytes.
