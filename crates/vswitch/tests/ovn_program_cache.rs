@@ -453,8 +453,8 @@ fn a_load_balanced_flows_back_to_back_frames_are_stepped_together_and_translated
     // With checksums computed by the senders (a tap's frames otherwise carry partial
     // ones, which the receiving kernel does not check): the frames of a run after its
     // first are rewritten by the first's patch, and a checksum it got wrong would
-    // drop the datagram on receipt. Small frames are rewritten where their headers
-    // were read, longer ones in a copy of their own.
+    // drop the datagram on receipt. Frames longer than the 256 bytes the pipeline
+    // reads too.
     for ns in [vm1, &nss[1].0] {
         full_checksums(ns);
     }
