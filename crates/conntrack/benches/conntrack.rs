@@ -9,6 +9,8 @@
 //! - `hit_tcp`: an established TCP data segment, window tracking included;
 //! - `miss`: a packet of no connection, without commit (`ct.new`);
 //! - `parse`: an IPv4 TCP segment from bytes;
+//! - `grow`: new connections into an empty tracker until it holds 1M (the
+//!   tables' doublings included), time per connection;
 //! - `nat_hit` / `plain_hit` (group `nat`, 1k, 100k and 1M): an established
 //!   UDP connection, SNAT'd or not, both directions alternately, with
 //!   `ct(nat)` (the NAT'd reply arrives translated and finds its connection
@@ -314,9 +316,35 @@ fn bench_nat(c: &mut Criterion) {
     g.finish();
 }
 
+/// New connections into an empty tracker until it holds 1M: each commit's cost with
+/// the tables' growth (every doubling moves what the table held), as a burst of new
+/// connections pays it. Time per connection.
+fn bench_grow(c: &mut Criterion) {
+    const N: u32 = 1 << 20;
+    let mut g = c.benchmark_group("conntrack");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(u64::from(N)));
+    g.bench_function(BenchmarkId::new("grow", "1M"), |b| {
+        b.iter_custom(|iters| {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
+                let ct = Conntrack::new(Config::default()).unwrap();
+                let start = Instant::now();
+                for i in 0..N {
+                    black_box(ct.execute(&udp(i, false), &CtAction::commit(1), 0));
+                }
+                took += start.elapsed();
+                drop(ct);
+            }
+            took
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = bench_hit_miss, bench_tcp, bench_nat
+    targets = bench_hit_miss, bench_tcp, bench_nat, bench_grow
 }
 criterion_main!(benches);
