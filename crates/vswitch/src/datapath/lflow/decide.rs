@@ -697,18 +697,13 @@ fn lf_outputs<'m, B: RxBurst<'m>>(
             lf.targets.push(target);
             continue;
         }
-        let (start, room) = lf.buf.room(p.len as usize);
-        let got = burst.read(p, 0, room);
-        if !rewrite_copy(lf, (f, p), (start, got), o) {
+        let got = burst.read(p, 0, lf.buf.room(p.len as usize).1);
+        if !rewrite_copy(lf, (f, p), got, o) {
             counters.drop(DropReason::OvnPipeline, 1);
             (n, counted) = (n - 1, true);
             continue;
         }
-        lf.pkts.push(Pkt {
-            vhdr: p.vhdr,
-            ..lf.buf.keep(got)
-        });
-        lf.dests.push(target);
+        lf.keep_rewritten(p, got, target);
     }
     (n, counted)
 }
@@ -729,7 +724,7 @@ fn patch_target(
         return None;
     };
     let simple = !o.unchanged() && o.embedded.is_none();
-    (simple && lf.patch.is_for(i, &o.rewrite, partial(p)))
+    (simple && lf.patch.is_for(i, &o.rewrite, p.vhdr.needs_csum()))
         .then(|| lf.dests.last().copied())
         .flatten()
 }
@@ -746,7 +741,7 @@ fn patched_copy<'m, B: RxBurst<'m>>(
     if !lf
         .heads
         .alike(f)
-        .is_some_and(|a| lf.patch.takes(a, partial(p)))
+        .is_some_and(|a| lf.patch.takes(a, p.vhdr.needs_csum()))
     {
         return false;
     }
@@ -755,32 +750,17 @@ fn patched_copy<'m, B: RxBurst<'m>>(
     if !lf.patch.apply(&mut room[..got]) {
         return false;
     }
-    lf.pkts.push(Pkt {
-        vhdr: p.vhdr,
-        ..lf.buf.keep(got)
-    });
-    lf.dests.push(to);
+    lf.keep_rewritten(p, got, to);
     true
 }
 
-/// Whether frame `p`'s transport checksum is partial.
-fn partial(p: &Pkt) -> bool {
-    p.vhdr.flags & crate::ports::frame::VIRTIO_NET_HDR_F_NEEDS_CSUM != 0
-}
-
-/// Rewrites the copy of frame `f` (`p`), the `len` bytes at `start` of the rewritten
-/// frames' room, for output `o`: by the patch of the frame it is alike to
-/// ([`super::patch::Patch`]), or field by field, keeping the patch when frames alike to it follow.
-/// False when it cannot be done.
-fn rewrite_copy(
-    lf: &mut Lflow,
-    (f, p): (usize, &Pkt),
-    (start, len): (usize, usize),
-    o: &program::Out,
-) -> bool {
-    let partial = partial(p);
-    let (at, frame) = lf.buf.room(len);
-    debug_assert_eq!(at, start, "the copy is the room's");
+/// Rewrites the copy of frame `f` (`p`), the first `len` bytes of the rewritten frames'
+/// room, for output `o`: by the patch of the frame it is alike to
+/// ([`super::patch::Patch`]), or field by field, keeping the patch when frames alike
+/// to it follow. False when it cannot be done.
+fn rewrite_copy(lf: &mut Lflow, (f, p): (usize, &Pkt), len: usize, o: &program::Out) -> bool {
+    let partial = p.vhdr.needs_csum();
+    let frame = lf.buf.room(len).1;
     let simple = o.embedded.is_none();
     if let Some(from) = lf.heads.alike(f).filter(|_| simple) {
         if lf.patch.is_for(from, &o.rewrite, partial) && lf.patch.apply(frame) {

@@ -80,6 +80,16 @@ pub struct Lflow {
 }
 
 impl Lflow {
+    /// Keeps the `len` bytes of the rewritten frames' room as frame `p` rewritten, for
+    /// `to`.
+    fn keep_rewritten(&mut self, p: &Pkt, len: usize, to: super::forward::Target) {
+        self.pkts.push(Pkt {
+            vhdr: p.vhdr,
+            ..self.buf.keep(len)
+        });
+        self.dests.push(to);
+    }
+
     fn tunnel(&mut self, t: Tunnel) -> super::forward::Target {
         let i = match self.tunnels.iter().position(|x| *x == t) {
             Some(i) => i,

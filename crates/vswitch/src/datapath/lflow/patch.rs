@@ -64,7 +64,7 @@ impl Patch {
     /// Whether the patch is frame `from`'s rewrite by `changes` (`partial`: its
     /// transport checksum is partial).
     pub fn is_for(&self, from: usize, changes: &[(Field, u128)], partial: bool) -> bool {
-        self.from == from as u32 && self.partial == partial && self.changes == changes
+        self.takes(from, partial) && self.changes == changes
     }
 
     /// Whether the patch is frame `from`'s (`partial`: a frame whose transport
