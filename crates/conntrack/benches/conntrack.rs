@@ -299,6 +299,9 @@ fn bench_nat(c: &mut Criterion) {
                             for prep in &preps {
                                 ct.prefetch(prep, act.zone);
                             }
+                            for prep in &preps {
+                                ct.prefetch_entry(prep, act.zone);
+                            }
                         }
                         let mut est = 0;
                         for (p, prep) in burst.iter().zip(&preps) {

@@ -60,17 +60,16 @@ pub(crate) struct Conn {
 }
 
 impl crate::table::Entry for Conn {
-    const VACANT: Conn = Conn::VACANT;
-
     fn key(&self) -> &Key {
         &self.key
     }
 }
 
 impl Conn {
-    /// An empty table slot.
-    pub const VACANT: Conn = Conn {
-        key: Key::VACANT,
+    /// A blank connection for tests to fill in.
+    #[cfg(test)]
+    pub const BLANK: Conn = Conn {
+        key: Key::BLANK,
         flipped: false,
         nat: false,
         l4: L4State::Other(MultiState::First),

@@ -108,7 +108,7 @@ impl Iterator for Dump<'_> {
             }
             let s = self.ct.lock_shard(self.next_shard);
             self.next_shard += 1;
-            for i in (0..s.table.capacity()).rev() {
+            for i in (0..s.table.len()).rev() {
                 let Some(c) = s.conn_at(i) else {
                     continue;
                 };

@@ -3,7 +3,7 @@
 //!
 //! Expiry is lazy on lookup (an expired connection is removed when a
 //! packet finds it) and incremental in the background: `sweep` walks the
-//! shards' slots from a cursor, at most [`SWEEP_CHUNK`] slots per lock
+//! shards' entries from a cursor, at most [`SWEEP_CHUNK`] entries per lock
 //! hold, so a PMD never waits behind more than one chunk (a few
 //! microseconds). Open vSwitch's clean thread does the same with its
 //! expiration lists and a per-call cap.
@@ -13,13 +13,13 @@ use crate::shard::{Found, Shard};
 use crate::table::tag;
 use crate::{Conntrack, Tuple};
 
-/// Slots examined per shard-lock hold by [`Conntrack::sweep`].
+/// Entries examined per shard-lock hold by [`Conntrack::sweep`].
 pub const SWEEP_CHUNK: usize = 1024;
 
 /// What one [`Conntrack::sweep`] call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sweep {
-    /// Slots examined (empty ones included).
+    /// Entries examined (aliases included).
     pub scanned: usize,
     /// Connections removed because they expired.
     pub expired: usize,
@@ -29,7 +29,7 @@ pub struct Sweep {
 }
 
 impl Conntrack {
-    /// Removes expired connections, examining about `budget` slots from
+    /// Removes expired connections, examining about `budget` entries from
     /// where the last call stopped, and stopping early at the end of a
     /// round (past the last shard). Call it from a control thread, e.g.
     /// every 100 ms with a budget that covers the table every few seconds.
@@ -42,17 +42,17 @@ impl Conntrack {
             let chunk = SWEEP_CHUNK.min(budget - out.scanned);
             let mut s = self.lock_shard(shard % self.shards.len());
             // The table may have shrunk (a flush) since the cursor was left.
-            pos = pos.min(s.table.capacity());
-            let (end, expired) = self.sweep_chunk(&mut s, pos, chunk, now_ms);
-            out.scanned += end - pos;
+            pos = pos.min(s.table.len());
+            let [end, examined, expired] = self.sweep_chunk(&mut s, pos, chunk, now_ms);
+            out.scanned += examined;
             out.expired += expired;
-            if end >= s.table.capacity() {
+            if end >= s.table.len() {
                 s.table.maybe_shrink();
                 self.shards[shard % self.shards.len()].published(&mut s);
                 drop(s);
                 shard += 1;
                 pos = 0;
-                // An empty shard costs a lock: count it as one slot.
+                // An empty shard costs a lock: count it as one entry.
                 out.scanned += 1;
                 if shard >= self.shards.len() {
                     shard = 0;
@@ -81,15 +81,15 @@ impl Conntrack {
         }
     }
 
-    /// Scans `[pos, pos + n)` of one shard; returns where it stopped and
-    /// how many it removed.
-    fn sweep_chunk(&self, s: &mut Shard, pos: usize, n: usize, now_ms: u64) -> (usize, usize) {
-        let end = (pos + n).min(s.table.capacity());
-        let mut i = pos;
-        let mut expired = 0;
-        while i < end {
+    /// Examines `n` entries of one shard from position `pos` (fewer at its
+    /// end); returns where it stopped, how many it examined and how many it
+    /// removed.
+    fn sweep_chunk(&self, s: &mut Shard, pos: usize, n: usize, now_ms: u64) -> [usize; 3] {
+        let (mut i, mut examined, mut expired) = (pos, 0, 0);
+        while examined < n && i < s.table.len() {
+            examined += 1;
             if s.conn_at(i).is_some_and(|c| c.expired(now_ms)) {
-                // The entry shifted into `i`, if any, is examined next.
+                // The last entry, moved into `i`, is examined next.
                 self.remove_in_scan(s, i);
                 expired += 1;
             } else {
@@ -97,7 +97,7 @@ impl Conntrack {
             }
         }
         s.counters.expired += expired as u64;
-        (end, expired)
+        [i, examined, expired]
     }
 
     /// Removes every connection (`zone` `None`) or those of one zone;
@@ -108,7 +108,7 @@ impl Conntrack {
             let mut s = self.lock_shard(i);
             let mut removed = 0;
             let mut j = 0;
-            while j < s.table.capacity() {
+            while j < s.table.len() {
                 // An alias goes with its connection (which may be created in
                 // a shard this flush has passed: its alias stays).
                 let hit = s

@@ -38,9 +38,9 @@ pub(crate) struct Key {
 }
 
 impl Key {
-    /// The key of an empty table slot: no lookup can build it, since only
-    /// ICMP keys carry types and this one is TCP's.
-    pub const VACANT: Key = Key {
+    /// A blank key for tests to fill in.
+    #[cfg(test)]
+    pub const BLANK: Key = Key {
         src: [0; 16],
         dst: [0; 16],
         src_port: 0,

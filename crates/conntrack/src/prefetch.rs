@@ -4,9 +4,9 @@
 //! hash tables do the same: `clib_bihash_prefetch_bucket`,
 //! `rte_hash_lookup_bulk`).
 //!
-//! A shard publishes where its table's arrays are ([`Geometry`]) under its lock
-//! right after they moved (`ShardCell::published`: after an insert, a side value
-//! or a shrink); a prefetch reads that without the lock. A stale
+//! A shard publishes where its table's index is ([`Geometry`]) under its lock
+//! right after it moved (`ShardCell::published`: after an insert or a
+//! shrink); a prefetch reads that without the lock. A stale
 //! geometry (a table that grew meanwhile) only prefetches lines nobody will
 //! read: a prefetch never faults and changes nothing the program observes.
 //! This is the crate's only `unsafe`: the instruction itself.
@@ -15,50 +15,47 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::nat::NatInfo;
 use crate::shard::Slot;
-use crate::table::{home, Table};
+use crate::table::{home, Table, INDEX_SLOT};
 
-/// Where a shard's table arrays are: their addresses (0 for an array not
-/// allocated) and the capacity, as of the last time they moved.
+/// Where a shard's table index is: its address (0 when not allocated) and
+/// its capacity, as of the last time it moved.
 #[derive(Debug, Default)]
 pub(crate) struct Geometry {
-    hashes: AtomicUsize,
-    slots: AtomicUsize,
-    side: AtomicUsize,
+    index: AtomicUsize,
     capacity: AtomicUsize,
 }
 
 impl Geometry {
-    /// Records where `t`'s arrays are (under the shard's lock, after they moved).
+    /// Records where `t`'s index is (under the shard's lock, after it moved).
     #[cold]
     pub fn publish(&self, t: &Table<Slot, NatInfo>) {
-        let (hashes, slots, side, capacity) = t.geometry();
-        self.hashes.store(hashes, Relaxed);
-        self.slots.store(slots, Relaxed);
-        self.side.store(side, Relaxed);
+        let (index, capacity) = t.geometry();
+        self.index.store(index, Relaxed);
         self.capacity.store(capacity, Relaxed);
     }
 
-    /// Starts loading what a lookup of `tag` reads first: the hash line at its
-    /// home slot, that slot's entry (two lines: an entry is 96 bytes) and its
-    /// translation (where the table has translations). A key not at its home
-    /// slot (a third of them) still finds its hash line loaded.
+    /// Starts loading what a lookup of `tag` reads first: the index line at
+    /// its home slot (where a key not at its home, a third of them, mostly
+    /// is too). The entry it leads to is known only once that line is read.
     #[inline]
     pub fn prefetch(&self, tag: u32) {
         let capacity = self.capacity.load(Relaxed);
         if capacity == 0 {
             return;
         }
-        let home = home(tag, capacity);
-        let hashes = self.hashes.load(Relaxed);
-        let slots = self.slots.load(Relaxed);
-        let side = self.side.load(Relaxed);
-        let entry = core::mem::size_of::<Slot>();
-        line(hashes.wrapping_add(home * 4));
-        line(slots.wrapping_add(home * entry));
-        line(slots.wrapping_add(home * entry + entry - 1));
-        if side != 0 {
-            line(side.wrapping_add(home * core::mem::size_of::<NatInfo>()));
-        }
+        let index = self.index.load(Relaxed);
+        line(index.wrapping_add(home(tag, capacity) * INDEX_SLOT));
+    }
+}
+
+/// Asks for the cache lines holding `v` (nothing is read).
+#[inline(always)]
+pub(crate) fn value<T>(v: &T) {
+    let addr = v as *const T as usize;
+    line(addr);
+    let size = core::mem::size_of::<T>();
+    if size > 1 && (addr & 63) + size > 64 {
+        line(addr + size - 1);
     }
 }
 
@@ -83,13 +80,12 @@ mod tests {
     use crate::{Config, Conntrack, CtAction, Packet, L4};
     use std::net::Ipv4Addr;
 
-    fn published(g: &Geometry) -> (usize, usize, usize, usize) {
-        let l = |a: &AtomicUsize| a.load(Relaxed);
-        (l(&g.hashes), l(&g.slots), l(&g.side), l(&g.capacity))
+    fn published(g: &Geometry) -> (usize, usize) {
+        (g.index.load(Relaxed), g.capacity.load(Relaxed))
     }
 
-    /// Every shard's published geometry is its table's, through growth, NAT's
-    /// side arrays, flushes and a sweep that shrinks.
+    /// Every shard's published geometry is its table's, through growth, NAT,
+    /// flushes and a sweep that shrinks.
     #[test]
     fn shards_publish_where_their_tables_are() {
         let ct = Conntrack::new(Config::default()).unwrap();
@@ -127,18 +123,14 @@ mod tests {
             ct.execute(&pkt, &act, 0);
         }
         check("filled");
-        assert!(ct.shards.iter().all(|c| published(&c.geometry).3 > 0));
-        assert!(
-            ct.shards.iter().any(|c| published(&c.geometry).2 != 0),
-            "no side array"
-        );
-        let grown: Vec<usize> = ct.shards.iter().map(|c| published(&c.geometry).3).collect();
+        assert!(ct.shards.iter().all(|c| published(&c.geometry).1 > 0));
+        let grown: Vec<usize> = ct.shards.iter().map(|c| published(&c.geometry).1).collect();
         // Zone 2 flushed (its tables shrink), then the rest expires (a day later).
         ct.flush(Some(2));
         check("zone 2 flushed");
         ct.sweep_all(86_400_000);
         check("swept");
-        let shrunk = (ct.shards.iter().zip(&grown)).filter(|(c, &g)| published(&c.geometry).3 < g);
+        let shrunk = (ct.shards.iter().zip(&grown)).filter(|(c, &g)| published(&c.geometry).1 < g);
         assert!(shrunk.count() > 0, "no table shrank");
         ct.flush(None);
         check("flushed");

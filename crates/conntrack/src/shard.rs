@@ -1,4 +1,4 @@
-//! One shard of the tracker: a table whose slots hold connections, each
+//! One shard of the tracker: a table whose entries are connections, each
 //! under its canonical key, and NAT aliases, each under a translated reply
 //! tuple's key (see `nat.rs`), with NAT'd connections' translations beside
 //! them; and the shard's counters.
@@ -90,7 +90,7 @@ impl ShardCell {
     }
 }
 
-/// What a slot holds (96 bytes, as a connection alone: the alias fits
+/// A table entry (96 bytes, as a connection alone: the alias fits
 /// beside the connection's niche).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Slot {
@@ -100,8 +100,6 @@ pub(crate) enum Slot {
 }
 
 impl Entry for Slot {
-    const VACANT: Slot = Slot::Conn(Conn::VACANT);
-
     #[inline]
     fn key(&self) -> &Key {
         match self {
@@ -114,7 +112,7 @@ impl Entry for Slot {
 /// What a key names in a shard.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Found {
-    /// A connection, in this slot.
+    /// A connection, at this position.
     Conn(usize),
     /// An alias: the connection is in the shard of its primary key.
     Alias(Alias),
@@ -134,34 +132,43 @@ impl Shard {
         }
     }
 
-    /// The connection in slot `i`, which a [`Found::Conn`] named.
+    /// The connection at position `i`, which a [`Found::Conn`] named.
     #[inline]
     pub fn conn(&self, i: usize) -> &Conn {
         match self.table.get(i) {
             Slot::Conn(c) => c,
-            Slot::Alias(..) => unreachable!("slot {i} holds an alias"),
+            Slot::Alias(..) => unreachable!("position {i} holds an alias"),
         }
     }
 
-    /// The connection in slot `i`, which a [`Found::Conn`] named.
+    /// The connection at position `i`, which a [`Found::Conn`] named.
     #[inline]
     pub fn conn_mut(&mut self, i: usize) -> &mut Conn {
         match self.table.get_mut(i) {
             Slot::Conn(c) => c,
-            Slot::Alias(..) => unreachable!("slot {i} holds an alias"),
+            Slot::Alias(..) => unreachable!("position {i} holds an alias"),
         }
     }
 
-    /// The connection in occupied slot `i`, `None` for an alias.
+    /// The connection at position `i` (below the table's `len`), `None` for
+    /// an alias.
     #[inline]
     pub fn conn_at(&self, i: usize) -> Option<&Conn> {
         match self.table.get(i) {
-            Slot::Conn(c) if self.table.tag_at(i).is_some() => Some(c),
-            _ => None,
+            Slot::Conn(c) => Some(c),
+            Slot::Alias(..) => None,
         }
     }
 
-    /// The translation of the NAT'd connection in slot `i`.
+    /// `at`, if the connection under `key` is there.
+    #[inline]
+    pub fn conn_hinted(&self, at: usize, key: &Key) -> Option<usize> {
+        let here =
+            at < self.table.len() && matches!(self.table.get(at), Slot::Conn(c) if c.key == *key);
+        here.then_some(at)
+    }
+
+    /// The translation of the NAT'd connection at position `i`.
     #[inline]
     pub fn nat_info(&self, i: usize) -> &NatInfo {
         debug_assert!(self.conn(i).nat);
@@ -190,8 +197,8 @@ impl Shard {
     /// How many aliases the shard holds.
     #[cfg(test)]
     pub fn aliases(&self) -> usize {
-        (0..self.table.capacity())
-            .filter(|&i| self.table.tag_at(i).is_some() && self.conn_at(i).is_none())
+        (0..self.table.len())
+            .filter(|&i| self.conn_at(i).is_none())
             .count()
     }
 }
@@ -201,7 +208,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_is_a_connection_s_96_bytes() {
+    fn an_entry_is_a_connection_s_96_bytes() {
         assert_eq!(core::mem::size_of::<Conn>(), 96);
         assert_eq!(core::mem::size_of::<Slot>(), 96);
     }

@@ -1,49 +1,50 @@
-//! An open-addressing table with linear probing and entries stored inline:
-//! one shard's connections (with NAT'd ones' translations beside them), and
-//! its NAT aliases (see `nat.rs`), each entry under its key's tag (the tracker's hash of the key,
-//! which the tracker has at hand wherever it looks one up).
+//! One shard's entries (its connections and NAT aliases, see `nat.rs`),
+//! each under its key's tag (the tracker's hash of the key, which the
+//! tracker has at hand wherever it looks one up): an open-addressing index
+//! with linear probing over a dense pool of entries.
 //!
-//! A parallel array of 32-bit hashes (0 = empty slot) is what a probe
-//! scans: sixteen per cache line, so a miss costs about one line, and only
-//! a matching hash leads to an entry (a hit touches one). (Comparing the
-//! home slot's key first, to save the hash line on a hit, measured slower
-//! at 1k and 1M connections: a third of hits are not at home, and a miss
-//! then costs an entry too.) Vacant slots hold [`Entry::VACANT`], never
-//! read: a slot's entry is compared only when its hash matches.
+//! - The **pool** holds the entries in positions `0..len`, in chunks of
+//!   [`CHUNK`] that are never moved nor copied: a new entry goes to the
+//!   end, so a burst of new connections writes lines one after the other
+//!   rather than one line in a random place each; a removed entry's place
+//!   takes the last one (a position stays valid until the next removal).
+//!   Beside each entry its tag, and, once any was set, a side value
+//!   ([`Side`]; none by default): a NAT'd connection's translation.
+//! - The **index** is an array of 8-byte slots, a tag and a position
+//!   (tag 0 = empty), eight per cache line: a lookup reads the line at the
+//!   key's home slot and, where a tag matches, that position's entry. A miss
+//!   (every new connection's first lookup) costs about one line.
 //!
-//! A table may carry a side value per slot ([`Side`]; none by default),
-//! allocated only once one is set and moved with its entry: a NAT'd
-//! connection's translation sits beside it, found with its slot, not by a
-//! second lookup (a lookup that reaches it reads one more line, at an
-//! address known as soon as the entry's, so the two loads overlap).
-//!
-//! Entries never hold tombstones: removal shifts the
-//! following entries back (Knuth's Algorithm R), which keeps probe runs
-//! short under churn and lets [`Table::remove`] run in the middle of a
-//! sweep. The home bucket is `hash × capacity >> 32` (Lemire's fast range),
-//! so the capacity need not be a power of two (a shrunk table is half
-//! full). It doubles when the load passes 4/5, so a growing table holds
-//! 1.25 to 2.5 slots per entry, and shrinks to half full when a sweep or
-//! flush leaves it under 1/5. (Growing by half held 1.25 to 1.9 slots, but
-//! moved every entry about twice as often: while millions of connections
-//! opened, as in `scripts/bench-cps.sh`, the load balancer's rate was a
-//! fifth lower.)
+//! The index doubles when its load passes 4/5 and shrinks to half full
+//! when a sweep or flush leaves it under 1/5; growing rewrites its 8-byte
+//! slots only, never an entry. (Entries stored in the index itself, 96
+//! bytes per slot at 1.25 to 2.5 slots per entry, made a growing tracker
+//! move every entry at each doubling and write each new one to a random
+//! line: while millions of connections opened, as in
+//! `scripts/bench-cps.sh`, the doublings alone took a fifth of the time;
+//! and a million connections took 210 bytes each.) The index never holds
+//! tombstones: removal shifts the following slots back (Knuth's Algorithm
+//! R), which keeps probe runs short under churn. The home slot is
+//! `tag × capacity >> 32` (Lemire's fast range), so the capacity need not
+//! be a power of two (a shrunk index is half full).
 
 use crate::key::Key;
 
 const MIN_CAPACITY: usize = 16;
+/// Entries per pool chunk (12 KiB of 96-byte entries).
+const CHUNK_BITS: u32 = 7;
+/// Entries per pool chunk.
+pub(crate) const CHUNK: usize = 1 << CHUNK_BITS;
 
 /// What a [`Table`] holds: plain data under a [`Key`].
 pub(crate) trait Entry: Copy {
-    /// What an empty slot holds.
-    const VACANT: Self;
     /// The entry's key.
     fn key(&self) -> &Key;
 }
 
-/// A value kept beside some slots' entries (see [`Table::set_side`]).
+/// A value kept beside some entries (see [`Table::set_side`]).
 pub(crate) trait Side: Copy {
-    /// What a slot without one holds.
+    /// What an entry without one has.
     const VACANT: Self;
 }
 
@@ -56,28 +57,42 @@ impl Side for u32 {
     const VACANT: u32 = u32::MAX;
 }
 
+/// An index slot: a tag (0: empty) and the position of its entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(8))]
+struct IndexSlot {
+    tag: u32,
+    at: u32,
+}
+
+impl IndexSlot {
+    const EMPTY: IndexSlot = IndexSlot { tag: 0, at: 0 };
+}
+
+/// Bytes of an index slot.
+pub(crate) const INDEX_SLOT: usize = core::mem::size_of::<IndexSlot>();
+
 #[derive(Debug)]
 pub(crate) struct Table<E, S = ()> {
-    /// Hash of each slot's key, never 0 when occupied; 0 when empty.
-    hashes: Vec<u32>,
-    /// Entries; an empty slot holds [`Entry::VACANT`].
-    slots: Vec<E>,
-    /// Side values, one per slot once any was set (else empty); only a
-    /// slot whose entry says it has one holds a meaningful value.
-    side: Vec<S>,
-    len: usize,
-    /// An array was allocated or freed since [`take_moved`](Self::take_moved) last
-    /// said so.
+    index: Vec<IndexSlot>,
+    entries: Pool<E>,
+    /// Each entry's tag, by position.
+    tags: Pool<u32>,
+    /// Side values, one per entry once any was set (else empty); only an
+    /// entry that says it has one has a meaningful value.
+    side: Pool<S>,
+    /// The index was allocated or freed since [`take_moved`](Self::take_moved)
+    /// last said so.
     moved: bool,
 }
 
 impl<E, S> Default for Table<E, S> {
     fn default() -> Self {
         Table {
-            hashes: Vec::new(),
-            slots: Vec::new(),
-            side: Vec::new(),
-            len: 0,
+            index: Vec::new(),
+            entries: Pool::default(),
+            tags: Pool::default(),
+            side: Pool::default(),
             moved: true,
         }
     }
@@ -89,37 +104,35 @@ pub(crate) fn tag(h: u64) -> u32 {
     (h as u32).max(1)
 }
 
-/// The home slot of `tag` in a table of `capacity` slots (Lemire's fast range).
+/// The home slot of `tag` in an index of `capacity` slots (Lemire's fast range).
 #[inline]
 pub(crate) fn home(tag: u32, capacity: usize) -> usize {
     ((u64::from(tag) * capacity as u64) >> 32) as usize
 }
 
 impl<E: Entry, S: Side> Table<E, S> {
-    #[cfg(test)]
+    /// How many entries the table holds: their positions are `0..len`.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.entries.len()
     }
 
+    /// Slots in the index.
     pub fn capacity(&self) -> usize {
-        self.hashes.len()
+        self.index.len()
     }
 
-    /// The addresses of the hash, entry and side arrays (0 where not
-    /// allocated) and the capacity, for prefetches (`prefetch.rs`).
-    pub fn geometry(&self) -> (usize, usize, usize, usize) {
-        let addr = |allocated: bool, a: usize| if allocated { a } else { 0 };
-        let cap = self.capacity();
-        (
-            addr(cap > 0, self.hashes.as_ptr() as usize),
-            addr(cap > 0, self.slots.as_ptr() as usize),
-            addr(!self.side.is_empty(), self.side.as_ptr() as usize),
-            cap,
-        )
+    /// The address of the index (0 when not allocated) and its capacity,
+    /// for prefetches (`prefetch.rs`).
+    pub fn geometry(&self) -> (usize, usize) {
+        match self.capacity() {
+            0 => (0, 0),
+            cap => (self.index.as_ptr() as usize, cap),
+        }
     }
 
-    /// Whether an array was allocated or freed since the last call (the table's
-    /// [`geometry`](Self::geometry) changed), and forgets it.
+    /// Whether the index was allocated or freed since the last call (the
+    /// table's [`geometry`](Self::geometry) changed), and forgets it.
     #[inline]
     pub fn take_moved(&mut self) -> bool {
         // Read first: nothing is stored when nothing moved.
@@ -132,165 +145,285 @@ impl<E: Entry, S: Side> Table<E, S> {
 
     /// Heap bytes held.
     pub fn bytes(&self) -> usize {
-        self.hashes.capacity() * 4
-            + self.slots.capacity() * core::mem::size_of::<E>()
-            + self.side.capacity() * core::mem::size_of::<S>()
+        self.index.capacity() * core::mem::size_of::<IndexSlot>()
+            + self.entries.bytes()
+            + self.tags.bytes()
+            + self.side.bytes()
     }
 
     #[inline]
     fn home(&self, tag: u32) -> usize {
-        home(tag, self.hashes.len())
+        home(tag, self.index.len())
     }
 
     #[inline]
     fn next(&self, i: usize) -> usize {
-        if i + 1 == self.hashes.len() {
+        if i + 1 == self.index.len() {
             0
         } else {
             i + 1
         }
     }
 
-    /// The slot holding `key`, if any.
+    /// The position of the entry under `key`, if any.
     #[inline]
     pub fn find(&self, tag: u32, key: &Key) -> Option<usize> {
-        if self.len == 0 {
+        if self.index.is_empty() {
             return None;
         }
         let mut i = self.home(tag);
         loop {
-            let h = self.hashes[i];
-            if h == 0 {
+            let s = self.index[i];
+            if s.tag == 0 {
                 return None;
             }
-            if h == tag && self.slots[i].key() == key {
-                return Some(i);
+            if s.tag == tag && self.entries.get(s.at as usize).key() == key {
+                return Some(s.at as usize);
             }
             i = self.next(i);
         }
     }
 
-    /// The occupied slot `i`'s tag, or `None` for an empty slot.
+    /// Prefetches the entries (and side values) of the slots tagged `tag`
+    /// in the probe run from its home, up to a line's worth of slots.
     #[inline]
-    pub fn tag_at(&self, i: usize) -> Option<u32> {
-        match self.hashes[i] {
-            0 => None,
-            h => Some(h),
+    pub fn prefetch_entries(&self, tag: u32) {
+        if self.index.is_empty() {
+            return;
+        }
+        let mut i = self.home(tag);
+        for _ in 0..64 / INDEX_SLOT {
+            let s = self.index[i];
+            if s.tag == 0 {
+                return;
+            }
+            if s.tag == tag {
+                let p = s.at as usize;
+                crate::prefetch::value(self.entries.get(p));
+                if !self.side.is_empty() {
+                    crate::prefetch::value(self.side.get(p));
+                }
+            }
+            i = self.next(i);
         }
     }
 
-    pub fn get(&self, i: usize) -> &E {
-        &self.slots[i]
+    /// The entry at position `p`.
+    ///
+    /// # Panics
+    /// `p` is not below [`len`](Self::len).
+    #[inline]
+    pub fn get(&self, p: usize) -> &E {
+        self.entries.get(p)
     }
 
-    pub fn get_mut(&mut self, i: usize) -> &mut E {
-        &mut self.slots[i]
+    /// The entry at position `p`.
+    ///
+    /// # Panics
+    /// `p` is not below [`len`](Self::len).
+    #[inline]
+    pub fn get_mut(&mut self, p: usize) -> &mut E {
+        self.entries.get_mut(p)
     }
 
-    /// The side value of occupied slot `i`, which one was set for (the
+    /// The side value of the entry at `p`, which one was set for (the
     /// caller's entry says so; reading any other is a bug, and panics if
     /// the table never had one).
     #[inline]
-    pub fn side(&self, i: usize) -> &S {
-        debug_assert_ne!(self.hashes[i], 0);
-        &self.side[i]
+    pub fn side(&self, p: usize) -> &S {
+        self.side.get(p)
     }
 
-    /// Sets the side value of occupied slot `i` (allocating the side
-    /// array at the first).
-    pub fn set_side(&mut self, i: usize, v: S) {
-        debug_assert_ne!(self.hashes[i], 0);
-        if self.side.is_empty() {
-            self.side = vec![S::VACANT; self.capacity()];
-            self.moved = true;
+    /// Sets the side value of the entry at `p` (allocating the side
+    /// values at the first).
+    pub fn set_side(&mut self, p: usize, v: S) {
+        while self.side.len() < self.len() {
+            self.side.push(S::VACANT);
         }
-        self.side[i] = v;
+        *self.side.get_mut(p) = v;
     }
 
-    /// Inserts an entry whose key is not in the table; returns its slot.
+    /// Inserts an entry whose key is not in the table; returns its position.
     pub fn insert(&mut self, tag: u32, e: E) -> usize {
-        if (self.len + 1) * 5 > self.capacity() * 4 {
+        let p = self.len();
+        assert!(
+            p < u32::MAX as usize,
+            "a shard holds at most 2^32 - 1 entries"
+        );
+        if (p + 1) * 5 > self.capacity() * 4 {
             let grown = (2 * self.capacity()).max(MIN_CAPACITY);
             self.resize(grown);
         }
-        self.len += 1;
-        self.place(tag, e)
+        self.entries.push(e);
+        self.tags.push(tag);
+        if !self.side.is_empty() {
+            self.side.push(S::VACANT);
+        }
+        self.place(IndexSlot { tag, at: p as u32 });
+        p
     }
 
-    /// Writes an entry at the first free slot from its home; its side
-    /// value, if any, is the caller's to write.
-    fn place(&mut self, tag: u32, e: E) -> usize {
-        let mut i = self.home(tag);
-        while self.hashes[i] != 0 {
+    /// Writes `s` at the first free slot from its home.
+    fn place(&mut self, s: IndexSlot) {
+        let mut i = self.home(s.tag);
+        while self.index[i].tag != 0 {
             i = self.next(i);
         }
-        self.hashes[i] = tag;
-        self.slots[i] = e;
+        self.index[i] = s;
+    }
+
+    /// The index slot of the entry at `p` (present).
+    fn slot_of(&self, p: usize) -> usize {
+        let tag = *self.tags.get(p);
+        let mut i = self.home(tag);
+        while self.index[i] != (IndexSlot { tag, at: p as u32 }) {
+            debug_assert_ne!(self.index[i].tag, 0, "position {p} is not indexed");
+            i = self.next(i);
+        }
         i
     }
 
-    /// Removes slot `i` (occupied) and returns its entry. Entries after
-    /// it in the probe run move back; the one now at `i`, if any, has not
-    /// been seen by a forward scan yet.
-    pub fn remove(&mut self, mut i: usize) -> E {
-        let out = self.slots[i];
-        self.hashes[i] = 0;
-        self.slots[i] = E::VACANT;
-        self.len -= 1;
+    /// Removes the entry at `p` and returns it. The last entry takes its
+    /// position (unless it was the last): a scan of positions upwards
+    /// examines `p` again.
+    pub fn remove(&mut self, p: usize) -> E {
+        let i = self.slot_of(p);
+        self.unlink(i);
+        let last = self.len() - 1;
+        if p != last {
+            let j = self.slot_of(last);
+            self.index[j].at = p as u32;
+        }
+        if !self.side.is_empty() {
+            self.side.swap_remove(p);
+        }
+        self.tags.swap_remove(p);
+        self.entries.swap_remove(p)
+    }
+
+    /// Empties index slot `i`; the slots after it in its probe run move
+    /// back where their homes allow.
+    fn unlink(&mut self, mut i: usize) {
+        self.index[i] = IndexSlot::EMPTY;
         let mut j = i;
         loop {
             j = self.next(j);
-            let h = self.hashes[j];
-            if h == 0 {
-                return out;
+            let s = self.index[j];
+            if s.tag == 0 {
+                return;
             }
-            let k = self.home(h);
-            // The entry at j stays if its home lies cyclically in (i, j].
+            let k = self.home(s.tag);
+            // The slot at j stays if its home lies cyclically in (i, j].
             let stays = if i <= j {
                 i < k && k <= j
             } else {
                 i < k || k <= j
             };
             if !stays {
-                self.hashes[i] = h;
-                self.slots[i] = self.slots[j];
-                if !self.side.is_empty() {
-                    self.side[i] = self.side[j];
-                }
-                self.hashes[j] = 0;
-                self.slots[j] = E::VACANT;
+                self.index[i] = s;
+                self.index[j] = IndexSlot::EMPTY;
                 i = j;
             }
         }
     }
 
-    /// Shrinks after mass removal (expiry, flush), keeping load ≤ 1/2.
+    /// Shrinks after mass removal (expiry, flush), keeping the index's
+    /// load ≤ 1/2.
     pub fn maybe_shrink(&mut self) {
         let cap = self.capacity();
-        if cap > MIN_CAPACITY && self.len * 5 < cap {
-            self.resize((self.len * 2).max(MIN_CAPACITY));
-        } else if self.len == 0 && cap > 0 {
+        let len = self.len();
+        if len == 0 && cap > 0 {
             *self = Table::default();
+        } else if cap > MIN_CAPACITY && len * 5 < cap {
+            self.resize((len * 2).max(MIN_CAPACITY));
         }
     }
 
-    /// Builds new arrays of `cap` slots and places every entry in them.
+    /// Builds an index of `cap` slots and places every slot in it (in the
+    /// old index's order: the homes rise, so the writes go forward).
     fn resize(&mut self, cap: usize) {
         self.moved = true;
-        let hashes = core::mem::replace(&mut self.hashes, vec![0; cap]);
-        let slots = core::mem::replace(&mut self.slots, vec![E::VACANT; cap]);
-        let side = core::mem::take(&mut self.side);
-        if !side.is_empty() {
-            self.side = vec![S::VACANT; cap];
-        }
-        for (j, (h, c)) in hashes.into_iter().zip(slots).enumerate() {
-            if h != 0 {
-                let i = self.place(h, c);
-                if let Some(&v) = side.get(j) {
-                    self.side[i] = v;
-                }
+        let old = core::mem::replace(&mut self.index, vec![IndexSlot::EMPTY; cap]);
+        for s in old {
+            if s.tag != 0 {
+                self.place(s);
             }
         }
+    }
+}
+
+/// Values in positions `0..len`, in chunks of [`CHUNK`] that never move.
+#[derive(Debug)]
+struct Pool<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T: Copy> Pool<T> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn get(&self, p: usize) -> &T {
+        &self.chunks[p >> CHUNK_BITS][p & (CHUNK - 1)]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, p: usize) -> &mut T {
+        &mut self.chunks[p >> CHUNK_BITS][p & (CHUNK - 1)]
+    }
+
+    fn push(&mut self, v: T) {
+        let c = self.len >> CHUNK_BITS;
+        if c == self.chunks.len() {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        self.chunks[c].push(v);
+        self.len += 1;
+    }
+
+    /// Removes the value at `p`; the last takes its place.
+    fn swap_remove(&mut self, p: usize) -> T {
+        self.len -= 1;
+        let c = self.len >> CHUNK_BITS;
+        let last = self.chunks[c]
+            .pop()
+            .expect("the last chunk holds the last value");
+        // An emptied chunk stays as a spare (no allocation at the next push);
+        // those after it go.
+        if self.chunks[c].is_empty() {
+            self.chunks.truncate(c + 1);
+        }
+        if p == self.len {
+            last
+        } else {
+            core::mem::replace(self.get_mut(p), last)
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.chunks.capacity() * core::mem::size_of::<Vec<T>>()
+            + self
+                .chunks
+                .iter()
+                .map(|c| c.capacity() * core::mem::size_of::<T>())
+                .sum::<usize>()
     }
 }
 
@@ -300,10 +433,15 @@ mod tests {
     use crate::conn::Conn;
 
     fn conn(n: u32) -> (u32, Conn) {
-        let mut c = Conn::VACANT;
+        let mut c = Conn::BLANK;
         c.key.src[..4].copy_from_slice(&n.to_be_bytes());
         // A poor hash on purpose: long runs, wrap-around, shared homes.
         (tag(u64::from(n % 7) << 29 | 1), c)
+    }
+
+    #[test]
+    fn an_index_slot_is_8_bytes() {
+        assert_eq!(core::mem::size_of::<IndexSlot>(), 8);
     }
 
     #[test]
@@ -322,11 +460,15 @@ mod tests {
         }
         for n in 0..200 {
             let (h, c) = conn(n);
-            assert_eq!(t.find(h, &c.key).is_some(), n % 3 != 0, "{n}");
+            let found = t.find(h, &c.key);
+            assert_eq!(found.is_some(), n % 3 != 0, "{n}");
+            if let Some(p) = found {
+                assert_eq!(t.get(p).key, c.key);
+            }
         }
         let missing = Key {
             proto: 99,
-            ..Key::default()
+            ..Key::BLANK
         };
         assert_eq!(t.find(5, &missing), None);
     }
@@ -341,7 +483,7 @@ mod tests {
                 t.set_side(i, n);
             }
         }
-        // Removals shift runs back; the growth above moved everything.
+        // Removals move the last entries into the gaps.
         for n in (0..300).step_by(5) {
             let (h, c) = conn(n);
             t.remove(t.find(h, &c.key).unwrap());
@@ -370,7 +512,7 @@ mod tests {
             let h = if n % 3 == 0 { tag(u64::MAX) } else { h };
             match (t.find(h, &c.key), round % 4) {
                 (Some(i), 0) => {
-                    t.remove(i);
+                    assert_eq!(t.remove(i).key, c.key);
                     model.remove(&n);
                 }
                 (Some(i), _) => assert_eq!(*t.side(i), model[&n], "{n}"),
@@ -380,6 +522,9 @@ mod tests {
                     model.insert(n, n);
                 }
             }
+            if round % 5000 == 4999 {
+                t.maybe_shrink();
+            }
         }
         assert_eq!(t.len(), model.len());
         for n in 0..3000u32 {
@@ -387,6 +532,14 @@ mod tests {
             let h = if n % 3 == 0 { tag(u64::MAX) } else { h };
             let found = t.find(h, &c.key).map(|i| *t.side(i));
             assert_eq!(found, model.get(&n).copied(), "{n}");
+        }
+        // Every position holds a distinct entry the index finds there.
+        for p in 0..t.len() {
+            let key = t.get(p).key;
+            let n = u32::from_be_bytes(key.src[..4].try_into().unwrap());
+            let (h, _) = conn(n);
+            let h = if n % 3 == 0 { tag(u64::MAX) } else { h };
+            assert_eq!(t.find(h, &key), Some(p));
         }
     }
 
@@ -404,9 +557,17 @@ mod tests {
         }
         t.maybe_shrink();
         assert!(t.capacity() <= 32, "{}", t.capacity());
+        // The pool keeps one spare chunk at most.
+        assert!(t.entries.chunks.len() <= 2, "{}", t.entries.chunks.len());
         for n in 990..1000 {
             let (h, c) = conn(n);
             assert!(t.find(h, &c.key).is_some());
         }
+        for n in 990..1000 {
+            let (h, c) = conn(n);
+            t.remove(t.find(h, &c.key).unwrap());
+        }
+        t.maybe_shrink();
+        assert_eq!((t.capacity(), t.bytes()), (0, 0));
     }
 }

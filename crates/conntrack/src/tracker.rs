@@ -8,7 +8,7 @@
 //! packet, so it locks, as Open vSwitch (a mutex per connection) and Linux
 //! (a spinlock per TCP connection) do; the shard locks are held for
 //! tens of nanoseconds, and the control plane holds one at a time, for a
-//! bounded chunk of slots.
+//! bounded chunk of entries.
 //!
 //! The lock is a spin lock that yields the CPU while it waits
 //! (`spin::mutex::SpinMutex` with `Yield`): taking it is one compare-and-swap
@@ -159,8 +159,8 @@ impl Conntrack {
     }
 
     /// Starts loading into the cache what a step of `prep` in `zone` reads
-    /// first (the hash line at its key's home slot, that slot's entry and
-    /// translation), without taking a lock or waiting for the loads. A caller
+    /// first (the index line at its key's home slot), without taking a lock
+    /// or waiting for the load. A caller
     /// with a burst prefetches every packet's step before running the first,
     /// so their cache misses overlap (VPP's bucket prefetch, DPDK's
     /// `rte_hash_lookup_bulk`); with a table larger than the caches, a step
@@ -195,6 +195,24 @@ impl Conntrack {
         if let Ok(lk) = &prep.0 {
             let h = self.hasher.hash_in_zone(&lk.key, zone);
             self.shards[self.shard_index(h)].geometry.prefetch(tag(h));
+        }
+    }
+
+    /// The second stage of [`prefetch`](Self::prefetch), for a caller that
+    /// made the first for every packet of its burst: reads the index line the
+    /// first loaded (under the shard's lock, if free at once) and starts
+    /// loading the entries whose tags match, with their translations. A step
+    /// then finds its entry in the cache where it would otherwise wait for
+    /// the index line and then for the entry, one after the other (DPDK's
+    /// `rte_hash_lookup_bulk` stages its bucket and key loads alike). Changes
+    /// nothing a step answers.
+    #[inline]
+    pub fn prefetch_entry(&self, prep: &Prepared, zone: u16) {
+        if let Ok(lk) = &prep.0 {
+            let h = self.hasher.hash_in_zone(&lk.key, zone);
+            if let Some(s) = self.shards[self.shard_index(h)].try_lock() {
+                s.table.prefetch_entries(tag(h));
+            }
         }
     }
 
@@ -652,14 +670,18 @@ impl Conntrack {
         CtResult::AGAIN
     }
 
-    /// The primary of alias `a`, locked, with its slot and its translation:
+    /// The primary of alias `a`, locked, with its position and its translation:
     /// `None` if it is gone, no longer has `a`'s translation, or expired
     /// (then removed).
     pub(crate) fn primary_of(&self, a: &Alias, now_ms: u64) -> Option<(Guard<'_>, usize, NatInfo)> {
         let hp = self.hasher.hash(&a.primary);
         let mut p = self.lock_shard(self.shard_index(hp));
-        let Found::Conn(i) = p.find(tag(hp), &a.primary) else {
-            return None;
+        let i = match p.conn_hinted(a.at as usize, &a.primary) {
+            Some(i) => i,
+            None => match p.find(tag(hp), &a.primary) {
+                Found::Conn(i) => i,
+                _ => return None,
+            },
         };
         if p.conn(i).expired(now_ms) {
             self.remove_at(&mut p, i);
@@ -687,19 +709,19 @@ impl Conntrack {
         found
     }
 
-    /// Removes slot `i`'s connection, its translation and its alias (at
+    /// Removes the connection at position `i`, its translation and its alias (at
     /// once, wherever it is: see [`remove_in_scan`](Self::remove_in_scan)
-    /// for a caller walking `s`'s slots).
+    /// for a caller walking `s`'s positions).
     pub(crate) fn remove_at(&self, s: &mut Shard, i: usize) -> Conn {
         self.remove_conn(s, i, false)
     }
 
-    /// Removes slot `i`'s connection and its translation for a caller
-    /// walking `s`'s slots (a sweep, a flush): only the slots after `i`
-    /// move (the next to examine may now be at `i`). An alias in `s` is left
-    /// to [`drain_orphans`](Self::drain_orphans), since removing it would
-    /// move slots the walk has passed or not yet reached; until then it is
-    /// stale, as any orphan.
+    /// Removes the connection at position `i` and its translation for a
+    /// caller walking `s`'s positions upwards (a sweep, a flush): only the
+    /// last entry moves, to `i`, the next to examine. An alias in `s` is
+    /// left to [`drain_orphans`](Self::drain_orphans), since removing it
+    /// would move the last entry to the alias's position, which the walk
+    /// may have passed; until then it is stale, as any orphan.
     pub(crate) fn remove_in_scan(&self, s: &mut Shard, i: usize) -> Conn {
         self.remove_conn(s, i, true)
     }
@@ -926,7 +948,7 @@ impl Conntrack {
                 translate: true,
                 memo: None,
             };
-            // From the values in hand: the slot and the translation were just
+            // From the values in hand: the entry and the translation were just
             // written to lines that may not be in the cache yet, and a read the
             // CPU cannot forward from those stores waits for them.
             report_nat(Some(info), &c.key, c.flipped, pkt, p, &mut out.state, nat);
@@ -964,6 +986,7 @@ impl Conntrack {
                 primary: lk.key,
                 reply_swap,
                 serial,
+                at: 0,
             };
             match self.claim_alias(s, home, &ka, alias) {
                 Ok(true) => Some(Ok((addr, port, true))),
@@ -995,6 +1018,13 @@ impl Conntrack {
     ) -> Result<bool, NoTranslation> {
         let hq = self.hasher.hash(ka);
         let q = self.shard_index(hq);
+        // The connection goes to the home table's end right after, behind the
+        // alias if it is there too.
+        let at = s.table.len() + usize::from(q == home);
+        let alias = Alias {
+            at: at as u32,
+            ..alias
+        };
         let claim = |s: &mut Shard| {
             let claimed = s.claim_alias(tag(hq), ka, alias);
             self.shards[q].published(s);
@@ -1111,7 +1141,7 @@ fn nat_conn_result(
     out
 }
 
-/// [`report_nat`] for the NAT'd connection in slot `i` of `s`.
+/// [`report_nat`] for the NAT'd connection at position `i` of `s`.
 fn report_slot(
     s: &Shard,
     i: usize,
@@ -1296,11 +1326,69 @@ mod tests {
     fn nat_entries(ct: &Conntrack) -> (usize, usize) {
         (0..ct.shards.len()).fold((0, 0), |(a, n), i| {
             let s = ct.lock_shard(i);
-            let t = (0..s.table.capacity())
+            let t = (0..s.table.len())
                 .filter(|&j| s.conn_at(j).is_some_and(|c| c.nat))
                 .count();
             (a + s.aliases(), n + t)
         })
+    }
+
+    /// An alias names where its connection was put; once removals moved it,
+    /// a reply through the alias still finds it by its key.
+    #[test]
+    fn an_alias_s_hint_names_its_connection_until_it_moves() {
+        let ct = Conntrack::new(Config {
+            shards: 4,
+            ..Config::default()
+        })
+        .unwrap();
+        let client = |i: u16| {
+            udp(
+                [10, 0, (i >> 8) as u8, i as u8],
+                1000 + i,
+                [192, 0, 2, 1],
+                53,
+            )
+        };
+        let reply = |i: u16| udp([192, 0, 2, 1], 53, [203, 0, 113, 1], 1000 + i);
+        for i in 0..300 {
+            let r = ct.execute(&client(i), &snat([203, 0, 113, 1]), 0);
+            assert!(r.has_connection(), "{i}");
+        }
+        let hinted = |ct: &Conntrack| {
+            let aliases: Vec<Alias> = (0..ct.shards.len())
+                .flat_map(|q| {
+                    let s = ct.lock_shard(q);
+                    (0..s.table.len())
+                        .filter_map(|j| match *s.table.get(j) {
+                            Slot::Alias(_, a) => Some(a),
+                            Slot::Conn(_) => None,
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let at_hint = |a: &Alias| {
+                let s = ct.lock_shard(ct.shard_index(ct.hasher.hash(&a.primary)));
+                s.conn_hinted(a.at as usize, &a.primary).is_some()
+            };
+            aliases.iter().filter(|a| at_hint(a)).count()
+        };
+        assert_eq!(hinted(&ct), 300);
+        for i in (0..300).step_by(7) {
+            let (src, dst) = (
+                [10, 0, (i >> 8) as u8, i as u8].into(),
+                [192, 0, 2, 1].into(),
+            );
+            let t = crate::Tuple::ports(src, dst, crate::packet::IPPROTO_UDP, 1000 + i, 53);
+            assert!(ct.flush_tuple(1, &t));
+        }
+        let left = 300 - (0..300).step_by(7).count();
+        let stale = left - hinted(&ct);
+        assert!(stale > 0, "no connection moved");
+        for i in (0..300).filter(|i| i % 7 != 0) {
+            let r = ct.execute(&reply(i), &snat([203, 0, 113, 1]), 1);
+            assert!(r.state.contains(CtState::EST | CtState::RPL), "{i}: {r:?}");
+        }
     }
 
     #[test]

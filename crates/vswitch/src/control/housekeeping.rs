@@ -29,9 +29,9 @@ pub const AUTO_IMPROVEMENT_PERCENT: f64 = 25.0;
 /// Least time between two automatic rebalances (OVS: 1 minute).
 pub const AUTO_MIN_SPACING: Duration = Duration::from_secs(60);
 
-/// Conntrack table slots swept per second (the tracker also drops an expired entry
-/// when a lookup meets it).
-pub const CT_SWEEP_SLOTS: usize = 1 << 18;
+/// Conntrack entries (connections and NAT aliases) swept per second (the tracker
+/// also drops an expired entry when a lookup meets it).
+pub const CT_SWEEP_ENTRIES: usize = 1 << 18;
 
 /// A PMD whose heartbeat has not moved for this long is reported as stalled.
 pub const STALL: Duration = Duration::from_secs(3);
@@ -59,7 +59,7 @@ pub async fn run(ctl: Arc<Control>) {
         }
         if !ctl.switch.conntrack.is_empty() {
             let now = crate::datapath::lflow::ct::now_ms();
-            let s = ctl.switch.conntrack.sweep(now, CT_SWEEP_SLOTS);
+            let s = ctl.switch.conntrack.sweep(now, CT_SWEEP_ENTRIES);
             if s.expired > 0 {
                 debug!(expired = s.expired, "connections expired");
             }
