@@ -18,7 +18,7 @@
 //! per alias claimed, every entry rehashed as they grew), then tables of
 //! their own under the tag the tracker already has, then the translation
 //! moved beside its connection and the alias into the connections' table,
-//! so that a lookup that finds nothing reads one hash line, not two.
+//! so that a lookup that finds nothing reads one index line, not two.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

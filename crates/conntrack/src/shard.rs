@@ -5,7 +5,7 @@
 //!
 //! Connections and aliases share the table, as Linux and Open vSwitch hash
 //! both directions of a connection into one table: a lookup that finds
-//! nothing (every new connection's first) reads one hash line, not one in
+//! nothing (every new connection's first) reads one index line, not one in
 //! each of two tables, and a new translation checks that its reply tuple is
 //! free, of connections and aliases alike, with one probe. A key is in the
 //! table at most once, as a connection or as an alias: a connection is
