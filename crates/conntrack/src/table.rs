@@ -31,10 +31,10 @@
 use crate::key::Key;
 
 const MIN_CAPACITY: usize = 16;
-/// Entries per pool chunk (12 KiB of 96-byte entries).
+/// log2 of [`CHUNK`].
 const CHUNK_BITS: u32 = 7;
-/// Entries per pool chunk.
-pub(crate) const CHUNK: usize = 1 << CHUNK_BITS;
+/// Entries per pool chunk (12 KiB of 96-byte entries).
+const CHUNK: usize = 1 << CHUNK_BITS;
 
 /// What a [`Table`] holds: plain data under a [`Key`].
 pub(crate) trait Entry: Copy {
@@ -273,11 +273,15 @@ impl<E: Entry, S: Side> Table<E, S> {
     }
 
     /// The index slot of the entry at `p` (present).
+    ///
+    /// # Panics
+    /// The probe run from its home ends without it (a broken index: a panic
+    /// rather than a loop under the shard's lock).
     fn slot_of(&self, p: usize) -> usize {
         let tag = *self.tags.get(p);
         let mut i = self.home(tag);
         while self.index[i] != (IndexSlot { tag, at: p as u32 }) {
-            debug_assert_ne!(self.index[i].tag, 0, "position {p} is not indexed");
+            assert_ne!(self.index[i].tag, 0, "position {p} is not indexed");
             i = self.next(i);
         }
         i
