@@ -39,6 +39,8 @@ pub struct FileConfig {
     pub ct_max_connections: Option<u32>,
     /// Connections one conntrack zone may hold (0: only the global limit).
     pub ct_zone_max: Option<u32>,
+    /// Lock shards of the connection tracker.
+    pub ct_shards: Option<u32>,
     /// vhost-user ports (`[[port]]`: `name`, `type`, `path` and the flags' option keys;
     /// read by [`super::port::file_port`], the same path as the flags).
     #[serde(default)]

@@ -117,6 +117,7 @@ pub const FILE_KEYS: &[FileKey] = &[
     key(Top, "fdb_max_macs", "integer", Live, "MACs the FDB may learn in all; beyond it frames from new MACs are dropped as mac_limit (--fdb-max-macs). Default: 65536."),
     key(Top, "fdb_port_max_macs", "integer", Live, "MACs one vhost-user or tap port may teach the FDB; a port's max_macs overrides it (--fdb-port-max-macs); a change applies to ports placed from then on. Default: 1024."),
     key(Top, "ct_max_connections", "integer", Start, "Connections OVN's connection tracker holds in all; beyond, new ones are dropped as ct_table_full (--ct-max-connections). Default: 3000000."),
+    key(Top, "ct_shards", "integer", Start, "Lock shards of the connection tracker, a power of two up to 4096 (--ct-shards). Default: 8 per PMD thread, at least 16."),
     key(Top, "ct_zone_max", "integer", Start, "Connections one conntrack zone holds; 0: only the global limit (--ct-zone-max). Default: 65536."),
     key(Top, "vhost_user_socket_group", "string (group name)", Live, "Group of every vhost-user server socket, e.g. libvirt-qemu (--vhost-user-socket-group); applies to sockets created from then on."),
     key(Top, "vhost_user_socket_mode", "string \"0660\" or TOML octal 0o660", Live, "Mode of every vhost-user server socket (--vhost-user-socket-mode). Default: 0660 with a group, else what the umask leaves."),

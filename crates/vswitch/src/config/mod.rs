@@ -207,6 +207,14 @@ pub const DEFAULT_CT_MAX_CONNECTIONS: u32 = 3_000_000;
 /// Default of `--ct-zone-max`: connections one logical port's zone may hold.
 pub const DEFAULT_CT_ZONE_MAX: u32 = 65_536;
 
+/// Default of `--ct-shards` for `pmds` PMD threads: 8 each, at least 16, a power of
+/// two. A PMD then finds its shard's lock taken by another about as rarely as with
+/// more, and the shards' hot lines stay in the cache (docs/tuning.md).
+pub fn default_ct_shards(pmds: usize) -> u32 {
+    let n = pmds.saturating_mul(8).clamp(16, conntrack::MAX_SHARDS);
+    n.next_power_of_two().min(conntrack::MAX_SHARDS) as u32
+}
+
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -231,6 +239,8 @@ pub struct Config {
     pub ct_max_connections: u32,
     /// Connections one conntrack zone may hold (`None`: only the global limit).
     pub ct_zone_max: Option<u32>,
+    /// Lock shards of the connection tracker (a power of two, at most 4096).
+    pub ct_shards: u32,
     /// ACL rules: (port name, rule), in order per port.
     pub acl: Vec<(String, crate::config::acl::AclRule)>,
     /// Flow cache enabled.
@@ -647,10 +657,29 @@ impl TryFrom<Args> for Config {
             0 => None,
             n => Some(n),
         };
+        let ct_shards = args
+            .ct_shards
+            .or(file.ct_shards)
+            .unwrap_or_else(|| default_ct_shards(pmd_cpus.as_ref().map_or(1, Vec::len)));
+        if !ct_shards.is_power_of_two() || ct_shards as usize > conntrack::MAX_SHARDS {
+            let field = if args.ct_shards.is_some() {
+                "--ct-shards"
+            } else {
+                "ct_shards"
+            };
+            return Err(invalid(
+                field,
+                format!(
+                    "expected a power of two from 1 to {}, got {ct_shards}",
+                    conntrack::MAX_SHARDS
+                ),
+            ));
+        }
 
         Ok(Config {
             ct_max_connections,
             ct_zone_max,
+            ct_shards,
             acl: acl.into_iter().map(|(_, p, r)| (p, r)).collect(),
             flow_cache: args
                 .flow_cache
@@ -871,6 +900,26 @@ mod tests {
         assert_eq!(c.poll, PollMode::Interrupt);
         assert_eq!(c.fdb_aging_secs, 10);
         assert_eq!(c.fdb_static.len(), 1);
+    }
+
+    #[test]
+    fn ct_shards_are_a_power_of_two_eight_per_pmd() {
+        let e = Config::try_from(args(&["--ct-shards", "48"])).unwrap_err();
+        assert!(e.to_string().contains("--ct-shards"), "{e}");
+        assert!(e.to_string().contains("power of two"), "{e}");
+        let e = Config::try_from(args(&["--ct-shards", "8192"])).unwrap_err();
+        assert!(e.to_string().contains("4096"), "{e}");
+        let c = Config::try_from(args(&["--ct-shards", "4"])).unwrap();
+        assert_eq!(c.ct_shards, 4);
+        assert_eq!(Config::try_from(args(&[])).unwrap().ct_shards, 16);
+        assert_eq!(
+            Config::try_from(args(&["--pmd-cpus", "0"]))
+                .unwrap()
+                .ct_shards,
+            16
+        );
+        assert_eq!(default_ct_shards(3), 32, "8 per PMD, a power of two");
+        assert_eq!(default_ct_shards(1000), 4096);
     }
 
     #[test]

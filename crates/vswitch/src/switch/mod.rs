@@ -169,6 +169,7 @@ impl Switch {
                 conntrack::Conntrack::new(conntrack::Config {
                     max_connections: config.ct_max_connections,
                     default_zone_limit: config.ct_zone_max,
+                    shards: config.ct_shards as usize,
                     ..Default::default()
                 })
                 .map_err(std::io::Error::other)?,

@@ -538,6 +538,7 @@ pub fn config(ports: &[(&str, Option<u16>)], flow_cache: bool) -> Config {
         fdb_port_max_macs: crate::config::DEFAULT_FDB_PORT_MAX_MACS,
         ct_max_connections: crate::config::DEFAULT_CT_MAX_CONNECTIONS,
         ct_zone_max: Some(crate::config::DEFAULT_CT_ZONE_MAX),
+        ct_shards: crate::config::default_ct_shards(1),
         fdb_static: Vec::new(),
         acl: Vec::new(),
         flow_cache,
