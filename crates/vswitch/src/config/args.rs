@@ -157,9 +157,9 @@ pub struct Args {
 
     /// Lock shards of the connection tracker, a power of two up to 4096 (default: 8 per
     /// PMD thread, at least 16). Each shard is a table under its own lock: more shards,
-    /// fewer PMDs meeting on one; fewer, the tables' hot lines (each shard's lock, the
-    /// end of its pool) stay in the cache: new connections through NAT came 8-13 %
-    /// faster at 16 than at 256 on two PMDs (docs/tuning.md).
+    /// fewer PMDs meeting on one; fewer, fewer lines to keep in the cache: new
+    /// connections through NAT came 8-13 % faster at 16 than at 256 with one PMD
+    /// (docs/tuning.md).
     #[arg(long, value_name = "N")]
     pub ct_shards: Option<u32>,
 

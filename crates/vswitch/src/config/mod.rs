@@ -208,11 +208,16 @@ pub const DEFAULT_CT_MAX_CONNECTIONS: u32 = 3_000_000;
 pub const DEFAULT_CT_ZONE_MAX: u32 = 65_536;
 
 /// Default of `--ct-shards` for `pmds` PMD threads: 8 each, at least 16, a power of
-/// two. A PMD then finds its shard's lock taken by another about as rarely as with
-/// more, and the shards' hot lines stay in the cache (docs/tuning.md).
+/// two, at most [`conntrack::MAX_SHARDS`] (what the count trades: docs/tuning.md).
 pub fn default_ct_shards(pmds: usize) -> u32 {
+    // MAX_SHARDS is a power of two: the next one up from the clamp never passes it.
     let n = pmds.saturating_mul(8).clamp(16, conntrack::MAX_SHARDS);
-    n.next_power_of_two().min(conntrack::MAX_SHARDS) as u32
+    n.next_power_of_two() as u32
+}
+
+/// PMD threads started on `cpus` (`None`: one unpinned).
+fn pmd_count_of(cpus: Option<&[usize]>) -> usize {
+    cpus.map_or(1, <[usize]>::len)
 }
 
 /// A validated configuration.
@@ -298,7 +303,7 @@ impl SocketDefaults {
 impl Config {
     /// Number of PMD threads this configuration starts.
     pub fn pmd_count(&self) -> usize {
-        self.pmd_cpus.as_ref().map_or(1, |c| c.len())
+        pmd_count_of(self.pmd_cpus.as_deref())
     }
 
     /// Whether uplink `name` carries OVN provider networks (`--ovn-bridge-mappings`).
@@ -660,7 +665,7 @@ impl TryFrom<Args> for Config {
         let ct_shards = args
             .ct_shards
             .or(file.ct_shards)
-            .unwrap_or_else(|| default_ct_shards(pmd_cpus.as_ref().map_or(1, Vec::len)));
+            .unwrap_or_else(|| default_ct_shards(pmd_count_of(pmd_cpus.as_deref())));
         if !ct_shards.is_power_of_two() || ct_shards as usize > conntrack::MAX_SHARDS {
             let field = if args.ct_shards.is_some() {
                 "--ct-shards"
