@@ -9,8 +9,9 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 pub use uuid::Uuid;
@@ -79,7 +80,7 @@ pub enum Atom {
     Uuid(Uuid),
     /// `["named-uuid", "<id>"]`: in a transaction, the row inserted by the
     /// `insert` operation with that `uuid-name` (RFC 7047 §5.2.1).
-    NamedUuid(String),
+    NamedUuid(Arc<str>),
 }
 
 impl Atom {
@@ -125,7 +126,7 @@ impl Atom {
             Atom::Boolean(b) => json!(b),
             Atom::String(s) => json!(&**s),
             Atom::Uuid(u) => json!(["uuid", u.to_string()]),
-            Atom::NamedUuid(n) => json!(["named-uuid", n]),
+            Atom::NamedUuid(n) => json!(["named-uuid", &**n]),
         }
     }
 
@@ -137,18 +138,60 @@ impl Atom {
             AtomicType::Integer => Atom::Integer(v.as_i64().ok_or_else(bad)?),
             AtomicType::Real => Atom::Real(v.as_f64().ok_or_else(bad)?),
             AtomicType::Boolean => Atom::Boolean(v.as_bool().ok_or_else(bad)?),
-            AtomicType::String => Atom::String(Arc::from(v.as_str().ok_or_else(bad)?)),
+            AtomicType::String => Atom::String(shared_text(v.as_str().ok_or_else(bad)?)),
             AtomicType::Uuid => match v.as_array().map(Vec::as_slice) {
                 Some([Value::String(tag), Value::String(s)]) if tag == "uuid" => {
                     Atom::Uuid(parse_uuid(s).ok_or_else(bad)?)
                 }
                 Some([Value::String(tag), Value::String(s)]) if tag == "named-uuid" => {
-                    Atom::NamedUuid(s.clone())
+                    Atom::NamedUuid(s.as_str().into())
                 }
                 _ => return Err(bad()),
             },
         })
     }
+}
+
+/// The longest text (bytes) decoded string atoms share a copy of.
+pub const SHARED_TEXT_MAX: usize = 64;
+
+/// The texts decoded string atoms share, with the size at which the pool next drops
+/// those no atom holds any more.
+struct TextPool {
+    texts: HashSet<Arc<str>>,
+    prune_at: usize,
+}
+
+/// The process' copy of text `s` when it is at most [`SHARED_TEXT_MAX`] bytes, else a
+/// new one. A replica of an OVN Southbound database holds 10^5 logical flows whose
+/// short strings repeat (`ingress`, the `external_ids` keys, stage names, `next;`):
+/// one allocation each instead of one per row. Texts no atom holds any more are
+/// dropped whenever the pool has doubled since it last did so.
+pub(crate) fn shared_text(s: &str) -> Arc<str> {
+    static POOL: OnceLock<Mutex<TextPool>> = OnceLock::new();
+    if s.len() > SHARED_TEXT_MAX {
+        return Arc::from(s);
+    }
+    let mut pool = POOL
+        .get_or_init(|| {
+            Mutex::new(TextPool {
+                texts: HashSet::new(),
+                prune_at: 4096,
+            })
+        })
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = pool.texts.get(s) {
+        return t.clone();
+    }
+    if pool.texts.len() >= pool.prune_at {
+        // Only the pool hands out its texts, under this lock: a count of 1 is final.
+        pool.texts.retain(|t| Arc::strong_count(t) > 1);
+        pool.prune_at = (pool.texts.len() * 2).max(4096);
+    }
+    let t: Arc<str> = Arc::from(s);
+    pool.texts.insert(t.clone());
+    t
 }
 
 /// Parses a UUID in the 36-character form RFC 7047 §5.1 requires.
@@ -524,6 +567,20 @@ mod tests {
 
     fn s(x: &str) -> Atom {
         Atom::String(x.into())
+    }
+
+    #[test]
+    fn decoded_short_texts_share_one_copy() {
+        let text = |v: &Value| match Atom::from_json(v, T::String) {
+            Ok(Atom::String(t)) => t,
+            other => panic!("not a string: {other:?}"),
+        };
+        let (a, b) = (text(&json!("stage-name")), text(&json!("stage-name")));
+        assert!(Arc::ptr_eq(&a, &b));
+        let long = "x".repeat(SHARED_TEXT_MAX + 1);
+        let (c, d) = (text(&json!(long)), text(&json!(long)));
+        assert_eq!(c, d);
+        assert!(!Arc::ptr_eq(&c, &d));
     }
 
     #[test]

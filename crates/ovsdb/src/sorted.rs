@@ -2,16 +2,19 @@
 //! duplicates. Most OVSDB values are scalars (one-element sets) or a handful of
 //! pairs; a B-tree would give each a node of eleven slots (hundreds of bytes),
 //! which for a replica of 10^5 rows was most of the client's memory. Lookups are
-//! binary searches; a whole difference is applied by one merge.
+//! binary searches; a whole difference is applied by one merge. A set of one atom
+//! (every scalar column) is held in place, without an allocation of its own.
 
 use std::cmp::Ordering;
+
+use smallvec::SmallVec;
 
 use crate::datum::Atom;
 
 /// A set of atoms, sorted, without duplicates. Ordered like `BTreeSet<Atom>`
 /// (lexicographically by elements).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AtomSet(Vec<Atom>);
+pub struct AtomSet(SmallVec<[Atom; 1]>);
 
 /// A map from key atoms to value atoms, sorted by key, keys unique. Ordered like
 /// `BTreeMap<Atom, Atom>`.
@@ -21,7 +24,7 @@ pub struct AtomMap(Vec<(Atom, Atom)>);
 impl AtomSet {
     /// The empty set.
     pub fn new() -> Self {
-        Self(Vec::new())
+        Self(SmallVec::new())
     }
 
     /// The set of `atoms`, or the first duplicate.
@@ -30,6 +33,7 @@ impl AtomSet {
         if let Some(w) = atoms.windows(2).find(|w| w[0] == w[1]) {
             return Err(w[0].clone());
         }
+        let mut atoms = SmallVec::from_vec(atoms);
         atoms.shrink_to_fit();
         Ok(Self(atoms))
     }
@@ -85,7 +89,7 @@ impl AtomSet {
     pub fn symmetric_difference(&self, other: &AtomSet) -> AtomSet {
         let (a, b) = (&self.0, &other.0);
         let (mut i, mut j) = (0, 0);
-        let mut out = Vec::with_capacity(a.len() + b.len());
+        let mut out = SmallVec::with_capacity(a.len() + b.len());
         while i < a.len() && j < b.len() {
             match a[i].cmp(&b[j]) {
                 Ordering::Less => {
@@ -102,8 +106,8 @@ impl AtomSet {
                 }
             }
         }
-        out.extend_from_slice(&a[i..]);
-        out.extend_from_slice(&b[j..]);
+        out.extend(a[i..].iter().cloned());
+        out.extend(b[j..].iter().cloned());
         out.shrink_to_fit();
         AtomSet(out)
     }
@@ -112,7 +116,7 @@ impl AtomSet {
 impl FromIterator<Atom> for AtomSet {
     /// Duplicates collapse.
     fn from_iter<I: IntoIterator<Item = Atom>>(iter: I) -> Self {
-        let mut v: Vec<Atom> = iter.into_iter().collect();
+        let mut v: SmallVec<[Atom; 1]> = iter.into_iter().collect();
         v.sort_unstable();
         v.dedup();
         v.shrink_to_fit();
@@ -250,6 +254,16 @@ mod tests {
             AtomSet::from([i(1)])
                 < AtomSet::from([i(1), i(0)]).symmetric_difference(&AtomSet::from([i(0), i(2)]))
         );
+    }
+
+    #[test]
+    fn one_atom_is_held_in_place() {
+        // A replica's scalar columns: the atom inside the set, no allocation of its own.
+        assert_eq!(std::mem::size_of::<Atom>(), 24);
+        assert_eq!(std::mem::size_of::<crate::Datum>(), 40);
+        let s = AtomSet::from([Atom::String("ingress".into())]);
+        assert!(!s.0.spilled());
+        assert!(AtomSet::from([i(1), i(2)]).0.spilled());
     }
 
     #[test]
