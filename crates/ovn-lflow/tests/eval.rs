@@ -50,6 +50,25 @@ fn simplification_special_cases() {
 }
 
 #[test]
+fn prerequisites_decided_by_the_match_are_dropped() {
+    // `udp.src` and `udp.dst` each bring `ip.proto == 17 && (ip4 || ip6)`; beside `ip4`
+    // the alternatives are decided: eth.type, ip.proto and the two ports remain.
+    let m = compile("ip4 && udp.src == 68 && udp.dst == 67");
+    assert_eq!(m.n_tests(), 4);
+    let dhcp = ip4()
+        .with(Field::IpProto, 17)
+        .with(Field::UdpSrc, 68)
+        .with(Field::UdpDst, 67);
+    assert!(m.matches(&dhcp));
+    assert!(!m.matches(&dhcp.clone().with(Field::EthType, 0x86dd)));
+    assert!(!m.matches(&dhcp.with(Field::IpProto, 6)));
+    // An alternative the match contradicts goes; one left becomes a conjunct.
+    let v6 = compile("(eth.type == 0x800 || eth.type == 0x86dd) && ip6 && icmp6");
+    assert_eq!(v6.exact(Field::EthType), Some(0x86dd));
+    assert_eq!(compile("ip4 && ip6").as_const(), Some(false));
+}
+
+#[test]
 fn is_chassis_resident_simplification() {
     assert_eq!(
         compile(r#"is_chassis_resident("eth1")"#).as_const(),
