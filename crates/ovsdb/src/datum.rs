@@ -8,8 +8,8 @@
 //! never panics on any input (fuzzed by `fuzz/fuzz_targets/datum.rs`).
 
 use std::cmp::Ordering;
-use std::fmt;
 use std::collections::HashSet;
+use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
