@@ -447,6 +447,20 @@ impl<K: AtomValue, V: AtomValue> ToDatum for BTreeMap<K, V> {
     }
 }
 
+/// A value shared: decoded once, held by several owners (a build's cache and the
+/// decoded row).
+impl<T: FromDatum> FromDatum for Arc<T> {
+    fn from_datum(d: &Datum) -> Result<Self, Error> {
+        T::from_datum(d).map(Arc::new)
+    }
+}
+
+impl<T: ToDatum> ToDatum for Arc<T> {
+    fn to_datum(&self) -> Datum {
+        (**self).to_datum()
+    }
+}
+
 impl<T: ToDatum + ?Sized> ToDatum for &T {
     fn to_datum(&self) -> Datum {
         (**self).to_datum()

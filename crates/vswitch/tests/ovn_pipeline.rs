@@ -205,10 +205,7 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
         .min_by(|a, b| a.1.cmp(&b.1))
         .expect("the tenant's security groups have address sets named in ACL flows");
     let mut sb = sb.clone();
-    sb.address_sets
-        .get_mut(&u)
-        .unwrap()
-        .addresses
+    std::sync::Arc::make_mut(&mut sb.address_sets.get_mut(&u).unwrap().addresses)
         .push("10.99.99.99".into());
     let naming = flows_naming(&sb, &first, &format!("${set}"), None);
     let p = Pipelines::build_with(&sb, &all, Viewpoint::Everywhere, &mut cache);

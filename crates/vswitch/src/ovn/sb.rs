@@ -251,8 +251,9 @@ ovsdb::model! {
     pub struct AddressSet in "Address_Set" {
         /// Its name.
         pub name: String = "name",
-        /// Its addresses (IPv4/IPv6 with optional prefix, or MACs).
-        pub addresses: Vec<String> = "addresses",
+        /// Its addresses (IPv4/IPv6 with optional prefix, or MACs): the replica's
+        /// texts, shared with the builds that lexed them.
+        pub addresses: Arc<Vec<Arc<str>>> = "addresses",
     }
 }
 

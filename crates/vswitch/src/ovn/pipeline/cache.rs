@@ -78,6 +78,10 @@ impl Parsed {
     }
 }
 
+/// An address set row's addresses (`sb::AddressSet::addresses`): the cache holds the
+/// row's own list, not a copy, and knows it unchanged by its address.
+type Addresses = Arc<Vec<Arc<str>>>;
+
 /// One compiled flow's key within its datapath: (flow row, pipeline, table).
 pub(super) type FlowKey = (Uuid, u8, u8);
 
@@ -162,7 +166,7 @@ pub struct BuildCache {
     /// The option rows the parsed actions were parsed with (`DHCP_Options`,
     /// `DHCPv6_Options`): other rows drop every parse.
     pub(super) options: Vec<(String, i64, String)>,
-    sets: HashMap<String, (Vec<String>, Arc<AddressSet>)>,
+    sets: HashMap<String, (Addresses, Arc<AddressSet>)>,
     groups: HashMap<String, Arc<Vec<String>>>,
     dps: FxHashMap<u32, DpCache>,
     /// Datapaths this build made or kept, which become the cache of the next.
@@ -208,13 +212,13 @@ impl BuildCache {
     /// build's `Arc` for a set whose addresses are unchanged.
     pub(super) fn address_sets<'a>(
         &mut self,
-        rows: impl Iterator<Item = (&'a str, &'a [String])>,
+        rows: impl Iterator<Item = (&'a str, &'a Addresses)>,
     ) -> HashMap<String, Arc<AddressSet>> {
         let mut next = HashMap::new();
         for (name, addrs) in rows {
             let set = match self.sets.remove(name) {
-                Some((a, set)) if a == addrs => (a, set),
-                _ => (addrs.to_vec(), Arc::new(AddressSet::new(addrs))),
+                Some((a, set)) if Arc::ptr_eq(&a, addrs) || a == *addrs => (a, set),
+                _ => (addrs.clone(), Arc::new(AddressSet::new(addrs.iter()))),
             };
             next.insert(name.to_string(), set);
         }
@@ -284,6 +288,10 @@ impl BuildCache {
     pub(super) fn built(&mut self, key: u32, sig: u64, mut b: DpBuild, out: DpOut) {
         b.deps.sort_by(|x, y| x.name().cmp(&y.name()));
         b.deps.dedup_by(|x, y| x.name() == y.name());
+        // Kept until the datapath changes: no growth slack (each build's maps and
+        // lists grew by doubling; 10^5 entries over a deployment's datapaths).
+        b.deps.shrink_to_fit();
+        b.new.shrink_to_fit();
         self.used.insert(
             key,
             DpCache {

@@ -349,7 +349,7 @@ impl Pipelines {
         let sets = cache.address_sets(
             sb.address_sets
                 .values()
-                .map(|a| (a.name.as_str(), a.addresses.as_slice())),
+                .map(|a| (a.name.as_str(), &a.addresses)),
         );
         let groups = cache.port_groups(
             sb.port_groups
@@ -437,6 +437,7 @@ impl Pipelines {
         for t in tables.iter_mut().flatten() {
             t.flows
                 .sort_by(|a, b| b.priority.cmp(&a.priority).then(a.uuid.cmp(&b.uuid)));
+            t.flows.shrink_to_fit();
         }
         out.tables = Arc::new(tables);
         out
