@@ -98,8 +98,9 @@ impl fmt::Display for OptType {
 /// One option: name, code, type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OptDef {
-    /// The name used in actions, e.g. `router`.
-    pub name: String,
+    /// The name used in actions, e.g. `router` (shared by the options parsed
+    /// with it).
+    pub name: std::sync::Arc<str>,
     /// The option code on the wire (or an OVN pseudo-code, e.g. `offerip`
     /// is 0).
     pub code: u32,
@@ -194,7 +195,7 @@ impl OptionTable {
         let options = rows
             .iter()
             .map(|&(name, code, ty)| OptDef {
-                name: name.to_string(),
+                name: name.into(),
                 code,
                 ty,
             })
@@ -234,9 +235,9 @@ impl OptionTable {
 
     /// Adds (or replaces) an option.
     pub fn add(&mut self, name: &str, code: u32, ty: OptType) {
-        self.options.retain(|o| o.name != name);
+        self.options.retain(|o| &*o.name != name);
         self.options.push(OptDef {
-            name: name.to_string(),
+            name: name.into(),
             code,
             ty,
         });
@@ -244,7 +245,7 @@ impl OptionTable {
 
     /// Looks an option up by name.
     pub fn get(&self, name: &str) -> Option<&OptDef> {
-        self.options.iter().find(|o| o.name == name)
+        self.options.iter().find(|o| &*o.name == name)
     }
 
     /// Every option.

@@ -215,8 +215,8 @@ pub struct ConstantSet {
 /// `struct ovnact_gen_option`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GenOption {
-    /// Option name.
-    pub name: String,
+    /// Option name (its option table's copy).
+    pub name: std::sync::Arc<str>,
     /// Option code.
     pub code: u32,
     /// Option type.

@@ -175,6 +175,8 @@ impl<'a, 's> Parser<'a, 's> {
                 out.push(a);
             }
         }
+        // A switch holds 10^4 parsed action lists for its life: no growth slack.
+        out.shrink_to_fit();
         Ok(Actions(out))
     }
 

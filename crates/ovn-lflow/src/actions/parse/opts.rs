@@ -15,18 +15,22 @@ impl<'a, 's> Parser<'a, 's> {
         self.lexer().get();
         self.expect(Token::Equals)?;
         let cs = self.p.parse_constant_set()?;
+        let mut values: Vec<Value> = cs
+            .items
+            .into_iter()
+            .map(|i| match i {
+                SetItem::Str(s) => Value::Str(s),
+                SetItem::Int(i) => Value::Int(i),
+                SetItem::AddressSet(_) | SetItem::PortGroup(_) => {
+                    unreachable!("sets are refused in actions")
+                }
+            })
+            .collect();
+        // Collected in place: the parse's growth slack (four values for one) would
+        // stay with every DHCP option of every port's flows.
+        values.shrink_to_fit();
         let value = ConstantSet {
-            values: cs
-                .items
-                .into_iter()
-                .map(|i| match i {
-                    SetItem::Str(s) => Value::Str(s),
-                    SetItem::Int(i) => Value::Int(i),
-                    SetItem::AddressSet(_) | SetItem::PortGroup(_) => {
-                        unreachable!("sets are refused in actions")
-                    }
-                })
-                .collect(),
+            values,
             in_curlies: cs.in_curlies,
         };
         let is_str = matches!(value.values.first(), Some(Value::Str(_)));
@@ -61,6 +65,7 @@ impl<'a, 's> Parser<'a, 's> {
             options.push(self.parse_gen_opt(table, kind)?);
             self.lexer().matches(&Token::Comma);
         }
+        options.shrink_to_fit();
         Ok(PutOpts {
             dst: dst.clone(),
             options,
