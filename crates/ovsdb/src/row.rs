@@ -15,13 +15,14 @@ use crate::{Error, Place};
 /// omitted holds its default). Rows built for `insert`/`update` hold the
 /// columns to write.
 ///
-/// Stored compactly, since a replica holds 10^5 of them: one vector sorted by
+/// Stored compactly, since a replica holds 10^5 of them: one list sorted by
 /// column name, the names interned (one allocation per distinct name in the
-/// process, shared by every row), behind an `Arc`: a clone (the replica's
-/// copy, a change set's) shares the columns until one of them is changed.
+/// process, shared by every row), in one shared slice (one allocation per row): a
+/// clone (the replica's copy, a change set's) shares the columns until one of them
+/// is changed.
 #[derive(Clone, Debug, Default, Eq)]
 pub struct Row {
-    columns: Arc<Vec<(Arc<str>, Datum)>>,
+    columns: Arc<[(Arc<str>, Datum)]>,
 }
 
 impl PartialEq for Row {
@@ -79,7 +80,9 @@ impl Row {
                 value,
             )),
             Err(i) => {
-                Arc::make_mut(&mut self.columns).insert(i, (intern(column), value));
+                let mut columns = self.columns.to_vec();
+                columns.insert(i, (intern(column), value));
+                self.columns = columns.into();
                 None
             }
         }
@@ -88,7 +91,10 @@ impl Row {
     /// Removes a column.
     pub fn remove(&mut self, column: &str) -> Option<Datum> {
         let i = self.find(column).ok()?;
-        Some(Arc::make_mut(&mut self.columns).remove(i).1)
+        let mut columns = self.columns.to_vec();
+        let (_, d) = columns.remove(i);
+        self.columns = columns.into();
+        Some(d)
     }
 
     fn find(&self, column: &str) -> Result<usize, usize> {
@@ -179,7 +185,7 @@ impl Row {
             }
         }
         Row {
-            columns: Arc::new(out),
+            columns: out.into(),
         }
     }
 }
