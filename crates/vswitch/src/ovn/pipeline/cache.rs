@@ -89,8 +89,42 @@ pub(super) type FlowKey = (Uuid, u8, u8);
 #[derive(Clone)]
 struct Entry {
     texts: (Arc<str>, Arc<str>),
-    deps: Vec<Dep>,
+    deps: Box<[Dep]>,
     result: Compiled,
+}
+
+/// A datapath's compiled flows by key: a list sorted by key. (A hash map's buckets
+/// are a power of two: 10^5 entries over a deployment's datapaths held twice their
+/// size on average.)
+#[derive(Default)]
+struct FlowMap(Vec<(FlowKey, Option<Entry>)>);
+
+impl FlowMap {
+    /// Takes the entry of `key` out, if there is one.
+    fn take(&mut self, key: &FlowKey) -> Option<Entry> {
+        let i = self.0.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        self.0[i].1.take()
+    }
+
+    /// Adds an entry; [`seal`](Self::seal) before taking any.
+    fn push(&mut self, key: FlowKey, e: Entry) {
+        self.0.push((key, Some(e)));
+    }
+
+    /// Sorts the entries pushed by key (the last pushed of a key wins) and drops the
+    /// list's slack.
+    fn seal(&mut self) {
+        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        self.0.reverse();
+        self.0.dedup_by(|a, b| a.0 == b.0);
+        self.0.reverse();
+        self.0.shrink_to_fit();
+    }
+
+    /// The keys that still have an entry.
+    fn keys(&self) -> impl Iterator<Item = FlowKey> + '_ {
+        self.0.iter().filter(|(_, e)| e.is_some()).map(|(k, _)| *k)
+    }
 }
 
 /// A question compiling a flow asked its datapath's context, with the answer it got.
@@ -134,7 +168,7 @@ struct DpCache {
     sig: u64,
     /// Every question its flows' compilation asked, once each.
     deps: Vec<Dep>,
-    flows: FxHashMap<FlowKey, Entry>,
+    flows: FlowMap,
     out: Option<DpOut>,
 }
 
@@ -154,8 +188,8 @@ pub struct BuildStats {
 /// A datapath being built: its old entries, the entries it uses, their questions.
 #[derive(Default)]
 pub(super) struct DpBuild {
-    old: FxHashMap<FlowKey, Entry>,
-    new: FxHashMap<FlowKey, Entry>,
+    old: FlowMap,
+    new: FlowMap,
     deps: Vec<Dep>,
 }
 
@@ -288,10 +322,10 @@ impl BuildCache {
     pub(super) fn built(&mut self, key: u32, sig: u64, mut b: DpBuild, out: DpOut) {
         b.deps.sort_by(|x, y| x.name().cmp(&y.name()));
         b.deps.dedup_by(|x, y| x.name() == y.name());
-        // Kept until the datapath changes: no growth slack (each build's maps and
-        // lists grew by doubling; 10^5 entries over a deployment's datapaths).
+        // Kept until the datapath changes: no growth slack (the lists grew by
+        // doubling; 10^5 entries over a deployment's datapaths).
         b.deps.shrink_to_fit();
-        b.new.shrink_to_fit();
+        b.new.seal();
         self.used.insert(
             key,
             DpCache {
@@ -323,7 +357,7 @@ impl BuildCache {
                 && same(&e.texts.1, texts.1)
                 && e.deps.iter().all(|d| ctx.still(d))
         };
-        let e = match b.old.remove(&key) {
+        let e = match b.old.take(&key) {
             Some(e) if valid(&e) => {
                 self.stats.reused += 1;
                 e
@@ -344,7 +378,7 @@ impl BuildCache {
         };
         b.deps.extend(e.deps.iter().cloned());
         let out = (e.texts.clone(), e.result.clone());
-        b.new.insert(key, e);
+        b.new.push(key, e);
         out
     }
 
@@ -370,8 +404,7 @@ impl BuildCache {
             names: RefCell::new(&mut names),
         };
         let result = compile(&rec, &mut self.parsed, &m, &a);
-        let mut deps = rec.deps.into_inner();
-        deps.shrink_to_fit();
+        let deps = rec.deps.into_inner().into_boxed_slice();
         self.names = names;
         self.stats.compiled += 1;
         Entry {
@@ -420,11 +453,8 @@ impl BuildCache {
         self.versions = std::mem::take(&mut self.versions_next);
         if self.stats.compiled > 0 {
             // Flows no datapath has any more leave the shared compilations.
-            let live: rustc_hash::FxHashSet<FlowKey> = self
-                .dps
-                .values()
-                .flat_map(|d| d.flows.keys().copied())
-                .collect();
+            let live: rustc_hash::FxHashSet<FlowKey> =
+                self.dps.values().flat_map(|d| d.flows.keys()).collect();
             self.shared.retain(|k, _| live.contains(k));
             // Names no entry asks about any more.
             self.names.retain(|n| Arc::strong_count(n) > 1);
