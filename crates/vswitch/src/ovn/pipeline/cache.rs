@@ -114,7 +114,7 @@ impl FlowMap {
     /// Sorts the entries pushed by key (the last pushed of a key wins) and drops the
     /// list's slack.
     fn seal(&mut self) {
-        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        self.0.sort_by_key(|(k, _)| *k);
         self.0.reverse();
         self.0.dedup_by(|a, b| a.0 == b.0);
         self.0.reverse();
