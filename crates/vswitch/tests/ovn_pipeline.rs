@@ -136,7 +136,7 @@ fn flows_naming(sb: &Sb, p: &Pipelines, token: &str, only: Option<u32>) -> usize
         .filter(|dp| only.is_none_or(|k| k == dp.key))
         .flat_map(|dp| dp.tables.iter().flatten())
         .flat_map(|t| &t.flows)
-        .filter(|f| named(&sb.lflows[&f.uuid].match_))
+        .filter(|f| named(&sb.lflows[&f.uuid].match_()))
         .count()
 }
 
@@ -160,8 +160,8 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
         for f in &t.flows {
             let row = &sb.lflows[&f.uuid];
             assert!(
-                Arc::ptr_eq(&f.match_text, &row.match_)
-                    && Arc::ptr_eq(&f.actions_text, &row.actions),
+                Arc::ptr_eq(&f.match_text, row.match_())
+                    && Arc::ptr_eq(&f.actions_text, row.actions()),
                 "flow {} holds a copy of its row's texts",
                 f.uuid
             );
@@ -256,7 +256,7 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
     let (fu, f) = sb
         .lflows
         .iter()
-        .filter(|(_, f)| f.logical_datapath.is_some() && f.logical_dp_group.is_none())
+        .filter(|(_, f)| f.logical_datapath().is_some() && f.logical_dp_group().is_none())
         .map(|(u, f)| (*u, f.clone()))
         .min_by_key(|(u, _)| *u)
         .expect("a flow of one datapath");

@@ -25,10 +25,12 @@ pub fn datapaths_of<'a>(
     groups: &'a HashMap<Uuid, LogicalDpGroup>,
 ) -> impl Iterator<Item = Uuid> + 'a {
     let group = f
-        .logical_dp_group
+        .logical_dp_group()
         .and_then(|g| groups.get(&g))
         .map_or(&[][..], |g| g.datapaths.as_slice());
-    f.logical_datapath.into_iter().chain(group.iter().copied())
+    f.logical_datapath()
+        .into_iter()
+        .chain(group.iter().copied())
 }
 
 impl LflowIndex {
@@ -58,7 +60,7 @@ impl LflowIndex {
         groups: &HashMap<Uuid, LogicalDpGroup>,
         changed: &mut HashSet<Uuid>,
     ) {
-        if let Some(g) = f.logical_dp_group {
+        if let Some(g) = f.logical_dp_group() {
             self.by_group.entry(g).or_default().insert(u);
         }
         for dp in datapaths_of(f, groups) {
@@ -75,7 +77,7 @@ impl LflowIndex {
         groups: &HashMap<Uuid, LogicalDpGroup>,
         changed: &mut HashSet<Uuid>,
     ) {
-        if let Some(g) = f.logical_dp_group {
+        if let Some(g) = f.logical_dp_group() {
             drop_from(&mut self.by_group, g, u);
         }
         for dp in datapaths_of(f, groups) {
@@ -135,17 +137,15 @@ mod tests {
     }
 
     fn flow(dp: Option<u128>, group: Option<u128>) -> LogicalFlow {
-        LogicalFlow {
-            uuid: Uuid::default(),
-            logical_datapath: dp.map(uuid),
-            logical_dp_group: group.map(uuid),
-            pipeline: "ingress".into(),
-            table_id: 0,
-            priority: 0,
-            match_: "1".into(),
-            actions: "next;".into(),
-            external_ids: Default::default(),
-        }
+        LogicalFlow::new(
+            Uuid::default(),
+            (dp.map(uuid), group.map(uuid)),
+            "ingress",
+            0,
+            0,
+            ("1", "next;"),
+            &Default::default(),
+        )
     }
 
     fn group(dps: &[u128]) -> LogicalDpGroup {

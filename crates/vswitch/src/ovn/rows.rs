@@ -347,10 +347,10 @@ fn acl_datapaths(
 ) -> HashSet<Uuid> {
     let mut out = HashSet::new();
     for f in lflows.values() {
-        let in_acl_stage = ACL_STAGES.contains(&f.external_ids.stage());
+        let in_acl_stage = ACL_STAGES.contains(&f.stage());
         // Flows northd derives from an ACL row name it in `stage-hint`; the default
         // flows of a switch without ACLs have none.
-        if !in_acl_stage || f.external_ids.stage_hint.is_none() {
+        if !in_acl_stage || !f.has_stage_hint() {
             continue;
         }
         out.extend(super::lflow_index::datapaths_of(f, dp_groups));

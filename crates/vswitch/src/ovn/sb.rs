@@ -178,27 +178,151 @@ ovsdb::model! {
     }
 }
 
-ovsdb::model! {
-    /// `Logical_Flow`: one flow of a datapath's logical pipeline (ovn-sb(5)), in the
-    /// match and action languages of `ovn_lflow`.
-    #[derive(Clone, Debug, PartialEq)]
-    pub struct LogicalFlow in "Logical_Flow" {
-        /// Its datapath, or none when `logical_dp_group` gives several.
-        pub logical_datapath: Option<Uuid> = "logical_datapath",
-        /// A group of datapaths sharing the flow.
-        pub logical_dp_group: Option<Uuid> = "logical_dp_group",
-        /// `ingress` or `egress`.
-        pub pipeline: Arc<str> = "pipeline",
-        /// Its table (stage) within the pipeline, 0..=254.
-        pub table_id: i64 = "table_id",
-        /// Higher first, 0..=65535.
-        pub priority: i64 = "priority",
-        /// The match expression (shared with the replica's copy).
-        pub match_: Arc<str> = "match",
-        /// The actions (shared with the replica's copy).
-        pub actions: Arc<str> = "actions",
-        /// `stage-name` and `stage-hint` (the NB row it came from).
-        pub external_ids: StageIds = "external_ids",
+/// `Logical_Flow`: one flow of a datapath's logical pipeline (ovn-sb(5)), in the
+/// match and action languages of `ovn_lflow`.
+///
+/// Held as the replica's row (one shared pointer), read through accessors: a chassis
+/// keeps 10^5 flows, and a decoded copy of every column cost 150 bytes each. Decoding
+/// ([`Model::from_row`](ovsdb::Model::from_row)) checks every column's type, so the
+/// accessors cannot fail.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalFlow {
+    /// The row's UUID (`_uuid`).
+    pub uuid: Uuid,
+    row: ovsdb::Row,
+}
+
+/// `Logical_Flow`'s columns: (datapath, datapath group, pipeline, table, priority,
+/// match, actions, external_ids).
+const LFLOW_COLUMNS: [&str; 8] = [
+    "logical_datapath",
+    "logical_dp_group",
+    "pipeline",
+    "table_id",
+    "priority",
+    "match",
+    "actions",
+    "external_ids",
+];
+
+impl ovsdb::Model for LogicalFlow {
+    const TABLE: &'static str = "Logical_Flow";
+    const COLUMNS: &'static [&'static str] = &LFLOW_COLUMNS;
+
+    fn from_row(uuid: Uuid, row: &ovsdb::Row) -> Result<Self, ovsdb::Error> {
+        let check = |e: ovsdb::Error| e.in_table("Logical_Flow");
+        row.get::<Option<Uuid>>("logical_datapath").map_err(check)?;
+        row.get::<Option<Uuid>>("logical_dp_group").map_err(check)?;
+        for text in ["pipeline", "match", "actions"] {
+            row.get::<Arc<str>>(text).map_err(check)?;
+        }
+        row.get::<i64>("table_id").map_err(check)?;
+        row.get::<i64>("priority").map_err(check)?;
+        row.get::<StageIds>("external_ids").map_err(check)?;
+        Ok(LogicalFlow {
+            uuid,
+            row: row.clone(),
+        })
+    }
+
+    fn to_row(&self) -> ovsdb::Row {
+        self.row.clone()
+    }
+
+    fn uuid(&self) -> Uuid {
+        self.uuid
+    }
+}
+
+impl LogicalFlow {
+    /// A flow from its columns (tests and tools; the chassis decodes rows).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        uuid: Uuid,
+        (logical_datapath, logical_dp_group): (Option<Uuid>, Option<Uuid>),
+        pipeline: &str,
+        table_id: i64,
+        priority: i64,
+        (match_, actions): (&str, &str),
+        external_ids: &StageIds,
+    ) -> LogicalFlow {
+        let row = ovsdb::Row::new()
+            .with("logical_datapath", logical_datapath)
+            .with("logical_dp_group", logical_dp_group)
+            .with("pipeline", pipeline)
+            .with("table_id", table_id)
+            .with("priority", priority)
+            .with("match", match_)
+            .with("actions", actions)
+            .with("external_ids", external_ids);
+        LogicalFlow { uuid, row }
+    }
+
+    /// Its datapath, or none when `logical_dp_group` gives several.
+    pub fn logical_datapath(&self) -> Option<Uuid> {
+        self.row.get("logical_datapath").ok().flatten()
+    }
+
+    /// A group of datapaths sharing the flow.
+    pub fn logical_dp_group(&self) -> Option<Uuid> {
+        self.row.get("logical_dp_group").ok().flatten()
+    }
+
+    /// `ingress` or `egress`.
+    pub fn pipeline(&self) -> &str {
+        self.text("pipeline")
+    }
+
+    /// Its table (stage) within the pipeline, 0..=254.
+    pub fn table_id(&self) -> i64 {
+        self.row.get("table_id").unwrap_or(-1)
+    }
+
+    /// Higher first, 0..=65535.
+    pub fn priority(&self) -> i64 {
+        self.row.get("priority").unwrap_or(0)
+    }
+
+    /// The match expression (the replica's copy).
+    pub fn match_(&self) -> &Arc<str> {
+        self.text("match")
+    }
+
+    /// The actions (the replica's copy).
+    pub fn actions(&self) -> &Arc<str> {
+        self.text("actions")
+    }
+
+    /// `stage-name` and `stage-hint`.
+    pub fn external_ids(&self) -> StageIds {
+        self.row.get("external_ids").unwrap_or_default()
+    }
+
+    /// Its `external_ids:stage-name` (`ls_in_acl`), `""` when none.
+    pub fn stage(&self) -> &str {
+        self.external_id("stage-name").map_or("", |s| &**s)
+    }
+
+    /// Whether it has an `external_ids:stage-hint` (the Northbound row it came from).
+    pub fn has_stage_hint(&self) -> bool {
+        self.external_id("stage-hint").is_some()
+    }
+
+    fn external_id(&self, key: &str) -> Option<&Arc<str>> {
+        let map = self.row.datum("external_ids")?.as_map()?;
+        map.iter().find_map(|(k, v)| match (k, v) {
+            (ovsdb::Atom::String(k), ovsdb::Atom::String(v)) if &**k == key => Some(v),
+            _ => None,
+        })
+    }
+
+    /// The text of string column `column` (checked when decoded).
+    fn text(&self, column: &str) -> &Arc<str> {
+        static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+        match self.row.datum(column).and_then(|d| d.as_set()?.first()) {
+            Some(ovsdb::Atom::String(s)) => s,
+            _ => EMPTY.get_or_init(|| Arc::from("")),
+        }
     }
 }
 

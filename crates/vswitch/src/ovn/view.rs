@@ -1132,17 +1132,15 @@ mod tests {
         assert!(why.contains("waiting for its logical flows"), "{why}");
         s.lflows.insert(
             uuid(500),
-            crate::ovn::sb::LogicalFlow {
-                uuid: uuid(500),
-                logical_datapath: Some(uuid(1)),
-                logical_dp_group: None,
-                pipeline: "ingress".into(),
-                table_id: 0,
-                priority: 50,
-                match_: "1".into(),
-                actions: "next;".into(),
-                external_ids: Default::default(),
-            },
+            crate::ovn::sb::LogicalFlow::new(
+                uuid(500),
+                (Some(uuid(1)), None),
+                "ingress",
+                0,
+                50,
+                ("1", "next;"),
+                &Default::default(),
+            ),
         );
         let built = Pipelines::build(&s, &[uuid(1)], view);
         assert!(matches!(port(&s, &built), PortView::Bound { .. }));

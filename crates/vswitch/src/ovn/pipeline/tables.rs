@@ -428,7 +428,7 @@ impl Pipelines {
         };
         for &(uuid, f) in flows {
             if let Err(error) = self.add_flow(uuid, f, ctx, cache, b, &mut tables, &mut out) {
-                let stage = f.external_ids.stage().to_string();
+                let stage = f.stage().to_string();
                 out.skipped.push(Skipped { uuid, stage, error });
             }
         }
@@ -456,8 +456,8 @@ impl Pipelines {
         tables: &mut [Vec<Table>; 2],
         out: &mut DpOut,
     ) -> Result<(), String> {
-        let stage = f.external_ids.stage();
-        let (Some(pipeline), Ok(table)) = (pipeline_of(&f.pipeline), u8::try_from(f.table_id))
+        let stage = f.stage();
+        let (Some(pipeline), Ok(table)) = (pipeline_of(f.pipeline()), u8::try_from(f.table_id()))
         else {
             return Err("bad pipeline or table_id".into());
         };
@@ -465,8 +465,8 @@ impl Pipelines {
         let (symtab, dhcp, dhcpv6) = (&self.symtab, &self.dhcp_opts, &self.dhcpv6_opts);
         let ((match_text, actions_text), compiled) = cache.compiled(
             b,
-            (key, f.logical_dp_group.is_some()),
-            (&f.match_, &f.actions),
+            (key, f.logical_dp_group().is_some()),
+            (f.match_(), f.actions()),
             ctx,
             |ctx, parsed, m, a| compile(symtab, dhcp, dhcpv6, (m, a), pipeline, table, ctx, parsed),
         );
@@ -476,9 +476,8 @@ impl Pipelines {
                 out.unkeyed = Some((field, stage.to_string(), uuid));
             }
         }
-        out.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage)
-            && f.external_ids.stage_hint.is_some())
-            || f.actions.contains("put_dhcp");
+        out.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage) && f.has_stage_hint())
+            || f.actions().contains("put_dhcp");
         if out.unsupported.is_none() {
             if let Some(a) = &c.refusal {
                 out.unsupported = Some((a.clone(), stage.to_string(), uuid));
@@ -495,7 +494,7 @@ impl Pipelines {
         }
         t.flows.push(Lflow {
             uuid,
-            priority: u16::try_from(f.priority).unwrap_or(0),
+            priority: u16::try_from(f.priority()).unwrap_or(0),
             matcher: c.matcher.clone(),
             actions: c.actions.clone(),
             match_text,
@@ -661,10 +660,10 @@ fn signature(flows: &[(Uuid, &LogicalFlow)]) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     for (u, f) in flows {
         u.hash(&mut h);
-        (&f.pipeline, f.table_id, f.priority).hash(&mut h);
-        (&f.match_, &f.actions).hash(&mut h);
-        f.external_ids.stage_name.hash(&mut h);
-        f.external_ids.stage_hint.is_some().hash(&mut h);
+        (f.pipeline(), f.table_id(), f.priority()).hash(&mut h);
+        (f.match_(), f.actions()).hash(&mut h);
+        f.stage().hash(&mut h);
+        f.has_stage_hint().hash(&mut h);
     }
     h.finish()
 }
