@@ -136,7 +136,7 @@ fn flows_naming(sb: &Sb, p: &Pipelines, token: &str, only: Option<u32>) -> usize
         .filter(|dp| only.is_none_or(|k| k == dp.key))
         .flat_map(|dp| dp.tables.iter().flatten())
         .flat_map(|t| &t.flows)
-        .filter(|f| named(&sb.lflows[&f.uuid].match_()))
+        .filter(|f| named(sb.lflows[&f.uuid].match_()))
         .count()
 }
 
