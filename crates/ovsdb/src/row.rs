@@ -15,20 +15,37 @@ use crate::{Error, Place};
 /// omitted holds its default). Rows built for `insert`/`update` hold the
 /// columns to write.
 ///
-/// Stored compactly, since a replica holds 10^5 of them: one list sorted by
-/// column name, the names interned (one allocation per distinct name in the
-/// process, shared by every row), in one shared slice (one allocation per row): a
-/// clone (the replica's copy, a change set's) shares the columns until one of them
-/// is changed.
+/// Stored compactly, since a replica holds 10^5 of them: the values in one shared
+/// slice (one allocation per row), sorted by column name, beside the list of those
+/// names, which every row with the same columns shares (one allocation per distinct
+/// list in the process: a table's rows). A clone (the replica's copy, a change
+/// set's) shares the values until one of them is changed.
 #[derive(Clone, Debug, Default, Eq)]
 pub struct Row {
-    columns: Arc<[(Arc<str>, Datum)]>,
+    names: Arc<[Arc<str>]>,
+    values: Arc<[Datum]>,
 }
 
 impl PartialEq for Row {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.columns, &other.columns) || self.columns == other.columns
+        (Arc::ptr_eq(&self.names, &other.names) || self.names == other.names)
+            && (Arc::ptr_eq(&self.values, &other.values) || self.values == other.values)
     }
+}
+
+/// The process-wide copy of the column list `names`.
+fn intern_names(names: Vec<Arc<str>>) -> Arc<[Arc<str>]> {
+    static LISTS: OnceLock<Mutex<HashSet<Arc<[Arc<str>]>>>> = OnceLock::new();
+    let mut lists = LISTS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(l) = lists.get(names.as_slice()) {
+        return l.clone();
+    }
+    let l: Arc<[Arc<str>]> = names.into();
+    lists.insert(l.clone());
+    l
 }
 
 /// The process-wide copy of column name `name`.
@@ -76,13 +93,15 @@ impl Row {
         let column = column.as_ref();
         match self.find(column) {
             Ok(i) => Some(std::mem::replace(
-                &mut Arc::make_mut(&mut self.columns)[i].1,
+                &mut Arc::make_mut(&mut self.values)[i],
                 value,
             )),
             Err(i) => {
-                let mut columns = self.columns.to_vec();
-                columns.insert(i, (intern(column), value));
-                self.columns = columns.into();
+                let (mut names, mut values) = (self.names.to_vec(), self.values.to_vec());
+                names.insert(i, intern(column));
+                values.insert(i, value);
+                self.names = intern_names(names);
+                self.values = values.into();
                 None
             }
         }
@@ -91,14 +110,16 @@ impl Row {
     /// Removes a column.
     pub fn remove(&mut self, column: &str) -> Option<Datum> {
         let i = self.find(column).ok()?;
-        let mut columns = self.columns.to_vec();
-        let (_, d) = columns.remove(i);
-        self.columns = columns.into();
+        let (mut names, mut values) = (self.names.to_vec(), self.values.to_vec());
+        names.remove(i);
+        let d = values.remove(i);
+        self.names = intern_names(names);
+        self.values = values.into();
         Some(d)
     }
 
     fn find(&self, column: &str) -> Result<usize, usize> {
-        self.columns.binary_search_by(|(c, _)| (**c).cmp(column))
+        self.names.binary_search_by(|c| (**c).cmp(column))
     }
 
     /// A column's value as a Rust type.
@@ -120,29 +141,28 @@ impl Row {
 
     /// A column's value.
     pub fn datum(&self, column: &str) -> Option<&Datum> {
-        self.find(column).ok().map(|i| &self.columns[i].1)
+        self.find(column).ok().map(|i| &self.values[i])
     }
 
     /// The columns and values, sorted by column name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Datum)> {
-        self.columns.iter().map(|(k, v)| (&**k, v))
+        self.names.iter().map(|k| &**k).zip(self.values.iter())
     }
 
     /// The number of columns.
     pub fn len(&self) -> usize {
-        self.columns.len()
+        self.values.len()
     }
 
     /// Whether the row has no columns.
     pub fn is_empty(&self) -> bool {
-        self.columns.is_empty()
+        self.values.is_empty()
     }
 
     /// The JSON notation: an object of column → value.
     pub fn to_json(&self) -> Value {
         Value::Object(
-            self.columns
-                .iter()
+            self.iter()
                 .map(|(k, v)| (k.to_string(), v.to_json()))
                 .collect::<Map<_, _>>(),
         )
@@ -177,15 +197,20 @@ impl Row {
     pub(crate) fn sealed(mut columns: Vec<(Arc<str>, Datum)>) -> Row {
         columns.sort_by(|a, b| a.0.cmp(&b.0));
         // dedup_by keeps the first of equal neighbours: move the later value in.
-        let mut out: Vec<(Arc<str>, Datum)> = Vec::with_capacity(columns.len());
+        let mut names: Vec<Arc<str>> = Vec::with_capacity(columns.len());
+        let mut values: Vec<Datum> = Vec::with_capacity(columns.len());
         for (c, d) in columns {
-            match out.last_mut() {
-                Some(last) if last.0 == c => last.1 = d,
-                _ => out.push((c, d)),
+            match (names.last(), values.last_mut()) {
+                (Some(last), Some(v)) if *last == c => *v = d,
+                _ => {
+                    names.push(c);
+                    values.push(d);
+                }
             }
         }
         Row {
-            columns: out.into(),
+            names: intern_names(names),
+            values: values.into(),
         }
     }
 }
@@ -593,7 +618,8 @@ mod tests {
             .with("match", "ip4 && tcp")
             .with("priority", 5i64);
         let mut copy = row.clone();
-        assert!(Arc::ptr_eq(&row.columns, &copy.columns));
+        assert!(Arc::ptr_eq(&row.values, &copy.values));
+        assert!(Arc::ptr_eq(&row.names, &copy.names));
         let text: Arc<str> = copy.get("match").unwrap();
         let Some(Datum::Set(atoms)) = row.datum("match") else {
             panic!("a scalar is a one-atom set")
@@ -603,7 +629,8 @@ mod tests {
         };
         assert!(Arc::ptr_eq(&text, atom));
         copy.set("priority", 6i64);
-        assert!(!Arc::ptr_eq(&row.columns, &copy.columns));
+        assert!(!Arc::ptr_eq(&row.values, &copy.values));
+        assert!(Arc::ptr_eq(&row.names, &copy.names));
         assert_eq!(row.get::<i64>("priority").unwrap(), 5);
         assert_eq!(copy.get::<i64>("priority").unwrap(), 6);
         assert_ne!(row, copy);
