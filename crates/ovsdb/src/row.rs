@@ -22,7 +22,7 @@ use crate::{Error, Place};
 /// set's) shares the values until one of them is changed.
 #[derive(Clone, Debug, Default, Eq)]
 pub struct Row {
-    names: Arc<[Arc<str>]>,
+    names: Names,
     values: Arc<[Datum]>,
 }
 
@@ -33,9 +33,12 @@ impl PartialEq for Row {
     }
 }
 
+/// A row's column names, sorted.
+type Names = Arc<[Arc<str>]>;
+
 /// The process-wide copy of the column list `names`.
-fn intern_names(names: Vec<Arc<str>>) -> Arc<[Arc<str>]> {
-    static LISTS: OnceLock<Mutex<HashSet<Arc<[Arc<str>]>>>> = OnceLock::new();
+fn intern_names(names: Vec<Arc<str>>) -> Names {
+    static LISTS: OnceLock<Mutex<HashSet<Names>>> = OnceLock::new();
     let mut lists = LISTS
         .get_or_init(Mutex::default)
         .lock()
@@ -43,7 +46,7 @@ fn intern_names(names: Vec<Arc<str>>) -> Arc<[Arc<str>]> {
     if let Some(l) = lists.get(names.as_slice()) {
         return l.clone();
     }
-    let l: Arc<[Arc<str>]> = names.into();
+    let l: Names = names.into();
     lists.insert(l.clone());
     l
 }
