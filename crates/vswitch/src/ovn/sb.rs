@@ -192,6 +192,13 @@ pub struct LogicalFlow {
     row: ovsdb::Row,
 }
 
+/// `Logical_Flow` as the chassis monitors it: [`LogicalFlow`]'s columns, and of
+/// `external_ids` only the keys it reads (`stage-name`, `stage-hint`; northd's
+/// `source` is dropped as rows are decoded).
+pub fn logical_flows() -> ovsdb::TableSpec {
+    ovsdb::TableSpec::of::<LogicalFlow>().keys("external_ids", &["stage-name", "stage-hint"])
+}
+
 /// `Logical_Flow`'s columns: (datapath, datapath group, pipeline, table, priority,
 /// match, actions, external_ids).
 const LFLOW_COLUMNS: [&str; 8] = [
