@@ -11,7 +11,7 @@ use ovsdb::{ChangeSet, Replica, Uuid};
 use super::sb::{
     AddressSet, Chassis, DatapathBinding, DhcpOptions, Dhcpv6Options, Encap, Fdb, HaChassis,
     HaChassisGroup, IpMulticast, LogicalDpGroup, LogicalFlow, MacBinding, MulticastGroup,
-    PortBinding, PortGroup, SbGlobal, StaticMacBinding, ACL_STAGES,
+    PortBinding, PortGroup, SbGlobal, StaticMacBinding,
 };
 
 /// The Southbound rows the view is derived from, by uuid.
@@ -347,10 +347,7 @@ fn acl_datapaths(
 ) -> HashSet<Uuid> {
     let mut out = HashSet::new();
     for f in lflows.values() {
-        let in_acl_stage = ACL_STAGES.contains(&f.stage());
-        // Flows northd derives from an ACL row name it in `stage-hint`; the default
-        // flows of a switch without ACLs have none.
-        if !in_acl_stage || !f.has_stage_hint() {
+        if !f.from_acl() {
             continue;
         }
         out.extend(super::lflow_index::datapaths_of(f, dp_groups));

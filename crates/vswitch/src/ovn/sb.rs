@@ -190,6 +190,9 @@ pub struct LogicalFlow {
     /// The row's UUID (`_uuid`).
     pub uuid: Uuid,
     row: ovsdb::Row,
+    /// Derived from an ACL row: in an ACL stage ([`ACL_STAGES`]) with a `stage-hint`
+    /// (read on every change of any flow: noted once).
+    from_acl: bool,
 }
 
 /// `Logical_Flow` as the chassis monitors it: [`LogicalFlow`]'s columns, and of
@@ -226,10 +229,7 @@ impl ovsdb::Model for LogicalFlow {
         row.get::<i64>("table_id").map_err(check)?;
         row.get::<i64>("priority").map_err(check)?;
         row.get::<StageIds>("external_ids").map_err(check)?;
-        Ok(LogicalFlow {
-            uuid,
-            row: row.clone(),
-        })
+        Ok(LogicalFlow::of_row(uuid, row.clone()))
     }
 
     fn to_row(&self) -> ovsdb::Row {
@@ -262,7 +262,24 @@ impl LogicalFlow {
             .with("match", match_)
             .with("actions", actions)
             .with("external_ids", external_ids);
-        LogicalFlow { uuid, row }
+        LogicalFlow::of_row(uuid, row)
+    }
+
+    fn of_row(uuid: Uuid, row: ovsdb::Row) -> LogicalFlow {
+        let mut f = LogicalFlow {
+            uuid,
+            row,
+            from_acl: false,
+        };
+        f.from_acl = ACL_STAGES.contains(&f.stage()) && f.has_stage_hint();
+        f
+    }
+
+    /// Whether northd derived it from an ACL row: in an ACL stage with a
+    /// `stage-hint` naming the row (the default flows of a switch without ACLs have
+    /// none).
+    pub fn from_acl(&self) -> bool {
+        self.from_acl
     }
 
     /// Its datapath, or none when `logical_dp_group` gives several.

@@ -476,8 +476,7 @@ impl Pipelines {
                 out.unkeyed = Some((field, stage.to_string(), uuid));
             }
         }
-        out.beyond_l2 |= (super::super::sb::ACL_STAGES.contains(&stage) && f.has_stage_hint())
-            || f.actions().contains("put_dhcp");
+        out.beyond_l2 |= f.from_acl() || f.actions().contains("put_dhcp");
         if out.unsupported.is_none() {
             if let Some(a) = &c.refusal {
                 out.unsupported = Some((a.clone(), stage.to_string(), uuid));
