@@ -88,9 +88,21 @@ fn pipelines(c: &OvnCentral) -> (Sb, Pipelines) {
                 None => panic!("the Southbound session ended"),
             }
         }
-        let sb = Sb::from_replica(&client.replica());
-        client.shutdown().await;
+        let mut sb = Sb::from_replica(&client.replica());
         let all: Vec<_> = sb.datapaths.keys().copied().collect();
+        // The stage names, as the chassis reads them (one flow per table).
+        vswitch::ovn::stages::learn(&client, &mut sb, &all, None)
+            .await
+            .unwrap();
+        assert!(
+            sb.stages.knows(vswitch::ovn::stages::StageKey {
+                router: false,
+                egress: false,
+                table: 0
+            }),
+            "the first table of the switches' ingress pipeline is named"
+        );
+        client.shutdown().await;
         let p = Pipelines::build(&sb, &all, Viewpoint::Everywhere);
         (sb, p)
     })

@@ -1,7 +1,7 @@
 //! A change to the Southbound database invalidates exactly the cached decisions it must
 //! (issue 39 §2, "the fast path stays fast"), on one vswitchd chassis of a real OVN
-//! deployment: switches `sw0` (vm1, vm2) and `sw1` (vm3), each with ACLs, so both run
-//! OVN's logical pipeline.
+//! deployment: switches `sw0` (vm1, vm2) and `sw1` (vm3), each with an ACL that
+//! filters, so both run OVN's logical pipeline.
 //!
 //! - A UDP flow in sw0 is decided by a cached program. An ACL added to sw1 gives a new
 //!   pipeline in which sw0 is unchanged: the flow's program is kept (no interpreter
@@ -47,8 +47,10 @@ const VMS: [(&str, &str, &str, &str); 3] = [
 /// The UDP port vm2 listens on.
 const PORT: u16 = 5000;
 
-/// The switches and ports, each switch with an ACL admitting everything (so that it
-/// runs the pipeline).
+/// The switches and ports, each switch with an ACL that filters (so that it runs the
+/// pipeline: a switch whose ACLs all say `next;` passes every packet and keeps to the
+/// L2 rules) yet admits every datagram of these tests: it drops UDP to the discard
+/// port.
 fn build(c: &OvnCentral) {
     c.nbctl(&["ls-add", "sw0", "--", "ls-add", "sw1"]);
     for (name, sw, mac, ip) in VMS {
@@ -56,7 +58,7 @@ fn build(c: &OvnCentral) {
         c.add_vif(sw, name, &addrs);
     }
     for sw in ["sw0", "sw1"] {
-        c.nbctl(&["acl-add", sw, "to-lport", "1", "1", "allow"]);
+        c.nbctl(&["acl-add", sw, "to-lport", "1", "udp.dst == 9", "drop"]);
     }
 }
 

@@ -115,7 +115,10 @@ impl Pass {
             match self.sb.as_mut() {
                 Some(sb) if !dirty.all => sb.refresh(&r, dirty, &mut self.touched),
                 _ => {
-                    self.sb = Some(Sb::from_replica(&r));
+                    let stages = self.sb.take().map(|sb| sb.stages);
+                    let mut sb = Sb::from_replica(&r);
+                    sb.stages = stages.unwrap_or_default();
+                    self.sb = Some(sb);
                     self.touched.all = true;
                     self.touched.lflows_unknown = true;
                 }
@@ -206,6 +209,7 @@ impl Pass {
             .iter()
             .map(|m| m.network.clone())
             .collect();
+        self.learn_stages(client).await?;
         let sb = self.sb.as_ref().expect("rows decoded");
         let inactive = view::inactive_ports(sb, &self.local(cfg, ports, me));
         self.build_pipelines(ports, (&networks, &inactive), me, status);
@@ -283,6 +287,19 @@ impl Pass {
             announced: &self.announced,
             active_tunnels: &self.active_tunnels,
         }
+    }
+
+    /// Reads the names of the stages the next build meets unnamed (when it builds: see
+    /// [`Pass::build_pipelines`]), from the flows of the datapaths whose flows changed.
+    async fn learn_stages(&mut self, client: &Client) -> Result<(), String> {
+        if self.pipelines.is_some() && !self.touched.all && !self.touched.pipeline {
+            return Ok(());
+        }
+        let datapaths: Vec<Uuid> = self.interest.datapaths().collect();
+        let changed = (!self.touched.lflows_unknown && self.pipelines.is_some())
+            .then_some(&self.touched.lflow_datapaths);
+        let sb = self.sb.as_mut().expect("rows decoded");
+        super::stages::learn(client, sb, &datapaths, changed).await
     }
 
     /// Builds the logical pipelines of the local datapaths again when a row they come

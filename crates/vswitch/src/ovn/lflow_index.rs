@@ -183,7 +183,6 @@ mod tests {
             0,
             0,
             ("1", "next;"),
-            &Default::default(),
         )
     }
 

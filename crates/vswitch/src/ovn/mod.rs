@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod registration;
 pub mod rows;
 pub mod sb;
+pub mod stages;
 pub mod svc_monitor;
 pub mod view;
 

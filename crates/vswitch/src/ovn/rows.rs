@@ -31,14 +31,15 @@ pub struct Sb {
     pub ports: HashMap<Uuid, PortBinding>,
     /// Multicast groups.
     pub groups: Vec<MulticastGroup>,
-    /// Datapaths with logical flows from ACLs.
-    pub acl_datapaths: HashSet<Uuid>,
     /// MACs learned behind `unknown` ports (by any chassis).
     pub fdb: Vec<Fdb>,
     /// Multicast snooping settings of logical switches, by row.
     pub ip_multicast: HashMap<Uuid, IpMulticast>,
     /// The logical pipeline: the local datapaths' logical flows.
     pub lflows: HashMap<Uuid, LogicalFlow>,
+    /// The names of their stages (not monitored: read per table, kept across full
+    /// decodes).
+    pub stages: super::stages::StageNames,
     /// `lflows` by datapath, when kept (rows decoded from a replica; `None` for rows
     /// put together by hand, whose builds group the flows themselves).
     pub lflow_index: Option<super::lflow_index::LflowIndex>,
@@ -74,11 +75,11 @@ impl Sb {
             datapaths: r.rows::<DatapathBinding>().collect(),
             ports: r.rows::<PortBinding>().collect(),
             groups: r.rows::<MulticastGroup>().map(|(_, g)| g).collect(),
-            acl_datapaths: HashSet::new(),
             lflow_index: None,
             fdb: r.rows::<Fdb>().map(|(_, f)| f).collect(),
             ip_multicast: r.rows::<IpMulticast>().collect(),
             lflows: r.rows::<LogicalFlow>().collect(),
+            stages: Default::default(),
             dp_groups: r.rows::<LogicalDpGroup>().collect(),
             address_sets: r.rows::<AddressSet>().collect(),
             port_groups: r.rows::<PortGroup>().collect(),
@@ -89,7 +90,6 @@ impl Sb {
             ha_groups: r.rows::<HaChassisGroup>().collect(),
             ha_chassis: r.rows::<HaChassis>().collect(),
         };
-        sb.acl_datapaths = acl_datapaths(&sb.lflows, &sb.dp_groups);
         sb.lflow_index = Some(super::lflow_index::LflowIndex::build(
             &sb.lflows,
             &sb.dp_groups,
@@ -98,10 +98,8 @@ impl Sb {
     }
 
     /// Brings the rows `dirty` names up to date with `r` (decoded again, or removed
-    /// when gone); the datapaths with ACLs are recomputed only when a logical flow or
-    /// datapath group changed. Notes in `touched` what the changed rows concern.
+    /// when gone). Notes in `touched` what the changed rows concern.
     pub fn refresh(&mut self, r: &Replica, dirty: &Dirty, touched: &mut Touched) {
-        let mut acls = false;
         for (table, u) in &dirty.rows {
             touched.pipeline |= PIPELINE_TABLES.contains(&table.as_str());
             match table.as_str() {
@@ -177,7 +175,6 @@ impl Sb {
                         }
                     }
                     put(&mut self.lflows, *u, row);
-                    acls = true;
                 }
                 "Logical_DP_Group" => {
                     let row = r.get::<LogicalDpGroup>(u);
@@ -186,7 +183,6 @@ impl Sb {
                         ix.regroup(*u, old, row.as_ref(), &mut touched.lflow_datapaths);
                     }
                     put(&mut self.dp_groups, *u, row);
-                    acls = true;
                 }
                 "Address_Set" => put(&mut self.address_sets, *u, r.get(u)),
                 "Port_Group" => put(&mut self.port_groups, *u, r.get(u)),
@@ -203,13 +199,6 @@ impl Sb {
                     touched.all = true;
                 }
                 _ => {}
-            }
-        }
-        if acls {
-            let now = acl_datapaths(&self.lflows, &self.dp_groups);
-            if now != self.acl_datapaths {
-                self.acl_datapaths = now;
-                touched.all = true;
             }
         }
     }
@@ -336,21 +325,4 @@ fn sb_options(r: &Replica) -> std::collections::BTreeMap<String, String> {
         .map(|(_, g)| g.options)
         .next()
         .unwrap_or_default()
-}
-
-/// The datapaths with logical flows from ACLs, from the decoded `lflows` and their
-/// `dp_groups` (not the replica: decoding every flow again cost a change tens of ms at
-/// 30,000 flows).
-fn acl_datapaths(
-    lflows: &HashMap<Uuid, LogicalFlow>,
-    dp_groups: &HashMap<Uuid, LogicalDpGroup>,
-) -> HashSet<Uuid> {
-    let mut out = HashSet::new();
-    for f in lflows.values() {
-        if !f.from_acl() {
-            continue;
-        }
-        out.extend(super::lflow_index::datapaths_of(f, dp_groups));
-    }
-    out
 }

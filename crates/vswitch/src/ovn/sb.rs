@@ -184,27 +184,23 @@ ovsdb::model! {
 /// Held as the replica's row (one shared pointer), read through accessors: a chassis
 /// keeps 10^5 flows, and a decoded copy of every column cost 150 bytes each. Decoding
 /// ([`Model::from_row`](ovsdb::Model::from_row)) checks every column's type, so the
-/// accessors cannot fail.
+/// accessors cannot fail. `external_ids` is not monitored (as ovn-controller omits
+/// it): the stage names it gives are read per table ([`super::stages`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogicalFlow {
     /// The row's UUID (`_uuid`).
     pub uuid: Uuid,
     row: ovsdb::Row,
-    /// Derived from an ACL row: in an ACL stage ([`ACL_STAGES`]) with a `stage-hint`
-    /// (read on every change of any flow: noted once).
-    from_acl: bool,
 }
 
-/// `Logical_Flow` as the chassis monitors it: [`LogicalFlow`]'s columns, and of
-/// `external_ids` only the keys it reads (`stage-name`, `stage-hint`; northd's
-/// `source` is dropped as rows are decoded).
+/// `Logical_Flow` as the chassis monitors it: [`LogicalFlow`]'s columns.
 pub fn logical_flows() -> ovsdb::TableSpec {
-    ovsdb::TableSpec::of::<LogicalFlow>().keys("external_ids", &["stage-name", "stage-hint"])
+    ovsdb::TableSpec::of::<LogicalFlow>()
 }
 
 /// `Logical_Flow`'s columns: (datapath, datapath group, pipeline, table, priority,
-/// match, actions, external_ids).
-const LFLOW_COLUMNS: [&str; 8] = [
+/// match, actions).
+const LFLOW_COLUMNS: [&str; 7] = [
     "logical_datapath",
     "logical_dp_group",
     "pipeline",
@@ -212,7 +208,6 @@ const LFLOW_COLUMNS: [&str; 8] = [
     "priority",
     "match",
     "actions",
-    "external_ids",
 ];
 
 impl ovsdb::Model for LogicalFlow {
@@ -228,8 +223,10 @@ impl ovsdb::Model for LogicalFlow {
         }
         row.get::<i64>("table_id").map_err(check)?;
         row.get::<i64>("priority").map_err(check)?;
-        row.get::<StageIds>("external_ids").map_err(check)?;
-        Ok(LogicalFlow::of_row(uuid, row.clone()))
+        Ok(LogicalFlow {
+            uuid,
+            row: row.clone(),
+        })
     }
 
     fn to_row(&self) -> ovsdb::Row {
@@ -243,7 +240,6 @@ impl ovsdb::Model for LogicalFlow {
 
 impl LogicalFlow {
     /// A flow from its columns (tests and tools; the chassis decodes rows).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         uuid: Uuid,
         (logical_datapath, logical_dp_group): (Option<Uuid>, Option<Uuid>),
@@ -251,7 +247,6 @@ impl LogicalFlow {
         table_id: i64,
         priority: i64,
         (match_, actions): (&str, &str),
-        external_ids: &StageIds,
     ) -> LogicalFlow {
         let row = ovsdb::Row::new()
             .with("logical_datapath", logical_datapath)
@@ -260,26 +255,8 @@ impl LogicalFlow {
             .with("table_id", table_id)
             .with("priority", priority)
             .with("match", match_)
-            .with("actions", actions)
-            .with("external_ids", external_ids);
-        LogicalFlow::of_row(uuid, row)
-    }
-
-    fn of_row(uuid: Uuid, row: ovsdb::Row) -> LogicalFlow {
-        let mut f = LogicalFlow {
-            uuid,
-            row,
-            from_acl: false,
-        };
-        f.from_acl = ACL_STAGES.contains(&f.stage()) && f.has_stage_hint();
-        f
-    }
-
-    /// Whether northd derived it from an ACL row: in an ACL stage with a
-    /// `stage-hint` naming the row (the default flows of a switch without ACLs have
-    /// none).
-    pub fn from_acl(&self) -> bool {
-        self.from_acl
+            .with("actions", actions);
+        LogicalFlow { uuid, row }
     }
 
     /// Its datapath, or none when `logical_dp_group` gives several.
@@ -317,29 +294,6 @@ impl LogicalFlow {
         self.text("actions")
     }
 
-    /// `stage-name` and `stage-hint`.
-    pub fn external_ids(&self) -> StageIds {
-        self.row.get("external_ids").unwrap_or_default()
-    }
-
-    /// Its `external_ids:stage-name` (`ls_in_acl`), `""` when none.
-    pub fn stage(&self) -> &str {
-        self.external_id("stage-name").map_or("", |s| &**s)
-    }
-
-    /// Whether it has an `external_ids:stage-hint` (the Northbound row it came from).
-    pub fn has_stage_hint(&self) -> bool {
-        self.external_id("stage-hint").is_some()
-    }
-
-    fn external_id(&self, key: &str) -> Option<&Arc<str>> {
-        let map = self.row.datum("external_ids")?.as_map()?;
-        map.iter().find_map(|(k, v)| match (k, v) {
-            (ovsdb::Atom::String(k), ovsdb::Atom::String(v)) if &**k == key => Some(v),
-            _ => None,
-        })
-    }
-
     /// The text of string column `column` (checked when decoded).
     fn text(&self, column: &str) -> &Arc<str> {
         static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
@@ -347,49 +301,6 @@ impl LogicalFlow {
             Some(ovsdb::Atom::String(s)) => s,
             _ => EMPTY.get_or_init(|| Arc::from("")),
         }
-    }
-}
-
-/// What the chassis reads of a logical flow's `external_ids`: `stage-name` and
-/// `stage-hint` (the Northbound row the flow came from), shared with the replica's
-/// copies. The rest (`source`, northd's code location) is not kept: tens of
-/// thousands of flows made the whole map a tenth of the chassis' heap.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct StageIds {
-    /// `stage-name` (`ls_in_acl`), if any.
-    pub stage_name: Option<Arc<str>>,
-    /// `stage-hint`, if any.
-    pub stage_hint: Option<Arc<str>>,
-}
-
-impl StageIds {
-    /// The stage name, `""` when none.
-    pub fn stage(&self) -> &str {
-        self.stage_name.as_deref().unwrap_or("")
-    }
-}
-
-impl ovsdb::FromDatum for StageIds {
-    fn from_datum(d: &ovsdb::Datum) -> Result<Self, ovsdb::Error> {
-        let map = BTreeMap::<Arc<str>, Arc<str>>::from_datum(d)?;
-        Ok(StageIds {
-            stage_name: map.get("stage-name").cloned(),
-            stage_hint: map.get("stage-hint").cloned(),
-        })
-    }
-}
-
-impl ovsdb::ToDatum for StageIds {
-    fn to_datum(&self) -> ovsdb::Datum {
-        let pairs = [
-            ("stage-name", &self.stage_name),
-            ("stage-hint", &self.stage_hint),
-        ];
-        let map: BTreeMap<Arc<str>, Arc<str>> = pairs
-            .into_iter()
-            .filter_map(|(k, v)| Some((Arc::from(k), v.clone()?)))
-            .collect();
-        map.to_datum()
     }
 }
 
@@ -539,14 +450,6 @@ ovsdb::model! {
         pub ports: Vec<Uuid> = "ports",
     }
 }
-
-/// The pipeline stages where ACLs live (OVN 23.03; `ls_in_acl_eval` from 23.09).
-pub const ACL_STAGES: [&str; 4] = [
-    "ls_in_acl",
-    "ls_out_acl",
-    "ls_in_acl_after_lb",
-    "ls_in_acl_eval",
-];
 
 /// The feature flags and settings ovn-controller 23.03 writes in
 /// `Chassis.other_config`. ovn-northd enables a feature only when every chassis

@@ -222,6 +222,9 @@ pub struct BuildCache {
     versions_next: FxHashMap<u32, Version>,
     /// The last version handed out.
     last_version: u64,
+    /// The generation of the stage names the cached tables were built with
+    /// ([`StageNames::generation`](crate::ovn::stages::StageNames::generation)).
+    pub(super) stages_generation: u64,
 }
 
 /// A datapath's version and what it was given for.
@@ -479,6 +482,10 @@ impl Dep {
 /// Per-datapath resolution of names for the expression compiler.
 pub(super) struct DpContext<'a> {
     pub key: u32,
+    /// A logical router (its stages are named as a router's).
+    pub router: bool,
+    /// The stage names.
+    pub stages: &'a crate::ovn::stages::StageNames,
     pub names: &'a HashMap<String, u16>,
     pub sets: &'a HashMap<String, Arc<AddressSet>>,
     pub groups: &'a HashMap<String, Arc<Vec<String>>>,
@@ -486,6 +493,11 @@ pub(super) struct DpContext<'a> {
 }
 
 impl DpContext<'_> {
+    /// The name of flow `f`'s stage here (`""` when not known).
+    pub fn stage(&self, f: &crate::ovn::sb::LogicalFlow) -> &str {
+        crate::ovn::stages::StageKey::of(self.router, f).map_or("", |k| self.stages.name(k))
+    }
+
     /// Group `name` as SB names it for this datapath (expr.c
     /// `get_sb_port_group_name`: `<datapath key>_<name>`), else by the name alone.
     fn group(&self, scoped: &str, name: &str) -> Option<&Arc<Vec<String>>> {

@@ -26,6 +26,7 @@ use super::support::refusal;
 use crate::config::MacAddr;
 use crate::ovn::rows::Sb;
 use crate::ovn::sb::{LogicalFlow, PortBinding};
+use crate::ovn::stages;
 
 /// Tables per pipeline (ovn-controller's `LOG_PIPELINE_LEN`: OpenFlow tables 8..37 and
 /// 42..64 hold them).
@@ -113,7 +114,8 @@ pub struct Lflow {
 /// One table (stage) of a pipeline: its flows, highest priority first.
 #[derive(Debug, Default)]
 pub struct Table {
-    /// Its stage name (`ls_in_acl`), from the flows' `external_ids:stage-name`.
+    /// Its stage name (`ls_in_acl`): `external_ids:stage-name` of one of its flows
+    /// ([`crate::ovn::stages`]), `""` when not known.
     pub stage: String,
     /// Its flows, by priority, highest first.
     pub flows: Vec<Lflow>,
@@ -146,8 +148,9 @@ pub struct Datapath {
     pub localnet: Option<u16>,
     /// The first flow whose action vswitchd does not execute: (action, stage, flow).
     pub unsupported: Option<(String, String, Uuid)>,
-    /// Its flows do more than a logical switch's L2 forwarding: ACLs (flows derived
-    /// from an ACL row), DHCP, or a router attached (a patch port).
+    /// Its flows do more than a logical switch's L2 forwarding: ACLs (an ACL stage
+    /// that does more than pass packets on, [`stages::filters`]), DHCP, or a router
+    /// attached (a patch port).
     pub beyond_l2: bool,
     /// Equal in two builds when everything a decision through this datapath reads is
     /// (its tables, ports, groups, MAC bindings, FDB): a decision the data path cached
@@ -356,6 +359,10 @@ impl Pipelines {
                 .values()
                 .map(|g| (g.name.as_str(), g.ports.as_slice())),
         );
+        // Other stage names: every datapath's tables are named (and filter) anew.
+        let generation = sb.stages.generation();
+        let changed = changed.filter(|_| cache.stages_generation == generation);
+        cache.stages_generation = generation;
         for (key, u, flows) in flows_by_datapath(sb, local) {
             let Some(dp) = self.datapaths.get(&key) else {
                 continue;
@@ -373,13 +380,15 @@ impl Pipelines {
                 Some(sig) => (None, sig),
                 None => {
                     let f = read();
-                    let sig = signature(&f);
+                    let sig = signature(&f, generation);
                     (Some(f), sig)
                 }
             };
             let resident = |name: &str| self.is_resident(name, view);
             let ctx = DpContext {
                 key,
+                router: dp.router,
+                stages: &sb.stages,
                 names: &dp.names,
                 sets: &sets,
                 groups: &groups,
@@ -428,7 +437,7 @@ impl Pipelines {
         };
         for &(uuid, f) in flows {
             if let Err(error) = self.add_flow(uuid, f, ctx, cache, b, &mut tables, &mut out) {
-                let stage = f.stage().to_string();
+                let stage = ctx.stage(f).to_string();
                 out.skipped.push(Skipped { uuid, stage, error });
             }
         }
@@ -456,7 +465,7 @@ impl Pipelines {
         tables: &mut [Vec<Table>; 2],
         out: &mut DpOut,
     ) -> Result<(), String> {
-        let stage = f.stage();
+        let stage = ctx.stage(f);
         let (Some(pipeline), Ok(table)) = (pipeline_of(f.pipeline()), u8::try_from(f.table_id()))
         else {
             return Err("bad pipeline or table_id".into());
@@ -476,7 +485,7 @@ impl Pipelines {
                 out.unkeyed = Some((field, stage.to_string(), uuid));
             }
         }
-        out.beyond_l2 |= f.from_acl() || f.actions().contains("put_dhcp");
+        out.beyond_l2 |= stages::filters(stage, f) || f.actions().contains("put_dhcp");
         if out.unsupported.is_none() {
             if let Some(a) = &c.refusal {
                 out.unsupported = Some((a.clone(), stage.to_string(), uuid));
@@ -653,16 +662,16 @@ fn pipeline_of(s: &str) -> Option<Pipeline> {
     }
 }
 
-/// A hash over a datapath's flow rows (in uuid order): what makes its tables.
-fn signature(flows: &[(Uuid, &LogicalFlow)]) -> u64 {
+/// A hash over a datapath's flow rows (in uuid order) and the generation of the
+/// stage names they are read with: what makes its tables.
+fn signature(flows: &[(Uuid, &LogicalFlow)], stages: u64) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();
+    stages.hash(&mut h);
     for (u, f) in flows {
         u.hash(&mut h);
         (f.pipeline(), f.table_id(), f.priority()).hash(&mut h);
         (f.match_(), f.actions()).hash(&mut h);
-        f.stage().hash(&mut h);
-        f.has_stage_hint().hash(&mut h);
     }
     h.finish()
 }
