@@ -1108,9 +1108,33 @@ impl Conn {
         self.next_id
     }
 
-    /// Writes one message whole, within the probe interval.
+    /// Writes one message whole, within the probe interval, reading what the server
+    /// sends meanwhile into the framer's buffer (for [`Conn::read`]): a server that
+    /// answers requests in order stops reading while its own writes to us block, so a
+    /// client that only wrote would wait on it forever once both sockets' buffers are
+    /// full (several large condition changes sent while it sends their rows).
     async fn send(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        let write = self.writer.write_all(bytes);
+        let write = async {
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                let buf = self.framer.buffer();
+                buf.reserve(64 * 1024);
+                tokio::select! {
+                    n = self.writer.write(rest) => match n? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => rest = &rest[n..],
+                    },
+                    n = self.reader.read_buf(buf) => match n? {
+                        0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                        _ => {
+                            self.last_rx = Instant::now();
+                            self.probe_sent = None;
+                        }
+                    },
+                }
+            }
+            self.writer.flush().await
+        };
         match self.probe {
             Some(p) => tokio::time::timeout(p, write).await.map_err(|_| {
                 Error::Io(std::io::Error::new(

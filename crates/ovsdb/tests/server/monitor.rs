@@ -229,6 +229,41 @@ async fn conditions_and_set_condition() {
     );
 }
 
+/// Condition changes sent back to back, each large and each bringing many rows: the
+/// server answers them in order and stops reading while its writes to the client block,
+/// so the client must read while it writes (else, both sockets' buffers full, each
+/// waits on the other forever).
+#[tokio::test]
+async fn large_condition_changes_sent_together_all_complete() {
+    const ROWS: usize = 2_000;
+    let server = Server::start(TEST_SCHEMA);
+    let name = |i: usize| format!("{i:05}-{}", "x".repeat(1_000));
+    let spec = MonitorSpec::new("Test")
+        .table(TableSpec::of::<Thing>().condition(vec![Condition::Const(false)]));
+    let (client, _events) = connect(ClientConfig::new(vec![server.unix()]), spec).await;
+    for chunk in (0..ROWS).collect::<Vec<_>>().chunks(200) {
+        let ops = chunk
+            .iter()
+            .map(|i| Operation::insert("Thing", Row::new().with("name", name(*i))))
+            .collect();
+        client.transact(ops).await.unwrap();
+    }
+    // Five changes, each naming 400 more rows (up to 2 MB a request), sent at once.
+    let changes = (1..=5).map(|k| {
+        let clauses = (0..k * ROWS / 5)
+            .map(|i| Condition::eq("name", name(i)))
+            .collect();
+        client.set_condition("Thing", clauses)
+    });
+    let all = futures::future::try_join_all(changes);
+    tokio::time::timeout(std::time::Duration::from_secs(60), all)
+        .await
+        .expect("the condition changes completed (no write-write deadlock)")
+        .unwrap();
+    assert_eq!(client.replica().raw_rows("Thing").count(), ROWS);
+    client.shutdown().await;
+}
+
 #[tokio::test]
 async fn missing_table_or_column_is_named() {
     let server = Server::start(TEST_SCHEMA);
