@@ -154,8 +154,6 @@ fn flows_of<'s>(sb: &'s Sb, dp: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
     match &sb.lflow_index {
         Some(ix) => ix
             .flows_of(dp)
-            .into_iter()
-            .flatten()
             .filter_map(|u| Some((*u, sb.lflows.get(u)?)))
             .collect(),
         None => sb

@@ -374,6 +374,7 @@ impl Pipelines {
             let read = || {
                 let mut f = flows.clone().unwrap_or_else(|| indexed_flows(sb, &u));
                 f.sort_unstable_by_key(|(u, _)| *u);
+                f.dedup_by_key(|(u, _)| *u);
                 f
             };
             let (mut rows, sig) = match kept {
@@ -690,7 +691,7 @@ fn flows_by_datapath<'s>(
     if let Some(ix) = &sb.lflow_index {
         let mut v: Vec<_> = key_of
             .iter()
-            .filter(|(u, _)| ix.flows_of(u).is_some_and(|f| !f.is_empty()))
+            .filter(|(u, _)| ix.has_flows(u))
             .map(|(u, k)| (*k, *u, None))
             .collect();
         v.sort_unstable_by_key(|x| x.0);
@@ -716,9 +717,10 @@ fn flows_by_datapath<'s>(
 
 /// The flows of datapath `u` from [`Sb::lflow_index`].
 fn indexed_flows<'s>(sb: &'s Sb, u: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
-    let ix = sb.lflow_index.as_ref().and_then(|ix| ix.flows_of(u));
-    ix.into_iter()
-        .flatten()
+    let Some(ix) = sb.lflow_index.as_ref() else {
+        return Vec::new();
+    };
+    ix.flows_of(u)
         .filter_map(|f| Some((*f, sb.lflows.get(f)?)))
         .collect()
 }
