@@ -239,7 +239,7 @@ fn incremental_builds_equal_full_builds(sb: &Sb) {
         .map(|(u, g)| (*u, g.name.clone()))
         .min_by(|a, b| a.1.cmp(&b.1))
         .expect("the tenant's port groups have members");
-    sb.port_groups.get_mut(&u).unwrap().ports.pop();
+    std::sync::Arc::make_mut(&mut sb.port_groups.get_mut(&u).unwrap().ports).pop();
     // SB names a group `<datapath key>_<name>`; flows name `@<name>`.
     let (key, name) = group.split_once('_').expect("a datapath's port group");
     let naming = flows_naming(&sb, &first, &format!("@{name}"), Some(key.parse().unwrap()));

@@ -323,8 +323,8 @@ ovsdb::model! {
     pub struct PortGroup in "Port_Group" {
         /// `<datapath key>_<Northbound name>`.
         pub name: String = "name",
-        /// Logical port names.
-        pub ports: Vec<String> = "ports",
+        /// Logical port names (shared with the builds that name the group).
+        pub ports: Arc<Vec<String>> = "ports",
     }
 }
 

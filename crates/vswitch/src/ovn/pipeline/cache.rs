@@ -266,16 +266,17 @@ impl BuildCache {
         self.sets.clone()
     }
 
-    /// The port groups of `rows` (name, member names), reusing unchanged ones' `Arc`.
+    /// The port groups of `rows` (name, member names): the previous build's `Arc` for
+    /// one whose members are unchanged, else the row's.
     pub(super) fn port_groups<'a>(
         &mut self,
-        rows: impl Iterator<Item = (&'a str, &'a [String])>,
+        rows: impl Iterator<Item = (&'a str, &'a Arc<Vec<String>>)>,
     ) -> HashMap<String, Arc<Vec<String>>> {
         let mut next = HashMap::new();
         for (name, ports) in rows {
             let g = match self.groups.remove(name) {
-                Some(g) if g.as_slice() == ports => g,
-                _ => Arc::new(ports.to_vec()),
+                Some(g) if g == *ports => g,
+                _ => ports.clone(),
             };
             next.insert(name.to_string(), g);
         }

@@ -354,11 +354,8 @@ impl Pipelines {
                 .values()
                 .map(|a| (a.name.as_str(), &a.addresses)),
         );
-        let groups = cache.port_groups(
-            sb.port_groups
-                .values()
-                .map(|g| (g.name.as_str(), g.ports.as_slice())),
-        );
+        let groups =
+            cache.port_groups(sb.port_groups.values().map(|g| (g.name.as_str(), &g.ports)));
         // Other stage names: every datapath's tables are named (and filter) anew.
         let generation = sb.stages.generation();
         let changed = changed.filter(|_| cache.stages_generation == generation);
