@@ -516,8 +516,6 @@ pub trait Model: Sized {
     fn from_row(uuid: Uuid, row: &Row) -> Result<Self, Error>;
     /// The row's columns (without `_uuid`), for `insert` and `update`.
     fn to_row(&self) -> Row;
-    /// The row's UUID (`_uuid`).
-    fn uuid(&self) -> Uuid;
 }
 
 /// Declares a typed table: a struct, its [`Model`] impl and its column names.
@@ -599,10 +597,6 @@ macro_rules! model {
                     row.set($column, &self.$field);
                 )*
                 row
-            }
-
-            fn uuid(&self) -> $crate::Uuid {
-                self.uuid
             }
         }
     };

@@ -206,7 +206,6 @@ mod tests {
 
     fn flow(dp: Option<u128>, group: Option<u128>) -> LogicalFlow {
         LogicalFlow::new(
-            Uuid::default(),
             (dp.map(uuid), group.map(uuid)),
             "ingress",
             0,

@@ -218,7 +218,7 @@ mod tests {
     use super::*;
 
     fn flow(m: &str, a: &str) -> LogicalFlow {
-        LogicalFlow::new(Uuid::nil(), (None, None), "ingress", 8, 0, (m, a))
+        LogicalFlow::new((None, None), "ingress", 8, 0, (m, a))
     }
 
     /// An ACL stage's flow filters unless it only passes packets on; other stages' never.
@@ -289,14 +289,7 @@ mod tests {
             );
         }
         let add = |sb: &mut Sb, n: u128, dp: Uuid, pipeline: &str, table: i64| {
-            let f = LogicalFlow::new(
-                Uuid::from_u128(n),
-                (Some(dp), None),
-                pipeline,
-                table,
-                0,
-                ("1", "next;"),
-            );
+            let f = LogicalFlow::new((Some(dp), None), pipeline, table, 0, ("1", "next;"));
             sb.lflows.insert(Uuid::from_u128(n), f);
         };
         add(&mut sb, 10, sw, "ingress", 3);

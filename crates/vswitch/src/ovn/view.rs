@@ -1127,7 +1127,6 @@ mod tests {
         s.lflows.insert(
             uuid(500),
             crate::ovn::sb::LogicalFlow::new(
-                uuid(500),
                 (Some(uuid(1)), None),
                 "ingress",
                 0,
