@@ -282,15 +282,16 @@ fn none() -> Vec<Condition> {
     vec![Condition::Const(false)]
 }
 
-/// Starts the chassis on the current runtime; returns its status.
+/// Starts the chassis on a thread of its own; returns its status.
 pub fn spawn(ctl: Arc<Control>, cfg: OvnConfig) -> Arc<Status> {
     let status = Arc::new(Status::default());
     spawn_with(ctl, cfg, status.clone());
     status
 }
 
-/// Starts the chassis task for `cfg` reporting into `status` (that of a task stopped
-/// before it, when the chassis is re-registered: `vswitchctl ovn` keeps answering).
+/// Starts the chassis for `cfg` on a thread of its own, reporting into `status` (that
+/// of one stopped before it, when the chassis is re-registered: `vswitchctl ovn` keeps
+/// answering).
 pub fn spawn_with(ctl: Arc<Control>, cfg: OvnConfig, status: Arc<Status>) {
     let encap = ctl
         .switch
@@ -310,7 +311,26 @@ pub fn spawn_with(ctl: Arc<Control>, cfg: OvnConfig, status: Arc<Status>) {
         warn!("OVN chassis without an IPv4 Geneve endpoint; not started");
         return;
     };
-    tokio::spawn(run(ctl, cfg, encap, status));
+    // A thread and runtime of its own: the chassis' allocations (10^5 rows decoded,
+    // pipelines built and rebuilt) then stay in one malloc arena. Spread over the
+    // control runtime's workers, each worker's arena kept its own freed pages: at
+    // 40,000 ports, RSS 312-325 MiB from run to run against 307 MiB on one thread.
+    // The thread inherits the caller's CPU affinity (the control threads', off the
+    // PMDs' cores).
+    let spawned = std::thread::Builder::new()
+        .name("ovn-chassis".into())
+        .spawn(move || {
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(run(ctl, cfg, encap, status)),
+                Err(e) => warn!(error = %e, "OVN chassis: no runtime; not started"),
+            }
+        });
+    if let Err(e) = spawned {
+        warn!(error = %e, "OVN chassis: its thread did not start; not started");
+    }
 }
 
 /// The chassis task.
