@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::datum::{parse_uuid, short, Atom, Datum, Uuid};
+use crate::datum::{parse_uuid, short, Datum, Uuid};
 use crate::operation::Condition;
 use crate::row::{Model, Row};
 use crate::schema::{ColumnType, DatabaseSchema};
@@ -37,8 +37,6 @@ pub struct TableSpec {
     columns: Vec<String>,
     indexes: Vec<String>,
     condition: Option<Vec<Condition>>,
-    /// Map columns of which the replica keeps only some keys.
-    kept_keys: Vec<(String, Vec<String>)>,
 }
 
 impl MonitorSpec {
@@ -116,7 +114,6 @@ impl MonitorSpec {
                 ResolvedTable {
                     columns,
                     indexes: t.indexes.clone(),
-                    kept_keys: t.kept_keys.iter().cloned().collect(),
                 },
             );
         }
@@ -155,7 +152,6 @@ impl TableSpec {
             columns: Vec::new(),
             indexes: Vec::new(),
             condition: None,
-            kept_keys: Vec::new(),
         }
     }
 
@@ -182,31 +178,6 @@ impl TableSpec {
             self.indexes.push(column.to_owned());
         }
         self
-    }
-
-    /// Keeps only the pairs of map column `column` whose key is one of `keys` (string
-    /// keys), dropping the others as rows and their changes are decoded. A protocol
-    /// cannot ask the server for part of a map: the replica (and its changes) then
-    /// hold only what the client reads. Northd's `Logical_Flow.external_ids` carries
-    /// a `source` (its code location) in each of 10^5 rows that a chassis never reads.
-    ///
-    /// ```
-    /// let t = ovsdb::TableSpec::new("Logical_Flow").keys("external_ids", &["stage-name"]);
-    /// assert_eq!(t.kept_keys("external_ids"), Some(&["stage-name".to_string()][..]));
-    /// ```
-    pub fn keys(mut self, column: &str, keys: &[&str]) -> Self {
-        self.kept_keys.retain(|(c, _)| c != column);
-        let keys = keys.iter().map(|k| (*k).to_owned()).collect();
-        self.kept_keys.push((column.to_owned(), keys));
-        self
-    }
-
-    /// The keys kept of map column `column`, if it is filtered ([`keys`](Self::keys)).
-    pub fn kept_keys(&self, column: &str) -> Option<&[String]> {
-        self.kept_keys
-            .iter()
-            .find(|(c, _)| c == column)
-            .map(|(_, k)| k.as_slice())
     }
 
     /// Replicates only the rows matching **any** of the conditions
@@ -253,19 +224,9 @@ pub(crate) struct ResolvedTable {
     /// Monitored columns and their types.
     pub(crate) columns: BTreeMap<String, ColumnType>,
     pub(crate) indexes: Vec<String>,
-    /// Map columns of which only these keys are kept ([`TableSpec::keys`]).
-    pub(crate) kept_keys: BTreeMap<String, Vec<String>>,
 }
 
 impl ResolvedTable {
-    /// `d`, a decoded value of column `column`, without the map keys the spec drops.
-    pub(crate) fn kept(&self, column: &str, mut d: Datum) -> Datum {
-        if let (Some(keys), Datum::Map(m)) = (self.kept_keys.get(column), &mut d) {
-            m.retain(|k| matches!(k, Atom::String(k) if keys.iter().any(|x| **x == **k)));
-        }
-        d
-    }
-
     /// Decodes a row of monitored columns, filling the columns it omits
     /// with their defaults when `fill` (update2 `initial`/`insert` omit
     /// default values).
@@ -287,8 +248,7 @@ impl ResolvedTable {
             } else {
                 Datum::from_json(cv, t)
             };
-            let d = self.kept(c, d.map_err(|e| e.in_column(c))?);
-            columns.push((crate::row::intern(c), d));
+            columns.push((crate::row::intern(c), d.map_err(|e| e.in_column(c))?));
         }
         Ok(Row::sealed(columns))
     }

@@ -196,12 +196,6 @@ impl AtomMap {
         self.find(k).ok().map(|i| self.0.remove(i).1)
     }
 
-    /// Keeps the pairs whose key passes `keep`.
-    pub fn retain(&mut self, mut keep: impl FnMut(&Atom) -> bool) {
-        self.0.retain(|(k, _)| keep(k));
-        self.0.shrink_to_fit();
-    }
-
     fn find(&self, k: &Atom) -> Result<usize, usize> {
         self.0.binary_search_by(|(x, _)| x.cmp(k))
     }

@@ -230,7 +230,7 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                 Datum::from_json(&v, t)
             };
             match d {
-                Ok(d) => columns.push((intern(&c), self.rt.kept(&c, d))),
+                Ok(d) => columns.push((intern(&c), d)),
                 Err(e) => return Err(fail(self.failed, e.in_column(&c))),
             }
         }
@@ -279,55 +279,6 @@ mod tests {
         ] {
             let want = decode_updates(&v, &r, true).unwrap();
             assert_eq!(decode_updates2(&v.to_string(), &r).unwrap(), want, "{v}");
-        }
-    }
-
-    /// A map column filtered by `TableSpec::keys` keeps only those keys, in a row
-    /// and in a change, decoded from text or from a value tree.
-    #[test]
-    fn filtered_map_keys_are_dropped() {
-        let schema = crate::schema::DatabaseSchema::from_json(&json!({"name": "T", "tables":
-            {"A": {"columns": {"ids": {"type": {"key": "string", "value": "string",
-            "min": 0, "max": "unlimited"}}}}}}))
-        .unwrap();
-        let r = crate::MonitorSpec::new("T")
-            .table(crate::TableSpec::new("A").keys("ids", &["stage-name"]))
-            .resolve(&schema)
-            .unwrap();
-        let ids = |pairs: &[(&str, &str)]| {
-            json!([
-                "map",
-                pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
-            ])
-        };
-        let kept = std::collections::BTreeMap::from([("stage-name", "ls_in_acl")]);
-        for (v, change) in [
-            (
-                json!({"A": {U: {"initial": {"ids": ids(&[("source", "northd.c:1"),
-                ("stage-name", "ls_in_acl")])}}}}),
-                false,
-            ),
-            (
-                json!({"A": {U: {"modify": {"ids": ids(&[("source", "northd.c:2"),
-                ("stage-name", "ls_in_acl")])}}}}),
-                true,
-            ),
-        ] {
-            for u in [
-                decode_updates2(&v.to_string(), &r).unwrap(),
-                decode_updates(&v, &r, true).unwrap(),
-            ] {
-                let row = match &u[0].2 {
-                    RowUpdate::Insert(row) | RowUpdate::Modify(row) => row,
-                    other => panic!("{other:?}"),
-                };
-                let got: std::collections::BTreeMap<String, String> = row.get("ids").unwrap();
-                assert_eq!(got.len(), 1, "{v} (change {change})");
-                assert_eq!(
-                    got.get("stage-name").map(String::as_str),
-                    kept.get("stage-name").copied()
-                );
-            }
         }
     }
 
