@@ -203,6 +203,26 @@ impl Sb {
         }
     }
 
+    /// The flows of datapath `dp` (a flow naming it and a group of it comes twice):
+    /// from [`Sb::lflow_index`] when kept, else by walking every flow (rows put together
+    /// by hand).
+    pub fn flows_of(&self, dp: &Uuid) -> Vec<(Uuid, &LogicalFlow)> {
+        match &self.lflow_index {
+            Some(ix) => ix
+                .flows_of(dp)
+                .filter_map(|u| Some((*u, self.lflows.get(u)?)))
+                .collect(),
+            None => self
+                .lflows
+                .iter()
+                .filter(|(_, f)| {
+                    super::lflow_index::datapaths_of(f, &self.dp_groups).any(|d| d == *dp)
+                })
+                .map(|(u, f)| (*u, f))
+                .collect(),
+        }
+    }
+
     /// The Geneve endpoint address of chassis `c`.
     pub fn encap_ip(&self, c: &Chassis) -> Option<IpAddr> {
         c.encaps

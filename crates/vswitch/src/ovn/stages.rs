@@ -43,17 +43,18 @@ impl StageKey {
     /// Flow `f`'s table on a datapath of kind `router`; `None` when its pipeline or
     /// table is out of range (such a flow is skipped when built).
     pub fn of(router: bool, f: &LogicalFlow) -> Option<StageKey> {
-        let egress = match f.pipeline() {
-            "ingress" => false,
-            "egress" => true,
-            _ => return None,
-        };
+        let pipeline = super::pipeline::tables::pipeline_of(f.pipeline())?;
         let table = u8::try_from(f.table_id()).ok()?;
-        Some(StageKey {
+        Some(StageKey::at(router, pipeline, table))
+    }
+
+    /// Table `table` of pipeline `pipeline` on a datapath of kind `router`.
+    pub fn at(router: bool, pipeline: ovn_lflow::actions::Pipeline, table: u8) -> StageKey {
+        StageKey {
             router,
-            egress,
+            egress: pipeline == ovn_lflow::actions::Pipeline::Egress,
             table,
-        })
+        }
     }
 }
 
@@ -112,7 +113,7 @@ impl StageNames {
                 continue;
             };
             let router = row.external_ids.contains_key("logical-router");
-            for (u, f) in flows_of(sb, dp) {
+            for (u, f) in sb.flows_of(dp) {
                 if let Some(key) = StageKey::of(router, f) {
                     if !self.knows(key) {
                         out.entry(key).or_insert(u);
@@ -146,23 +147,6 @@ impl StageNames {
 /// A switch with a filtering flow runs its logical pipeline.
 pub fn filters(stage: &str, f: &LogicalFlow) -> bool {
     ACL_STAGES.contains(&stage) && f.actions().trim() != "next;"
-}
-
-/// The flows of datapath `dp`: from the index when kept, else by walking every flow
-/// (rows put together by hand).
-fn flows_of<'s>(sb: &'s Sb, dp: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
-    match &sb.lflow_index {
-        Some(ix) => ix
-            .flows_of(dp)
-            .filter_map(|u| Some((*u, sb.lflows.get(u)?)))
-            .collect(),
-        None => sb
-            .lflows
-            .iter()
-            .filter(|(_, f)| super::lflow_index::datapaths_of(f, &sb.dp_groups).any(|d| d == *dp))
-            .map(|(u, f)| (*u, f))
-            .collect(),
-    }
 }
 
 /// The `select`s reading `external_ids` of each flow of `unnamed`, in its order.

@@ -480,7 +480,6 @@ impl Dep {
     }
 }
 
-/// Per-datapath resolution of names for the expression compiler.
 /// An address set's addresses, lexed when first asked for: most of a deployment's
 /// sets hold the addresses of ports on switches this chassis does not have, which no
 /// local flow names (at 40,000 ports, 7.5 MB lexed whole).
@@ -497,6 +496,7 @@ impl LazySet {
     }
 }
 
+/// Per-datapath resolution of names for the expression compiler.
 pub(super) struct DpContext<'a> {
     pub key: u32,
     /// A logical router (its stages are named as a router's).

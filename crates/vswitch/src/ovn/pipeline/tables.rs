@@ -369,7 +369,7 @@ impl Pipelines {
                 .filter(|c| !c.contains(&u) && flows.is_none())
                 .and_then(|_| cache.last_signature(key));
             let read = || {
-                let mut f = flows.clone().unwrap_or_else(|| indexed_flows(sb, &u));
+                let mut f = flows.clone().unwrap_or_else(|| sb.flows_of(&u));
                 f.sort_unstable_by_key(|(u, _)| *u);
                 f.dedup_by_key(|(u, _)| *u);
                 f
@@ -463,11 +463,13 @@ impl Pipelines {
         tables: &mut [Vec<Table>; 2],
         out: &mut DpOut,
     ) -> Result<(), String> {
-        let stage = ctx.stage(f);
         let (Some(pipeline), Ok(table)) = (pipeline_of(f.pipeline()), u8::try_from(f.table_id()))
         else {
             return Err("bad pipeline or table_id".into());
         };
+        let stage = ctx
+            .stages
+            .name(stages::StageKey::at(ctx.router, pipeline, table));
         let key = (uuid, pipeline as u8, table);
         let (symtab, dhcp, dhcpv6) = (&self.symtab, &self.dhcp_opts, &self.dhcpv6_opts);
         let ((match_text, actions_text), compiled) = cache.compiled(
@@ -652,7 +654,8 @@ fn option_table<'a>(
     OptionTable::from_rows(rows).unwrap_or_else(|_| builtin())
 }
 
-fn pipeline_of(s: &str) -> Option<Pipeline> {
+/// The pipeline `Logical_Flow.pipeline` names.
+pub(crate) fn pipeline_of(s: &str) -> Option<Pipeline> {
     match s {
         "ingress" => Some(Pipeline::Ingress),
         "egress" => Some(Pipeline::Egress),
@@ -675,7 +678,8 @@ fn signature(flows: &[(Uuid, &LogicalFlow)], stages: u64) -> u64 {
 }
 
 /// The local datapaths with flows, by key: (key, row, its flows when they had to be
-/// grouped here). With [`Sb::lflow_index`] the flows are left to be read from it.
+/// grouped here). With [`Sb::lflow_index`] the flows are left to be read from it
+/// ([`Sb::flows_of`]).
 #[allow(clippy::type_complexity)]
 fn flows_by_datapath<'s>(
     sb: &'s Sb,
@@ -709,16 +713,6 @@ fn flows_by_datapath<'s>(
     by_dp
         .into_iter()
         .map(|(k, (u, f))| (k, u, Some(f)))
-        .collect()
-}
-
-/// The flows of datapath `u` from [`Sb::lflow_index`].
-fn indexed_flows<'s>(sb: &'s Sb, u: &Uuid) -> Vec<(Uuid, &'s LogicalFlow)> {
-    let Some(ix) = sb.lflow_index.as_ref() else {
-        return Vec::new();
-    };
-    ix.flows_of(u)
-        .filter_map(|f| Some((*f, sb.lflows.get(f)?)))
         .collect()
 }
 
